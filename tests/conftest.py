@@ -1,0 +1,66 @@
+"""Shared fixtures: the BreakHis tree of paper 01 Fig. 1 and a small unbalanced tree."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir() -> Path | None:
+    """The real-data folder if present: $HIERVIZ_DATA, else ../shared/data beside the checkout."""
+    env = os.environ.get("HIERVIZ_DATA")
+    for cand in ([Path(env)] if env else []) + [REPO.parent / "shared" / "data"]:
+        if cand.is_dir():
+            return cand
+    return None
+
+
+BREAKHIS = {
+    "root": {
+        "benign": ["adenosis", "fibroadenoma", "phyllodes_tumor", "tubular_adenoma"],
+        "malignant": ["ductal_carcinoma", "lobular_carcinoma", "mucinous_carcinoma", "papillary_carcinoma"],
+    }
+}
+
+# Unbalanced: leaf "c" sits at depth 1, leaves under "a" at depth 3 (L = 3).
+UNBALANCED = {"root": {"a": {"a1": ["x", "y"], "a2": ["z"]}, "b": ["u", "v"], "c": None}}
+
+
+@pytest.fixture
+def breakhis_tree():
+    from hierviz.tree import LabelTree
+
+    return LabelTree.from_nested(BREAKHIS)
+
+
+@pytest.fixture
+def unbalanced_tree():
+    from hierviz.tree import LabelTree
+
+    return LabelTree.from_nested(UNBALANCED)
+
+
+@pytest.fixture
+def data_dir():
+    d = shared_data_dir()
+    if d is None:
+        pytest.skip("real data not present (../shared/data or HIERVIZ_DATA); runs in CI")
+    return d
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print each notebook's run time and kernel peak memory (recorded by test_notebooks)."""
+    rows = []
+    for rep in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
+        props = dict(getattr(rep, "user_properties", []))
+        if "notebook_wall_s" in props and rep.when == "call":
+            name = rep.nodeid.split("[")[-1].rstrip("]")
+            rows.append((name, props["notebook_wall_s"], props["notebook_kernel_peak_mib"]))
+    if rows:
+        terminalreporter.section("notebook run time and peak memory (SMOKE=True)")
+        for name, wall, mib in sorted(rows):
+            terminalreporter.write_line(f"{name:<28} {wall:7.1f} s   kernel peak {mib:8.1f} MiB")
+        terminalreporter.write_line(f"{'total':<28} {sum(r[1] for r in rows):7.1f} s")
