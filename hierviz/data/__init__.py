@@ -1,0 +1,67 @@
+"""Datasets, label trees, leak-free splits and two-view augmentation.
+
+Quick start (works with no data folder: the HAM10000 sample ships with the package)::
+
+    from hierviz.data import load_dataset, load_tree, bind_tree, ContrastiveDataset, TwoViewTransform
+
+    ds = load_dataset("ham10000-sample")            # ArrayDataset, 2,003 images 32x32, CC BY-NC 4.0
+    ds, tree = bind_tree(ds, "two-step")            # tree.leaves == ds.classes
+    parts = ds.split(val=0.15, test=0.15, seed=0)   # grouped by lesion_id, stratified
+    train = ContrastiveDataset(parts["train"], TwoViewTransform(32), views=2)
+
+Bring your own data: ``load_dataset("my.npz")`` (MedMNIST format) or
+``load_dataset("my_images/")`` (one sub-folder per class), and a tree JSON
+``{"name", "source", "leaf_order", "tree"}`` naming those classes as leaves.
+Full-size data: see ``data_scripts/README.md``.
+"""
+from hierviz.data.datasets import (
+    DATASETS,
+    MEDMNIST_INFO,
+    ArrayDataset,
+    DatasetInfo,
+    bind_tree,
+    data_search_dirs,
+    find_data_file,
+    load_dataset,
+    load_image_folder,
+    load_medmnist,
+    load_npz,
+)
+from hierviz.data.splits import check_split, grouped_split
+from hierviz.data.transforms import (
+    ContrastiveDataset,
+    EvalTransform,
+    TransformDataset,
+    TwoViewTransform,
+    blur_kernel_size,
+    eval_transform,
+)
+from hierviz.data.trees import DEFAULT_TREE, TREES, align_tree, load_tree, read_tree_json, tree_source
+
+__all__ = [
+    "DATASETS",
+    "DEFAULT_TREE",
+    "MEDMNIST_INFO",
+    "TREES",
+    "ArrayDataset",
+    "ContrastiveDataset",
+    "DatasetInfo",
+    "EvalTransform",
+    "TransformDataset",
+    "TwoViewTransform",
+    "align_tree",
+    "bind_tree",
+    "blur_kernel_size",
+    "check_split",
+    "data_search_dirs",
+    "eval_transform",
+    "find_data_file",
+    "grouped_split",
+    "load_dataset",
+    "load_image_folder",
+    "load_medmnist",
+    "load_npz",
+    "load_tree",
+    "read_tree_json",
+    "tree_source",
+]
