@@ -1,0 +1,53 @@
+"""Hierarchy-faithfulness and retrieval metrics.
+
+Classification / embedding metrics of paper 01 (§3.5, §4.4):
+
+* :func:`hf1` -- hierarchical F1 over ancestor sets (root left out);
+* :func:`h_acc` -- tree-distance-weighted accuracy ``1 - d_T / 2L``;
+* :func:`parent_prototypes`, :func:`parent_violations`, :func:`pc_order` -- prototype-based
+  parent-distance violations and nearest-parent top-1, in the embedding's own geometry;
+* :func:`linear_probe` -- balanced multinomial logistic-regression probe (scikit-learn);
+* :func:`hierarchy_report` -- all of the above as one row
+  ``{"top1", "hf1", "h_acc", "violations", "pc_order"}``.
+
+Retrieval metrics (papers 01 and 04): :func:`precision_at_k` (RP@k), :func:`recall_at_k`,
+:func:`map_at_k`, :func:`ndcg` (tree-graded relevance, :func:`tree_relevance`) and
+:func:`mean_normalised_rank` (MNR).
+
+Labels are always leaf indices (``0 .. C-1``) in the tree's leaf order.
+"""
+from hierviz.metrics.hierarchy import (
+    default_parent_level,
+    h_acc,
+    hf1,
+    parent_prototypes,
+    parent_violations,
+    pc_order,
+)
+from hierviz.metrics.probe import REPORT_KEYS, hierarchy_report, linear_probe
+from hierviz.metrics.retrieval import (
+    map_at_k,
+    mean_normalised_rank,
+    ndcg,
+    precision_at_k,
+    recall_at_k,
+    tree_relevance,
+)
+
+__all__ = [
+    "hf1",
+    "h_acc",
+    "default_parent_level",
+    "parent_prototypes",
+    "parent_violations",
+    "pc_order",
+    "linear_probe",
+    "hierarchy_report",
+    "REPORT_KEYS",
+    "precision_at_k",
+    "recall_at_k",
+    "map_at_k",
+    "ndcg",
+    "tree_relevance",
+    "mean_normalised_rank",
+]

@@ -1,0 +1,574 @@
+"""Retrieval metrics, flat and hierarchy-aware: MAP@k, precision@k (RP@k), Recall@k, NDCG, MNR.
+
+Every function takes a (Q, G) matrix comparing Q queries with G gallery items -- either
+**distances** (``kind="distance"``, the default: smaller = more similar, e.g.
+``geometry.pairwise_dist(zq, zg)``) or **scores** (``kind="score"``: larger = more
+similar, e.g. ``geometry.similarity`` or cosine) -- plus the leaf indices of the queries
+and of the gallery. Each query ranks the whole gallery by that matrix; ties are broken by
+gallery order (a stable sort). With ``exclude_self=True`` (Q == G, the query set *is*
+the gallery, leave-one-out) the diagonal is removed from each query's candidates.
+
+Flat metrics (:func:`precision_at_k`, :func:`recall_at_k`, :func:`map_at_k`) call a
+gallery item relevant when it has the query's leaf -- or, with ``level=ℓ`` and a tree, the
+query's ancestor at level ℓ (a leaf shallower than ℓ being its own ancestor, as in
+:attr:`LabelTree.leaf_paths`). :func:`ndcg` grades relevance by tree distance and
+:func:`mean_normalised_rank` averages ranks over all levels (paper 04, §II.D).
+All computations are vectorised over queries (one (Q, G) sort); there is no loop over
+samples. Inputs on any device are copied to the CPU and evaluated in float64 (a (Q, G)
+matrix must fit in host memory).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from hierviz.metrics.hierarchy import _as_labels
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.tree import LabelTree
+
+__all__ = [
+    "precision_at_k",
+    "recall_at_k",
+    "map_at_k",
+    "ndcg",
+    "tree_relevance",
+    "mean_normalised_rank",
+]
+
+
+# --------------------------------------------------------------------------- input handling
+def _labels_no_tree(x: Any, name: str) -> torch.Tensor:
+    """1-D non-negative integer labels without a tree (flat metrics)."""
+    t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
+    if t.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {tuple(t.shape)}")
+    if t.numel() == 0:
+        raise ValueError(f"{name} is empty")
+    if t.dtype == torch.bool or t.dtype.is_floating_point or t.dtype.is_complex:
+        raise TypeError(f"{name} must hold integer leaf indices, got dtype {t.dtype}")
+    t = t.detach().to("cpu", torch.long)
+    if int(t.min()) < 0:
+        raise ValueError(f"{name} holds negative leaf indices")
+    return t
+
+
+def _prepare(
+    scores: Any,
+    query_labels: Any,
+    gallery_labels: Any,
+    tree: "LabelTree | None",
+    kind: str,
+    exclude_self: bool,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Validate inputs and rank the gallery.
+
+    Returns
+    -------
+    order : (Q, G) long, gallery indices best first (excluded items last)
+    valid_sorted : (Q, G) bool, whether the item at each rank is a candidate
+    yq : (Q,) long, yg : (G,) long (CPU)
+    n_valid : (Q,) long, number of candidates per query
+    """
+    if kind not in ("distance", "score"):
+        raise ValueError(f"kind must be 'distance' (smaller = closer) or 'score' (larger = closer), got {kind!r}")
+    S = scores if isinstance(scores, torch.Tensor) else torch.as_tensor(np.asarray(scores))
+    if not S.dtype.is_floating_point:
+        if S.dtype == torch.bool or S.dtype.is_complex:
+            raise TypeError(f"scores must be a real (Q, G) matrix, got dtype {S.dtype}")
+        S = S.double()
+    if S.ndim != 2:
+        raise ValueError(f"scores must be a 2-D (Q, G) matrix, got shape {tuple(S.shape)}")
+    Q, G = S.shape
+    if Q == 0 or G == 0:
+        raise ValueError(f"scores is empty (shape {(Q, G)}); need at least one query and one gallery item")
+    S = S.detach().to("cpu", torch.float64)
+    if not bool(torch.isfinite(S).all()):
+        raise ValueError("scores holds NaN or inf")
+    if tree is not None:
+        yq = _as_labels(query_labels, "query_labels", tree)
+        yg = _as_labels(gallery_labels, "gallery_labels", tree)
+    else:
+        yq = _labels_no_tree(query_labels, "query_labels")
+        yg = _labels_no_tree(gallery_labels, "gallery_labels")
+    if yq.numel() != Q:
+        raise ValueError(f"query_labels has {yq.numel()} entries but scores has {Q} rows")
+    if yg.numel() != G:
+        raise ValueError(f"gallery_labels has {yg.numel()} entries but scores has {G} columns")
+    s = -S if kind == "distance" else S.clone()
+    valid = torch.ones(Q, G, dtype=torch.bool)
+    if exclude_self:
+        if Q != G:
+            raise ValueError(f"exclude_self=True needs a square scores matrix (queries = gallery), got {(Q, G)}")
+        valid.fill_diagonal_(False)
+        s.fill_diagonal_(-float("inf"))
+        if G < 2:
+            raise ValueError("exclude_self=True with a single item leaves no candidates")
+    order = torch.argsort(s, dim=1, descending=True, stable=True)
+    valid_sorted = valid.gather(1, order)
+    return order, valid_sorted, yq, yg, valid.sum(1)
+
+
+def _relevant(yq: torch.Tensor, yg: torch.Tensor, tree: "LabelTree | None", level: int | None) -> torch.Tensor:
+    """(Q, G) bool: gallery item shares the query's leaf (or its ancestor at ``level``)."""
+    if level is None:
+        return yq[:, None] == yg[None, :]
+    if tree is None:
+        raise ValueError("level needs a tree (pass tree=...)")
+    if isinstance(level, bool) or not isinstance(level, (int, np.integer)):
+        raise TypeError(f"level must be an int or None, got {type(level).__name__}")
+    if not 0 <= int(level) <= tree.height:
+        raise ValueError(f"level must be in [0, {tree.height}], got {level}")
+    col = tree.leaf_paths[:, int(level)]
+    return col[yq][:, None] == col[yg][None, :]
+
+
+def _check_k(k: Any, limit: int, name: str = "k") -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(k).__name__}")
+    if not 1 <= int(k) <= limit:
+        raise ValueError(f"{name} must be in [1, {limit}] (number of gallery candidates), got {k}")
+    return int(k)
+
+
+def _mean_or_none(per_query: torch.Tensor, reduction: str) -> float | torch.Tensor:
+    if reduction == "mean":
+        return float(per_query.double().mean())
+    if reduction == "none":
+        return per_query.double()
+    raise ValueError(f"reduction must be 'mean' or 'none', got {reduction!r}")
+
+
+def _require_relevant(R: torch.Tensor, what: str) -> None:
+    n_rel = R.sum(1)
+    if bool((n_rel == 0).any()):
+        bad = torch.nonzero(n_rel == 0).flatten()
+        raise ValueError(
+            f"{int(bad.numel())} queries (e.g. {bad[:5].tolist()}) have no relevant gallery item, so {what} is "
+            "undefined for them; drop those queries or use a coarser level"
+        )
+
+
+# --------------------------------------------------------------------------- flat metrics
+def precision_at_k(
+    scores: Any,
+    query_labels: Any,
+    gallery_labels: Any,
+    tree: "LabelTree | None" = None,
+    k: int = 5,
+    *,
+    kind: str = "distance",
+    level: int | None = None,
+    exclude_self: bool = False,
+    reduction: str = "mean",
+) -> float | torch.Tensor:
+    """Retrieval precision at k (RP@k): share of the k nearest gallery items that are relevant.
+
+    Parameters
+    ----------
+    scores : torch.Tensor or array-like, shape (Q, G), float
+        Query-gallery distances (``kind="distance"``) or similarities (``kind="score"``);
+        finite.
+    query_labels : array-like or torch.Tensor of int, shape (Q,)
+        Leaf indices of the queries.
+    gallery_labels : array-like or torch.Tensor of int, shape (G,)
+        Leaf indices of the gallery items.
+    tree : LabelTree or None, default None
+        Needed for ``level`` and to range-check labels; ``None`` compares labels directly.
+    k : int, default 5
+        Cut-off, 1 <= k <= number of candidates per query.
+    kind : {"distance", "score"}, default "distance"
+        Whether smaller (distance) or larger (score) entries mean closer.
+    level : int or None, default None
+        ``None``: relevant = same leaf ("leaf RP@k"); ``ℓ``: same ancestor at level ℓ.
+    exclude_self : bool, default False
+        Leave-one-out on a square matrix: the diagonal is not a candidate.
+    reduction : {"mean", "none"}, default "mean"
+        Mean over queries (float) or per-query float64 tensor (Q,).
+
+    Returns
+    -------
+    float or torch.Tensor
+        In [0, 1].
+
+    Raises
+    ------
+    TypeError
+        Non-integer labels, non-real scores, non-int ``k`` / ``level``.
+    ValueError
+        Empty or non-finite scores, length mismatches, labels out of range, ``k`` out of
+        range, bad ``kind`` / ``reduction`` / ``level``.
+
+    Notes
+    -----
+    Paper 04 §II.D.2 ("leaf RP@5"); the usual information-retrieval precision@k.
+    """
+    order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
+    k = _check_k(k, int(n_valid.min()))
+    R = _relevant(yq, yg, tree, level).gather(1, order) & valid
+    return _mean_or_none(R[:, :k].double().sum(1) / k, reduction)
+
+
+def recall_at_k(
+    scores: Any,
+    query_labels: Any,
+    gallery_labels: Any,
+    tree: "LabelTree | None" = None,
+    k: int = 5,
+    *,
+    kind: str = "distance",
+    level: int | None = None,
+    exclude_self: bool = False,
+    reduction: str = "mean",
+) -> float | torch.Tensor:
+    """Recall@k in the metric-learning sense: share of queries with a relevant item in the top k.
+
+    This is the Recall@k of deep metric learning benchmarks (Song et al., 2016; the In-Shop
+    R@5 of paper 01 Tab. 3), i.e. a hit rate -- not the information-retrieval ratio
+    "relevant retrieved / all relevant".
+
+    Parameters
+    ----------
+    scores : torch.Tensor or array-like, shape (Q, G), float
+        Query-gallery distances (``kind="distance"``) or similarities (``kind="score"``);
+        finite.
+    query_labels : array-like or torch.Tensor of int, shape (Q,)
+        Leaf indices of the queries.
+    gallery_labels : array-like or torch.Tensor of int, shape (G,)
+        Leaf indices of the gallery items.
+    tree : LabelTree or None, default None
+        Needed for ``level`` and to range-check labels.
+    k : int, default 5
+        Cut-off, 1 <= k <= number of candidates per query.
+    kind : {"distance", "score"}, default "distance"
+        Whether smaller (distance) or larger (score) entries mean closer.
+    level : int or None, default None
+        Relevance at the leaf (``None``) or at tree level ℓ.
+    exclude_self : bool, default False
+        Leave-one-out on a square matrix: the diagonal is not a candidate.
+    reduction : {"mean", "none"}, default "mean"
+        Mean over queries (float) or per-query float64 tensor (Q,).
+
+    Returns
+    -------
+    float or torch.Tensor
+        In [0, 1].
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`precision_at_k`; also ``ValueError`` if a query has no relevant gallery
+        item at all (its recall is undefined).
+
+    Notes
+    -----
+    Paper 01 §4.1 / Tab. 3 (InShop R@5); Song et al. (2016), *Deep metric learning via
+    lifted structured feature embedding*.
+    """
+    order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
+    k = _check_k(k, int(n_valid.min()))
+    R = _relevant(yq, yg, tree, level).gather(1, order) & valid
+    _require_relevant(R, "Recall@k")
+    return _mean_or_none(R[:, :k].any(1).double(), reduction)
+
+
+def map_at_k(
+    scores: Any,
+    query_labels: Any,
+    gallery_labels: Any,
+    tree: "LabelTree | None" = None,
+    k: int | None = 10,
+    *,
+    kind: str = "distance",
+    level: int | None = None,
+    exclude_self: bool = False,
+    reduction: str = "mean",
+) -> float | torch.Tensor:
+    r"""Mean average precision at k.
+
+    For query :math:`i` with :math:`R_i` relevant gallery items and relevance indicators
+    :math:`r_{ij}` of its ranked list,
+
+    .. math:: AP@k_i = \frac{1}{\min(k, R_i)} \sum_{j=1}^{k} r_{ij}\, P@j_i,
+
+    so a ranking that puts all (or the first k) relevant items on top scores 1. With
+    ``k=None`` each query uses :math:`k = R_i`, which is MAP@R (Musgrave et al., 2020).
+
+    Parameters
+    ----------
+    scores : torch.Tensor or array-like, shape (Q, G), float
+        Query-gallery distances (``kind="distance"``) or similarities (``kind="score"``);
+        finite.
+    query_labels : array-like or torch.Tensor of int, shape (Q,)
+        Leaf indices of the queries.
+    gallery_labels : array-like or torch.Tensor of int, shape (G,)
+        Leaf indices of the gallery items.
+    tree : LabelTree or None, default None
+        Needed for ``level`` and to range-check labels.
+    k : int or None, default 10
+        Cut-off in [1, candidates]; ``None`` for MAP@R.
+    kind : {"distance", "score"}, default "distance"
+        Whether smaller (distance) or larger (score) entries mean closer.
+    level : int or None, default None
+        Relevance at the leaf (``None``) or at tree level ℓ.
+    exclude_self : bool, default False
+        Leave-one-out on a square matrix: the diagonal is not a candidate.
+    reduction : {"mean", "none"}, default "mean"
+        Mean over queries (float) or per-query float64 tensor (Q,).
+
+    Returns
+    -------
+    float or torch.Tensor
+        In [0, 1].
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`precision_at_k`; also ``ValueError`` if a query has no relevant gallery
+        item (its AP is undefined).
+
+    Notes
+    -----
+    Standard AP@k (e.g. Manning et al., *Introduction to Information Retrieval*, §8.4);
+    MAP@R: Musgrave, Belongie & Lim (2020), *A metric learning reality check*.
+    """
+    order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
+    R = _relevant(yq, yg, tree, level).gather(1, order) & valid
+    _require_relevant(R, "MAP")
+    n_rel = R.sum(1)  # (Q,)
+    G = R.shape[1]
+    ranks = torch.arange(1, G + 1, dtype=torch.float64)
+    Rf = R.double()
+    prec = Rf.cumsum(1) / ranks  # P@j, (Q, G)
+    if k is None:
+        cut = n_rel
+    else:
+        k = _check_k(k, int(n_valid.min()))
+        cut = torch.full_like(n_rel, k)
+    within = torch.arange(G)[None, :] < cut[:, None]
+    denom = torch.minimum(cut, n_rel).double()
+    return _mean_or_none((prec * Rf * within).sum(1) / denom, reduction)
+
+
+# --------------------------------------------------------------------------- tree-graded metrics
+def tree_relevance(tree: "LabelTree", relevance: str = "sum") -> torch.Tensor:
+    r"""(C, C) graded relevance between leaves, from the tree (paper 04 §II.D.2).
+
+    With :math:`d(n, m)` the number of edges from node :math:`n` up to its ancestor
+    :math:`m`, :math:`a` = lca of the two leaves, :math:`D_T` the tree diameter (longest
+    leaf-leaf path) and :math:`H_T` = ``tree.height``:
+
+    * ``"sum"``: :math:`1 - (d(n_1, a) + d(n_2, a)) / D_T = 1 - d_T(n_1, n_2) / D_T`;
+    * ``"max"``: :math:`1 - \max(d(n_1, a), d(n_2, a)) / H_T`;
+    * ``"rho"``: :math:`\rho = \mathrm{depth}(a) / L` (paper 01 Eq. 4), 0 across the root.
+
+    All are 1 on the diagonal for leaves at depth L ("sum"/"max": for every leaf), lie in
+    [0, 1], and are 0 for the most distant pairs ("sum") / pairs meeting at the root
+    from depth L ("max", "rho").
+
+    Parameters
+    ----------
+    tree : LabelTree
+        Tree with at least two leaves.
+    relevance : {"sum", "max", "rho"}, default "sum"
+        Which grading.
+
+    Returns
+    -------
+    torch.Tensor
+        Shape (C, C), float64, symmetric, values in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        Unknown ``relevance`` or a tree with a single leaf.
+
+    Notes
+    -----
+    Paper 04 (*generalised triplets and per-level losses*), §II.D.2, rel_sum and rel_max;
+    paper 01 Eq. 4 for ρ.
+    """
+    if tree.num_leaves < 2:
+        raise ValueError("tree_relevance needs a tree with at least two leaves")
+    dT = tree.tree_distance_matrix.double()
+    if relevance == "sum":
+        return 1.0 - dT / dT.max()
+    if relevance == "max":
+        depth = tree.leaf_depth.double()
+        lca_depth = tree.node_depth[tree.lca_matrix].double()
+        up = torch.maximum(depth[:, None] - lca_depth, depth[None, :] - lca_depth)
+        return 1.0 - up / float(tree.height)
+    if relevance == "rho":
+        return tree.node_depth[tree.lca_matrix].double() / float(tree.height)
+    raise ValueError(f"relevance must be one of 'sum', 'max', 'rho', got {relevance!r}")
+
+
+def ndcg(
+    scores: Any,
+    query_labels: Any,
+    gallery_labels: Any,
+    tree: "LabelTree",
+    k: int | None = None,
+    *,
+    kind: str = "distance",
+    relevance: str = "sum",
+    exclude_self: bool = False,
+    reduction: str = "mean",
+) -> float | torch.Tensor:
+    r"""Normalised discounted cumulative gain with tree-distance graded relevance.
+
+    Relevance of gallery item :math:`g` for query :math:`q` is
+    ``tree_relevance(tree, relevance)[y_q, y_g]`` (default ``"sum"``:
+    :math:`1 - d_T/D_T`). With the gallery ranked by the scores,
+    :math:`DCG@k = \sum_{j=1}^{k} rel_j / \log_2(j + 1)`, and NDCG@k = DCG@k / IDCG@k,
+    IDCG being the DCG of the relevance sorted in decreasing order. Ties in the scores
+    are broken by gallery order (scikit-learn's ``ndcg_score`` averages over ties
+    instead; the two agree when there are no ties).
+
+    Parameters
+    ----------
+    scores : torch.Tensor or array-like, shape (Q, G), float
+        Query-gallery distances (``kind="distance"``) or similarities (``kind="score"``);
+        finite.
+    query_labels : array-like or torch.Tensor of int, shape (Q,)
+        Leaf indices of the queries.
+    gallery_labels : array-like or torch.Tensor of int, shape (G,)
+        Leaf indices of the gallery items.
+    tree : LabelTree
+        The label tree (at least two leaves).
+    k : int or None, default None
+        Cut-off; ``None`` ranks the whole gallery (paper 04).
+    kind : {"distance", "score"}, default "distance"
+        Whether smaller (distance) or larger (score) entries mean closer.
+    relevance : {"sum", "max", "rho"}, default "sum"
+        Grading, see :func:`tree_relevance` (paper 04: NDCG_sum, NDCG_max).
+    exclude_self : bool, default False
+        Leave-one-out on a square matrix: the diagonal is not a candidate.
+    reduction : {"mean", "none"}, default "mean"
+        Mean over queries (float) or per-query float64 tensor (Q,).
+
+    Returns
+    -------
+    float or torch.Tensor
+        In [0, 1]; 1 iff every query's ranking is ideal (up to ties in relevance).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`precision_at_k`; also ``ValueError`` when a query's gallery has zero
+        total relevance (IDCG = 0, NDCG undefined).
+
+    Notes
+    -----
+    Paper 04 §II.D.2 (NDCG_sum / NDCG_max); Järvelin & Kekäläinen (2002), *Cumulated
+    gain-based evaluation of IR techniques*. Checked against
+    :func:`sklearn.metrics.ndcg_score` in the tests.
+    """
+    order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
+    rel_cc = tree_relevance(tree, relevance)
+    G = order.shape[1]
+    kk = G if k is None else _check_k(k, int(n_valid.min()))
+    rel = rel_cc[yq][:, yg]  # (Q, G) in gallery order
+    if exclude_self:
+        rel.fill_diagonal_(0.0)
+    disc = 1.0 / torch.log2(torch.arange(2, kk + 2, dtype=torch.float64))
+    dcg = (rel.gather(1, order)[:, :kk] * disc).sum(1)
+    idcg = (rel.sort(1, descending=True).values[:, :kk] * disc).sum(1)
+    if bool((idcg <= 0).any()):
+        bad = torch.nonzero(idcg <= 0).flatten()
+        raise ValueError(
+            f"{int(bad.numel())} queries (e.g. {bad[:5].tolist()}) have zero relevance to every gallery item "
+            "(ideal DCG = 0), so NDCG is undefined for them"
+        )
+    return _mean_or_none(dcg / idcg, reduction)
+
+
+def mean_normalised_rank(
+    scores: Any,
+    query_labels: Any,
+    gallery_labels: Any,
+    tree: "LabelTree",
+    *,
+    kind: str = "distance",
+    exclude_self: bool = False,
+    reduction: str = "mean",
+) -> float | torch.Tensor:
+    r"""Hierarchical mean normalised rank, MNR (paper 04; lower is better).
+
+    .. math:: MNR = \frac{1}{Q} \sum_{i=1}^{Q} \frac{1}{L'} \sum_{j=1}^{L'}
+              \frac{1}{M_{ij}} \sum_{k=1}^{M_{ij}} \frac{r_{ijk}}{N}
+
+    For query :math:`i` and each tree level :math:`j` that has more than one node
+    (:math:`L'` such levels, the same for every query; the root level is always skipped),
+    the "correct answers" are the :math:`M_{ij}` gallery items whose ancestor at level j
+    equals the query's; :math:`r_{ijk}` is the 0-based rank (1-based rank shifted by 1) of
+    the k-th of them among the :math:`N` candidates, so :math:`r/N \in [0, 1)`. Items in
+    the query's leaf count at every level, so deeper agreement weighs more.
+
+    Unbalanced trees: a leaf shallower than level j is its own node at level j
+    (:attr:`LabelTree.leaf_paths` padding), so its same-leaf items are the correct
+    answers there too. Note that even a perfect ranking does not reach 0: the best a
+    query can do at level j is :math:`(M_{ij} - 1) / (2N)`.
+
+    Parameters
+    ----------
+    scores : torch.Tensor or array-like, shape (Q, G), float
+        Query-gallery distances (``kind="distance"``) or similarities (``kind="score"``);
+        finite.
+    query_labels : array-like or torch.Tensor of int, shape (Q,)
+        Leaf indices of the queries.
+    gallery_labels : array-like or torch.Tensor of int, shape (G,)
+        Leaf indices of the gallery items.
+    tree : LabelTree
+        The label tree (at least two leaves).
+    kind : {"distance", "score"}, default "distance"
+        Whether smaller (distance) or larger (score) entries mean closer.
+    exclude_self : bool, default False
+        Leave-one-out on a square matrix (then N = G - 1).
+    reduction : {"mean", "none"}, default "mean"
+        Mean over queries (float) or per-query float64 tensor (Q,).
+
+    Returns
+    -------
+    float or torch.Tensor
+        In [0, 1).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`precision_at_k`; also ``ValueError`` when a query has no correct answer
+        at some level (:math:`M_{ij} = 0`, e.g. its leaf is absent from the gallery) or
+        the tree has a single leaf.
+
+    Notes
+    -----
+    Paper 04 §II.D.2 "MNR", adapting the mean normalised rank of its refs. [25], [26].
+    """
+    order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
+    Q, G = order.shape
+    # rank of each gallery item (0-based), in gallery order
+    rank = torch.empty_like(order)
+    rank.scatter_(1, order, torch.arange(G).expand(Q, G).contiguous())
+    paths = tree.leaf_paths
+    levels = [lv for lv in range(1, tree.height + 1) if torch.unique(paths[:, lv]).numel() > 1]
+    if not levels:
+        raise ValueError("tree has no level with more than one node (a single leaf); MNR is undefined")
+    vmask = torch.ones(Q, G, dtype=torch.bool)
+    if exclude_self:
+        vmask.fill_diagonal_(False)
+    norm_rank = rank.double() / n_valid.double()[:, None]
+    total = torch.zeros(Q, dtype=torch.float64)
+    for lv in levels:  # loop over tree levels only (L is small), vectorised over queries
+        col = paths[:, lv]
+        correct = (col[yq][:, None] == col[yg][None, :]) & vmask
+        M = correct.sum(1)
+        if bool((M == 0).any()):
+            bad = torch.nonzero(M == 0).flatten()
+            raise ValueError(
+                f"{int(bad.numel())} queries (e.g. {bad[:5].tolist()}) have no gallery item sharing their "
+                f"level-{lv} node, so MNR is undefined; drop them or add such items to the gallery"
+            )
+        total += (norm_rank * correct).sum(1) / M.double()
+    return _mean_or_none(total / len(levels), reduction)
