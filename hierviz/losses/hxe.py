@@ -1,0 +1,217 @@
+"""Hierarchical cross-entropy and soft labels (Bertinetto et al. 2020, "Making Better Mistakes").
+
+Both act on a classifier head's leaf logits ``(B, C)`` in the tree's leaf order; paper 01
+§4.3 uses HXE as the end-to-end baseline ("hxe" in :func:`~hierviz.losses.build_objective`).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from .contrastive import _check_labels, _check_real
+
+__all__ = ["HXELoss", "SoftLabelLoss"]
+
+
+def _check_logits(logits: Any, num_leaves: int) -> torch.Tensor:
+    if logits is None:
+        raise TypeError("logits is required: (B, C) classifier scores over the tree's leaves")
+    if not isinstance(logits, torch.Tensor):
+        logits = torch.as_tensor(np.asarray(logits))
+    if not torch.is_floating_point(logits):
+        raise TypeError(f"logits must be a floating-point tensor, got dtype {logits.dtype}")
+    if logits.ndim != 2 or logits.shape[1] != num_leaves or logits.shape[0] == 0:
+        raise ValueError(f"logits must have shape (B, C) with C = {num_leaves} leaves and B >= 1, got {tuple(logits.shape)}")
+    if not bool(torch.isfinite(logits).all()):
+        raise ValueError(f"logits contains NaN or inf ({int((~torch.isfinite(logits)).sum())} entries)")
+    return logits
+
+
+class HXELoss(nn.Module):
+    """Hierarchical cross-entropy, HXE (Bertinetto et al. 2020, Eqs. 2–4).
+
+    The flat softmax over leaves induces node probabilities ``p(n) = Σ_{leaf under n} p(leaf)``;
+    along the root → leaf path ``a_0 = root, a_1, …, a_D = y`` the leaf likelihood factorises
+    into conditionals ``p(a_ℓ | a_{ℓ−1}) = p(a_ℓ)/p(a_{ℓ−1})`` and::
+
+        HXE(p, y) = − Σ_{ℓ=1}^{D} λ(a_ℓ) log p(a_ℓ | a_{ℓ−1}),   λ(a_ℓ) = exp(−α ℓ)
+
+    i.e. the edge into a node at depth ℓ is discounted by ``exp(−α · depth)`` as in the
+    authors' code (``get_exponential_weighting``: larger α puts more weight on coarse
+    decisions). With ``normalize=True`` the weights are divided by their sum over all tree
+    nodes (root included), exactly as the authors' code does; the default
+    ``normalize=False`` keeps the scale of cross-entropy, so that α = 0 gives plain
+    cross-entropy (the log-ratios telescope). Computed with log-sum-exp over each node's
+    leaves (stable for large logits); leaves shallower than L simply have fewer terms.
+
+    Parameters
+    ----------
+    tree : LabelTree
+        Label tree; logits are in its leaf order.
+    alpha : float ≥ 0, default 0.1
+        Decay α of the exponential weighting.
+    normalize : bool, default False
+        Divide the weights by ``Σ_{nodes} exp(−α depth)`` (authors' code).
+
+    Raises
+    ------
+    ValueError
+        α < 0 or not finite; logits of the wrong shape or with NaN/inf; labels outside the tree.
+    TypeError
+        Missing logits/labels, non-integer labels.
+
+    Notes
+    -----
+    Calling convention: ``loss(logits, labels)``: ``logits`` (B, C) float, ``labels`` (B,) long in [0, C-1] →
+    scalar tensor ≥ 0 (mean over the batch).
+    """
+
+    def __init__(self, tree: Any, *, alpha: float = 0.1, normalize: bool = False):
+        super().__init__()
+        if tree is None or not hasattr(tree, "leaf_paths"):
+            raise TypeError(f"tree must be a hierviz LabelTree, got {type(tree).__name__}")
+        self.tree = tree
+        self.alpha = _check_real(alpha, "alpha", low=0.0)
+        self.normalize = bool(normalize)
+        C = int(tree.num_leaves)
+        L = int(tree.height)
+        leaves = torch.arange(C)
+        # (N, C): leaf c lies under node n
+        self.register_buffer("leaf_under", tree.ancestor_mask(leaves).T.contiguous(), persistent=False)
+        self.register_buffer("paths", tree.leaf_paths.clone(), persistent=False)  # (C, L+1)
+        depth = tree.leaf_depth
+        edge_valid = torch.arange(1, L + 1)[None, :] <= depth[:, None]  # (C, L)
+        self.register_buffer("edge_valid", edge_valid, persistent=False)
+        self.register_buffer("node_depth", tree.node_depth.clone(), persistent=False)
+
+    def edge_weights(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """λ for the edges into depth ℓ = 1..L, shape (L,).
+
+        Returns
+        -------
+        torch.Tensor (L,): ``exp(−α ℓ)``, divided by ``Σ_n exp(−α depth(n))`` when ``normalize``.
+        """
+        alpha = _check_real(self.alpha, "alpha", low=0.0)
+        L = self.paths.shape[1] - 1
+        lvl = torch.arange(1, L + 1, dtype=torch.float64, device=self.paths.device)
+        w = torch.exp(-alpha * lvl)
+        if self.normalize:
+            w = w / torch.exp(-alpha * self.node_depth.to(torch.float64)).sum()
+        return w.to(dtype)
+
+    def node_log_prob(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """log p(a_ℓ) of each label's path nodes, ℓ = 0..L.
+
+        Parameters
+        ----------
+        logits : torch.Tensor (B, C)
+        labels : LongTensor (B,)
+
+        Returns
+        -------
+        torch.Tensor (B, L+1); column 0 (root) is 0 up to rounding.
+        """
+        logp = torch.log_softmax(logits, dim=1)  # (B, C)
+        nodes = self.paths[labels]  # (B, L+1)
+        mask = self.leaf_under[nodes]  # (B, L+1, C)
+        return torch.logsumexp(logp[:, None, :].masked_fill(~mask, float("-inf")), dim=-1)
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Loss of one batch.
+
+        Parameters
+        ----------
+        logits : torch.Tensor, shape (B, C), float32/float64
+            Classifier scores over the tree's leaves (leaf order of ``tree``).
+        labels : LongTensor, shape (B,)
+            Leaf indices in [0, C-1].
+
+        Returns
+        -------
+        torch.Tensor
+            Scalar ≥ 0 (batch mean), differentiable w.r.t. ``logits``.
+
+        Raises
+        ------
+        ValueError, TypeError
+            See the class docstring.
+        """
+        logits = _check_logits(logits, int(self.tree.num_leaves))
+        lab = _check_labels(labels, logits.shape[0], int(self.tree.num_leaves), logits.device)
+        if self.paths.device != logits.device:
+            self.to(logits.device)
+        lp = self.node_log_prob(logits, lab)  # (B, L+1)
+        cond = lp[:, 1:] - lp[:, :-1]  # log p(a_ℓ | a_{ℓ-1}), (B, L)
+        w = self.edge_weights(logits.dtype)[None, :] * self.edge_valid[lab].to(logits.dtype)
+        return -(w * cond).sum(dim=1).mean()
+
+
+class SoftLabelLoss(nn.Module):
+    """Soft-label cross-entropy (Bertinetto et al. 2020, Eq. 5).
+
+    The one-hot target is replaced by ``q_j ∝ exp(−β d(y, j))`` with ``d`` the height of
+    the lowest common ancestor normalised by L: ``d = ρ(y, y) − ρ(y, j)`` with paper 01 Eq. 4's ρ
+    (``= 1 − ρ(y, j)`` in a balanced tree),
+    and the loss is ``−Σ_j q_j log p_j`` averaged over the batch. β → ∞ gives cross-entropy.
+
+    Parameters
+    ----------
+    tree : LabelTree
+    beta : float > 0, default 10.0
+        Hardness β (larger: closer to one-hot).
+
+    Raises
+    ------
+    ValueError
+        β ≤ 0; bad logits or labels (see :class:`HXELoss`).
+
+    Notes
+    -----
+    Calling convention: ``loss(logits, labels)`` with ``logits`` (B, C), ``labels`` (B,) → scalar tensor ≥ 0.
+    """
+
+    def __init__(self, tree: Any, *, beta: float = 10.0):
+        super().__init__()
+        if tree is None or not hasattr(tree, "rho_matrix"):
+            raise TypeError(f"tree must be a hierviz LabelTree, got {type(tree).__name__}")
+        self.tree = tree
+        self.beta = _check_real(beta, "beta", low=0.0, strict=True)
+        self.register_buffer("rho", tree.rho_matrix.to(torch.float64).clone(), persistent=False)
+
+    def targets(self, labels: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """Soft targets q, shape (B, C), rows summing to 1 (the diagonal term is the largest)."""
+        beta = _check_real(self.beta, "beta", low=0.0, strict=True)
+        # ρ on the diagonal may be < 1 for shallow leaves: measure from the label's own ρ(y, y)
+        r = self.rho[labels]
+        d = r.gather(1, labels[:, None]) - r
+        return torch.softmax(-beta * d, dim=1).to(dtype)
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Loss of one batch.
+
+        Parameters
+        ----------
+        logits : torch.Tensor, shape (B, C), float32/float64
+            Classifier scores over the tree's leaves (leaf order of ``tree``).
+        labels : LongTensor, shape (B,)
+            Leaf indices in [0, C-1].
+
+        Returns
+        -------
+        torch.Tensor
+            Scalar ≥ 0 (batch mean), differentiable w.r.t. ``logits``.
+
+        Raises
+        ------
+        ValueError, TypeError
+            See the class docstring.
+        """
+        logits = _check_logits(logits, int(self.tree.num_leaves))
+        lab = _check_labels(labels, logits.shape[0], int(self.tree.num_leaves), logits.device)
+        if self.rho.device != logits.device:
+            self.to(logits.device)
+        q = self.targets(lab, logits.dtype)
+        return -(q * torch.log_softmax(logits, dim=1)).sum(dim=1).mean()
