@@ -1,0 +1,497 @@
+"""The Poincaré disk: embeddings, prototypes and the label tree drawn with geodesics.
+
+The Poincaré ball of curvature −c (c > 0) is the open ball of radius 1/√c with the
+metric of paper 01 Eq. 2. Its geodesics are circle arcs that meet the boundary circle at
+right angles (or diameters); :func:`geodesic` samples them with geoopt, and
+:func:`plot_poincare_disk` draws the tree edges root → internal node → leaf as such arcs.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from hierviz.viz.tree import (
+    _TEMPLATE,
+    _as_points,
+    _check_positive,
+    _leaf_labels,
+    dfs_leaves,
+    leaf_colors,
+    leaf_parent,
+    node_colors,
+)
+
+__all__ = ["geodesic", "check_in_ball", "reduce_to_disk", "frechet_group_means", "node_positions", "plot_poincare_disk"]
+
+def check_in_ball(x: Any, c: float = 1.0, name: str = "z") -> np.ndarray:
+    """Validate points of the Poincaré ball of curvature −c.
+
+    Parameters
+    ----------
+    x : array-like or torch.Tensor, shape (N, d)
+        Points; any real dtype.
+    c : float, default 1.0
+        Curvature magnitude, c > 0 (curvature −c, ball radius 1/√c).
+    name : str
+        Argument name used in error messages.
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (N, d)
+
+    Raises
+    ------
+    ValueError
+        If ``c <= 0``, ``x`` is not 2-D, has non-finite entries, or any point has
+        Euclidean norm ≥ 1/√c (outside the open ball).
+    TypeError
+        If ``x`` is not numeric.
+    """
+    c = _check_positive(c, "c")
+    arr = _as_points(x, name)
+    r = 1.0 / np.sqrt(c)
+    norms = np.linalg.norm(arr, axis=1)
+    if np.any(norms >= r):
+        i = int(np.argmax(norms))
+        raise ValueError(
+            f"{name} has {int(np.sum(norms >= r))} point(s) outside the Poincaré ball of radius 1/√c = {r:.4g} "
+            f"(c = {c:g}); largest norm {norms[i]:.6g} at row {i}. Project them with geometry.proj(x) "
+            "or pass the matching c."
+        )
+    return arr
+
+
+def geodesic(p: Any, q: Any, c: float = 1.0, n: int = 64) -> np.ndarray:
+    """Sample the Poincaré-ball geodesic from ``p`` to ``q``.
+
+    Uses geoopt's closed form ``γ(t) = p ⊕_c (t ⊗_c ((−p) ⊕_c q))`` (Möbius addition and
+    scalar multiplication), which equals ``exp_p(t · log_p(q))`` for t ∈ [0, 1], in
+    float64. In 2-D the samples lie on the circle arc through p and q orthogonal to the
+    boundary circle of radius 1/√c (a diameter when p, q and the origin are collinear).
+
+    Parameters
+    ----------
+    p, q : array-like, shape (d,)
+        End points inside the ball of radius 1/√c.
+    c : float, default 1.0
+        Curvature magnitude (curvature −c), c > 0.
+    n : int, default 64
+        Number of samples, n ≥ 2; equally spaced in hyperbolic arc length.
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (n, d)
+        ``out[0] == p``, ``out[-1] == q``; every row satisfies
+        d(p, x) + d(x, q) = d(p, q) (paper 01 Eq. 2 distance).
+
+    Raises
+    ------
+    ValueError
+        If ``c <= 0``, ``n < 2``, p and q differ in shape or are not 1-D, or a point is
+        outside the ball.
+    """
+    import geoopt
+
+    c = _check_positive(c, "c")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
+        raise ValueError(f"n must be an integer >= 2, got {n!r}")
+    pa = np.asarray(p.detach().cpu() if hasattr(p, "detach") else p, dtype=np.float64)
+    qa = np.asarray(q.detach().cpu() if hasattr(q, "detach") else q, dtype=np.float64)
+    if pa.ndim != 1 or qa.shape != pa.shape:
+        raise ValueError(f"p and q must be 1-D points of the same dimension, got shapes {pa.shape} and {qa.shape}")
+    check_in_ball(np.stack([pa, qa]), c, name="p/q")
+    ball = geoopt.PoincareBall(c=c)
+    t = torch.linspace(0.0, 1.0, int(n), dtype=torch.float64)[:, None]
+    pts = ball.geodesic(t, torch.from_numpy(pa), torch.from_numpy(qa))
+    out = pts.numpy().copy()
+    out[0], out[-1] = pa, qa
+    return out
+
+
+def _geometry(c: float):
+    from hierviz.geometry import PoincareBall
+
+    return PoincareBall(c=c)
+
+
+def reduce_to_disk(z: Any, c: float = 1.0, others: Sequence[Any] = (), max_fit: int = 20000,
+                   seed: int = 0) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Map d-dimensional ball points to the 2-D disk: logmap₀ → PCA(2) → expmap₀.
+
+    The principal directions are fitted on the tangent vectors ``logmap0(z)`` (at most
+    ``max_fit`` of them) **without centring** (truncated SVD), so the origin — where the
+    root sits — stays at the centre, and a point's distance to the origin can only
+    shrink (d(0, x) = 2/√c · artanh(√c‖x‖) is monotone in the tangent norm, and a
+    projection never lengthens a vector). Distances between points are *not* preserved:
+    the disk shows directions and depths, not exact geometry.
+
+    Parameters
+    ----------
+    z : array-like, shape (N, d), d ≥ 2
+        Points inside the ball of radius 1/√c.
+    c : float, default 1.0
+        Curvature magnitude, c > 0.
+    others : sequence of array-like, each (M_i, d)
+        Further ball points (e.g. prototypes) mapped with the same projection.
+    max_fit : int
+        At most this many points (random, seeded) are used to fit the directions.
+    seed : int
+        Seed for that subsample.
+
+    Returns
+    -------
+    z2 : numpy.ndarray, float64, (N, 2)
+    others2 : list of numpy.ndarray, float64, (M_i, 2)
+
+    Raises
+    ------
+    ValueError
+        Points outside the ball, ``c <= 0``, dimension mismatch, d < 2.
+    """
+    Z = check_in_ball(z, c, "z")
+    d = Z.shape[1]
+    if d < 2:
+        raise ValueError(f"z must have at least 2 columns to draw a disk, got {d}")
+    O = [check_in_ball(o, c, f"others[{i}]") for i, o in enumerate(others)]
+    for i, o in enumerate(O):
+        if o.shape[1] != d:
+            raise ValueError(f"others[{i}] has dimension {o.shape[1]} but z has {d}")
+    if d == 2:
+        return Z, O
+    geo = _geometry(c)
+
+    def log0(a: np.ndarray) -> np.ndarray:
+        return geo.logmap0(torch.from_numpy(a)).numpy()
+
+    V = log0(Z)
+    fit = V
+    if len(V) > max_fit:
+        fit = V[np.random.default_rng(seed).choice(len(V), max_fit, replace=False)]
+    # uncentred PCA = leading right singular vectors; sign fixed for reproducibility
+    _, _, vt = np.linalg.svd(fit, full_matrices=False)
+    comps = vt[:2]
+    flip = np.sign(comps[np.arange(2), np.argmax(np.abs(comps), axis=1)])
+    comps = comps * flip[:, None]
+
+    def to_disk(v: np.ndarray) -> np.ndarray:
+        x = geo.expmap0(torch.from_numpy(v @ comps.T)).numpy()
+        # guard the boundary in float64 (tanh saturates for very long tangent vectors)
+        r = (1.0 - 1e-9) / np.sqrt(c)
+        nrm = np.linalg.norm(x, axis=1, keepdims=True)
+        return np.where(nrm >= r, x / np.maximum(nrm, 1e-300) * r, x)
+
+    return to_disk(V), [to_disk(log0(o)) for o in O]
+
+
+def frechet_group_means(geometry, x: torch.Tensor, index: torch.Tensor, num_groups: int,
+                        max_steps: int = 20, tol: float = 1e-7) -> torch.Tensor:
+    """Per-group Fréchet means, robust to Karcher overshoot (paper 01 Eq. 3).
+
+    Runs the Karcher fixed point of ``geometry.group_mean`` one step at a time from its
+    default start and keeps, per group, the iterate with the smallest Fréchet objective
+    Σᵢ d²(μ, xᵢ) — the definition of the Fréchet mean. For compact clusters this is the
+    plain Karcher result; for widely spread points near the boundary the undamped
+    (β = 1) step can jump across the origin, and the best iterate is kept instead.
+
+    Parameters
+    ----------
+    geometry : hierviz.geometry.Geometry
+        Provides ``group_mean(x, index, K, steps, init)`` and ``dist``.
+    x : torch.Tensor, float64, (n, d)
+    index : torch.LongTensor, (n,)
+        Group of each row; every group in [0, K) must be non-empty.
+    num_groups : int
+    max_steps : int
+        Upper bound on Karcher steps.
+    tol : float
+        Stop once no group moves by more than this (Euclidean norm), or once two
+        steps in a row improve no group's objective.
+
+    Returns
+    -------
+    torch.Tensor, float64, (K, d)
+    """
+    def objective(mu: torch.Tensor) -> torch.Tensor:
+        d = geometry.dist(x, mu[index])
+        return torch.zeros(num_groups, dtype=d.dtype).index_add_(0, index, d * d)
+
+    with torch.no_grad():
+        mu = geometry.group_mean(x, index, num_groups, steps=0)
+        best, best_f = mu.clone(), objective(mu)
+        stale = 0
+        for _ in range(max_steps):
+            new = geometry.group_mean(x, index, num_groups, steps=1, init=mu)
+            f = objective(new)
+            better = f < best_f * (1 - 1e-9)
+            best[better], best_f[better] = new[better], f[better]
+            stale = 0 if bool(better.any()) else stale + 1
+            moved = float((new - mu).norm(dim=-1).max())
+            mu = new
+            if moved <= tol or stale >= 2:
+                break
+    return best
+
+
+def node_positions(z: np.ndarray, y: np.ndarray, tree, geometry) -> dict[str, np.ndarray]:
+    """Fréchet mean of the points under every non-root node (paper 01 Eq. 3).
+
+    Uses :func:`frechet_group_means`, one vectorised call per tree level.
+
+    Parameters
+    ----------
+    z : numpy.ndarray, float64, (N, d)
+        Points on ``geometry``'s manifold.
+    y : numpy.ndarray, int64, (N,)
+        Leaf indices.
+    tree : hierviz.tree.LabelTree
+    geometry : hierviz.geometry.Geometry
+        Provides ``group_mean`` and ``dist``.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray (d,)
+        node name → mean of the points whose leaf lies under it (the leaf centroid for
+        a leaf). Nodes with no points are absent; the root is never included.
+    """
+    out: dict[str, np.ndarray] = {}
+    paths = tree.leaf_paths.numpy()[y]            # (N, L+1) node index per level
+    depth = tree.node_depth.numpy()
+    zt = torch.from_numpy(z)
+    for lvl in range(1, paths.shape[1]):
+        idx = paths[:, lvl]
+        keep = depth[idx] == lvl                    # shallow leaves repeat themselves: skip
+        if not np.any(keep):
+            continue
+        uniq, inv = np.unique(idx[keep], return_inverse=True)
+        means = frechet_group_means(geometry, zt[torch.from_numpy(keep)],
+                                    torch.from_numpy(inv.astype(np.int64)), len(uniq))
+        means = means.detach().cpu().numpy().astype(np.float64)
+        for k, node in enumerate(uniq):
+            out[tree.nodes[int(node)]] = means[k]
+    return out
+
+
+def _proto_names(proto_nodes: Any, tree, P: int) -> list[str]:
+    if proto_nodes is None:
+        raise ValueError("proto_nodes must be given with prototypes (node names or node indices, one per row)")
+    if hasattr(proto_nodes, "detach"):
+        proto_nodes = proto_nodes.detach().cpu().tolist()
+    names = list(np.asarray(proto_nodes).tolist()) if not isinstance(proto_nodes, (list, tuple)) else list(proto_nodes)
+    if len(names) != P:
+        raise ValueError(f"proto_nodes has {len(names)} entries but prototypes has {P} rows; they must match")
+    out = []
+    for nm in names:
+        if isinstance(nm, (int, np.integer)) and not isinstance(nm, bool):
+            if not 0 <= int(nm) < tree.num_nodes:
+                raise ValueError(f"proto_nodes index {nm} out of range [0, {tree.num_nodes - 1}]")
+            out.append(tree.nodes[int(nm)])
+        elif isinstance(nm, str):
+            if nm not in tree.node_index:
+                raise ValueError(f"proto_nodes contains {nm!r}, which is not a node of the tree")
+            out.append(nm)
+        else:
+            raise TypeError(f"proto_nodes entries must be node names or node indices, got {type(nm).__name__}")
+    return out
+
+
+def _circle(r: float, n: int = 361) -> tuple[np.ndarray, np.ndarray]:
+    t = np.linspace(0, 2 * np.pi, n)
+    return r * np.cos(t), r * np.sin(t)
+
+
+def plot_poincare_disk(
+    z: Any,
+    labels: Any,
+    tree,
+    prototypes: Any = None,
+    proto_nodes: Any = None,
+    c: float = 1.0,
+    title: str | None = None,
+    max_points: int = 5000,
+    show_tree: bool = True,
+    seed: int = 0,
+) -> go.Figure:
+    """Plot embeddings in the Poincaré disk with the label tree drawn as geodesics.
+
+    Points are coloured by leaf (shades of one colour family per parent, see
+    :func:`hierviz.viz.tree.leaf_colors`) and grouped by parent in the legend. The tree
+    is drawn node by node: the root at the origin, every internal node at its prototype
+    (given, or the Fréchet mean of the points under it, paper 01 Eq. 3, see
+    :func:`frechet_group_means`), every leaf at its centroid (Fréchet mean); each edge is a Poincaré geodesic (:func:`geodesic`),
+    i.e. an arc orthogonal to the boundary circle of radius 1/√c.
+
+    Points of dimension d > 2 are shown through :func:`reduce_to_disk`
+    (logmap₀ → uncentred PCA(2) → expmap₀); centroids and prototypes are computed in the
+    original d dimensions first and mapped the same way, and the title says so.
+
+    Parameters
+    ----------
+    z : array-like or torch.Tensor, shape (N, d), d ≥ 2
+        Embeddings inside the ball ‖z‖ < 1/√c (e.g. ``PoincareBall.proj`` output; Lorentz
+        points go through ``Lorentz.to_ball`` first).
+    labels : array-like of int, shape (N,)
+        Leaf indices 0..C−1 in ``tree.leaves`` order (leaf names are accepted too).
+    tree : hierviz.tree.LabelTree
+    prototypes : array-like, shape (P, d), optional
+        Node prototypes (e.g. from :func:`hierviz.metrics.parent_prototypes`), in the ball.
+    proto_nodes : sequence of str or int, shape (P,), optional
+        The node (name or node index) of each prototype row; required with ``prototypes``.
+    c : float, default 1.0
+        Curvature magnitude (curvature −c), c > 0.
+    title : str, optional
+        Figure title; a default names c and any reduction / subsampling.
+    max_points : int, default 5000
+        At most this many points are drawn (seeded random subset; centroids always use
+        all points).
+    show_tree : bool, default True
+        Draw the tree edges, leaf centroids, prototypes and root.
+    seed : int
+        Seed for the subsample.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Traces, in order: ``"boundary"``; one scatter per leaf present in ``labels``
+        (named by the leaf, legend-grouped by its parent); and with ``show_tree``:
+        ``"tree edges"`` (all geodesic arcs in one trace), ``"leaf centroids"``,
+        ``"prototypes"`` (internal non-root nodes) and ``"root"``. Axes have equal
+        aspect; ``fig.layout.meta`` holds ``{"c", "radius", "reduced", "n_points",
+        "n_shown"}``.
+
+    Raises
+    ------
+    ValueError
+        ``c <= 0``; points (or prototypes) outside the ball or non-finite; ``labels``
+        length ≠ N or out of range; ``prototypes`` without ``proto_nodes`` or with a
+        different row count or dimension; unknown node names; ``max_points < 1``.
+    TypeError
+        Non-numeric points, float labels.
+
+    Examples
+    --------
+    >>> fig = plot_poincare_disk(z, y, tree, c=1.0)   # doctest: +SKIP
+    >>> fig.show()                                     # doctest: +SKIP
+    """
+    c = _check_positive(c, "c")
+    if isinstance(max_points, bool) or not isinstance(max_points, (int, np.integer)) or max_points < 1:
+        raise ValueError(f"max_points must be a positive integer, got {max_points!r}")
+    Z = check_in_ball(z, c, "z")
+    N, d = Z.shape
+    if d < 2:
+        raise ValueError(f"z must have at least 2 columns, got shape {Z.shape}")
+    y = _leaf_labels(labels, tree, N)
+    R = 1.0 / np.sqrt(c)
+
+    given: dict[str, np.ndarray] = {}
+    if prototypes is not None:
+        Pm = check_in_ball(prototypes, c, "prototypes")
+        if Pm.shape[1] != d:
+            raise ValueError(f"prototypes has dimension {Pm.shape[1]} but z has {d}; they must match")
+        names = _proto_names(proto_nodes, tree, Pm.shape[0])
+        given = {nm: Pm[i] for i, nm in enumerate(names)}
+    elif proto_nodes is not None:
+        raise ValueError("proto_nodes was given without prototypes")
+
+    pos: dict[str, np.ndarray] = {}
+    if show_tree:
+        pos = node_positions(Z, y, tree, _geometry(c))
+        pos.update({k: v for k, v in given.items() if k != tree.root})
+    reduced = d > 2
+    if reduced:
+        keys = list(pos)
+        others = [np.stack([pos[k] for k in keys])] if keys else []
+        Z2, P2 = reduce_to_disk(Z, c, others, seed=seed)
+        pos = {k: P2[0][i] for i, k in enumerate(keys)}
+    else:
+        Z2 = Z
+
+    shown = np.arange(N)
+    if N > max_points:
+        shown = np.sort(np.random.default_rng(seed).choice(N, max_points, replace=False))
+
+    lcol = leaf_colors(tree)
+    ncol = node_colors(tree)
+    fig = go.Figure()
+    bx, by = _circle(R)
+    fig.add_trace(go.Scatter(x=bx, y=by, mode="lines", name="boundary", fill="toself",
+                             fillcolor="rgba(225,232,242,0.35)", line=dict(color="#333333", width=1.5),
+                             hoverinfo="skip", showlegend=False))
+    seen_groups: set[str] = set()
+    for leaf in dfs_leaves(tree):
+        li = tree.leaf_index[leaf]
+        idx = shown[y[shown] == li]
+        if len(idx) == 0:
+            continue
+        par = leaf_parent(tree, leaf)
+        first = par not in seen_groups
+        seen_groups.add(par)
+        fig.add_trace(go.Scatter(
+            x=Z2[idx, 0], y=Z2[idx, 1], mode="markers", name=leaf,
+            legendgroup=par, legendgrouptitle_text=par if first else None,
+            marker=dict(size=6, color=lcol[leaf], opacity=0.75, line=dict(width=0)),
+            customdata=idx,
+            hovertemplate=f"<b>{leaf}</b><br>parent: {par}<br>point #%{{customdata}}<extra></extra>",
+        ))
+
+    if show_tree:
+        ex: list[float | None] = []
+        ey: list[float | None] = []
+        origin = np.zeros(2)
+        for node in tree.nodes:
+            par = tree.parent(node)
+            if par is None or node not in pos:
+                continue
+            start = origin if par == tree.root else pos.get(par)
+            if start is None:
+                continue
+            arc = geodesic(start, pos[node], c, n=48)
+            ex += arc[:, 0].tolist() + [None]
+            ey += arc[:, 1].tolist() + [None]
+        fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", name="tree edges",
+                                 line=dict(color="rgba(40,40,40,0.75)", width=1.6), hoverinfo="skip"))
+        leaves = [n for n in dfs_leaves(tree) if n in pos]
+        fig.add_trace(go.Scatter(
+            x=[pos[n][0] for n in leaves], y=[pos[n][1] for n in leaves], mode="markers",
+            name="leaf centroids", text=leaves,
+            marker=dict(symbol="diamond", size=11, color=[lcol[n] for n in leaves],
+                        line=dict(color="black", width=1.2)),
+            hovertemplate="<b>%{text}</b><br>leaf centroid (Fréchet mean)<extra></extra>",
+        ))
+        inner = [n for n in tree.nodes if n in pos and not tree.is_leaf(n) and n != tree.root]
+        kind = ["prototype" if n in given else "Fréchet mean of its points" for n in inner]
+        fig.add_trace(go.Scatter(
+            x=[pos[n][0] for n in inner], y=[pos[n][1] for n in inner], mode="markers+text",
+            name="prototypes", text=inner, textposition="top center", customdata=kind,
+            textfont=dict(size=12, color="#111111"),
+            marker=dict(symbol="star", size=18, color=[ncol[n] for n in inner],
+                        line=dict(color="black", width=1.2)),
+            hovertemplate="<b>%{text}</b><br>%{customdata}<extra></extra>",
+        ))
+        fig.add_trace(go.Scatter(
+            x=[0.0], y=[0.0], mode="markers+text", name="root", text=[tree.root], textposition="bottom center",
+            marker=dict(symbol="circle", size=10, color="#555555", line=dict(color="black", width=1)),
+            hovertemplate=f"<b>{tree.root}</b><br>root (origin)<extra></extra>",
+        ))
+
+    if title is None:
+        title = f"Poincaré disk, curvature −{c:g} (radius 1/√c = {R:.3g})"
+        notes = []
+        if reduced:
+            notes.append(f"d = {d} shown via logmap₀ → PCA(2) → expmap₀")
+        if len(shown) < N:
+            notes.append(f"{len(shown)} of {N} points shown")
+        if notes:
+            title += "<br><sup>" + "; ".join(notes) + "</sup>"
+    lim = 1.06 * R
+    fig.update_layout(
+        template=_TEMPLATE, title=dict(text=title), height=650,
+        legend=dict(title=dict(text="leaf (by parent)"), itemsizing="constant", groupclick="toggleitem"),
+        xaxis=dict(range=[-lim, lim], showgrid=False, zeroline=False, constrain="domain"),
+        yaxis=dict(range=[-lim, lim], showgrid=False, zeroline=False, scaleanchor="x", scaleratio=1),
+        hovermode="closest", margin=dict(l=30, r=30, t=80, b=30),
+        meta={"c": c, "radius": R, "reduced": bool(reduced), "n_points": int(N), "n_shown": int(len(shown))},
+    )
+    return fig

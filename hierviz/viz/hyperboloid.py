@@ -1,0 +1,176 @@
+"""The hyperboloid (Lorentz) model in 3-D: the upper sheet x₀² − x₁² − x₂² = 1/k.
+
+Curvature −k (k > 0, the hierviz convention). The Poincaré disk is the stereographic
+projection of this sheet from (−1/√k, 0, 0) onto the plane x₀ = 0:
+p = (x₁, x₂) / (1 + √k x₀), a point of the disk of radius 1/√k.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from hierviz.viz.tree import _TEMPLATE, _as_points, _check_positive, _leaf_labels, dfs_leaves, leaf_colors, leaf_parent
+
+__all__ = ["check_on_hyperboloid", "hyperboloid_to_disk", "plot_hyperboloid"]
+
+_PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
+            "#bcbd22", "#7f7f7f"]
+
+
+def check_on_hyperboloid(x: Any, k: float = 1.0, name: str = "x", rtol: float = 1e-3) -> np.ndarray:
+    """Validate points of the upper hyperboloid sheet of curvature −k.
+
+    Parameters
+    ----------
+    x : array-like or torch.Tensor, shape (N, 3)
+        Points (x₀, x₁, x₂), time coordinate first (the geoopt / hierviz Lorentz layout).
+    k : float > 0, default 1.0
+    name : str
+        Argument name for error messages.
+    rtol : float
+        Allowed relative error of the constraint, |x₀² − x₁² − x₂² − 1/k| ≤
+        rtol · (1/k + ‖x‖²) (float32 points far out lose digits).
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (N, 3)
+
+    Raises
+    ------
+    ValueError
+        Wrong shape, non-finite values, k ≤ 0, x₀ ≤ 0 (lower sheet), or a point off the
+        sheet.
+    """
+    k = _check_positive(k, "k")
+    X = _as_points(x, name, dim=3)
+    if np.any(X[:, 0] <= 0):
+        raise ValueError(f"{name} must lie on the upper sheet (x0 > 0); {int(np.sum(X[:, 0] <= 0))} point(s) have x0 <= 0")
+    lor = X[:, 0] ** 2 - X[:, 1] ** 2 - X[:, 2] ** 2
+    err = np.abs(lor - 1.0 / k)
+    bad = err > rtol * (1.0 / k + np.sum(X ** 2, axis=1))
+    if np.any(bad):
+        i = int(np.argmax(err))
+        raise ValueError(
+            f"{name} has {int(bad.sum())} point(s) off the hyperboloid x0² − x1² − x2² = 1/k = {1.0 / k:.4g} "
+            f"(k = {k:g}); worst row {i} gives {lor[i]:.6g}. Project with Lorentz.proj or pass the matching k."
+        )
+    return X
+
+
+def hyperboloid_to_disk(x: Any, k: float = 1.0) -> np.ndarray:
+    """Stereographic projection of hyperboloid points to the Poincaré disk.
+
+    p = (x₁, x₂) / (1 + √k x₀); ‖p‖ < 1/√k.
+
+    Parameters
+    ----------
+    x : array-like, shape (N, 3)
+        Points on the sheet of curvature −k.
+    k : float > 0
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (N, 2)
+
+    Raises
+    ------
+    ValueError
+        As :func:`check_on_hyperboloid`.
+    """
+    X = check_on_hyperboloid(x, k)
+    return X[:, 1:] / (1.0 + np.sqrt(k) * X[:, :1])
+
+
+def plot_hyperboloid(
+    x: Any,
+    labels: Any = None,
+    tree=None,
+    k: float = 1.0,
+    show_disk: bool = False,
+    title: str | None = None,
+) -> go.Figure:
+    """3-D view of points on the hyperboloid sheet of curvature −k.
+
+    Parameters
+    ----------
+    x : array-like or torch.Tensor, shape (N, 3)
+        Lorentz points (x₀, x₁, x₂) with x₀² − x₁² − x₂² = 1/k, x₀ > 0 (e.g. the output
+        of ``Lorentz(k).expmap0`` on 2-D tangent vectors).
+    labels : array-like of int, shape (N,), optional
+        Leaf indices (with ``tree``) or any integer class ids (without it).
+    tree : hierviz.tree.LabelTree, optional
+        Gives leaf names and the family colours of :func:`hierviz.viz.tree.leaf_colors`.
+    k : float > 0, default 1.0
+        Curvature magnitude.
+    show_disk : bool, default False
+        Also draw the Poincaré disk (radius 1/√k, in the plane x₀ = 0) with the
+        stereographic images of the points (:func:`hyperboloid_to_disk`).
+    title : str, optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Traces: ``"hyperboloid"`` (``go.Surface``), then one ``go.Scatter3d`` per leaf
+        present (named by leaf; ``"label <i>"`` without a tree; a single ``"points"``
+        without labels); with ``show_disk`` also ``"disk boundary"`` and ``"disk points"``.
+
+    Raises
+    ------
+    ValueError
+        Points off the sheet, k ≤ 0, ``labels`` length ≠ N / out of range / negative.
+    """
+    k = _check_positive(k, "k")
+    X = check_on_hyperboloid(x, k)
+    N = X.shape[0]
+    rk = 1.0 / np.sqrt(k)
+    rmax = max(1.5 * rk, 1.1 * float(np.max(np.linalg.norm(X[:, 1:], axis=1))))
+    r, th = np.meshgrid(np.linspace(0, rmax, 40), np.linspace(0, 2 * np.pi, 73))
+    fig = go.Figure(go.Surface(
+        x=r * np.cos(th), y=r * np.sin(th), z=np.sqrt(1.0 / k + r ** 2), name="hyperboloid",
+        opacity=0.25, showscale=False, colorscale=[[0, "#c9d6ea"], [1, "#7f97c2"]], hoverinfo="skip",
+    ))
+    groups: list[tuple[str, np.ndarray, str, str]] = []  # (name, mask, colour, hover)
+    if labels is None:
+        groups.append(("points", np.ones(N, bool), "#1f77b4", "point"))
+    elif tree is not None:
+        y = _leaf_labels(labels, tree, N)
+        col = leaf_colors(tree)
+        for leaf in dfs_leaves(tree):
+            m = y == tree.leaf_index[leaf]
+            if m.any():
+                groups.append((leaf, m, col[leaf], f"<b>{leaf}</b><br>parent: {leaf_parent(tree, leaf)}"))
+    else:
+        y = np.asarray(labels.detach().cpu() if hasattr(labels, "detach") else labels)
+        if y.ndim != 1 or y.shape[0] != N:
+            raise ValueError(f"labels must have shape ({N},), got {y.shape}")
+        if y.dtype.kind not in "iu":
+            raise TypeError(f"labels must be integers, got dtype {y.dtype}")
+        for j, v in enumerate(np.unique(y)):
+            groups.append((f"label {int(v)}", y == v, _PALETTE[j % len(_PALETTE)], f"label {int(v)}"))
+    for name, m, color, hover in groups:
+        idx = np.flatnonzero(m)
+        fig.add_trace(go.Scatter3d(
+            x=X[m, 1], y=X[m, 2], z=X[m, 0], mode="markers", name=name, customdata=idx,
+            marker=dict(size=3.5, color=color, opacity=0.9),
+            hovertemplate=hover + "<br>point #%{customdata}<br>x0 = %{z:.3f}<extra></extra>",
+        ))
+    if show_disk:
+        t = np.linspace(0, 2 * np.pi, 181)
+        fig.add_trace(go.Scatter3d(x=rk * np.cos(t), y=rk * np.sin(t), z=np.zeros_like(t), mode="lines",
+                                   name="disk boundary", line=dict(color="#333333", width=3), hoverinfo="skip"))
+        P = hyperboloid_to_disk(X, k)
+        colors = np.empty(N, dtype=object)
+        for _, m, color, _ in groups:
+            colors[m] = color
+        fig.add_trace(go.Scatter3d(x=P[:, 0], y=P[:, 1], z=np.zeros(N), mode="markers", name="disk points",
+                                   marker=dict(size=2.5, color=list(colors), opacity=0.8), hoverinfo="skip"))
+    fig.update_layout(
+        template=_TEMPLATE, height=650,
+        title=dict(text=title or f"Hyperboloid x₀² − x₁² − x₂² = 1/k, curvature −{k:g}"
+                   + ("<br><sup>with its stereographic image, the Poincaré disk (x₀ = 0)</sup>" if show_disk else "")),
+        scene=dict(xaxis_title="x₁", yaxis_title="x₂", zaxis_title="x₀", aspectmode="data"),
+        legend=dict(itemsizing="constant"), margin=dict(l=0, r=0, t=70, b=0),
+    )
+    return fig

@@ -1,0 +1,558 @@
+"""Interactive ipywidgets panels for the notebooks: curvature, ω (α, γ), LAM margins, τ.
+
+Every panel is a thin shell around a **module-level plain function** that builds the
+figure from the slider values (:func:`curvature_figure`, :func:`omega_figure`,
+:func:`margin_figure`, :func:`tau_figure`). Tests and papermill runs call those
+functions directly, so nothing waits for a browser; a panel only wires sliders to them.
+
+The figure is shown in a ``plotly.graph_objects.FigureWidget`` when plotly can build one
+(it needs the ``anywidget`` package), otherwise in an ``ipywidgets.Output`` that is
+re-rendered with ``IPython.display.display`` on every change.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from hierviz.viz.disk import check_in_ball, node_positions, plot_poincare_disk
+from hierviz.viz.omega import plot_forces, plot_omega
+from hierviz.viz.tree import _as_points, _check_nonneg, _check_positive, _leaf_labels, dfs_leaves, leaf_parent
+
+__all__ = [
+    "Panel",
+    "toy_tangent_points",
+    "curvature_figure",
+    "curvature_panel",
+    "omega_figure",
+    "omega_panel",
+    "lam_hinges",
+    "margin_figure",
+    "margin_panel",
+    "tau_figure",
+    "tau_panel",
+]
+
+
+# --------------------------------------------------------------------------- toy data
+def toy_tangent_points(tree, n_per_leaf: int = 25, spread: float = 0.12, seed: int = 0
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """A small 2-D toy embedding that follows the tree, as tangent vectors at the origin.
+
+    Leaf ℓ gets a direction on the circle (depth-first order, pulled towards its
+    siblings' mean direction so families form wedges) and a length 0.4 + 0.45·depth, so
+    deeper leaves land farther out once mapped to the ball with expmap₀. Points are that
+    centre plus Gaussian noise of relative size ``spread``.
+
+    Parameters
+    ----------
+    tree : hierviz.tree.LabelTree
+    n_per_leaf : int ≥ 1, default 25
+    spread : float ≥ 0, default 0.12
+    seed : int, default 0
+
+    Returns
+    -------
+    v : numpy.ndarray, float64, shape (C · n_per_leaf, 2)
+        Tangent vectors at the origin (Euclidean; map with ``expmap0`` to the ball).
+    labels : numpy.ndarray, int64, shape (C · n_per_leaf,)
+        Leaf indices.
+
+    Raises
+    ------
+    ValueError
+        ``n_per_leaf < 1`` or negative ``spread``.
+    """
+    if isinstance(n_per_leaf, bool) or not isinstance(n_per_leaf, (int, np.integer)) or n_per_leaf < 1:
+        raise ValueError(f"n_per_leaf must be a positive integer, got {n_per_leaf!r}")
+    spread = _check_nonneg(spread, "spread")
+    rng = np.random.default_rng(seed)
+    leaves = dfs_leaves(tree)
+    C = len(leaves)
+    own = {leaf: 2 * np.pi * (i + 0.5) / C for i, leaf in enumerate(leaves)}
+    fam: dict[str, list[float]] = {}
+    for leaf in leaves:
+        fam.setdefault(leaf_parent(tree, leaf), []).append(own[leaf])
+    vs, ys = [], []
+    for leaf in leaves:
+        # circular mean of the family's angles
+        a = fam[leaf_parent(tree, leaf)]
+        fam_angle = np.arctan2(np.mean(np.sin(a)), np.mean(np.cos(a)))
+        diff = np.angle(np.exp(1j * (own[leaf] - fam_angle)))
+        ang = fam_angle + 0.6 * diff
+        r = 0.4 + 0.45 * tree.depth(leaf)
+        centre = r * np.array([np.cos(ang), np.sin(ang)])
+        vs.append(centre + spread * r * rng.standard_normal((n_per_leaf, 2)))
+        ys.append(np.full(n_per_leaf, tree.leaf_index[leaf], dtype=np.int64))
+    return np.concatenate(vs), np.concatenate(ys)
+
+
+# --------------------------------------------------------------------------- figures
+def _ball(c: float):
+    from hierviz.geometry import PoincareBall
+
+    return PoincareBall(c=c)
+
+
+def curvature_figure(c: float, points: Any, labels: Any, tree, show_tree: bool = True) -> go.Figure:
+    """Tangent vectors mapped into the Poincaré disk of curvature −c.
+
+    The same Euclidean vectors v (e.g. an encoder's output before the hyperbolic head)
+    are sent to the ball with ``x = proj(expmap0_c(v))`` and drawn with
+    :func:`hierviz.viz.disk.plot_poincare_disk`. Larger c shrinks the ball (radius 1/√c)
+    and pushes points towards its boundary, where distances grow fastest.
+
+    Parameters
+    ----------
+    c : float > 0
+        Curvature magnitude.
+    points : array-like, shape (N, 2)
+        Tangent vectors at the origin.
+    labels : array-like of int, shape (N,)
+        Leaf indices.
+    tree : hierviz.tree.LabelTree
+    show_tree : bool, default True
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        As :func:`plot_poincare_disk`.
+
+    Raises
+    ------
+    ValueError
+        ``c <= 0``, ``points`` not (N, 2) / non-finite, ``labels`` mismatch.
+    """
+    c = _check_positive(c, "c")
+    V = _as_points(points, "points", dim=2)
+    geo = _ball(c)
+    x = geo.proj(geo.expmap0(torch.from_numpy(V))).detach().cpu().numpy()
+    mean_d = float((2.0 / np.sqrt(c) * np.arctanh(np.clip(np.sqrt(c) * np.linalg.norm(x, axis=1), 0, 1 - 1e-12))).mean())
+    title = (f"expmap₀ into the Poincaré disk, curvature −{c:g} (radius {1 / np.sqrt(c):.3g})"
+             f"<br><sup>mean distance to the origin {mean_d:.3f}</sup>")
+    return plot_poincare_disk(x, labels, tree, c=c, title=title, show_tree=show_tree)
+
+
+def omega_figure(tree, alpha: float, gamma: float, alpha_max: float | None = None) -> go.Figure:
+    """The ω heat map for given α, γ: :func:`hierviz.viz.omega.plot_omega` (paper 01 Eqs. 5–6).
+
+    Parameters
+    ----------
+    tree : hierviz.tree.LabelTree
+    alpha, gamma : float ≥ 0
+    alpha_max : float ≥ 0, optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+
+    Raises
+    ------
+    ValueError
+        Negative or non-finite α, γ, alpha_max.
+    """
+    return plot_omega(tree, alpha, gamma, alpha_max)
+
+
+def _levels(tree) -> list[int]:
+    return list(range(1, int(tree.height)))
+
+
+def lam_hinges(points: Any, labels: Any, tree, margins: Mapping[int, float] | Any, c: float = 1.0
+               ) -> dict[int, np.ndarray]:
+    """Per-sample LAM hinge [d⁺ − d⁻ + m_ℓ]₊ at every level ℓ = 1..L−1 (paper 01 Eq. 11).
+
+    Prototypes c_{ℓ,a} are the Fréchet means (Eq. 3) of the points under each node a at
+    depth ℓ; d⁺ is the Poincaré distance (Eq. 2) to the sample's own level-ℓ ancestor
+    prototype, d⁻ the distance to the nearest other level-ℓ prototype. A sample whose
+    leaf is shallower than ℓ (unbalanced trees) has no level-ℓ ancestor and gets 0; so
+    does every sample of a level with a single prototype.
+
+    Parameters
+    ----------
+    points : array-like, shape (N, d)
+        Points in the ball of radius 1/√c.
+    labels : array-like of int, shape (N,)
+        Leaf indices.
+    tree : hierviz.tree.LabelTree
+        Height L ≥ 2 (LAM needs a level between root and leaves).
+    margins : mapping level → m_ℓ, or sequence of L−1 floats (m_1, ..., m_{L−1}), m_ℓ ≥ 0
+    c : float > 0, default 1.0
+
+    Returns
+    -------
+    dict of int to numpy.ndarray, float64, shape (N,)
+        level ℓ → hinge values ≥ 0.
+
+    Raises
+    ------
+    ValueError
+        Tree height < 2, wrong number of margins, negative margin, points outside the
+        ball, ``labels`` mismatch.
+    """
+    c = _check_positive(c, "c")
+    levels = _levels(tree)
+    if not levels:
+        raise ValueError(f"LAM needs a tree of height >= 2 (a level between root and leaves), got L = {tree.height}")
+    if isinstance(margins, Mapping):
+        m = {int(k): _check_nonneg(v, f"margins[{k}]") for k, v in margins.items()}
+        missing = [lv for lv in levels if lv not in m]
+        if missing:
+            raise ValueError(f"margins lacks level(s) {missing}; levels are {levels}")
+    else:
+        seq = list(np.asarray(margins, dtype=np.float64).reshape(-1))
+        if len(seq) != len(levels):
+            raise ValueError(f"margins must have {len(levels)} value(s) (levels {levels}), got {len(seq)}")
+        m = {lv: _check_nonneg(v, f"margins[{i}]") for i, (lv, v) in enumerate(zip(levels, seq))}
+    Z = check_in_ball(points, c, "points")
+    y = _leaf_labels(labels, tree, Z.shape[0])
+    geo = _ball(c)
+    pos = node_positions(Z, y, tree, geo)
+    paths = tree.leaf_paths.numpy()[y]
+    depth = tree.node_depth.numpy()
+    zt = torch.from_numpy(Z)
+    out: dict[int, np.ndarray] = {}
+    for lv in levels:
+        names = [n for n in tree.level_nodes(lv) if n in pos]
+        h = np.zeros(Z.shape[0])
+        if len(names) >= 2:
+            P = torch.from_numpy(np.stack([pos[n] for n in names]))
+            D = geo.pairwise_dist(zt, P).detach().cpu().numpy()          # (N, K)
+            col = {tree.node_index[n]: j for j, n in enumerate(names)}
+            anc = paths[:, lv]
+            ok = depth[anc] == lv
+            own = np.array([col.get(int(a), -1) for a in anc])
+            ok &= own >= 0
+            rows = np.flatnonzero(ok)
+            dpos = D[rows, own[rows]]
+            Dn = D[rows].copy()
+            Dn[np.arange(len(rows)), own[rows]] = np.inf
+            h[rows] = np.maximum(dpos - Dn.min(axis=1) + m[lv], 0.0)
+        out[lv] = h
+    return out
+
+
+def margin_figure(points: Any, labels: Any, tree, margins: Mapping[int, float] | Any, c: float = 1.0
+                  ) -> go.Figure:
+    """Poincaré disk with the samples that violate the LAM margins circled (paper 01 Eq. 11).
+
+    Parameters
+    ----------
+    points : array-like, shape (N, 2)
+        Points in the ball of radius 1/√c.
+    labels : array-like of int, shape (N,)
+    tree : hierviz.tree.LabelTree
+        Height ≥ 2.
+    margins : mapping level → m_ℓ, or sequence (m_1, ..., m_{L−1})
+    c : float > 0, default 1.0
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        :func:`plot_poincare_disk` plus a trace ``"margin violations"`` (open red
+        circles at samples with a positive hinge at any level); the title lists
+        L_LAM^(ℓ) (mean hinge) and the share of violating samples per level.
+
+    Raises
+    ------
+    ValueError
+        As :func:`lam_hinges`.
+    """
+    hinges = lam_hinges(points, labels, tree, margins, c)
+    Z = check_in_ball(points, c, "points")
+    fig = plot_poincare_disk(Z, labels, tree, c=c)
+    if Z.shape[1] != 2:
+        raise ValueError(f"margin_figure draws 2-D points only, got dimension {Z.shape[1]}")
+    total = sum(hinges.values())
+    v = np.flatnonzero(total > 0)
+    fig.add_trace(go.Scatter(
+        x=Z[v, 0], y=Z[v, 1], mode="markers", name="margin violations", customdata=np.column_stack([v, total[v]]),
+        marker=dict(symbol="circle-open", size=11, color="#e41a1c", line=dict(width=1.5)),
+        hovertemplate="point #%{customdata[0]}<br>Σ hinge = %{customdata[1]:.3f}<extra></extra>",
+    ))
+    mvals = margins if isinstance(margins, Mapping) else dict(zip(_levels(tree), np.asarray(margins).reshape(-1)))
+    parts = [f"ℓ={lv}: m={float(mvals[lv]):.2f}, L={h.mean():.3f}, {100 * np.mean(h > 0):.0f}% violate"
+             for lv, h in hinges.items()]
+    fig.update_layout(title=dict(text="LAM level-aware margins (paper 01 Eq. 11)<br><sup>" + "; ".join(parts) + "</sup>"))
+    return fig
+
+
+def tau_figure(tree, tau: float, alpha: float = 0.5, gamma: float = 0.5, anchor: str | int | None = None,
+               candidates: Any = None, similarities: Any = None) -> go.Figure:
+    """HWC forces on one anchor at temperature τ (paper 01 Eq. 8): :func:`plot_forces`.
+
+    Defaults isolate the effect of ω: the anchor is the first leaf, the candidates are
+    every leaf once (the anchor's own leaf is the positive), all at the same
+    similarity 0.5 — so any difference between bars comes from the tree alone.
+
+    Parameters
+    ----------
+    tree : hierviz.tree.LabelTree
+    tau : float > 0
+    alpha, gamma : float ≥ 0, default 0.5
+    anchor : str or int, optional
+    candidates : sequence of str or int, optional
+    similarities : array-like (K,), optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+
+    Raises
+    ------
+    ValueError
+        As :func:`plot_forces`.
+    """
+    anchor = tree.leaves[0] if anchor is None else anchor
+    if candidates is None:
+        a_name = anchor if isinstance(anchor, str) else tree.leaves[int(anchor)]
+        candidates = [a_name] + [leaf for leaf in dfs_leaves(tree) if leaf != a_name]
+    if similarities is None:
+        similarities = np.full(len(candidates), 0.5)
+    return plot_forces(tree, anchor, candidates, similarities, alpha=alpha, gamma=gamma, tau=tau)
+
+
+# --------------------------------------------------------------------------- panels
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover
+        return False
+    return get_ipython() is not None
+
+
+def _figure_widget(fig: go.Figure):
+    """A FigureWidget for ``fig``, or None if plotly cannot build one (no anywidget)."""
+    import importlib.util
+
+    if importlib.util.find_spec("anywidget") is None:  # plotly >= 6 needs it; skip the slow failing import
+        return None
+    try:
+        return go.FigureWidget(fig)
+    except ImportError:
+        return None
+
+
+def _sync_figure(target, fig: go.Figure) -> None:
+    """Replace ``target``'s traces and layout by ``fig``'s in place (FigureWidget update).
+
+    Works on any plotly figure object (``go.Figure`` or ``go.FigureWidget``).
+    """
+    target.data = ()
+    with target.batch_update():
+        target.add_traces(list(fig.data))
+        target.layout = fig.layout
+
+
+class Panel(widgets.VBox):
+    """An ``ipywidgets.VBox`` of sliders wired to a plain figure function.
+
+    Parameters
+    ----------
+    controls : dict of str to ipywidgets.ValueWidget
+        Keyword name → widget; on every value change ``update(**{name: widget.value})``
+        is called.
+    update : callable returning plotly.graph_objects.Figure
+        The plain figure function (with everything but the slider values bound).
+    title : str
+        Shown above the sliders (HTML).
+
+    Attributes
+    ----------
+    controls : dict
+    figure : plotly.graph_objects.Figure
+        The most recent figure (rebuilt synchronously when a slider moves).
+    view : plotly.graph_objects.FigureWidget or ipywidgets.Output
+        What shows the figure: a FigureWidget when plotly can build one (needs
+        ``anywidget``), else an Output re-rendered on every change (only inside an
+        IPython kernel; plain Python just keeps ``figure``).
+    """
+
+    def __init__(self, controls: dict[str, Any], update: Callable[..., go.Figure], title: str = ""):
+        super().__init__()
+        self.controls = dict(controls)
+        self._figure_fn = update
+        self.figure = update(**self.values())
+        fw = _figure_widget(self.figure)
+        self._live = fw is not None  # (isinstance(.., go.FigureWidget) would trigger plotly's slow lazy import)
+        if fw is not None:
+            self.view = fw
+        else:
+            self.view = widgets.Output()
+            self._render_output()
+        for w in self.controls.values():
+            w.observe(self._on_change, names="value")
+        head = [widgets.HTML(f"<b>{title}</b>")] if title else []
+        self.children = head + [widgets.HBox(list(self.controls.values())), self.view]
+
+    def values(self) -> dict[str, Any]:
+        """Current slider values, keyword → value."""
+        return {k: w.value for k, w in self.controls.items()}
+
+    def refresh(self) -> go.Figure:
+        """Rebuild the figure from the current slider values and show it."""
+        self.figure = self._figure_fn(**self.values())
+        if self._live:
+            _sync_figure(self.view, self.figure)
+        else:
+            self._render_output()
+        return self.figure
+
+    def _render_output(self) -> None:
+        if not _in_kernel():  # plain python / tests: keep the figure, print nothing
+            return
+        from IPython.display import clear_output, display
+
+        with self.view:
+            clear_output(wait=True)
+            display(self.figure)
+
+    def _on_change(self, change) -> None:
+        self.refresh()
+
+
+def _slider(description: str, value: float, lo: float, hi: float, step: float) -> widgets.FloatSlider:
+    return widgets.FloatSlider(value=value, min=lo, max=hi, step=step, description=description,
+                               continuous_update=False, readout_format=".2f",
+                               style={"description_width": "initial"})
+
+
+def curvature_panel(tree, points: Any = None, labels: Any = None, c: float = 1.0,
+                    c_range: tuple[float, float] = (0.1, 4.0)) -> Panel:
+    """Slider for the curvature c over :func:`curvature_figure`.
+
+    Parameters
+    ----------
+    tree : hierviz.tree.LabelTree
+    points : array-like (N, 2), optional
+        Tangent vectors at the origin; default :func:`toy_tangent_points`.
+    labels : array-like of int (N,), optional
+        Required with ``points``.
+    c : float > 0, default 1.0
+        Initial value.
+    c_range : (float, float)
+        Slider range, 0 < lo < hi.
+
+    Returns
+    -------
+    Panel
+        An ``ipywidgets.VBox``; ``panel.controls["c"]`` is the slider, ``panel.figure``
+        the current figure.
+
+    Raises
+    ------
+    ValueError
+        ``points`` without ``labels``, bad ``c`` / ``c_range``.
+    """
+    lo, hi = (_check_positive(v, "c_range") for v in c_range)
+    if lo >= hi:
+        raise ValueError(f"c_range must be (lo, hi) with lo < hi, got {c_range}")
+    c = _check_positive(c, "c")
+    if points is None:
+        points, labels = toy_tangent_points(tree)
+    elif labels is None:
+        raise ValueError("labels must be given with points")
+    V = _as_points(points, "points", dim=2)
+    y = _leaf_labels(labels, tree, V.shape[0])
+    return Panel({"c": _slider("curvature c", c, lo, hi, 0.05)},
+                 lambda c: curvature_figure(c, V, y, tree), "Curvature −c of the Poincaré ball")
+
+
+def omega_panel(tree, alpha: float = 0.5, gamma: float = 0.5, alpha_max: float | None = None) -> Panel:
+    """Sliders α, γ ∈ [0, 2] over :func:`omega_figure` (paper 01 Eqs. 5–6).
+
+    Parameters
+    ----------
+    tree : hierviz.tree.LabelTree
+    alpha, gamma : float ≥ 0, default 0.5
+        Initial values.
+    alpha_max : float ≥ 0, optional
+
+    Returns
+    -------
+    Panel
+        Controls ``"alpha"``, ``"gamma"``.
+    """
+    _check_nonneg(alpha, "alpha"), _check_nonneg(gamma, "gamma")
+    return Panel({"alpha": _slider("α (positives)", alpha, 0.0, 2.0, 0.05),
+                  "gamma": _slider("γ (negatives)", gamma, 0.0, 2.0, 0.05)},
+                 lambda alpha, gamma: omega_figure(tree, alpha, gamma, alpha_max), "HWC multipliers ω")
+
+
+def margin_panel(tree, points: Any = None, labels: Any = None, c: float = 1.0,
+                 margins: Any = None) -> Panel:
+    """One slider m_ℓ ∈ [0, 2] per level ℓ = 1..L−1 over :func:`margin_figure` (paper 01 Eq. 11).
+
+    Parameters
+    ----------
+    tree : hierviz.tree.LabelTree
+        Height ≥ 2.
+    points : array-like (N, 2), optional
+        Points in the ball of radius 1/√c; default: :func:`toy_tangent_points` mapped
+        with expmap₀.
+    labels : array-like of int (N,), optional
+        Required with ``points``.
+    c : float > 0, default 1.0
+    margins : sequence of L−1 floats, optional
+        Initial margins; default 0.2 each.
+
+    Returns
+    -------
+    Panel
+        Controls ``"m1"``, ``"m2"``, ...
+
+    Raises
+    ------
+    ValueError
+        Tree height < 2, ``points`` without ``labels``, wrong number of margins.
+    """
+    c = _check_positive(c, "c")
+    levels = _levels(tree)
+    if not levels:
+        raise ValueError(f"LAM needs a tree of height >= 2, got L = {tree.height}")
+    if points is None:
+        v, labels = toy_tangent_points(tree)
+        geo = _ball(c)
+        points = geo.proj(geo.expmap0(torch.from_numpy(v))).numpy()
+    elif labels is None:
+        raise ValueError("labels must be given with points")
+    Z = check_in_ball(points, c, "points")
+    y = _leaf_labels(labels, tree, Z.shape[0])
+    init = [0.2] * len(levels) if margins is None else list(np.asarray(margins, dtype=float).reshape(-1))
+    if len(init) != len(levels):
+        raise ValueError(f"margins must have {len(levels)} value(s), got {len(init)}")
+    controls = {f"m{lv}": _slider(f"margin m{lv}", float(m), 0.0, 2.0, 0.05) for lv, m in zip(levels, init)}
+
+    def update(**ms):
+        return margin_figure(Z, y, tree, {lv: ms[f"m{lv}"] for lv in levels}, c)
+
+    return Panel(controls, update, "LAM level-aware margins")
+
+
+def tau_panel(tree, tau: float = 0.1, alpha: float = 0.5, gamma: float = 0.5, anchor: str | int | None = None,
+              candidates: Any = None, similarities: Any = None) -> Panel:
+    """Sliders τ ∈ [0.02, 1], α, γ ∈ [0, 2] over :func:`tau_figure` (paper 01 Eq. 8).
+
+    Parameters
+    ----------
+    tree : hierviz.tree.LabelTree
+    tau : float > 0, default 0.1
+    alpha, gamma : float ≥ 0, default 0.5
+    anchor, candidates, similarities
+        Passed to :func:`tau_figure`.
+
+    Returns
+    -------
+    Panel
+        Controls ``"tau"``, ``"alpha"``, ``"gamma"``.
+    """
+    _check_positive(tau, "tau")
+    return Panel({"tau": _slider("τ", tau, 0.02, 1.0, 0.01),
+                  "alpha": _slider("α", alpha, 0.0, 2.0, 0.05),
+                  "gamma": _slider("γ", gamma, 0.0, 2.0, 0.05)},
+                 lambda tau, alpha, gamma: tau_figure(tree, tau, alpha, gamma, anchor, candidates, similarities),
+                 "Temperature τ and the HWC forces")
