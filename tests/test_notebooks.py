@@ -1,0 +1,101 @@
+"""The course notebooks run headless (papermill, SMOKE=True) and are stored clean.
+
+Each notebook is executed in its own subprocess so its run time and the kernel's peak
+resident memory can be measured; both are attached to the test report and printed in
+the terminal summary (see ``conftest.pytest_terminal_summary``) so regressions show.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+
+NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = sorted(p for p in NB_DIR.glob("[0-9][0-9]_*.ipynb"))
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+
+# What each notebook must show once executed: at least this many plotly figures, and
+# these strings somewhere in its outputs (a table's column names, a metric's name).
+EXPECTED = {
+    "00_label_trees": dict(figures=3, text=["HF1", "H-Acc"]),
+    "01_hyperbolic_geometry": dict(figures=3, text=["Gromov"]),
+    "02_simclr_supcon": dict(figures=2, text=["top1"]),
+    "03_hwc": dict(figures=3, text=["violations"]),
+    "04_lam": dict(figures=3, text=["violations"]),
+    "05_compare": dict(figures=2, text=["hf1", "violations", "pc_order"]),
+}
+
+_RUNNER = textwrap.dedent(
+    """
+    import json, resource, sys, time
+    import papermill as pm
+    src, dst = sys.argv[1], sys.argv[2]
+    t0 = time.perf_counter()
+    pm.execute_notebook(src, dst, parameters={"SMOKE": True}, kernel_name="python3",
+                        progress_bar=False, cwd=str(__import__("pathlib").Path(src).parent))
+    wall = time.perf_counter() - t0
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(json.dumps({"wall_s": wall, "kernel_peak_mib": peak_kib / 1024}))
+    """
+)
+
+
+def _outputs(nb):
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            yield from cell.get("outputs", [])
+
+
+def test_notebooks_exist():
+    names = {p.stem for p in NOTEBOOKS}
+    assert names == set(EXPECTED), f"notebooks {sorted(names)} != expected {sorted(EXPECTED)}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_is_stored_clean(path):
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code, "no code cells"
+    dirty = [i for i, c in enumerate(code) if c.get("outputs") or c.get("execution_count")]
+    assert not dirty, f"{path.name}: code cells {dirty} carry outputs; strip them before committing"
+    assert "parameters" in code[0].metadata.get("tags", []), "first code cell must be tagged 'parameters'"
+    assert "SMOKE" in code[0].source, "the parameters cell must define SMOKE"
+    assert nb.cells[0].cell_type == "markdown", "a notebook opens with what the reader will learn"
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_in_smoke_mode(path, tmp_path, record_property):
+    out = tmp_path / path.name
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUNNER, str(path), str(out)],
+        capture_output=True, text=True, timeout=600,
+    )
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout)[-4000:]
+        pytest.fail(f"{path.name} failed under papermill (SMOKE=True):\n{tail}")
+    stats = json.loads(proc.stdout.strip().splitlines()[-1])
+    record_property("notebook_wall_s", round(stats["wall_s"], 1))
+    record_property("notebook_kernel_peak_mib", round(stats["kernel_peak_mib"], 1))
+    record_property("notebook_total_s", round(time.perf_counter() - t0, 1))
+
+    nb = nbformat.read(out, as_version=4)
+    outputs = list(_outputs(nb))
+    errors = [o for o in outputs if o.get("output_type") == "error"]
+    assert not errors, f"{path.name} raised: {errors[0].get('ename')}: {errors[0].get('evalue')}"
+    n_fig = sum(1 for o in outputs if PLOTLY_MIME in o.get("data", {}))
+    want = EXPECTED[path.stem]
+    assert n_fig >= want["figures"], f"{path.name} showed {n_fig} plotly figures, expected ≥ {want['figures']}"
+    text = json.dumps([o.get("data", {}).get("text/plain", "") for o in outputs]
+                      + [o.get("data", {}).get("text/html", "") for o in outputs]
+                      + [o.get("text", "") for o in outputs])
+    missing = [s for s in want["text"] if s not in text]
+    assert not missing, f"{path.name} outputs never mention {missing}"
