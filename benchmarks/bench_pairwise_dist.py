@@ -1,0 +1,107 @@
+"""Pairwise hyperbolic distances: hierviz's Gram-matrix closed form vs geoopt broadcasting.
+
+Times forward + backward of the full ``N×N`` distance matrix of ``N`` points in ``d``
+dimensions (default 1024×256, float32, CPU) for
+
+* ours:   ``geometry.pairwise_dist(x)``            (one GEMM, ``O(N²)`` memory)
+* geoopt: ``manifold.dist(x[:, None], x[None])``   (broadcast, ``O(N²·d)`` memory)
+
+for the Poincaré ball (curvature −c) and the Lorentz model (curvature −k), and prints the
+median time of several runs, the speed-up ratio and the maximum absolute difference of the
+two distance matrices (overall and off the diagonal, where ours is exactly 0).
+
+Run from the repository root::
+
+    python3 benchmarks/bench_pairwise_dist.py                 # 1024×256, both models
+    python3 benchmarks/bench_pairwise_dist.py --n 256 --d 64  # quick
+
+geoopt's broadcast needs several ``N×N×d`` float32 tensors (≈7 GB peak at the default
+size) and tens of seconds per run on a 2-core CPU; nothing here is asserted in tests.
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+import warnings
+
+import torch
+
+warnings.filterwarnings("ignore", category=FutureWarning)  # geoopt's torch.jit.script notices
+
+from hierviz.geometry import Lorentz, PoincareBall  # noqa: E402
+
+
+def _time_fwd_bwd(fn, x: torch.Tensor, repeats: int) -> tuple[float, list[float], torch.Tensor]:
+    """Median wall time of ``fn(x).sum().backward()`` over ``repeats`` runs (plus one warm-up)."""
+    times = []
+    out = None
+    for i in range(repeats + 1):
+        xi = x.detach().clone().requires_grad_(True)
+        t0 = time.perf_counter()
+        d = fn(xi)
+        d.sum().backward()
+        dt = time.perf_counter() - t0
+        if i == 0:
+            out = d.detach()
+            continue  # warm-up
+        times.append(dt)
+        del d, xi
+    assert out is not None
+    return statistics.median(times), times, out
+
+
+def bench(name: str, ours_fn, geo_fn, x: torch.Tensor, rep_ours: int, rep_geo: int) -> float:
+    t_ours, all_ours, d_ours = _time_fwd_bwd(ours_fn, x, rep_ours)
+    t_geo, all_geo, d_geo = _time_fwd_bwd(geo_fn, x, rep_geo)
+    ref = ours_fn(x.double()).float()  # float64 reference (ours in float64 = geoopt float64 to ~1e-12)
+    off = ~torch.eye(x.shape[0], dtype=torch.bool)
+    diff = (d_ours - d_geo).abs()
+    ratio = t_geo / t_ours
+    print(f"\n[{name}] N={x.shape[0]} points, {x.shape[1]} coords, {x.dtype}, forward+backward")
+    print(f"  ours   (Gram closed form) median {t_ours * 1e3:9.1f} ms  runs: "
+          + ", ".join(f"{t * 1e3:.0f}" for t in all_ours))
+    print(f"  geoopt (broadcast dist)   median {t_geo * 1e3:9.1f} ms  runs: "
+          + ", ".join(f"{t * 1e3:.0f}" for t in all_geo))
+    print(f"  speed-up geoopt/ours: {ratio:.1f}x")
+    print(f"  max |ours - geoopt|: {float(diff.max()):.3e} (all entries), "
+          f"{float(diff[off].max()):.3e} (off-diagonal); max distance {float(d_ours.max()):.3f}")
+    print(f"  vs float64 reference: max |ours - ref| {float((d_ours - ref).abs().max()):.3e}, "
+          f"max |geoopt - ref| {float((d_geo - ref).abs().max()):.3e}")
+    return ratio
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=1024, help="number of points (default 1024)")
+    p.add_argument("--d", type=int, default=256, help="dimension (default 256)")
+    p.add_argument("--c", type=float, default=1.0, help="Poincaré curvature magnitude (curvature -c)")
+    p.add_argument("--k", type=float, default=1.0, help="Lorentz curvature magnitude (curvature -k)")
+    p.add_argument("--repeats", type=int, default=7, help="timed runs for ours (median)")
+    p.add_argument("--geoopt-repeats", type=int, default=3, help="timed runs for geoopt (median)")
+    p.add_argument("--only", choices=["poincare", "lorentz"], default=None)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+
+    torch.manual_seed(a.seed)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}")
+    # Tangent vectors with norm ~ U(0, 1.5)/sqrt(curv): distances stay below ~7/sqrt(curv),
+    # where geoopt's float32 artanh/arcosh is still accurate (it saturates near 16/sqrt(c)).
+    v = torch.randn(a.n, a.d)
+    v = v / v.norm(dim=-1, keepdim=True) * torch.rand(a.n, 1) * 1.5
+
+    if a.only in (None, "poincare"):
+        P = PoincareBall(c=a.c)
+        x = P.expmap0(v / a.c ** 0.5)
+        bench(f"Poincaré ball c={a.c:g}", P.pairwise_dist,
+              lambda z: P.manifold.dist(z[:, None], z[None]), x, a.repeats, a.geoopt_repeats)
+    if a.only in (None, "lorentz"):
+        L = Lorentz(k=a.k)
+        x = L.expmap0(v / a.k ** 0.5)
+        bench(f"Lorentz k={a.k:g}", L.pairwise_dist,
+              lambda z: L.manifold.dist(z[:, None], z[None]), x, a.repeats, a.geoopt_repeats)
+
+
+if __name__ == "__main__":
+    main()

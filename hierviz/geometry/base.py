@@ -1,0 +1,768 @@
+"""The :class:`Geometry` interface shared by the Euclidean, Poincaré and Lorentz spaces.
+
+A geometry bundles what the hierarchy-aware losses and metrics need from an embedding
+space (paper 01 §3.1 and §3.4): a distance, a pairwise distance matrix, a similarity,
+a Fréchet/Karcher mean, an EMA prototype step and the exponential/logarithmic maps.
+The maps come from geoopt's manifolds; the pairwise distance (a closed form over a Gram
+matrix, never a ``B×M×d`` tensor), the vectorised group means and the EMA step are
+written here once, on top of each subclass's ``_log``/``_exp``.
+
+All hyperbolic arithmetic runs in float32 or float64: float16/bfloat16 inputs are
+upcast to float32 and autocast is switched off inside every method.
+"""
+from __future__ import annotations
+
+import abc
+import contextlib
+import functools
+import math
+import numbers
+from typing import Any, Callable, TypeVar
+
+import numpy as np
+import torch
+
+Tensor = torch.Tensor
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Floor on the squared distance under the square root of every closed-form pairwise
+#: distance (``sqrt(max(w, eps))``).  It keeps the derivative of the square root finite
+#: on the diagonal (``arcosh'(1) = ∞``) while moving a distance by at most ``sqrt(eps)``.
+SQ_EPS = {torch.float32: 1e-12, torch.float64: 1e-24}
+
+
+def _sq_eps(dtype: torch.dtype) -> float:
+    return SQ_EPS.get(dtype, 1e-12)
+
+
+class _ScaledAsinhSqrt(torch.autograd.Function):
+    """``scale · arsinh(sqrt(max(q, eps)))`` with a fused backward (pairwise distances).
+
+    Forward reuses buffers in place; backward is one division by the saved
+    ``2·sqrt(q)·sqrt(1+q)/scale``. With ``zero_diag`` the last-two-dims diagonal of the
+    output is set to exactly 0 and receives zero gradient. Entries floored at ``eps``
+    receive zero gradient (the derivative of ``max``). When autograd records the backward
+    (``create_graph=True``, e.g. gradient penalties or ``gradgradcheck``) the derivative is
+    recomputed from the saved input with differentiable ops, so higher derivatives are exact.
+    """
+
+    @staticmethod
+    def forward(ctx, q: Tensor, eps: float, scale: float, zero_diag: bool) -> Tensor:  # type: ignore[override]
+        below = q < eps  # kept as a mask (no host sync); their gradient is 0
+        qc = q.clamp_min(eps)
+        s = qc.sqrt()
+        t = qc.add(1.0).sqrt_()                      # sqrt(1 + q)
+        out = qc.div_(t.add(1.0)).add_(s).log1p_().mul_(scale)
+        deriv = s.mul_(t).mul_(2.0 / scale)          # 1 / (d out / d q)
+        if zero_diag:
+            out.diagonal(dim1=-2, dim2=-1).zero_()
+        ctx.eps, ctx.scale, ctx.zero_diag = eps, scale, zero_diag
+        ctx.save_for_backward(q, deriv, below)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):  # type: ignore[override]
+        q, deriv, below = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph=True: differentiable recomputation
+            qc = q.clamp_min(ctx.eps)
+            g = (grad / (qc.sqrt() * (1.0 + qc).sqrt() * (2.0 / ctx.scale))).masked_fill(below, 0.0)
+            if ctx.zero_diag:
+                n = g.shape[-1]
+                g = g.masked_fill(torch.eye(n, dtype=torch.bool, device=g.device), 0.0)
+            return g, None, None, None
+        g = (grad / deriv).masked_fill_(below, 0.0)
+        if ctx.zero_diag:
+            g.diagonal(dim1=-2, dim2=-1).zero_()
+        return g, None, None, None
+
+
+def scaled_asinh_sqrt(q: Tensor, eps: float, scale: float, zero_diag: bool = False) -> Tensor:
+    """``scale · arsinh(sqrt(max(q, eps)))`` elementwise, optionally with a zero diagonal.
+
+    Parameters
+    ----------
+    q : Tensor, shape (..., B, M)
+        Non-negative (up to rounding) squared quantities, float32/float64.
+    eps : float
+        Floor on ``q``; keeps the derivative ``1/(2 sqrt(q) sqrt(1+q))`` finite.
+    scale : float
+        Output scale (``2/sqrt(c)`` for a ball of curvature ``-c``).
+    zero_diag : bool
+        Set the diagonal of the last two dims to exactly 0 (``B == M``).
+
+    Returns
+    -------
+    Tensor, shape (..., B, M)
+    """
+    return _ScaledAsinhSqrt.apply(q, float(eps), float(scale), bool(zero_diag))
+
+
+@contextlib.contextmanager
+def full_precision():
+    """Switch autocast off (CPU and CUDA) inside the block.
+
+    Hyperbolic distances lose all accuracy in float16/bfloat16 (``1 - c‖x‖²`` and the
+    Gram-matrix cancellation), so every geometry method runs under this context.
+    """
+    with contextlib.ExitStack() as stack:
+        for dev in ("cpu", "cuda"):
+            try:
+                enabled = torch.is_autocast_enabled(dev)
+            except (TypeError, RuntimeError):  # pragma: no cover - older torch
+                enabled = False
+            if enabled:
+                stack.enter_context(torch.autocast(device_type=dev, enabled=False))
+        yield
+
+
+def _fp32(fn: F) -> F:
+    """Decorator: run ``fn`` with autocast disabled (see :func:`full_precision`)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with full_precision():
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def as_float_tensor(x: Any, name: str = "x") -> Tensor:
+    """Convert ``x`` to a floating tensor of at least float32 precision.
+
+    Parameters
+    ----------
+    x : torch.Tensor, numpy.ndarray, sequence or number
+        Input values.
+    name : str
+        Argument name used in error messages.
+
+    Returns
+    -------
+    torch.Tensor
+        ``x`` as a tensor (no copy when already float32/float64); float16/bfloat16 are
+        upcast to float32, integer/bool to the default dtype. Autograd history is kept.
+
+    Raises
+    ------
+    TypeError
+        If ``x`` is not numeric (strings, objects) or is complex.
+    """
+    if isinstance(x, Tensor):
+        t = x
+    else:
+        try:
+            t = torch.as_tensor(np.asarray(x) if not isinstance(x, np.ndarray) else x)
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise TypeError(
+                f"{name} must be a torch.Tensor or numeric array, got {type(x).__name__}"
+            ) from err
+    if t.is_complex():
+        raise TypeError(f"{name} must be real-valued, got complex dtype {t.dtype}")
+    if t.dtype in (torch.float16, torch.bfloat16):
+        t = t.float()
+    elif not t.is_floating_point():
+        t = t.to(torch.get_default_dtype())
+    return t
+
+
+def check_curvature(value: Any, name: str = "c") -> float:
+    """Validate a curvature magnitude and return it as a Python float.
+
+    Parameters
+    ----------
+    value : float
+        Curvature magnitude; the space has sectional curvature ``-value``.
+    name : str
+        Argument name for the error message.
+
+    Returns
+    -------
+    float
+        ``float(value)``.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If ``value`` is not finite or ``value <= 0``.
+    """
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise TypeError(f"{name} must be a scalar, got a tensor of shape {tuple(value.shape)}")
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value) or value <= 0.0:
+        raise ValueError(
+            f"{name} must be a finite number > 0 (we store {name} > 0 for sectional "
+            f"curvature -{name}); got {name}={value!r}"
+        )
+    return value
+
+
+def _check_finite(x: Tensor, name: str) -> None:
+    with torch.no_grad():
+        x = x.detach()
+        if x.numel() == 0 or math.isfinite(float(x.sum())):  # fast path: NaN/inf propagate into the sum
+            return
+        bad = ~torch.isfinite(x)
+        if bool(bad.any()):
+            raise ValueError(f"{name} contains {int(bad.sum())} non-finite value(s) (NaN or inf)")
+
+
+def _check_index(index: Any, n: int, num_groups: int, device: torch.device, name: str = "index") -> Tensor:
+    if isinstance(index, Tensor):
+        idx = index
+    else:
+        try:
+            idx = torch.as_tensor(np.asarray(index))
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise TypeError(f"{name} must be an integer tensor/array, got {type(index).__name__}") from err
+    if idx.is_floating_point() or idx.is_complex() or idx.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer group ids, got dtype {idx.dtype}")
+    if idx.dim() != 1 or idx.shape[0] != n:
+        raise ValueError(f"{name} must have shape ({n},) to match x, got {tuple(idx.shape)}")
+    idx = idx.to(device=device, dtype=torch.long)
+    if n > 0:
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= num_groups:
+            raise ValueError(
+                f"{name} values must lie in [0, {num_groups - 1}] (num_groups={num_groups}); "
+                f"got min {lo}, max {hi}"
+            )
+    return idx
+
+
+def _check_num_groups(num_groups: Any) -> int:
+    if isinstance(num_groups, bool) or not isinstance(num_groups, numbers.Integral):
+        raise TypeError(f"num_groups must be an int, got {type(num_groups).__name__}")
+    if num_groups < 1:
+        raise ValueError(f"num_groups must be >= 1, got {num_groups}")
+    return int(num_groups)
+
+
+def _check_steps(steps: Any) -> int:
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
+        raise TypeError(f"steps must be an int, got {type(steps).__name__}")
+    if steps < 0:
+        raise ValueError(f"steps must be >= 0, got {steps}")
+    return int(steps)
+
+
+def _check_weights(weights: Any, n: int, like: Tensor) -> Tensor:
+    if weights is None:
+        return torch.ones(n, dtype=like.dtype, device=like.device)
+    w = as_float_tensor(weights, "weights").to(device=like.device, dtype=like.dtype)
+    if w.dim() != 1 or w.shape[0] != n:
+        raise ValueError(f"weights must have shape ({n},) to match x, got {tuple(w.shape)}")
+    _check_finite(w, "weights")
+    if bool((w.detach() < 0).any()):
+        raise ValueError("weights must be >= 0; got negative entries")
+    return w
+
+
+def _check_eta(eta: Any) -> float:
+    if isinstance(eta, Tensor):
+        if eta.numel() != 1:
+            raise TypeError(f"eta must be a scalar, got a tensor of shape {tuple(eta.shape)}")
+        eta = eta.item()
+    if isinstance(eta, bool) or not isinstance(eta, numbers.Real):
+        raise TypeError(f"eta must be a real number, got {type(eta).__name__}")
+    eta = float(eta)
+    if not (0.0 <= eta <= 1.0):
+        raise ValueError(f"eta (EMA rate) must lie in [0, 1], got {eta}")
+    return eta
+
+
+def _segment_sum(values: Tensor, index: Tensor, num_groups: int) -> Tensor:
+    """Sum rows of ``values`` (n, D) into ``num_groups`` rows by ``index`` (n,) — no Python loop."""
+    out = values.new_zeros((num_groups,) + tuple(values.shape[1:]))
+    return out.index_add(0, index, values)
+
+
+class Geometry(abc.ABC):
+    """One embedding space: distances, means and maps (paper 01 §3.1).
+
+    Subclasses: :class:`~hierviz.geometry.Euclidean` (unit-norm vectors),
+    :class:`~hierviz.geometry.PoincareBall` (curvature ``-c``),
+    :class:`~hierviz.geometry.Lorentz` (curvature ``-k``).
+
+    Attributes
+    ----------
+    name : str
+        ``"euclidean"``, ``"poincare"`` or ``"lorentz"``.
+    c : float
+        Curvature magnitude (sectional curvature ``-c``); 0.0 for Euclidean.
+    manifold : geoopt.Manifold
+        The geoopt manifold providing the maps.
+    validate : bool
+        When True (default) ``dist``/``pairwise_dist``/``mean``/... call
+        :meth:`check_point` on their inputs (one host sync per call). Set False in a hot
+        loop once the pipeline is trusted.
+
+    Notes
+    -----
+    Methods accept torch tensors or numpy arrays, broadcast over leading dimensions
+    where stated, keep autograd history, and compute in float32 or float64
+    (float16/bfloat16 are upcast; autocast is disabled inside).
+    """
+
+    name: str = "geometry"
+    c: float = 0.0
+    #: True for the Euclidean space: the mean is the arithmetic mean in closed form.
+    _flat: bool = False
+
+    def __init__(self, validate: bool = True) -> None:
+        self.validate = bool(validate)
+
+    # ------------------------------------------------------------------ helpers
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(c={self.c:g})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and float(self.c) == float(other.c)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, float(self.c)))
+
+    def point_dim(self, d: int) -> int:
+        """Number of coordinates of a point whose tangent space has dimension ``d``.
+
+        Parameters
+        ----------
+        d : int
+            Intrinsic (tangent) dimension.
+
+        Returns
+        -------
+        int
+            ``d`` (Euclidean, Poincaré) or ``d + 1`` (Lorentz, ambient coordinates).
+        """
+        return int(d)
+
+    def _points(self, x: Any, name: str, min_dim: int = 1) -> Tensor:
+        t = as_float_tensor(x, name)
+        if t.dim() < min_dim:
+            raise ValueError(f"{name} must have at least {min_dim} dimension(s), got shape {tuple(t.shape)}")
+        if self.validate:
+            self.check_point(t, name)
+        return t
+
+    def _pair(self, x: Any, y: Any, xname: str = "x", yname: str = "y") -> tuple[Tensor, Tensor]:
+        xt = self._points(x, xname)
+        yt = self._points(y, yname)
+        if xt.shape[-1] != yt.shape[-1]:
+            raise ValueError(
+                f"{xname} and {yname} must have the same last dimension, got "
+                f"{xt.shape[-1]} and {yt.shape[-1]}"
+            )
+        dtype = torch.promote_types(xt.dtype, yt.dtype)
+        return xt.to(dtype), yt.to(device=xt.device, dtype=dtype)
+
+    def _pairwise_inputs(self, x: Any, y: Any) -> tuple[Tensor, Tensor | None]:
+        xt = self._points(x, "x", min_dim=2)
+        if y is None:
+            return xt, None
+        yt = self._points(y, "y", min_dim=2)
+        if xt.shape[-1] != yt.shape[-1]:
+            raise ValueError(
+                f"x and y must have the same last dimension, got {xt.shape[-1]} and {yt.shape[-1]}"
+            )
+        dtype = torch.promote_types(xt.dtype, yt.dtype)
+        return xt.to(dtype), yt.to(device=xt.device, dtype=dtype)
+
+    @staticmethod
+    def _gram(x: Tensor, y: Tensor | None) -> Tensor:
+        """``x @ yᵀ`` over the last dim; ``x @ xᵀ`` made exactly symmetric when ``y is None``."""
+        g = x @ (x if y is None else y).transpose(-1, -2)
+        if y is None:
+            g = 0.5 * (g + g.transpose(-1, -2))
+        return g
+
+    @staticmethod
+    def _augmented_gram(left: Tensor, right: Tensor, symmetric: bool) -> Tensor:
+        """``left @ rightᵀ``: one matmul yields ``a_i b_j (‖x_i‖² + ‖y_j‖² − 2⟨x_i, y_j⟩)``.
+
+        ``left_i = a_i [−2 x_i, ‖x_i‖², 1]`` and ``right_j = b_j [y_j, 1, ‖y_j‖²]`` (built by
+        the caller), so the squared-distance matrix costs one GEMM and no ``B×M``
+        broadcasting passes. ``symmetric`` (``y is None``) averages with the transpose so
+        the result is exactly symmetric.
+        """
+        if symmetric:
+            g = (0.5 * left) @ right.transpose(-1, -2)
+            return g + g.transpose(-1, -2)
+        return left @ right.transpose(-1, -2)
+
+    @staticmethod
+    def _zero_diagonal(d: Tensor) -> Tensor:
+        n = d.shape[-1]
+        eye = torch.eye(n, dtype=torch.bool, device=d.device)
+        return d.masked_fill(eye, 0.0)
+
+    # ------------------------------------------------------------------ interface
+    @abc.abstractmethod
+    def check_point(self, x: Any, name: str = "x") -> None:
+        """Raise ValueError if ``x`` is not a valid point of this space (see subclasses)."""
+
+    @abc.abstractmethod
+    def proj(self, x: Any) -> Tensor:
+        """Project ``x`` onto the manifold (see subclasses)."""
+
+    @abc.abstractmethod
+    def dist(self, x: Any, y: Any) -> Tensor:
+        """Geodesic distance between broadcast rows of ``x`` and ``y`` (see subclasses)."""
+
+    @abc.abstractmethod
+    def pairwise_dist(self, x: Any, y: Any = None) -> Tensor:
+        """All-pairs distance matrix via a Gram matrix (see subclasses)."""
+
+    @abc.abstractmethod
+    def expmap0(self, v: Any) -> Tensor:
+        """Exponential map at the origin (see subclasses)."""
+
+    @abc.abstractmethod
+    def logmap0(self, x: Any) -> Tensor:
+        """Logarithmic map at the origin (see subclasses)."""
+
+    @abc.abstractmethod
+    def expmap(self, x: Any, v: Any) -> Tensor:
+        """Exponential map at ``x`` (see subclasses)."""
+
+    @abc.abstractmethod
+    def logmap(self, x: Any, y: Any) -> Tensor:
+        """Logarithmic map of ``y`` at ``x`` (see subclasses)."""
+
+    # Ambient-coordinate maps used by the Karcher iteration (Lorentz works in d+1 coords).
+    @abc.abstractmethod
+    def _log(self, base: Tensor, x: Tensor) -> Tensor:
+        """Batched ``log_base(x)`` in the coordinates the Karcher average is taken in."""
+
+    @abc.abstractmethod
+    def _exp(self, base: Tensor, v: Tensor) -> Tensor:
+        """Batched ``exp_base(v)`` in the same coordinates as :meth:`_log`."""
+
+    @abc.abstractmethod
+    def _log0(self, x: Tensor) -> Tensor:
+        """``log_0(x)`` in the ambient tangent coordinates used by :meth:`_exp0`."""
+
+    @abc.abstractmethod
+    def _exp0(self, v: Tensor) -> Tensor:
+        """``exp_0(v)`` taking ambient tangent coordinates."""
+
+    @_fp32
+    def similarity(self, x: Any, y: Any = None) -> Tensor:
+        """Pairwise similarity before dividing by the temperature (paper 01 Eq. 1).
+
+        Parameters
+        ----------
+        x : Tensor, shape (..., B, D)
+            Points on the manifold.
+        y : Tensor, shape (..., M, D), optional
+            Second set; ``None`` means ``x`` against itself.
+
+        Returns
+        -------
+        Tensor, shape (..., B, M)
+            ``-pairwise_dist(x, y)`` for the hyperbolic spaces (Eq. 1 without ``1/τ``);
+            the Euclidean space overrides this with cosine similarity.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`pairwise_dist`.
+        """
+        return -self.pairwise_dist(x, y)
+
+    @_fp32
+    def to_tangent0(self, x: Any) -> Tensor:
+        """Features for a Euclidean probe: ``logmap0(x)`` (identity for Euclidean).
+
+        Parameters
+        ----------
+        x : Tensor, shape (..., D)
+            Points on the manifold.
+
+        Returns
+        -------
+        Tensor, shape (..., d)
+            Tangent vectors at the origin (``d = D`` except Lorentz, where ``d = D - 1``).
+
+        Raises
+        ------
+        ValueError
+            If ``x`` is not on the manifold.
+        """
+        return self.logmap0(x)
+
+    @abc.abstractmethod
+    def origin(self, d: int, *, dtype: torch.dtype | None = None, device: Any = None) -> Tensor:
+        """The origin (see subclasses)."""
+
+    # ------------------------------------------------------------------ means
+    @_fp32
+    def group_mean(
+        self,
+        x: Any,
+        index: Any,
+        num_groups: int,
+        steps: int = 3,
+        init: Any = None,
+        *,
+        weights: Any = None,
+        allow_empty: bool = False,
+        beta: float = 1.0,
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        r"""Per-group Fréchet/Karcher means, all groups at once (paper 01 Eq. 3).
+
+        Each step, for every group :math:`g` at once,
+
+        .. math::
+            \bar v_g = \frac{\sum_{i: g_i=g} w_i \log_{\mu_g}(x_i)}{\sum_{i: g_i=g} w_i},
+            \qquad \mu_g \leftarrow \exp_{\mu_g}(\beta\,\bar v_g),
+
+        i.e. the fixed point is taken in the tangent space at the *current estimate*
+        (not at the origin), with segment sums (``index_add``) instead of a loop over
+        groups. Euclidean: the (weighted) arithmetic mean, ``steps``/``init`` unused.
+
+        Parameters
+        ----------
+        x : Tensor, shape (n, D)
+            Points on the manifold (float32/float64; half precision is upcast).
+        index : LongTensor, shape (n,)
+            Group id of each row, in ``[0, num_groups)``.
+        num_groups : int
+            K, the number of groups (rows of the output).
+        steps : int, default 3
+            Karcher fixed-point steps (paper 01: :math:`T_{mean}=3`). 0 returns the
+            initial estimate.
+        init : Tensor, shape (K, D), optional
+            Starting estimates (e.g. the EMA prototypes, paper 01 §4.2). Default: the
+            origin-tangent mean :math:`\exp_0(\mathrm{mean}_i \log_0 x_i)` per group
+            (Poincaré) or the Lorentzian centroid (Lorentz, see :class:`Lorentz`).
+            Empty groups return their ``init`` row.
+        weights : Tensor, shape (n,), optional
+            Non-negative weights (default 1). A group whose weights sum to 0 is empty.
+        allow_empty : bool, default False
+            Without ``init``, an empty group raises ValueError unless this is True, in
+            which case its row is the origin (zeros for Euclidean) and a mask is returned.
+        beta : float, default 1.0
+            Step size :math:`\beta` of Eq. 3. Halved per group, at most 8 times, while
+            the step would increase the Fréchet objective :math:`\sum_i w_i d^2(\mu_g, x_i)`
+            (plain Eq. 3 with :math:`\beta=1` can overshoot across the origin for a spread
+            group near the boundary); see ``_karcher_step``.
+
+        Returns
+        -------
+        Tensor, shape (K, D)
+            The means (same dtype as ``x``).
+        Tensor, shape (K,), bool
+            Only when ``allow_empty=True``: True for groups that had members.
+
+        Raises
+        ------
+        ValueError
+            If ``x``/``init`` are off the manifold or non-finite, shapes disagree,
+            ``index`` is out of range, weights are negative, or a group is empty while
+            ``init is None and not allow_empty`` (the message lists the empty groups).
+        TypeError
+            For non-integer ``index``/``num_groups``/``steps``.
+        """
+        xt = self._points(x, "x", min_dim=2)
+        if xt.dim() != 2:
+            raise ValueError(f"x must have shape (n, D), got {tuple(xt.shape)}")
+        n, D = xt.shape
+        if n == 0:
+            raise ValueError("x is empty (n=0): a mean needs at least one point")
+        K = _check_num_groups(num_groups)
+        idx = _check_index(index, n, K, xt.device)
+        steps = _check_steps(steps)
+        w = _check_weights(weights, n, xt)
+        init_t = None
+        if init is not None:
+            init_t = self._points(init, "init", min_dim=2).to(device=xt.device, dtype=xt.dtype)
+            if tuple(init_t.shape) != (K, D):
+                raise ValueError(f"init must have shape ({K}, {D}), got {tuple(init_t.shape)}")
+
+        counts = _segment_sum(w.detach(), idx, K)
+        empty = counts <= 0
+        if bool(empty.any()) and init_t is None and not allow_empty:
+            missing = torch.nonzero(empty).flatten().tolist()
+            shown = missing[:20]
+            more = "" if len(missing) <= 20 else f" (+{len(missing) - 20} more)"
+            raise ValueError(
+                f"group_mean: group(s) {shown}{more} have no members (index never takes these "
+                f"values or their weights sum to 0); pass init= to keep a previous estimate "
+                f"or allow_empty=True to get the origin and a mask"
+            )
+        denom = _segment_sum(w, idx, K).clamp_min(torch.finfo(xt.dtype).tiny).unsqueeze(-1)
+        wcol = w.unsqueeze(-1)
+
+        if self._flat:
+            mu = _segment_sum(xt * wcol, idx, K) / denom
+        else:
+            if init_t is None:
+                mu = self._initial_means(xt, idx, wcol, denom, K)
+            else:
+                mu = init_t
+            for _ in range(steps):
+                v = self._log(mu[idx], xt) * wcol
+                vbar = _segment_sum(v, idx, K) / denom
+                mu = self._karcher_step(mu, vbar, xt, idx, w, K, beta)
+
+        if bool(empty.any()):
+            if init_t is not None:
+                fill = init_t
+            elif self._flat:
+                fill = torch.zeros_like(mu)
+            else:
+                fill = self.origin(self._tangent_dim(D), dtype=xt.dtype, device=xt.device).expand(K, D)
+            mu = torch.where(empty.unsqueeze(-1), fill, mu)
+        if allow_empty:
+            return mu, ~empty
+        return mu
+
+    def _karcher_step(
+        self, mu: Tensor, vbar: Tensor, x: Tensor, idx: Tensor, w: Tensor, K: int, beta: float,
+        max_halvings: int = 8,
+    ) -> Tensor:
+        r"""One step of Eq. 3, :math:`\mu_g \leftarrow \exp_{\mu_g}(\beta_g \bar v_g)`, made monotone.
+
+        With the paper's :math:`\beta = 1` the plain fixed point can overshoot and swing
+        across the origin for a widely spread group near the boundary (the Fréchet
+        objective :math:`F_g(\mu) = \sum_i w_i d^2(\mu, x_i)` then *increases*). Here
+        :math:`\beta_g` is halved, per group and at most ``max_halvings`` times, while
+        :math:`F_g` would go up; groups where the full step helps take it unchanged, so
+        compact groups follow Eq. 3 exactly. The objective is evaluated without gradient;
+        the returned estimate stays differentiable with respect to ``x``.
+        """
+        with torch.no_grad():
+            f0 = _segment_sum(w.detach() * self._dist_rows(mu[idx].detach(), x.detach()) ** 2, idx, K)
+            tol = 1e-6 * f0 + torch.finfo(x.dtype).tiny
+            step = torch.full((K,), float(beta), dtype=x.dtype, device=x.device)
+            worse = torch.zeros(K, dtype=torch.bool, device=x.device)
+            for _ in range(max_halvings):
+                trial = self._exp(mu.detach(), step.unsqueeze(-1) * vbar.detach())
+                f1 = _segment_sum(w.detach() * self._dist_rows(trial[idx], x.detach()) ** 2, idx, K)
+                worse = f1 > f0 + tol
+                if not bool(worse.any()):
+                    break
+                step = torch.where(worse, step / 2, step)
+            # A group that never improved (already at its minimum up to float noise) stays put.
+            step = torch.where(worse, torch.zeros_like(step), step)
+        return self._exp(mu, step.unsqueeze(-1) * vbar)
+
+    def _dist_rows(self, a: Tensor, b: Tensor) -> Tensor:
+        """Row-wise geodesic distance via the geoopt manifold, unvalidated (internal, for the mean)."""
+        return self.manifold.dist(a, b)
+
+    def _tangent_dim(self, D: int) -> int:
+        return D
+
+    def _initial_means(self, x: Tensor, idx: Tensor, wcol: Tensor, denom: Tensor, K: int) -> Tensor:
+        """Default Karcher start: the origin-tangent mean ``exp_0(Σ w log_0 x / Σ w)`` per group."""
+        return self._exp0(_segment_sum(self._log0(x) * wcol, idx, K) / denom)
+
+    @_fp32
+    def mean(self, x: Any, weights: Any = None, steps: int = 3, init: Any = None) -> Tensor:
+        r"""Fréchet/Karcher mean of a set of points (paper 01 Eq. 3; Euclidean: arithmetic mean).
+
+        Parameters
+        ----------
+        x : Tensor, shape (n, D)
+            Points on the manifold, n >= 1.
+        weights : Tensor, shape (n,), optional
+            Non-negative weights with a positive sum (default: uniform).
+        steps : int, default 3
+            Fixed-point steps in the tangent space at the current estimate
+            (:math:`T_{mean}=3`, :math:`\beta=1`).
+        init : Tensor, shape (D,), optional
+            Starting estimate (default: :math:`\exp_0(\mathrm{mean}_i \log_0 x_i)`;
+            Lorentz: the Lorentzian centroid).
+
+        Returns
+        -------
+        Tensor, shape (D,)
+            The mean, differentiable with respect to ``x`` (and ``weights``).
+
+        Raises
+        ------
+        ValueError
+            If ``x`` is empty, off the manifold or non-finite, or weights sum to 0.
+        """
+        xt = self._points(x, "x", min_dim=2)
+        if xt.dim() != 2:
+            raise ValueError(f"x must have shape (n, D), got {tuple(xt.shape)}")
+        init1 = None
+        if init is not None:
+            it = as_float_tensor(init, "init")
+            if it.dim() != 1:
+                raise ValueError(f"init must have shape ({xt.shape[1]},), got {tuple(it.shape)}")
+            init1 = it.unsqueeze(0)
+        idx = torch.zeros(xt.shape[0], dtype=torch.long, device=xt.device)
+        if weights is not None:
+            w = _check_weights(weights, xt.shape[0], xt)
+            if float(w.detach().sum()) <= 0:
+                raise ValueError("weights sum to 0: the weighted mean is undefined")
+        else:
+            w = None
+        return self.group_mean(xt, idx, 1, steps=steps, init=init1, weights=w)[0]
+
+    @_fp32
+    def ema_step(self, proto: Any, x: Any, index: Any, eta: float) -> Tensor:
+        r"""One EMA update of prototypes from a minibatch (paper 01 Eq. 9 / Eq. 10).
+
+        Euclidean (Eq. 9): :math:`c_g \leftarrow (1-\eta)\,c_g + \eta\,\bar z_g` with
+        :math:`\bar z_g` the batch mean of group g. Hyperbolic (Eq. 10): one Karcher step
+        at the prototype's own basepoint,
+        :math:`c_g \leftarrow \exp_{c_g}\big(\eta\,\tfrac{1}{|B_g|}\sum_{z\in B_g}\log_{c_g} z\big)`.
+        All groups are updated at once (``index_add``); groups absent from the batch are
+        returned unchanged.
+
+        Parameters
+        ----------
+        proto : Tensor, shape (K, D)
+            Current prototypes (on the manifold).
+        x : Tensor, shape (n, D)
+            Minibatch embeddings.
+        index : LongTensor, shape (n,)
+            Prototype (group) id of each row of ``x``, in ``[0, K)``.
+        eta : float
+            EMA rate in ``[0, 1]`` (paper 01: 0.01–0.1).
+
+        Returns
+        -------
+        Tensor, shape (K, D)
+            Updated prototypes. Autograd history is kept; the paper stops gradients
+            through prototype updates, so call under ``torch.no_grad()`` or detach.
+
+        Raises
+        ------
+        ValueError
+            Off-manifold/non-finite inputs, shape mismatch, index out of range, or
+            ``eta`` outside ``[0, 1]``.
+        """
+        pt = self._points(proto, "proto", min_dim=2)
+        xt = self._points(x, "x", min_dim=2)
+        if pt.dim() != 2 or xt.dim() != 2:
+            raise ValueError(
+                f"proto and x must be 2-D (K, D) and (n, D), got {tuple(pt.shape)} and {tuple(xt.shape)}"
+            )
+        if pt.shape[1] != xt.shape[1]:
+            raise ValueError(f"proto and x must have the same D, got {pt.shape[1]} and {xt.shape[1]}")
+        dtype = torch.promote_types(pt.dtype, xt.dtype)
+        pt, xt = pt.to(dtype), xt.to(device=pt.device, dtype=dtype)
+        eta = _check_eta(eta)
+        K = pt.shape[0]
+        idx = _check_index(index, xt.shape[0], K, pt.device)
+        counts = torch.bincount(idx, minlength=K).to(dtype)
+        present = (counts > 0).unsqueeze(-1)
+        denom = counts.clamp_min(1.0).unsqueeze(-1)
+        if self._flat:
+            batch_mean = _segment_sum(xt, idx, K) / denom
+            new = (1.0 - eta) * pt + eta * batch_mean
+        else:
+            vbar = _segment_sum(self._log(pt[idx], xt), idx, K) / denom
+            new = self._exp(pt, eta * vbar)
+        return torch.where(present, new, pt)

@@ -1,0 +1,278 @@
+"""Euclidean geometry on L2-normalised vectors (paper 01 §3.1, Euclidean mode).
+
+Distance ``d(u, v) = ‖û − v̂‖₂`` with ``û = u/‖u‖₂`` (the chordal distance on the unit
+sphere, monotone in cosine similarity), similarity = cosine, mean = arithmetic mean
+(paper 01 §3.1 "Prototypes and means"), EMA = paper 01 Eq. 9.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import geoopt
+import torch
+import torch.nn.functional as F
+
+from .base import Geometry, Tensor, _check_finite, _fp32, _sq_eps, as_float_tensor
+
+
+class Euclidean(Geometry):
+    """Unit-norm Euclidean space (curvature 0) — paper 01 §3.1.
+
+    Points are any non-zero finite vectors; distances and similarities act on their
+    directions (``û = u/‖u‖``), :meth:`proj` returns the unit vector. The maps are the
+    flat ones (``exp_x(v) = x + v``, ``log_x(y) = y − x``, ``exp_0`` = identity) from
+    ``geoopt.Euclidean(ndim=1)``, which is the ``c → 0`` limit of the Poincaré ball's
+    maps.
+
+    Parameters
+    ----------
+    validate : bool, default True
+        Check inputs for non-finite values in every method.
+
+    Attributes
+    ----------
+    name : str
+        ``"euclidean"``.
+    c : float
+        0.0.
+    manifold : geoopt.Euclidean
+        ``geoopt.Euclidean(ndim=1)``.
+
+    Examples
+    --------
+    >>> g = Euclidean()
+    >>> round(float(g.dist(torch.tensor([2.0, 0.0]), torch.tensor([0.0, 5.0]))), 4)  # ‖e1 − e2‖
+    1.4142
+    """
+
+    name = "euclidean"
+    c = 0.0
+    _flat = True
+
+    def __init__(self, validate: bool = True) -> None:
+        super().__init__(validate=validate)
+        self.manifold = geoopt.Euclidean(ndim=1)
+
+    def __repr__(self) -> str:
+        return "Euclidean()"
+
+    # ------------------------------------------------------------------ checks
+    def check_point(self, x: Any, name: str = "x") -> None:
+        """Raise ValueError if ``x`` has NaN/inf entries.
+
+        Parameters
+        ----------
+        x : Tensor, shape (..., d)
+            Candidate points (any finite vector is a valid direction).
+        name : str
+            Argument name for the message.
+
+        Raises
+        ------
+        ValueError
+            If ``x`` contains non-finite values.
+        TypeError
+            If ``x`` is not numeric.
+        """
+        _check_finite(as_float_tensor(x, name), name)
+
+    @_fp32
+    def proj(self, x: Any) -> Tensor:
+        """Unit-normalise: ``x / max(‖x‖, 1e-12)`` (zero vectors stay zero).
+
+        Parameters
+        ----------
+        x : Tensor, shape (..., d)
+
+        Returns
+        -------
+        Tensor, shape (..., d)
+            Unit vectors.
+        """
+        return F.normalize(as_float_tensor(x, "x"), dim=-1, eps=1e-12)
+
+    # ------------------------------------------------------------------ distances
+    @_fp32
+    def dist(self, x: Any, y: Any) -> Tensor:
+        """Unit-norm Euclidean distance ``‖x̂ − ŷ‖₂`` (paper 01 §3.1), broadcast.
+
+        Parameters
+        ----------
+        x, y : Tensor, shape (..., d)
+            Broadcastable; need not be normalised.
+
+        Returns
+        -------
+        Tensor, shape (...)
+            Distances in ``[0, 2]``.
+
+        Raises
+        ------
+        ValueError
+            Non-finite input or mismatched last dimension.
+        """
+        xt, yt = self._pair(x, y)
+        return self.manifold.dist(F.normalize(xt, dim=-1), F.normalize(yt, dim=-1))
+
+    @_fp32
+    def pairwise_dist(self, x: Any, y: Any = None) -> Tensor:
+        """All-pairs ``‖x̂_i − ŷ_j‖`` from a Gram matrix (no ``B×M×d`` tensor).
+
+        ``sqrt(max(‖x̂‖² + ‖ŷ‖² − 2⟨x̂, ŷ⟩, eps))`` with ``eps = 1e-12`` (float32) /
+        ``1e-24`` (float64), so the gradient stays finite at coincident points.
+
+        Parameters
+        ----------
+        x : Tensor, shape (..., B, d)
+        y : Tensor, shape (..., M, d), optional
+            ``None``: ``x`` against itself, with an exactly zero diagonal.
+
+        Returns
+        -------
+        Tensor, shape (..., B, M)
+            Distances in ``[0, 2]``.
+
+        Raises
+        ------
+        ValueError
+            Non-finite input, fewer than 2 dimensions, or mismatched ``d``.
+        """
+        xt, yt = self._pairwise_inputs(x, y)
+        xn = F.normalize(xt, dim=-1)
+        x2 = (xn * xn).sum(-1, keepdim=True)
+        if yt is None:
+            yn, y2 = xn, x2
+        else:
+            yn = F.normalize(yt, dim=-1)
+            y2 = (yn * yn).sum(-1, keepdim=True)
+        left = torch.cat([-2.0 * xn, x2, torch.ones_like(x2)], dim=-1)
+        right = torch.cat([yn, torch.ones_like(y2), y2], dim=-1)
+        sq = self._augmented_gram(left, right, yt is None)
+        d = sq.clamp_min(_sq_eps(sq.dtype)).sqrt()
+        return self._zero_diagonal(d) if yt is None else d
+
+    @_fp32
+    def similarity(self, x: Any, y: Any = None) -> Tensor:
+        """Cosine similarity matrix ``⟨x̂_i, ŷ_j⟩`` (paper 01 Eq. 1, Euclidean mode).
+
+        Parameters
+        ----------
+        x : Tensor, shape (..., B, d)
+        y : Tensor, shape (..., M, d), optional
+            ``None``: ``x`` against itself.
+
+        Returns
+        -------
+        Tensor, shape (..., B, M)
+            Values in ``[-1, 1]``; ``‖x̂ − ŷ‖² = 2 − 2·similarity``.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`pairwise_dist`.
+        """
+        xt, yt = self._pairwise_inputs(x, y)
+        xn = F.normalize(xt, dim=-1)
+        yn = None if yt is None else F.normalize(yt, dim=-1)
+        return self._gram(xn, yn)
+
+    # ------------------------------------------------------------------ maps
+    @_fp32
+    def expmap0(self, v: Any) -> Tensor:
+        """Identity: the flat exponential map at the origin.
+
+        Parameters
+        ----------
+        v : Tensor, shape (..., d)
+
+        Returns
+        -------
+        Tensor, shape (..., d)
+            ``v`` (apply :meth:`proj` to get unit vectors).
+        """
+        return as_float_tensor(v, "v")
+
+    @_fp32
+    def logmap0(self, x: Any) -> Tensor:
+        """Identity: the flat logarithmic map at the origin.
+
+        Parameters
+        ----------
+        x : Tensor, shape (..., d)
+
+        Returns
+        -------
+        Tensor, shape (..., d)
+        """
+        return self._points(x, "x")
+
+    @_fp32
+    def expmap(self, x: Any, v: Any) -> Tensor:
+        """Flat exponential map ``x + v`` (``geoopt.Euclidean.expmap``).
+
+        Parameters
+        ----------
+        x, v : Tensor, shape (..., d), broadcastable
+
+        Returns
+        -------
+        Tensor, shape (..., d)
+        """
+        xt = self._points(x, "x")
+        return self.manifold.expmap(xt, as_float_tensor(v, "v"))
+
+    @_fp32
+    def logmap(self, x: Any, y: Any) -> Tensor:
+        """Flat logarithmic map ``y − x`` (``geoopt.Euclidean.logmap``).
+
+        Parameters
+        ----------
+        x, y : Tensor, shape (..., d), broadcastable
+
+        Returns
+        -------
+        Tensor, shape (..., d)
+        """
+        xt, yt = self._pair(x, y)
+        return self.manifold.logmap(xt, yt)
+
+    @_fp32
+    def to_tangent0(self, x: Any) -> Tensor:
+        """Identity (Euclidean features are already linear-probe features).
+
+        Parameters
+        ----------
+        x : Tensor, shape (..., d)
+
+        Returns
+        -------
+        Tensor, shape (..., d)
+        """
+        return self._points(x, "x")
+
+    def origin(self, d: int, *, dtype: torch.dtype | None = None, device: Any = None) -> Tensor:
+        """The zero vector of length ``d``.
+
+        Parameters
+        ----------
+        d : int
+        dtype, device : optional
+
+        Returns
+        -------
+        Tensor, shape (d,)
+        """
+        return torch.zeros(int(d), dtype=dtype or torch.get_default_dtype(), device=device)
+
+    # Flat maps required by the interface (the Euclidean mean/EMA use the closed forms, _flat=True).
+    def _log(self, base: Tensor, x: Tensor) -> Tensor:
+        return x - base
+
+    def _exp(self, base: Tensor, v: Tensor) -> Tensor:
+        return base + v
+
+    def _log0(self, x: Tensor) -> Tensor:
+        return x
+
+    def _exp0(self, v: Tensor) -> Tensor:
+        return v

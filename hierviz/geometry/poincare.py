@@ -1,0 +1,343 @@
+r"""Poincaré ball of curvature ``−c`` on ``geoopt.PoincareBall`` (paper 01 §3.1, Eqs. 2–3, 10).
+
+The ball :math:`\mathbb{D}^d_c = \{x : c\|x\|^2 < 1\}` (radius :math:`1/\sqrt c`) with the
+geodesic distance
+
+.. math::
+    d_c(u, v) = \frac{1}{\sqrt c}\,\operatorname{arcosh}\!\Big(1 +
+        \frac{2c\,\|u-v\|^2}{(1-c\|u\|^2)(1-c\|v\|^2)}\Big)
+      = \frac{2}{\sqrt c}\,\operatorname{arsinh}\!\Big(\sqrt{\tfrac{c\,\|u-v\|^2}
+        {(1-c\|u\|^2)(1-c\|v\|^2)}}\Big).
+
+Paper 01 Eq. 2 (with :math:`\kappa=-c`) writes the arcosh without the :math:`1/\sqrt c`
+prefactor; the two agree at the paper's default :math:`c=1`. We keep the prefactor: it is
+the true geodesic distance of curvature :math:`-c` (what ``geoopt.PoincareBall.dist``
+returns) and the one with a Euclidean limit, :math:`d_c(u,v)\to 2\|u-v\|` as
+:math:`c\to 0` (the conformal factor :math:`\lambda_x = 2/(1-c\|x\|^2)\to 2`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import geoopt
+import torch
+
+from .base import Geometry, Tensor, _check_finite, _fp32, _sq_eps, as_float_tensor, check_curvature, scaled_asinh_sqrt
+
+
+class PoincareBall(Geometry):
+    r"""Poincaré ball of sectional curvature ``−c`` (``c > 0``), paper 01 §3.1.
+
+    The exponential/logarithmic maps, the projection and the broadcast distance are
+    geoopt's (``geoopt.PoincareBall(c=c)``, curvature stored in float64 so that e.g.
+    ``c = 1e-6`` is exact). :meth:`pairwise_dist`, the Karcher means and the EMA step are
+    our own (closed form / vectorised).
+
+    Parameters
+    ----------
+    c : float, default 1.0
+        Curvature magnitude, ``c > 0``: the ball has radius ``1/sqrt(c)`` and sectional
+        curvature ``-c`` (paper 01: :math:`\kappa = -c`, default :math:`\kappa=-1`).
+    validate : bool, default True
+        Check that inputs lie strictly inside the ball and are finite.
+
+    Attributes
+    ----------
+    name : str
+        ``"poincare"``.
+    c : float
+        The curvature magnitude.
+    radius : float
+        ``1/sqrt(c)``.
+    manifold : geoopt.PoincareBall
+
+    Raises
+    ------
+    ValueError
+        If ``c <= 0`` or not finite.
+    TypeError
+        If ``c`` is not a real number.
+
+    Notes
+    -----
+    Numerics (paper 01 §3.4/§4.2): points are kept at norm ``< (1-eps)/sqrt(c)`` by
+    :meth:`proj`/:meth:`expmap0`/:meth:`expmap` (geoopt's margins: ``eps = 4e-3`` in float32,
+    ``1e-5`` in float64); artanh arguments are clamped by geoopt to ``1 − 1e-7`` (the paper
+    uses ``1 − 1e-6``); the pairwise distance uses the arsinh form above with its squared
+    argument floored at ``1e-12`` (float32) / ``1e-24`` (float64), which keeps gradients
+    finite on the diagonal and near the boundary.
+    """
+
+    name = "poincare"
+
+    def __init__(self, c: float = 1.0, validate: bool = True) -> None:
+        super().__init__(validate=validate)
+        self.c = check_curvature(c, "c")
+        self.radius = self.c ** -0.5
+        # float64 curvature: geoopt stores softplus^{-1}(c); in float32 c=1e-6 would become 9.5e-7.
+        self.manifold = geoopt.PoincareBall(c=torch.tensor(self.c, dtype=torch.float64))
+
+    # ------------------------------------------------------------------ checks
+    def check_point(self, x: Any, name: str = "x") -> None:
+        """Raise ValueError unless every row of ``x`` lies strictly inside the ball.
+
+        Parameters
+        ----------
+        x : Tensor, shape (..., d)
+            Candidate points.
+        name : str
+            Argument name for the message.
+
+        Raises
+        ------
+        ValueError
+            If ``x`` has NaN/inf entries or some ``c·‖x‖² >= 1`` (norm ``>= 1/sqrt(c)``).
+        TypeError
+            If ``x`` is not numeric.
+        """
+        t = as_float_tensor(x, name)
+        if t.dim() == 0:
+            raise ValueError(f"{name} must have at least 1 dimension (..., d), got a scalar")
+        if t.numel() == 0:
+            return
+        with torch.no_grad():
+            sq = t.detach().pow(2).sum(-1)
+            top = float(sq.max())  # one reduction and one host sync; NaN/inf propagate
+            if not math.isfinite(top):
+                _check_finite(t, name)
+            if top * self.c >= 1.0:
+                bad = sq * self.c >= 1.0
+                worst = top ** 0.5
+                raise ValueError(
+                    f"{name}: {int(bad.sum())} point(s) lie outside the Poincaré ball of curvature "
+                    f"-{self.c:g} (max norm {worst:.6g} >= radius 1/sqrt(c) = {self.radius:.6g}); "
+                    f"map raw features with expmap0() or clip them with proj()"
+                )
+
+    @_fp32
+    def proj(self, x: Any) -> Tensor:
+        """Clip norms to ``(1 − eps)/sqrt(c)`` (``geoopt.PoincareBall.projx``).
+
+        Parameters
+        ----------
+        x : Tensor, shape (..., d)
+            Any finite vectors.
+
+        Returns
+        -------
+        Tensor, shape (..., d)
+            Points strictly inside the ball (``eps = 4e-3`` float32, ``1e-5`` float64).
+
+        Raises
+        ------
+        ValueError
+            If ``x`` is non-finite.
+        """
+        t = as_float_tensor(x, "x")
+        _check_finite(t, "x")
+        return self.manifold.projx(t)
+
+    # ------------------------------------------------------------------ distances
+    @_fp32
+    def dist(self, x: Any, y: Any) -> Tensor:
+        """Geodesic distance, broadcast over leading dims (``geoopt.PoincareBall.dist``).
+
+        Parameters
+        ----------
+        x, y : Tensor, shape (..., d), broadcastable
+            Points inside the ball.
+
+        Returns
+        -------
+        Tensor, shape (...)
+            ``(2/sqrt(c))·artanh(sqrt(c)·‖(−x) ⊕_c y‖)`` — paper 01 Eq. 2 (times ``1/sqrt(c)``).
+
+        Raises
+        ------
+        ValueError
+            Points outside the ball, non-finite values, mismatched ``d``.
+        """
+        xt, yt = self._pair(x, y)
+        return self.manifold.dist(xt, yt)
+
+    @_fp32
+    def pairwise_dist(self, x: Any, y: Any = None) -> Tensor:
+        r"""All-pairs geodesic distances in closed form over a Gram matrix (paper 01 Eq. 2).
+
+        With :math:`w_{ij} = \max\big(\frac{\|x_i\|^2 + \|y_j\|^2 - 2\langle x_i, y_j\rangle}
+        {(1-c\|x_i\|^2)(1-c\|y_j\|^2)}, \epsilon\big)`, returns
+        :math:`\frac{2}{\sqrt c}\operatorname{arsinh}(\sqrt{c\,w_{ij}})`, which equals
+        :math:`\frac{1}{\sqrt c}\operatorname{arcosh}(1 + 2c\,w_{ij})`. Memory is
+        ``O(B·M)``: no ``B×M×d`` intermediate (geoopt's ``dist(x[:, None], y[None])``
+        builds several).
+
+        Parameters
+        ----------
+        x : Tensor, shape (..., B, d)
+            Points inside the ball.
+        y : Tensor, shape (..., M, d), optional
+            Second set; ``None`` means ``x`` against itself, with an exactly zero
+            diagonal whose gradient is zero (finite everywhere).
+
+        Returns
+        -------
+        Tensor, shape (..., B, M)
+            Non-negative distances (float32 or float64). Agrees with geoopt's ``dist``
+            to ~3e-5 (float32) / ~1e-12 (float64) for distances up to ~6/√c, and stays
+            within ~2e-5 of the float64 value beyond that, where geoopt's float32 artanh
+            saturates (near 16/√c). Near-duplicate pairs close to the boundary lose digits
+            in float32 (Gram cancellation: error ~ sqrt(1e-7)/(1 − c‖x‖²)); use float64
+            there. With ``y=None`` the diagonal is exactly 0.
+
+        Notes
+        -----
+        Under CUDA, TF32 matmuls (``torch.backends.cuda.matmul.allow_tf32``) would cut
+        the Gram accuracy to ~1e-3; leave them off for hyperbolic distances.
+
+        Raises
+        ------
+        ValueError
+            Points outside the ball, non-finite values, fewer than 2 dims, mismatched ``d``.
+        """
+        xt, yt = self._pairwise_inputs(x, y)
+        c = self.c
+        tiny = torch.finfo(xt.dtype).tiny
+
+        def parts(t: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+            t2 = (t * t).sum(-1, keepdim=True)
+            return t, t2, 1.0 / (1.0 - c * t2).clamp_min(tiny)
+
+        xs, x2, a = parts(xt)
+        ys, y2, b = (xs, x2, a) if yt is None else parts(yt)
+        # q_ij = c·‖x_i − y_j‖² / ((1 − c‖x_i‖²)(1 − c‖y_j‖²)) from a single GEMM
+        left = (c * a) * torch.cat([-2.0 * xs, x2, torch.ones_like(x2)], dim=-1)
+        right = b * torch.cat([ys, torch.ones_like(y2), y2], dim=-1)
+        q = self._augmented_gram(left, right, yt is None)
+        return scaled_asinh_sqrt(q, c * _sq_eps(xt.dtype), 2.0 / c ** 0.5, zero_diag=yt is None)
+
+    # ------------------------------------------------------------------ maps
+    @_fp32
+    def expmap0(self, v: Any) -> Tensor:
+        r"""Exponential map at the origin, :math:`\tanh(\sqrt c\|v\|)\,v/(\sqrt c\|v\|)`.
+
+        ``geoopt.PoincareBall.expmap0`` followed by its projection.
+
+        Parameters
+        ----------
+        v : Tensor, shape (..., d)
+            Tangent vectors at the origin (e.g. raw head outputs).
+
+        Returns
+        -------
+        Tensor, shape (..., d)
+            Points inside the ball (norm ``<= (1-eps)/sqrt(c)``).
+
+        Raises
+        ------
+        ValueError
+            If ``v`` is non-finite.
+        """
+        t = as_float_tensor(v, "v")
+        if self.validate:
+            _check_finite(t, "v")
+        return self.manifold.expmap0(t)
+
+    @_fp32
+    def logmap0(self, x: Any) -> Tensor:
+        r"""Logarithmic map at the origin, :math:`\operatorname{artanh}(\sqrt c\|x\|)\,x/(\sqrt c\|x\|)`.
+
+        Parameters
+        ----------
+        x : Tensor, shape (..., d)
+            Points inside the ball.
+
+        Returns
+        -------
+        Tensor, shape (..., d)
+            Tangent vectors at the origin (``geoopt.PoincareBall.logmap0``).
+
+        Raises
+        ------
+        ValueError
+            Points outside the ball or non-finite.
+        """
+        return self.manifold.logmap0(self._points(x, "x"))
+
+    @_fp32
+    def expmap(self, x: Any, v: Any) -> Tensor:
+        r"""Exponential map at ``x``: :math:`x \oplus_c \tanh(\sqrt c\,\lambda_x\|v\|/2)\,v/(\sqrt c\|v\|)`.
+
+        Parameters
+        ----------
+        x : Tensor, shape (..., d)
+            Base points inside the ball.
+        v : Tensor, shape (..., d)
+            Tangent vectors at ``x`` (broadcastable with ``x``).
+
+        Returns
+        -------
+        Tensor, shape (..., d)
+            Points inside the ball (``geoopt.PoincareBall.expmap``, projected).
+
+        Raises
+        ------
+        ValueError
+            Base points outside the ball or non-finite inputs.
+        """
+        xt = self._points(x, "x")
+        vt = as_float_tensor(v, "v")
+        if self.validate:
+            _check_finite(vt, "v")
+        return self.manifold.expmap(xt, vt.to(xt.dtype))
+
+    @_fp32
+    def logmap(self, x: Any, y: Any) -> Tensor:
+        r"""Logarithmic map of ``y`` at ``x``: :math:`\frac{2}{\sqrt c\lambda_x}\operatorname{artanh}(\sqrt c\|{-x}\oplus_c y\|)\frac{-x\oplus_c y}{\|-x\oplus_c y\|}`.
+
+        Parameters
+        ----------
+        x, y : Tensor, shape (..., d), broadcastable
+            Points inside the ball.
+
+        Returns
+        -------
+        Tensor, shape (..., d)
+            Tangent vectors at ``x`` (``geoopt.PoincareBall.logmap``).
+
+        Raises
+        ------
+        ValueError
+            Points outside the ball, non-finite values, mismatched ``d``.
+        """
+        xt, yt = self._pair(x, y)
+        return self.manifold.logmap(xt, yt)
+
+    def origin(self, d: int, *, dtype: torch.dtype | None = None, device: Any = None) -> Tensor:
+        """The centre of the ball.
+
+        Parameters
+        ----------
+        d : int
+            Dimension.
+        dtype, device : optional
+
+        Returns
+        -------
+        Tensor, shape (d,)
+            Zeros.
+        """
+        return torch.zeros(int(d), dtype=dtype or torch.get_default_dtype(), device=device)
+
+    # batched maps for the shared Karcher / EMA code (geoopt, no checks)
+    def _log(self, base: Tensor, x: Tensor) -> Tensor:
+        return self.manifold.logmap(base, x)
+
+    def _exp(self, base: Tensor, v: Tensor) -> Tensor:
+        return self.manifold.expmap(base, v)
+
+    def _log0(self, x: Tensor) -> Tensor:
+        return self.manifold.logmap0(x)
+
+    def _exp0(self, v: Tensor) -> Tensor:
+        return self.manifold.expmap0(v)
