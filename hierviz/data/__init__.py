@@ -28,14 +28,6 @@ from hierviz.data.datasets import (
     load_npz,
 )
 from hierviz.data.splits import check_split, grouped_split
-from hierviz.data.transforms import (
-    ContrastiveDataset,
-    EvalTransform,
-    TransformDataset,
-    TwoViewTransform,
-    blur_kernel_size,
-    eval_transform,
-)
 from hierviz.data.trees import DEFAULT_TREE, TREES, align_tree, load_tree, read_tree_json, tree_source
 
 __all__ = [
@@ -65,3 +57,20 @@ __all__ = [
     "read_tree_json",
     "tree_source",
 ]
+
+# The augmentation pipeline needs torchvision, whose import costs seconds; load it on first
+# use so that ``from hierviz.data import load_tree`` stays fast in notebooks.
+_TRANSFORMS = {"ContrastiveDataset", "EvalTransform", "TransformDataset", "TwoViewTransform",
+               "blur_kernel_size", "eval_transform"}
+
+
+def __getattr__(name: str):
+    if name in _TRANSFORMS:
+        from hierviz.data import transforms
+
+        return getattr(transforms, name)
+    raise AttributeError(f"module 'hierviz.data' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | _TRANSFORMS)
