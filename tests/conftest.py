@@ -4,6 +4,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# One torch/OpenMP thread per test process: the suite runs under pytest-xdist (-n 2) on a
+# 2-core machine, and oversubscribed threads make small tensor ops 10x slower.
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
