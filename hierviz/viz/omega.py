@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import torch
 import numpy as np
 import plotly.graph_objects as go
 
-from hierviz.viz.tree import _TEMPLATE, _check_nonneg, _check_positive, _leaf_labels, _to_numpy
+from hierviz.viz.tree import _TEMPLATE, _check_positive, _leaf_labels, _to_numpy
 
 __all__ = ["omega_matrix", "plot_omega", "plot_rho", "hwc_forces", "plot_forces"]
 
@@ -55,14 +56,11 @@ def omega_matrix(tree, alpha: float, gamma: float, alpha_max: float | None = Non
     ValueError
         If α, γ or alpha_max is negative or non-finite.
     """
-    a = _check_nonneg(alpha, "alpha")
-    g = _check_nonneg(gamma, "gamma")
-    rho = _rho(tree)
-    w = 1.0 + g * (1.0 - rho)
-    np.fill_diagonal(w, 1.0 + a * np.diag(rho))
-    if alpha_max is not None:
-        w = np.clip(w, 1.0, 1.0 + _check_nonneg(alpha_max, "alpha_max"))
-    return w
+    from hierviz.losses import hwc_omega  # the one definition of ω (Eqs. 5–6 and the §3.4 clamp)
+
+    rho = torch.as_tensor(_rho(tree))
+    same_leaf = torch.eye(rho.shape[0], dtype=torch.bool)
+    return hwc_omega(rho, same_leaf, alpha, gamma, alpha_max).numpy()
 
 
 def _heatmap(mat: np.ndarray, names: Sequence[str], zmin: float, zmax: float, colorscale: str,
