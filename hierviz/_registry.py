@@ -17,7 +17,7 @@ Examples
 >>> colours.get("tael")
 Traceback (most recent call last):
 ...
-KeyError: "unknown colour 'tael'; did you mean 'teal'? valid names: teal"
+hierviz._registry.UnknownNameError: unknown colour 'tael'; did you mean 'teal'? valid names: teal
 """
 
 from __future__ import annotations
