@@ -1,0 +1,244 @@
+"""Encoders: a registry of image trunks that return pooled features.
+
+Registered: ``small_cnn`` (:class:`SmallCNN`), ``resnet18`` and ``resnet50`` (torchvision,
+small-image stem). A user encoder is one function registered with
+:func:`register_encoder`; it takes ``(width=, small_input=, pretrained=)`` keywords and
+returns a module with an integer ``out_dim``. Pretrained weights are never downloaded:
+``pretrained`` is a local ``state_dict`` file.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from hierviz._registry import Registry
+
+__all__ = ["ENCODERS", "register_encoder", "SmallCNN", "resnet_encoder", "build_encoder"]
+
+#: Encoder registry: name -> factory ``f(*, width, small_input, pretrained) -> nn.Module``.
+ENCODERS: Registry = Registry("encoder")
+
+
+def register_encoder(name: str):
+    """Decorator registering an encoder factory under ``name`` (see :data:`ENCODERS`).
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    callable
+        The decorator; it returns the factory unchanged.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is already registered.
+    """
+    return ENCODERS.register(name)
+
+
+_RESNET_DIMS = {"resnet18": 512, "resnet50": 2048}
+
+class SmallCNN(nn.Module):
+    """A small four-block CNN encoder for CPU runs, tests and teaching.
+
+    Each block is ``Conv3x3 -> BatchNorm -> ReLU`` followed by 2x2 max-pooling (the last
+    block uses global average pooling instead), with channel widths
+    ``width, 2*width, 4*width, 8*width``.  Works for any input size >= 8 px.
+
+    Parameters
+    ----------
+    width : int, default 32
+        Channels of the first block (>= 1).  ``out_dim = 8 * width``.
+    in_channels : int, default 3
+        Image channels (>= 1).
+
+    Attributes
+    ----------
+    out_dim : int
+        Size of the feature vector returned by :meth:`forward`.
+
+    Raises
+    ------
+    ValueError
+        If ``width`` or ``in_channels`` is not a positive integer.
+
+    Examples
+    --------
+    >>> enc = SmallCNN(width=8)
+    >>> enc(torch.zeros(2, 3, 32, 32)).shape
+    torch.Size([2, 64])
+    """
+
+    def __init__(self, width: int = 32, in_channels: int = 3) -> None:
+        super().__init__()
+        for name, value in (("width", width), ("in_channels", in_channels)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        chans = [in_channels, width, 2 * width, 4 * width, 8 * width]
+        layers: list[nn.Module] = []
+        for i in range(4):
+            layers += [
+                nn.Conv2d(chans[i], chans[i + 1], kernel_size=3, padding=1, bias=False),
+                nn.BatchNorm2d(chans[i + 1]),
+                nn.ReLU(inplace=True),
+            ]
+            if i < 3:
+                layers.append(nn.MaxPool2d(2))
+        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
+        self.net = nn.Sequential(*layers)
+        self.width = width
+        self.out_dim = 8 * width
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Encode images.
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (B, in_channels, H, W), float
+            Normalised images, ``H, W >= 8``.
+
+        Returns
+        -------
+        torch.Tensor, shape (B, out_dim)
+            Pooled features.
+        """
+        return self.net(x)
+
+
+def _load_state_dict_file(module: nn.Module, path: str | Path) -> None:
+    """Load a local state_dict into ``module``, skipping tensors whose shapes differ."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"pretrained: weights file {str(path)!r} does not exist (hierviz never downloads weights; "
+            "pass a local torch state_dict file)"
+        )
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # corrupt zip, pickle with code, truncated file, ...
+        raise ValueError(
+            f"pretrained: could not read {str(path)!r} as a torch state_dict ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else 'unreadable'}); save one with "
+            "torch.save(model.state_dict(), path)"
+        ) from None
+    if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
+        state = state["state_dict"]
+    if not isinstance(state, dict):
+        raise ValueError(f"pretrained: {str(path)!r} does not hold a state_dict (got {type(state).__name__})")
+    own = module.state_dict()
+    usable = {k: v for k, v in state.items() if k in own and own[k].shape == v.shape}
+    if not usable:
+        raise ValueError(
+            f"pretrained: no tensor in {str(path)!r} matches the encoder's parameter names and shapes "
+            f"(file keys e.g. {list(state)[:3]}, model keys e.g. {list(own)[:3]})"
+        )
+    module.load_state_dict(usable, strict=False)
+
+
+def resnet_encoder(
+    name: str = "resnet18",
+    small_input: bool = True,
+    pretrained: str | Path | None = None,
+) -> nn.Module:
+    """A torchvision ResNet trunk returning pooled features (classifier removed).
+
+    Parameters
+    ----------
+    name : {"resnet18", "resnet50"}
+        Architecture (He et al., CVPR 2016); feature size 512 or 2048.  Paper 01 §4.2
+        uses ResNet-50.
+    small_input : bool, default True
+        Replace the 7x7 stride-2 stem and the max-pool by a 3x3 stride-1 convolution and
+        no pooling, so 32-64 px images keep spatial resolution (CIFAR variant, He et al.
+        §4.2).  Use ``False`` for 224 px images.
+    pretrained : str or Path, optional
+        A local file holding a ``state_dict`` (e.g. torchvision ImageNet weights saved with
+        ``torch.save(model.state_dict(), path)``).  Tensors whose name and shape match are
+        loaded; the rest (``fc.*``, and ``conv1.weight`` when ``small_input``) keep their
+        random initialisation.  Nothing is ever downloaded.
+
+    Returns
+    -------
+    torch.nn.Module
+        Maps ``(B, 3, H, W)`` float images to ``(B, out_dim)`` features; has attribute
+        ``out_dim`` (512 or 2048).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is unknown (the message lists the valid names) or no tensor of the
+        ``pretrained`` file matches.
+    FileNotFoundError
+        If ``pretrained`` does not exist.
+    """
+    import torchvision
+
+    if name not in _RESNET_DIMS:
+        raise ValueError(f"name: unknown ResNet {name!r}; valid names are {sorted(_RESNET_DIMS)}")
+    net = getattr(torchvision.models, name)(weights=None)
+    if pretrained is not None:
+        _load_state_dict_file(net, pretrained)
+    if small_input:
+        net.conv1 = nn.Conv2d(3, 64, kernel_size=3, stride=1, padding=1, bias=False)
+        nn.init.kaiming_normal_(net.conv1.weight, mode="fan_out", nonlinearity="relu")
+        net.maxpool = nn.Identity()
+    net.fc = nn.Identity()
+    net.out_dim = _RESNET_DIMS[name]
+    return net
+
+
+def build_encoder(
+    name: str,
+    *,
+    width: int = 32,
+    small_input: bool = True,
+    pretrained: str | Path | None = None,
+) -> nn.Module:
+    """Build an encoder by name.
+
+    Parameters
+    ----------
+    name : {"small_cnn", "resnet18", "resnet50"}
+        See :data:`ENCODERS`.
+    width : int, default 32
+        First-block width of :class:`SmallCNN` (ignored for ResNets).
+    small_input : bool, default True
+        Small-image stem for ResNets (see :func:`resnet_encoder`).
+    pretrained : str or Path, optional
+        Local state_dict file (ResNets and SmallCNN alike).
+
+    Returns
+    -------
+    torch.nn.Module
+        Encoder with an ``out_dim`` attribute.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is unknown (``UnknownNameError``, naming the closest valid names).
+    """
+    factory = ENCODERS.get(name)
+    return factory(width=width, small_input=small_input, pretrained=pretrained)
+
+
+@register_encoder("small_cnn")
+def _small_cnn(*, width: int = 32, small_input: bool = True, pretrained=None) -> nn.Module:
+    enc = SmallCNN(width=width)
+    if pretrained is not None:
+        _load_state_dict_file(enc, pretrained)
+    return enc
+
+
+@register_encoder("resnet18")
+def _resnet18(*, width: int = 32, small_input: bool = True, pretrained=None) -> nn.Module:
+    return resnet_encoder("resnet18", small_input=small_input, pretrained=pretrained)
+
+
+@register_encoder("resnet50")
+def _resnet50(*, width: int = 32, small_input: bool = True, pretrained=None) -> nn.Module:
+    return resnet_encoder("resnet50", small_input=small_input, pretrained=pretrained)

@@ -1,0 +1,177 @@
+"""The embedding model: encoder + projection head + manifold map (+ optional classifier)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from hierviz.models.encoders import build_encoder
+from hierviz.models.heads import ProjectionHead, manifold_head
+
+__all__ = ["EmbeddingModel", "build_model"]
+
+
+class EmbeddingModel(nn.Module):
+    """Encoder + projection head + map onto the manifold (+ optional linear classifier).
+
+    ``features = encoder(x)``, ``z = to_manifold(head(features))``, and, when
+    ``num_classes`` is given, ``logits = classifier(features)`` - the classifier trained
+    end to end by the HXE baseline (paper 01 §4.3).  For HXE the representation that is
+    evaluated is the penultimate one, i.e. the encoder features mapped into the run's
+    geometry (:meth:`embed` with ``use="features"``), so all methods are compared in the
+    same ambient geometry.
+
+    Parameters
+    ----------
+    encoder : torch.nn.Module
+        Maps ``(B, 3, H, W)`` to ``(B, F)``; must expose ``out_dim`` (= F).
+    head : torch.nn.Module
+        Maps ``(B, F)`` to ``(B, d)`` (e.g. :class:`ProjectionHead`).
+    geometry : hierviz.geometry.Geometry
+        Euclidean (unit sphere), Poincaré ball or Lorentz hyperboloid.
+    num_classes : int, optional
+        Add ``nn.Linear(F, num_classes)`` on the encoder features.
+    clip_r : float, default 2.0
+        Feature-clipping radius of the :class:`HyperbolicHead`.
+
+    Raises
+    ------
+    ValueError
+        If the encoder has no positive integer ``out_dim``, ``num_classes < 1`` or the
+        geometry is unknown.
+    """
+
+    def __init__(self, encoder: nn.Module, head: nn.Module, geometry, num_classes: int | None = None,
+                 clip_r: float | None = 2.0) -> None:
+        super().__init__()
+        out_dim = getattr(encoder, "out_dim", None)
+        if not isinstance(out_dim, int) or out_dim < 1:
+            raise ValueError(f"encoder must have a positive integer attribute out_dim, got {out_dim!r}")
+        if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, int)
+                                        or num_classes < 1):
+            raise ValueError(f"num_classes must be a positive integer or None, got {num_classes!r}")
+        self.encoder = encoder
+        self.head = head
+        self.geometry = geometry
+        self.to_manifold = manifold_head(geometry, clip_r=clip_r)
+        self.classifier = nn.Linear(out_dim, num_classes) if num_classes is not None else None
+        self.feature_dim = out_dim
+        self.num_classes = num_classes
+
+    def backbone_parameters(self) -> list[nn.Parameter]:
+        """Encoder parameters (the "backbone" LR group of paper 01 §4.2)."""
+        return list(self.encoder.parameters())
+
+    def head_parameters(self) -> list[nn.Parameter]:
+        """Projection head and classifier parameters (the 10x LR group of paper 01 §4.2)."""
+        params = list(self.head.parameters())
+        if self.classifier is not None:
+            params += list(self.classifier.parameters())
+        return params
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor | None]:
+        """Run the model on one or several views.
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (B, 3, H, W) or (B, V, 3, H, W), float
+            Images, or V views per image (views are flattened into the batch so BatchNorm
+            sees all ``B*V`` samples, then reshaped back).
+
+        Returns
+        -------
+        dict
+            ``features``: (B, F) or (B, V, F) encoder features;
+            ``z``: (B, d) or (B, V, d) manifold points, float32 (Lorentz: d+1 coordinates);
+            ``logits``: (B, C) or (B, V, C) when ``num_classes`` was given, else ``None``.
+
+        Raises
+        ------
+        ValueError
+            If ``x`` is not 4-D or 5-D.
+        """
+        if x.dim() not in (4, 5):
+            raise ValueError(f"x must have shape (B, 3, H, W) or (B, V, 3, H, W), got {tuple(x.shape)}")
+        lead = x.shape[:-3]
+        flat = x.reshape(-1, *x.shape[-3:])
+        feats = self.encoder(flat)
+        z = self.to_manifold(self.head(feats))
+        logits = self.classifier(feats) if self.classifier is not None else None
+        out = {
+            "features": feats.reshape(*lead, feats.shape[-1]),
+            "z": z.reshape(*lead, z.shape[-1]),
+            "logits": None if logits is None else logits.reshape(*lead, logits.shape[-1]),
+        }
+        return out
+
+    @torch.no_grad()
+    def embed(self, x: torch.Tensor, use: str = "z") -> torch.Tensor:
+        """Manifold embeddings for evaluation (no gradient; call ``model.eval()`` first).
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (B, 3, H, W)
+        use : {"z", "features"}
+            ``"z"``: the projection-head output (contrastive methods); ``"features"``: the
+            encoder (penultimate) features mapped into the geometry with the same
+            parameter-free map (HXE, paper 01 §4.3).
+
+        Returns
+        -------
+        torch.Tensor, shape (B, d) or (B, F) (+1 coordinate for Lorentz), float32.
+
+        Raises
+        ------
+        ValueError
+            If ``use`` is not "z" or "features".
+        """
+        if use not in ("z", "features"):
+            raise ValueError(f"use must be 'z' or 'features', got {use!r}")
+        out = self.forward(x)
+        if use == "z":
+            return out["z"]
+        return self.to_manifold(out["features"])
+
+
+def build_model(
+    encoder: str,
+    geometry,
+    *,
+    embed_dim: int = 128,
+    hidden_dim: int | None = None,
+    num_classes: int | None = None,
+    width: int = 32,
+    small_input: bool = True,
+    pretrained: str | Path | None = None,
+    clip_r: float | None = 2.0,
+) -> EmbeddingModel:
+    """Build the paper 01 §4.2 model: encoder -> MLP head (F -> F -> d) -> manifold.
+
+    Parameters
+    ----------
+    encoder : {"small_cnn", "resnet18", "resnet50"}
+    geometry : hierviz.geometry.Geometry
+    embed_dim : int, default 128
+        ``d`` (paper: 256; smaller for CPU runs).
+    hidden_dim : int, optional
+        Hidden width of the head; default = encoder feature size (paper: 2048 -> 2048 -> d).
+    num_classes : int, optional
+        Adds the HXE linear classifier.
+    width, small_input, pretrained
+        Passed to :func:`build_encoder`.
+    clip_r : float, default 2.0
+        Feature-clipping radius of the hyperbolic head.
+
+    Returns
+    -------
+    EmbeddingModel
+
+    Raises
+    ------
+    ValueError
+        Unknown encoder / geometry, or non-positive sizes.
+    """
+    enc = build_encoder(encoder, width=width, small_input=small_input, pretrained=pretrained)
+    head = ProjectionHead(enc.out_dim, hidden_dim or enc.out_dim, embed_dim)
+    return EmbeddingModel(enc, head, geometry, num_classes=num_classes, clip_r=clip_r)
