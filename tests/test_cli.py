@@ -12,7 +12,7 @@ import torch
 
 from hierviz.cli import main
 from hierviz.report import METRICS
-from hierviz.train import load_checkpoint
+from hierviz.training import load_checkpoint
 
 # tiny, fast settings shared by every end-to-end test (16 px, 1-2 epochs, small CNN)
 TINY = ["--encoder", "small_cnn", "--width", "4", "--embed-dim", "8", "--image-size", "16",

@@ -11,7 +11,7 @@ from torch.utils.data import Dataset
 from hierviz.geometry import get_geometry
 from hierviz.losses import build_objective
 from hierviz.models import build_model
-from hierviz.train import (
+from hierviz.training import (
     CHECKPOINT_NAME,
     NonFiniteLossError,
     TrainConfig,
@@ -120,7 +120,7 @@ def test_hxe_trains_classifier_on_every_view():
 
 
 def test_view_mean_of_logit_loss_equals_flattened_loss():
-    from hierviz.train import _loss_with_logits
+    from hierviz.training.loop import _loss_with_logits
 
     obj = build_objective("hxe", TREE, get_geometry("euclidean"))
     logits = torch.randn(5, 2, 4, dtype=torch.float64)

@@ -1,0 +1,39 @@
+"""Training: the resumable loop (:func:`fit`), its config, and checksummed atomic checkpoints.
+
+``loop.py`` holds :func:`fit` (AdamW, warmup + cosine, head LR 10×, weight EMA, tqdm,
+non-finite-loss stop), ``config.py`` the :class:`TrainConfig` dataclass, and
+``checkpoint.py`` the checkpoint files (sha256-verified, atomically replaced, the previous
+one kept) and the RNG state they carry.
+"""
+
+from hierviz.training.checkpoint import (
+    CHECKPOINT_NAME,
+    CheckpointError,
+    atomic_save,
+    load_checkpoint,
+    previous_checkpoint,
+)
+from hierviz.training.config import TrainConfig
+from hierviz.training.loop import (
+    FitResult,
+    NonFiniteLossError,
+    fit,
+    resolve_device,
+    seed_everything,
+    warmup_cosine,
+)
+
+__all__ = [
+    "TrainConfig",
+    "FitResult",
+    "NonFiniteLossError",
+    "CheckpointError",
+    "fit",
+    "seed_everything",
+    "resolve_device",
+    "warmup_cosine",
+    "load_checkpoint",
+    "atomic_save",
+    "previous_checkpoint",
+    "CHECKPOINT_NAME",
+]
