@@ -9,26 +9,23 @@ Quick start (works with no data folder: the HAM10000 sample ships with the packa
     parts = ds.split(val=0.15, test=0.15, seed=0)   # grouped by lesion_id, stratified
     train = ContrastiveDataset(parts["train"], TwoViewTransform(32), views=2)
 
-Bring your own data: ``load_dataset("my.npz")`` (MedMNIST format) or
-``load_dataset("my_images/")`` (one sub-folder per class), and a tree JSON
-``{"name", "source", "leaf_order", "tree"}`` naming those classes as leaves.
+Bring your own data: ``load_dataset("my.npz")`` (``images`` + ``labels``, or MedMNIST format)
+or ``load_dataset("my_images/")`` (one sub-folder per class), and a tree JSON naming those
+classes (or the label values ``"0"``, ``"1"``, ...) as leaves. Register a loader with
+``@register_dataset("name", default_tree=...)`` and a tree with ``register_tree(name, path)``.
 Full-size data: see ``data_scripts/README.md``.
+
+Layout: :mod:`~hierviz.data.base` (ArrayDataset, data folders), :mod:`~hierviz.data.registry`
+(DATASETS, load_dataset, bind_tree), :mod:`~hierviz.data.loaders` (one file per source),
+:mod:`~hierviz.data.trees` (TREES, load_tree), :mod:`~hierviz.data.splits`,
+:mod:`~hierviz.data.transforms` (imported on first use: torchvision is slow to import).
 """
-from hierviz.data.datasets import (
-    DATASETS,
-    MEDMNIST_INFO,
-    ArrayDataset,
-    DatasetInfo,
-    bind_tree,
-    data_search_dirs,
-    find_data_file,
-    load_dataset,
-    load_image_folder,
-    load_medmnist,
-    load_npz,
-)
+
+from hierviz.data.base import ArrayDataset, DatasetInfo, data_search_dirs, find_data_file
+from hierviz.data.loaders import MEDMNIST_INFO, load_image_folder, load_medmnist, load_npz  # registers built-ins
+from hierviz.data.registry import DATASETS, DEFAULT_TREE, DatasetSpec, bind_tree, load_dataset, register_dataset
 from hierviz.data.splits import check_split, grouped_split
-from hierviz.data.trees import DEFAULT_TREE, TREES, align_tree, load_tree, read_tree_json, tree_source
+from hierviz.data.trees import TREES, align_tree, load_tree, read_tree_json, register_tree, tree_source
 
 __all__ = [
     "DATASETS",
@@ -38,6 +35,7 @@ __all__ = [
     "ArrayDataset",
     "ContrastiveDataset",
     "DatasetInfo",
+    "DatasetSpec",
     "EvalTransform",
     "TransformDataset",
     "TwoViewTransform",
@@ -55,13 +53,21 @@ __all__ = [
     "load_npz",
     "load_tree",
     "read_tree_json",
+    "register_dataset",
+    "register_tree",
     "tree_source",
 ]
 
 # The augmentation pipeline needs torchvision, whose import costs seconds; load it on first
 # use so that ``from hierviz.data import load_tree`` stays fast in notebooks.
-_TRANSFORMS = {"ContrastiveDataset", "EvalTransform", "TransformDataset", "TwoViewTransform",
-               "blur_kernel_size", "eval_transform"}
+_TRANSFORMS = {
+    "ContrastiveDataset",
+    "EvalTransform",
+    "TransformDataset",
+    "TwoViewTransform",
+    "blur_kernel_size",
+    "eval_transform",
+}
 
 
 def __getattr__(name: str):

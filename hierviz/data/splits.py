@@ -18,6 +18,7 @@ Two algorithms, chosen automatically:
   the test part, then the validation part from the rest; each part is the union of the
   first ``m`` of ``K`` folds, with ``m/K`` the closest fraction to the request (K <= 10).
 """
+
 from __future__ import annotations
 
 import warnings

@@ -10,9 +10,11 @@ Inputs are uint8 ``(H, W, 3)`` numpy arrays (what :class:`~hierviz.data.ArrayDat
 holds), PIL images or uint8 ``(3, H, W)`` tensors; outputs are float32 ``(3, S, S)``
 tensors normalised with ``mean`` / ``std``.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -175,7 +177,9 @@ class TwoViewTransform(_Base):
             ops.append(v2.RandomVerticalFlip(0.5))
         if self.jitter > 0 and p_jitter > 0:
             s = self.jitter
-            ops.append(v2.RandomApply([v2.ColorJitter(0.4 * s, 0.4 * s, 0.4 * s, min(0.5, 0.1 * s))], p=float(p_jitter)))
+            ops.append(
+                v2.RandomApply([v2.ColorJitter(0.4 * s, 0.4 * s, 0.4 * s, min(0.5, 0.1 * s))], p=float(p_jitter))
+            )
         if p_gray > 0:
             ops.append(v2.RandomGrayscale(float(p_gray)))
         if p_blur > 0:
@@ -230,7 +234,9 @@ class EvalTransform(_Base):
         return f"EvalTransform(size={self.size})"
 
 
-def eval_transform(size: int, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD) -> EvalTransform:
+def eval_transform(
+    size: int, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD
+) -> EvalTransform:
     """The evaluation transform (resize, centre crop, normalise) -> ``(3, size, size)`` float32.
 
     Parameters

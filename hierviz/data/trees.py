@@ -18,48 +18,125 @@ name                   C      L       taxonomy (source)
 ``bloodmnist``         8      2..4    BloodMNIST haematopoietic lineage (unbalanced)
 ``cifar100``           100    2       CIFAR-100 20 superclasses -> 100 classes (paper 02)
 =====================  =====  ======  ==========================================================
+
+Trees are a registry, :data:`TREES` (``list(TREES)`` gives the names): the bundled JSON files
+are registered at import, and :func:`register_tree` adds a user's file or factory, so
+``load_tree("mine")`` and ``hierviz compare --import MODULE --tree mine`` find it.
 """
+
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from os import PathLike
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
+from hierviz._registry import Registry, unknown_message
 from hierviz.tree import LabelTree
 
-#: Bundled tree names -> JSON file name in ``hierviz/data/trees/``.
-TREES: dict[str, str] = {
-    "two-step": "two-step.json",
-    "benign-malignant": "benign-malignant.json",
-    "ham-lineage": "ham-lineage.json",
-    "breakhis": "breakhis.json",
-    "breastmnist": "breastmnist.json",
-    "bloodmnist": "bloodmnist.json",
-    "cifar100": "cifar100.json",
-}
+__all__ = [
+    "TREES",
+    "align_tree",
+    "is_placeholder_classes",
+    "load_tree",
+    "read_tree_json",
+    "register_tree",
+    "tree_source",
+]
 
-#: The tree used when a dataset is given without one (CLI / notebooks).
-DEFAULT_TREE: dict[str, str] = {
-    "ham10000": "two-step",
-    "ham10000-sample": "two-step",
-    "dermamnist": "two-step",
-    "breastmnist": "breastmnist",
-    "bloodmnist": "bloodmnist",
-    "cifar100": "cifar100",
-}
+#: Registered tree names → a tree JSON file (bundled: ``hierviz/data/trees/<name>.json``) or
+#: a factory returning a LabelTree or a parsed tree object. ``list(TREES)`` gives the names.
+TREES: Registry[Any] = Registry("tree")
 
 _PLACEHOLDER = re.compile(r"class_(\d+)")
 
 
-def _valid_names() -> str:
-    return ", ".join(repr(n) for n in TREES)
+def register_tree(
+    name: str, path_or_factory: str | PathLike | Callable[[], Any], *, replace: bool = False
+) -> str | PathLike | Callable[[], Any]:
+    """Register a tree name for :func:`load_tree` (and ``--tree NAME``).
+
+    Parameters
+    ----------
+    name : str
+        Tree name (case-insensitive; stored lower-case).
+    path_or_factory : str, PathLike or callable
+        A tree JSON file, or a function of no arguments returning a
+        :class:`~hierviz.tree.LabelTree` or a parsed tree object (a mapping).
+    replace : bool, default False
+        Allow re-registering an existing name.
+
+    Returns
+    -------
+    The registered path or factory (so it can be used as a decorator on a factory:
+    ``register_tree("mine", f)`` or ``functools.partial(register_tree, "mine")``).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path_or_factory`` is a path that is not a file.
+    ValueError
+        ``name`` is empty or already registered (without ``replace=True``).
+    TypeError
+        ``path_or_factory`` is neither a path nor callable.
+
+    Examples
+    --------
+    >>> _ = register_tree("doc-pair", lambda: {"tree": {"root": ["x", "y"]}})
+    >>> load_tree("doc-pair").leaves
+    ['x', 'y']
+    >>> TREES.unregister("doc-pair")
+    """
+    if isinstance(path_or_factory, (str, PathLike)):
+        path = Path(path_or_factory).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"register_tree({name!r}): {path} is not a file (expected a tree JSON file)")
+        entry: Any = path
+    elif callable(path_or_factory):
+        entry = path_or_factory
+    else:
+        raise TypeError(
+            f"register_tree({name!r}): path_or_factory must be a JSON path or a callable, "
+            f"got {type(path_or_factory).__name__}"
+        )
+    TREES.register(name, entry, replace=replace)
+    return path_or_factory
+
+
+def _register_bundled() -> None:
+    folder = resources.files("hierviz.data").joinpath("trees")
+    for ref in sorted(folder.iterdir(), key=lambda r: r.name):
+        if ref.name.endswith(".json"):
+            TREES.register(ref.name[: -len(".json")], ref)
+
+
+_register_bundled()
+
+
+def _looks_like_path(x: str | PathLike) -> bool:
+    return isinstance(x, PathLike) or os.sep in str(x) or "/" in str(x) or Path(str(x)).suffix != ""
+
+
+def _parse_json_text(text_or_bytes: str | bytes, where: str) -> Any:
+    if isinstance(text_or_bytes, bytes):
+        try:
+            text_or_bytes = text_or_bytes.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(
+                f"{where}: not UTF-8 text (byte {e.start}: {e.reason}); re-save the file as UTF-8"
+            ) from None
+    try:
+        return json.loads(text_or_bytes)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{where}: not valid JSON ({e}); fix the file (a JSON object describing the tree)") from None
 
 
 def read_tree_json(name_or_path: str | PathLike) -> dict:
-    """The parsed JSON object of a bundled tree name or a tree JSON file.
+    """The parsed JSON object of a registered tree name or a tree JSON file.
 
     Parameters
     ----------
@@ -72,49 +149,76 @@ def read_tree_json(name_or_path: str | PathLike) -> dict:
     dict
         The object as stored (``"name"``, ``"source"``, optional ``"leaf_order"``, and
         one of ``"tree"`` / ``"parents"`` / ``"paths"``). A file without ``"name"`` gets
-        its stem as name.
+        its stem (a registered tree its registered name) as name.
 
     Raises
     ------
+    FileNotFoundError
+        A path (it has a suffix or a folder) that does not exist.
     ValueError
-        Unknown name that is not an existing file (the message lists the valid names),
-        or a file that is not a JSON object.
+        Unknown name that is not an existing file (the message suggests the nearest names),
+        a file that is not UTF-8 JSON, or not a JSON object.
     TypeError
         ``name_or_path`` is neither str nor PathLike.
+
+    Examples
+    --------
+    >>> read_tree_json("two-step")["leaf_order"][:3]
+    ['nv', 'mel', 'bkl']
     """
     if not isinstance(name_or_path, (str, PathLike)):
         raise TypeError(f"name_or_path must be a tree name or a path, got {type(name_or_path).__name__}")
     if isinstance(name_or_path, str) and name_or_path in TREES:
-        text = resources.files("hierviz.data").joinpath("trees", TREES[name_or_path]).read_text(encoding="utf-8")
-        stem = name_or_path
-        where = f"bundled tree {name_or_path!r}"
+        key = name_or_path.strip().lower()
+        entry = TREES.get(name_or_path)
+        if callable(entry):
+            made = entry()
+            if isinstance(made, LabelTree):
+                obj: Any = made.to_dict()
+            elif isinstance(made, Mapping):
+                obj = dict(made)
+            else:
+                raise TypeError(
+                    f"tree factory {key!r} returned {type(made).__name__}; it must return a LabelTree or a mapping"
+                )
+            obj.setdefault("name", key)
+            return obj
+        where = f"tree {key!r} ({getattr(entry, 'name', entry)})"
+        data, stem = entry.read_bytes(), key
     else:
-        path = Path(name_or_path)
+        path = Path(name_or_path).expanduser()
         if not path.is_file():
+            if _looks_like_path(name_or_path):
+                raise FileNotFoundError(
+                    f"{path}: no such tree file; pass an existing tree JSON file or a tree name "
+                    f"({', '.join(TREES.names())})"
+                )
             raise ValueError(
-                f"name_or_path: unknown tree {str(name_or_path)!r} (not a bundled name and no such file); "
-                f"valid names: {_valid_names()}; or pass a path to a tree JSON file"
+                f"name_or_path: {unknown_message('tree', str(name_or_path), TREES.names())}; "
+                "or pass a path to a tree JSON file"
             )
-        text, stem, where = path.read_text(encoding="utf-8"), path.stem, str(path)
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{where}: not valid JSON ({e})") from None
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise ValueError(f"{path}: cannot read the tree file ({e.strerror}); check its permissions") from None
+        stem, where = path.stem, str(path)
+    obj = _parse_json_text(data, where)
     if not isinstance(obj, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     obj.setdefault("name", stem)
     return obj
 
 
-def load_tree(name_or_path: str | PathLike | Mapping[str, Any]) -> LabelTree:
-    """Load a bundled label tree by name, or a tree JSON file / parsed dict.
+def load_tree(name_or_path: str | PathLike | Mapping[str, Any] | LabelTree) -> LabelTree:
+    """Load a registered label tree by name, or a tree JSON file / parsed dict.
 
     Parameters
     ----------
-    name_or_path : str, PathLike or Mapping
-        A name from :data:`TREES` (``"two-step"``, ``"benign-malignant"``,
+    name_or_path : str, PathLike, Mapping or LabelTree
+        A name from :data:`TREES` (bundled: ``"two-step"``, ``"benign-malignant"``,
         ``"ham-lineage"``, ``"breakhis"``, ``"breastmnist"``, ``"bloodmnist"``,
-        ``"cifar100"``), a path to a JSON file, or an already parsed JSON object.
+        ``"cifar100"``; or one added with :func:`register_tree`), a path to a JSON file,
+        an already parsed JSON object, or a LabelTree (returned as is).
 
     Returns
     -------
@@ -124,8 +228,10 @@ def load_tree(name_or_path: str | PathLike | Mapping[str, Any]) -> LabelTree:
 
     Raises
     ------
+    FileNotFoundError
+        A tree file path that does not exist.
     ValueError
-        Unknown name (lists the valid ones), unreadable JSON, or a tree refused by
+        Unknown name (suggests the nearest), unreadable JSON, or a tree refused by
         :meth:`LabelTree.from_dict` (duplicate names, cycles, bad ``leaf_order`` ...).
     TypeError
         Wrong argument type.
@@ -140,6 +246,10 @@ def load_tree(name_or_path: str | PathLike | Mapping[str, Any]) -> LabelTree:
     """
     if isinstance(name_or_path, LabelTree):
         return name_or_path
+    if isinstance(name_or_path, str) and name_or_path in TREES and callable(TREES.get(name_or_path)):
+        made = TREES.get(name_or_path)()
+        if isinstance(made, LabelTree):
+            return made
     obj = dict(name_or_path) if isinstance(name_or_path, Mapping) else read_tree_json(name_or_path)
     return LabelTree.from_dict(obj)
 
@@ -225,8 +335,9 @@ def align_tree(tree: LabelTree, classes: Sequence[str]) -> LabelTree:
         hint = ""
         if is_placeholder_classes(classes):
             hint = (
-                "; the data has unnamed classes (class_0, class_1, ...): give the tree JSON a "
-                "\"leaf_order\" naming label 0, 1, ... and use bind_tree(dataset, tree)"
+                "; the data has unnamed classes (class_0, class_1, ...): name the tree's leaves by the label "
+                'values ("0", "1", ...) or give the tree JSON a "leaf_order" naming label 0, 1, ..., '
+                "and use bind_tree(dataset, tree)"
             )
         raise ValueError(
             f"tree {tree.name or '(unnamed)'!r} does not match the dataset's {len(classes)} classes: "
@@ -234,3 +345,11 @@ def align_tree(tree: LabelTree, classes: Sequence[str]) -> LabelTree:
             + hint
         )
     return tree.with_leaf_order(classes)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DEFAULT_TREE":  # moved to the dataset registry (a dataset's default tree is part of its registration)
+        from hierviz.data.registry import DEFAULT_TREE
+
+        return DEFAULT_TREE
+    raise AttributeError(f"module 'hierviz.data.trees' has no attribute {name!r}")

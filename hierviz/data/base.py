@@ -1,0 +1,433 @@
+"""The in-memory dataset type, its provenance record, and where data files are found.
+
+Everything hierviz loads becomes an :class:`ArrayDataset` (uint8 ``(N, H, W, 3)`` images,
+int64 labels, class names, optional group ids for leak-free splits, citation and licence).
+The loaders that build one live in :mod:`hierviz.data.loaders`, the name → loader registry
+in :mod:`hierviz.data.registry`.
+
+Where the files come from
+-------------------------
+:func:`find_data_file` looks in ``$HIERVIZ_DATA``, then in ``../shared/data`` beside the
+checkout, then in the sample folder bundled with the package (``hierviz/data/sample/``).
+Nothing is ever downloaded here; a missing file raises :class:`FileNotFoundError` naming
+the file and the ``python data_scripts/...`` command that fetches it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "ENV_VAR",
+    "ArrayDataset",
+    "DatasetInfo",
+    "bundled_sample_dir",
+    "data_search_dirs",
+    "find_data_file",
+]
+
+#: Environment variable naming the data folder searched first.
+ENV_VAR = "HIERVIZ_DATA"
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """Where a named dataset lives and how to get it.
+
+    Attributes
+    ----------
+    filename : str, default ""
+        File name searched by :func:`find_data_file` (or inside the package for the
+        sample); empty for datasets that are not one file (e.g. built in code).
+    kind : str, default "custom"
+        ``"bundled"``, ``"npz"`` (hierviz/HAM10000 keys), ``"medmnist"`` or ``"custom"``.
+    fetch : str, default ""
+        Shell command (run from the checkout) that creates the file.
+    description : str, default ""
+        One line for listings.
+
+    Examples
+    --------
+    >>> DatasetInfo("toy.npz", description="a toy").kind
+    'custom'
+    """
+
+    filename: str = ""
+    kind: str = "custom"
+    fetch: str = ""
+    description: str = ""
+
+
+def _checkout_data_dir() -> Path:
+    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+def bundled_sample_dir() -> Path:
+    """The folder of data bundled inside the package (``hierviz/data/sample/``).
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    return Path(__file__).resolve().parent / "sample"
+
+
+def data_search_dirs(data_dir: str | PathLike | None = None) -> list[Path]:
+    """Folders searched for data files, in order.
+
+    Parameters
+    ----------
+    data_dir : str or PathLike, optional
+        If given, only this folder is searched.
+
+    Returns
+    -------
+    list of pathlib.Path
+        ``[data_dir]``, or ``[$HIERVIZ_DATA (if set), <checkout>/../shared/data,
+        <package>/data/sample]``.
+
+    Examples
+    --------
+    >>> data_search_dirs("/tmp/mydata")
+    [PosixPath('/tmp/mydata')]
+    >>> data_search_dirs()[-1].name
+    'sample'
+    """
+    if data_dir is not None:
+        return [Path(data_dir).expanduser()]
+    env = os.environ.get(ENV_VAR)
+    dirs = [Path(env).expanduser()] if env else []
+    dirs.append(_checkout_data_dir())
+    dirs.append(bundled_sample_dir())
+    return dirs
+
+
+def _fetch_command(filename: str) -> str:
+    from hierviz.data.registry import DATASETS
+
+    for _, spec in DATASETS.items():
+        if spec.info.filename == filename and spec.info.fetch:
+            return spec.info.fetch
+    return "see data_scripts/README.md"
+
+
+def find_data_file(filename: str, data_dir: str | PathLike | None = None) -> Path:
+    """Locate a data file: ``data_dir`` if given, else ``$HIERVIZ_DATA``, ``../shared/data``, the bundled sample.
+
+    Parameters
+    ----------
+    filename : str
+        A file name such as ``"ham10000_64.npz"`` (no folders).
+    data_dir : str or PathLike, optional
+        Search only this folder.
+
+    Returns
+    -------
+    pathlib.Path
+        The first existing ``<folder>/<filename>``.
+
+    Raises
+    ------
+    FileNotFoundError
+        Not found; the message names the file, the folders searched, and the
+        ``python data_scripts/...`` command that fetches it.
+    TypeError
+        ``filename`` is not a string.
+
+    Examples
+    --------
+    >>> find_data_file("ham10000_sample.npz").name
+    'ham10000_sample.npz'
+    """
+    if not isinstance(filename, str) or not filename:
+        raise TypeError(f"filename must be a non-empty str, got {filename!r}")
+    dirs = data_search_dirs(data_dir)
+    for d in dirs:
+        p = d / filename
+        if p.is_file():
+            return p
+    where = ", ".join(str(d) for d in dirs)
+    raise FileNotFoundError(
+        f"data file {filename!r} not found (searched: {where}). Fetch it with `{_fetch_command(filename)}` "
+        f"(run from the checkout; it writes to ${ENV_VAR} or ../shared/data), or set {ENV_VAR} to the folder "
+        "that holds it."
+    )
+
+
+# ---------------------------------------------------------------------------------------------- dataset
+@dataclass(eq=False)
+class ArrayDataset:
+    """An image classification dataset held in memory as numpy arrays.
+
+    Parameters
+    ----------
+    images : numpy.ndarray of uint8, shape (N, H, W, 3)
+        RGB images, values 0..255.
+    labels : numpy.ndarray of int, shape (N,)
+        Class index per image, in ``0 .. len(classes) - 1`` (stored as int64).
+    classes : list of str
+        Class names, label-index order; must be unique.
+    groups : numpy.ndarray, shape (N,), optional
+        Group id per image (HAM10000 ``lesion_id``, a patient id) for leak-free splits
+        (:func:`hierviz.data.grouped_split`); ``None`` if images are independent.
+    name, citation, licence : str
+        Provenance, shown by ``repr`` and kept by :meth:`subset`.
+    official_split : numpy.ndarray of str, shape (N,), optional
+        ``"train"`` / ``"val"`` / ``"test"`` per image where the source defines a split
+        (MedMNIST, CIFAR-100).
+    ids : numpy.ndarray of str, shape (N,), optional
+        Per-image identifiers (HAM10000 ``image_id``, file paths of an image folder).
+
+    Raises
+    ------
+    TypeError
+        ``images`` not uint8, labels not integers.
+    ValueError
+        Wrong shapes or lengths, labels outside ``0..C-1``, repeated class names,
+        ``official_split`` values other than train/val/test.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ds = ArrayDataset(np.zeros((4, 8, 8, 3), np.uint8), np.array([0, 1, 1, 0]), ["a", "b"], name="toy")
+    >>> ds
+    ArrayDataset('toy', N=4, 8x8, C=2)
+    >>> ds.images.shape[1:], ds.classes[:2]
+    ((8, 8, 3), ['a', 'b'])
+    """
+
+    images: np.ndarray
+    labels: np.ndarray
+    classes: list[str]
+    groups: np.ndarray | None = None
+    name: str = ""
+    citation: str = ""
+    licence: str = ""
+    official_split: np.ndarray | None = None
+    ids: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        im = np.asarray(self.images)
+        if im.dtype != np.uint8:
+            raise TypeError(f"images must be uint8 (0..255), got dtype {im.dtype}")
+        if im.ndim != 4 or im.shape[-1] != 3:
+            raise ValueError(f"images must have shape (N, H, W, 3), got {im.shape}")
+        y = np.asarray(self.labels)
+        if y.ndim != 1 or y.shape[0] != im.shape[0]:
+            raise ValueError(f"labels must have shape ({im.shape[0]},) to match images, got {y.shape}")
+        if y.size and not np.issubdtype(y.dtype, np.integer):
+            raise TypeError(f"labels must be integers, got dtype {y.dtype}")
+        classes = [str(c) for c in self.classes]
+        if len(set(classes)) != len(classes):
+            dup = sorted({c for c in classes if classes.count(c) > 1})
+            raise ValueError(f"classes must be unique, repeated: {dup}")
+        if y.size and (y.min() < 0 or y.max() >= len(classes)):
+            raise ValueError(
+                f"labels must be in 0..{len(classes) - 1} (len(classes)={len(classes)}), got {y.min()}..{y.max()}"
+            )
+        self.images, self.labels, self.classes = im, y.astype(np.int64, copy=False), classes
+        for attr in ("groups", "official_split", "ids"):
+            v = getattr(self, attr)
+            if v is not None:
+                v = np.asarray(v)
+                if v.shape != (im.shape[0],):
+                    raise ValueError(f"{attr} must have shape ({im.shape[0]},), got {v.shape}")
+                setattr(self, attr, v)
+        if self.official_split is not None:
+            bad = sorted(set(np.unique(self.official_split).tolist()) - {"train", "val", "test"})
+            if bad:
+                raise ValueError(f"official_split values must be 'train'/'val'/'test', got {bad}")
+
+    # -------------------------------------------------------------------- basics
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    def __getitem__(self, i: int) -> tuple[np.ndarray, int]:
+        """``(image (H, W, 3) uint8, label int)`` of sample ``i``."""
+        return self.images[i], int(self.labels[i])
+
+    def __repr__(self) -> str:
+        h, w = self.image_size
+        grp = f", groups={np.unique(self.groups).size}" if self.groups is not None else ""
+        return (
+            f"ArrayDataset({self.name!r}, N={len(self)}, {h}x{w}, C={self.num_classes}{grp}"
+            + (f", licence={self.licence!r}" if self.licence else "")
+            + ")"
+        )
+
+    @property
+    def num_classes(self) -> int:
+        """C, the number of classes."""
+        return len(self.classes)
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        """``(H, W)`` of the images."""
+        return int(self.images.shape[1]), int(self.images.shape[2])
+
+    def class_counts(self) -> np.ndarray:
+        """Images per class, shape (C,) int64, label-index order."""
+        return np.bincount(self.labels, minlength=self.num_classes).astype(np.int64)
+
+    # -------------------------------------------------------------------- derived datasets
+    def subset(self, idx: Any) -> ArrayDataset:
+        """The samples ``idx`` (int indices or a boolean mask of length N), same classes.
+
+        Parameters
+        ----------
+        idx : array-like of int or bool
+            Indices into ``0..N-1`` (negative indices are refused) or a mask of length N.
+
+        Returns
+        -------
+        ArrayDataset
+            Copies of the selected rows; ``classes``, ``name``, ``citation``, ``licence`` kept.
+
+        Raises
+        ------
+        ValueError
+            Out-of-range indices, a mask of the wrong length, or a non-1-D index.
+        TypeError
+            Non-integer, non-boolean indices.
+        """
+        idx = np.asarray(idx.detach().cpu().numpy() if hasattr(idx, "detach") else idx)
+        if idx.dtype == bool:
+            if idx.shape != (len(self),):
+                raise ValueError(f"idx: boolean mask must have shape ({len(self)},), got {idx.shape}")
+            idx = np.flatnonzero(idx)
+        elif idx.size == 0:
+            idx = idx.astype(np.int64)
+        elif not np.issubdtype(idx.dtype, np.integer):
+            raise TypeError(f"idx must hold integers or booleans, got dtype {idx.dtype}")
+        if idx.ndim != 1:
+            raise ValueError(f"idx must be 1-D, got shape {idx.shape}")
+        if idx.size and (idx.min() < 0 or idx.max() >= len(self)):
+            raise ValueError(f"idx must be in 0..{len(self) - 1}, got {idx.min()}..{idx.max()}")
+
+        def take(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[idx]
+
+        return replace(
+            self,
+            images=self.images[idx],
+            labels=self.labels[idx],
+            classes=list(self.classes),
+            groups=take(self.groups),
+            official_split=take(self.official_split),
+            ids=take(self.ids),
+        )
+
+    def with_classes(self, classes: Sequence[str]) -> ArrayDataset:
+        """The same data with renamed classes (same count, same label indices).
+
+        Parameters
+        ----------
+        classes : Sequence[str]
+            New names, ``len(classes) == self.num_classes``.
+
+        Returns
+        -------
+        ArrayDataset
+
+        Raises
+        ------
+        ValueError
+            Wrong number of names or repeated names.
+        """
+        classes = [str(c) for c in classes]
+        if len(classes) != self.num_classes:
+            raise ValueError(f"classes: expected {self.num_classes} names, got {len(classes)}")
+        return replace(self, classes=classes)
+
+    def resized(self, size: int) -> ArrayDataset:
+        """The same data with images resized to ``size x size`` (Pillow bilinear, antialiased).
+
+        Parameters
+        ----------
+        size : int
+            Output side in pixels, >= 1. Non-square images are centre-cropped first.
+
+        Returns
+        -------
+        ArrayDataset
+            ``self`` if the images already have that size.
+
+        Raises
+        ------
+        ValueError
+            ``size`` < 1.
+        """
+        size = _check_size(size)
+        if self.image_size == (size, size):
+            return self
+        from PIL import Image
+
+        out = (
+            np.stack([_square_resize(Image.fromarray(im), size) for im in self.images])
+            if len(self)
+            else (np.zeros((0, size, size, 3), np.uint8))
+        )
+        return replace(self, images=out)
+
+    def split(
+        self, val: float = 0.15, test: float = 0.15, seed: int = 0, *, official: bool = False
+    ) -> dict[str, ArrayDataset]:
+        """Train / val / test datasets, grouped by :attr:`groups` and stratified.
+
+        Parameters
+        ----------
+        val, test : float, default 0.15
+            Fractions (see :func:`hierviz.data.grouped_split`).
+        seed : int, default 0
+        official : bool, default False
+            Use :attr:`official_split` instead (MedMNIST / CIFAR-100); ``val``, ``test``
+            and ``seed`` are then ignored.
+
+        Returns
+        -------
+        dict[str, ArrayDataset]
+            Keys ``"train"``, ``"val"``, ``"test"``.
+
+        Raises
+        ------
+        ValueError
+            ``official=True`` on a dataset without an official split; bad fractions.
+        """
+        if official:
+            if self.official_split is None:
+                raise ValueError(f"official=True but dataset {self.name!r} has no official_split")
+            return {k: self.subset(self.official_split == k) for k in ("train", "val", "test")}
+        from hierviz.data.splits import grouped_split
+
+        idx = grouped_split(self.labels, self.groups, val=val, test=test, seed=seed)
+        return {k: self.subset(v) for k, v in idx.items()}
+
+
+def _check_size(size: Any) -> int:
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+        raise TypeError(f"image_size must be an int, got {type(size).__name__}")
+    if size < 1:
+        raise ValueError(f"image_size must be >= 1, got {size}")
+    return int(size)
+
+
+def _square_resize(img: Any, size: int) -> np.ndarray:
+    """Centre-crop a PIL image to a square and resize it (bilinear, antialiased) to uint8 (size, size, 3)."""
+    from PIL import Image
+
+    img = img.convert("RGB")
+    w, h = img.size
+    s = min(w, h)
+    if w != h:
+        left, top = (w - s) // 2, (h - s) // 2
+        img = img.crop((left, top, left + s, top + s))
+    if s != size:
+        img = img.resize((size, size), Image.BILINEAR)
+    return np.asarray(img, dtype=np.uint8)
