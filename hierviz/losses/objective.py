@@ -1,70 +1,21 @@
-"""One builder for every training objective (paper 01, Eq. 12 and its baselines).
+"""The :class:`Objective`: a weighted sum of named loss terms with one calling convention.
 
-``build_objective(name, tree, geometry, **hparams)`` returns an :class:`Objective` that a
-training loop calls as ``loss, terms = objective(z, labels, logits=None)``.
+Methods (:mod:`hierviz.methods`) build objectives; a training loop calls
+``loss, terms = objective(z, labels, logits=None)`` or, with a model's output dict,
+``objective.loss_from_output(out, labels)``. ``build_objective`` and the
+``OBJECTIVES``/``HPARAMS`` names moved to :mod:`hierviz.methods` (deprecated aliases here).
 
-========================  ===========================================================
-name                      loss
-========================  ===========================================================
-``"simclr"``              SimCLR / NT-Xent, view positives only (labels unused)
-``"supcon"``              SupCon (Khosla et al. 2020), leaf labels, hierarchy-agnostic
-``"hc-outside"``          outside-softmax hierarchical contrastive baseline (§4.3/§4.6)
-``"hxe"``                 hierarchical cross-entropy on classifier logits (Bertinetto 2020)
-``"hwc"``                 HWC alone (Eq. 7)
-``"lam"``                 "LAM alone": SupCon + λ_LAM · LAM
-``"hwc+lam"``             L = L_HWC + λ_LAM · L_LAM (Eq. 12)
-========================  ===========================================================
-
-"LAM alone" (paper 01 Tables 1–3, row "LAM") cannot stand by itself: a prototype hinge
-has no instance-discrimination term and collapses every sample of a parent onto its
-prototype. As in the paper, it is LAM added to the hierarchy-agnostic contrastive base,
-i.e. HWC with ω ≡ 1 (= SupCon): ``L = L_SupCon + λ_LAM · L_LAM``.
-
-All contrastive terms of every objective use the same ``reduction`` (default ``"pairs"``,
-Eq. 7's normalisation) so that objectives are compared like with like.
+The methods themselves (names, terms, hyperparameters) are listed in :mod:`hierviz.methods.paper01`.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import nn
 
-from .contrastive import (
-    HierarchicalContrastiveLoss,
-    HWCLoss,
-    SimCLRLoss,
-    SupConLoss,
-    _check_real,
-    _resolve_geometry,
-)
-from .hxe import HXELoss
-from .lam import LAMLoss
-
-__all__ = ["OBJECTIVES", "HPARAMS", "Objective", "build_objective"]
-
-OBJECTIVES = ("simclr", "supcon", "hc-outside", "hxe", "hwc", "lam", "hwc+lam")
-
-#: Hyperparameters accepted by :func:`build_objective` and their defaults. Each objective
-#: uses the ones it needs and ignores the rest, so one dict can drive every objective.
-HPARAMS: dict[str, Any] = {
-    "tau": 0.1,
-    "alpha": 0.5,
-    "gamma": 0.5,
-    "alpha_max": None,
-    "lambda_lam": 1.0,
-    "margins": None,
-    "level_weights": None,
-    "eta": 0.05,
-    "hxe_alpha": 0.1,
-    "hxe_normalize": False,
-    "reduction": "pairs",
-    "omega": "pair",
-    "similarity": None,
-    "dim": None,
-    "mean_steps": 3,
-}
-
+__all__ = ["Objective", "build_objective"]
 
 class Objective(nn.Module):
     """A weighted sum of loss terms with one calling convention.
@@ -148,7 +99,7 @@ class Objective(nn.Module):
         values: dict[str, torch.Tensor] = {}
         total: torch.Tensor | None = None
         for key, module in self.terms.items():
-            if isinstance(module, HXELoss):
+            if getattr(module, "input_kind", "embeddings") == "logits":
                 val = module(logits, labels)
             else:
                 if z is None:
@@ -162,81 +113,70 @@ class Objective(nn.Module):
         return total, values
 
 
+    def loss_from_output(
+        self, out: Mapping[str, torch.Tensor | None], labels: torch.Tensor | None
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The objective on a model's output dict (what the training loop calls).
+
+        Parameters
+        ----------
+        out : mapping
+            ``"z"`` (B, V, d) manifold points and, for objectives that need them,
+            ``"logits"`` (B, C) or (B, V, C); see :class:`hierviz.models.EmbeddingModel`.
+        labels : LongTensor (B,) or None
+
+        Returns
+        -------
+        loss, terms
+            As :meth:`forward`. With logits of several views the result is the mean over
+            views of ``forward(z, labels, logits[:, v])`` (a per-sample mean, so it equals
+            the loss over all ``B*V`` view samples).
+
+        Raises
+        ------
+        ValueError
+            ``"z"`` or ``"logits"`` missing where needed.
+        """
+        z = out.get("z")
+        if z is None and not self.requires_logits:
+            raise ValueError("model output has no 'z' entry")
+        z = None if z is None else z.float()
+        if not self.requires_logits:
+            return self(z, labels)
+        logits = out.get("logits")
+        if logits is None:
+            raise ValueError(
+                f"objective {self.name!r} requires logits but the model returned none; "
+                "build the model with num_classes=tree.num_leaves"
+            )
+        if logits.dtype != torch.float64:
+            logits = logits.float()  # the loss runs in float32 even when the model ran under autocast
+        if logits.dim() == 2:
+            return self(z, labels, logits=logits)
+        V = logits.shape[1]
+        total, acc = None, {}
+        for v in range(V):
+            loss_v, terms_v = self(z, labels, logits=logits[:, v])
+            total = loss_v if total is None else total + loss_v
+            for k, t in terms_v.items():
+                acc[k] = t if k not in acc else acc[k] + t
+        return total / V, {k: t / V for k, t in acc.items()}
+
+
 def build_objective(name: str, tree: Any, geometry: Any, **hparams: Any) -> Objective:
-    """Build a training objective by name (paper 01, Eq. 12 and the baselines of §4.3).
+    """Deprecated alias of :func:`hierviz.methods.build_objective`."""
+    from hierviz.methods import build_objective as _build
 
-    Parameters
-    ----------
-    name : str
-        One of :data:`OBJECTIVES`: ``"simclr"``, ``"supcon"``, ``"hc-outside"``, ``"hxe"``,
-        ``"hwc"``, ``"lam"`` (SupCon + λ_LAM·LAM, see module docstring), ``"hwc+lam"``.
-        Case-insensitive.
-    tree : LabelTree
-        The label tree (labels are its leaf indices).
-    geometry : Geometry or str
-        Ambient geometry of the embeddings (``"euclidean"``, ``"poincare"``, ``"lorentz"`` or
-        an object from :func:`hierviz.geometry.get_geometry`).
-    **hparams
-        Any of :data:`HPARAMS`: ``tau`` (τ > 0, 0.1), ``alpha``/``gamma`` (≥ 0, 0.5, Eqs. 5–6),
-        ``alpha_max`` (ω clamp, None), ``lambda_lam`` (≥ 0, 1.0, Eq. 12), ``margins``
-        (m_ℓ, None → 0.5…0.1), ``level_weights`` (λ_ℓ, None → 1), ``eta`` (EMA rate, 0.05),
-        ``hxe_alpha`` (≥ 0, 0.1), ``hxe_normalize`` (False), ``reduction`` ("pairs" |
-        "anchor"), ``omega`` ("pair" | "constant"), ``similarity`` (None | "cosine" |
-        "neg_dist" | callable), ``dim`` (LAM prototype dimension, None = lazy),
-        ``mean_steps`` (3). Hyperparameters an objective does not use are ignored.
+    return _build(name, tree, geometry, **hparams)
 
-    Returns
-    -------
-    Objective
-        ``requires_logits`` is True only for ``"hxe"``.
 
-    Raises
-    ------
-    ValueError
-        Unknown ``name`` (the message lists :data:`OBJECTIVES`) or an invalid value.
-    TypeError
-        An unknown hyperparameter name (the message lists the valid ones).
+def __getattr__(name: str) -> Any:
+    if name == "OBJECTIVES":
+        from hierviz.methods import METHODS
 
-    Examples
-    --------
-    >>> obj = build_objective("hwc+lam", tree, "poincare", alpha=0.5, gamma=0.5, lambda_lam=0.5)
-    >>> loss, terms = obj(z, labels)          # terms == {"hwc": ..., "lam": ...}
-    """
-    if not isinstance(name, str) or name.strip().lower() not in OBJECTIVES:
-        raise ValueError(f"unknown objective name {name!r}; valid names: {list(OBJECTIVES)}")
-    key = name.strip().lower()
-    unknown = sorted(set(hparams) - set(HPARAMS))
-    if unknown:
-        raise TypeError(f"unknown hyperparameter(s) {unknown} for build_objective; valid: {sorted(HPARAMS)}")
-    hp = {**HPARAMS, **hparams}
-    geometry = _resolve_geometry(geometry)
-    lam_weight = _check_real(hp["lambda_lam"], "lambda_lam", low=0.0)
-    common = dict(tau=hp["tau"], similarity=hp["similarity"])
+        return tuple(METHODS.names())
+    if name == "HPARAMS":
+        from hierviz.methods import LOSS_HPARAMS
 
-    def hwc(alpha: float, gamma: float) -> HWCLoss:
-        return HWCLoss(tree, geometry, alpha=alpha, gamma=gamma, alpha_max=hp["alpha_max"], omega=hp["omega"],
-                       reduction=hp["reduction"], **common)
-
-    def supcon() -> SupConLoss:
-        return SupConLoss(tree, geometry, reduction=hp["reduction"], **common)
-
-    def lam() -> LAMLoss:
-        return LAMLoss(tree, geometry, margins=hp["margins"], level_weights=hp["level_weights"], eta=hp["eta"],
-                       dim=hp["dim"], mean_steps=hp["mean_steps"])
-
-    if key == "simclr":
-        return Objective(key, {"simclr": SimCLRLoss(tree, geometry, **common)})
-    if key == "supcon":
-        return Objective(key, {"supcon": supcon()})
-    if key == "hc-outside":
-        return Objective(key, {"hc": HierarchicalContrastiveLoss(tree, geometry, alpha=hp["alpha"],
-                                                                 reduction=hp["reduction"], **common)})
-    if key == "hxe":
-        return Objective(key, {"hxe": HXELoss(tree, alpha=hp["hxe_alpha"], normalize=hp["hxe_normalize"])},
-                         requires_logits=True)
-    if key == "hwc":
-        return Objective(key, {"hwc": hwc(hp["alpha"], hp["gamma"])})
-    if key == "lam":
-        return Objective(key, {"supcon": supcon(), "lam": lam()}, {"lam": lam_weight})
-    # "hwc+lam"
-    return Objective(key, {"hwc": hwc(hp["alpha"], hp["gamma"]), "lam": lam()}, {"lam": lam_weight})
+        return {k: h.default for k, h in LOSS_HPARAMS.items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,11 +12,12 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from hierviz._registry import Registry
 from hierviz.viz.tree import (
     _TEMPLATE,
     _as_points,
-    _leaf_labels,
     _families,
+    _leaf_labels,
     dfs_leaves,
     family_colors,
     leaf_colors,
@@ -24,9 +25,26 @@ from hierviz.viz.tree import (
     node_colors,
 )
 
-__all__ = ["METHODS", "OVERLAYS", "project_2d", "parent_hulls", "plot_projection"]
+__all__ = ["PROJECTIONS", "PROJECTION_LABELS", "register_projection", "OVERLAYS", "project_2d",
+           "parent_hulls", "plot_projection"]
 
-METHODS = ("tsne", "umap", "pca")
+#: 2-D projections: name -> ``f(X (n, D) float64, seed, options) -> (n, 2)``.
+PROJECTIONS: Registry = Registry("projection")
+#: name -> display label ("t-SNE", ...).
+PROJECTION_LABELS: dict[str, str] = {}
+
+
+def register_projection(name: str, label: str | None = None):
+    """Decorator registering a 2-D projection ``f(X, seed, options) -> (n, 2)`` under ``name``."""
+    PROJECTION_LABELS[name] = label or name
+
+    return PROJECTIONS.register(name)
+
+
+def __getattr__(name: str):
+    if name == "METHODS":  # hierviz 0.1 name
+        return tuple(PROJECTIONS.names())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 OVERLAYS = ("centroids", "hulls", None)
 
 
@@ -81,8 +99,8 @@ def project_2d(z: Any, method: str = "tsne", geometry=None, seed: int = 0,
     ValueError
         Unknown ``method``; fewer than 4 points; non-finite input; points off the manifold.
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method not in PROJECTIONS:
+        raise ValueError(f"method must be one of {PROJECTIONS.names()}, got {method!r}")
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"options must be a dict of estimator keyword arguments, got {type(options).__name__}")
     opts = dict(options or {})
@@ -90,40 +108,56 @@ def project_2d(z: Any, method: str = "tsne", geometry=None, seed: int = 0,
     n = X.shape[0]
     if n < 4:
         raise ValueError(f"z needs at least 4 points for a 2-D projection, got {n}")
-    if method == "pca":
-        from sklearn.decomposition import PCA
-
-        if X.shape[1] == 1:
-            out = np.column_stack([X[:, 0] - X[:, 0].mean(), np.zeros(n)])
-        else:
-            out = PCA(**{"n_components": 2, "random_state": seed, **opts}).fit_transform(X)
-    elif method == "tsne":
-        from sklearn.manifold import TSNE
-
-        perp = float(min(30.0, max(1.0, (n - 1) / 3.0)))
-        from threadpoolctl import threadpool_limits
-
-        kw = {"n_components": 2, "perplexity": perp, "init": "pca", "random_state": seed, **opts}
-        # OpenMP start-up/spinning dominates the Barnes-Hut gradient for small N (measured
-        # on a busy 2-core CPU: N=40 8.5 s → 0.3 s, N=1000 92 s → 15 s single-threaded)
-        with threadpool_limits(limits=1 if n <= 2000 else None, user_api="openmp"):
-            out = TSNE(**kw).fit_transform(X)
-    else:
-        import warnings
-
-        import umap
-
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*n_jobs value.*")
-            warnings.filterwarnings("ignore", category=UserWarning, module="umap")
-            kw = {"n_components": 2, "n_neighbors": int(min(15, n - 1)), "random_state": seed,
-                  "init": "spectral" if n > 10 else "random", **opts}
-            out = umap.UMAP(**kw).fit_transform(X)
+    if np.unique(np.round(X / 1e-6), axis=0).shape[0] < 3:
+        raise ValueError(
+            f"z is collapsed: its {n} points lie on fewer than 3 distinct positions, so there is nothing to "
+            f"lay out with {method} (the encoder learned a constant map)"
+        )
+    out = PROJECTIONS.get(method)(X, seed, opts)
     out = np.asarray(out, dtype=np.float64)
     if not np.all(np.isfinite(out)):  # pragma: no cover - library failure
         raise ValueError(f"{method} produced non-finite coordinates; check z for duplicates/scale")
     return out
 
+
+
+@register_projection("tsne", label="t-SNE")
+def _tsne(X: np.ndarray, seed: int, opts: dict) -> np.ndarray:
+    from sklearn.manifold import TSNE
+    from threadpoolctl import threadpool_limits
+
+    n = X.shape[0]
+    perp = float(min(30.0, max(1.0, (n - 1) / 3.0)))
+    kw = {"n_components": 2, "perplexity": perp, "init": "pca", "random_state": seed, **opts}
+    # OpenMP start-up/spinning dominates the Barnes-Hut gradient for small N (measured
+    # on a busy 2-core CPU: N=40 8.5 s → 0.3 s, N=1000 92 s → 15 s single-threaded)
+    with threadpool_limits(limits=1 if n <= 2000 else None, user_api="openmp"):
+        return TSNE(**kw).fit_transform(X)
+
+
+@register_projection("umap", label="UMAP")
+def _umap(X: np.ndarray, seed: int, opts: dict) -> np.ndarray:
+    import warnings
+
+    import umap
+
+    n = X.shape[0]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*n_jobs value.*")
+        warnings.filterwarnings("ignore", category=UserWarning, module="umap")
+        kw = {"n_components": 2, "n_neighbors": int(min(15, n - 1)), "random_state": seed,
+              "init": "spectral" if n > 10 else "random", **opts}
+        return umap.UMAP(**kw).fit_transform(X)
+
+
+@register_projection("pca", label="PCA")
+def _pca(X: np.ndarray, seed: int, opts: dict) -> np.ndarray:
+    from sklearn.decomposition import PCA
+
+    n = X.shape[0]
+    if X.shape[1] == 1:
+        return np.column_stack([X[:, 0] - X[:, 0].mean(), np.zeros(n)])
+    return PCA(**{"n_components": 2, "random_state": seed, **opts}).fit_transform(X)
 
 def parent_hulls(coords: Any, labels: Any, tree) -> dict[str, np.ndarray]:
     """Convex hull (``scipy.spatial.ConvexHull``) of the 2-D points under each leaf-parent.
@@ -240,8 +274,8 @@ def plot_projection(
     """
     if overlay not in OVERLAYS:
         raise ValueError(f"overlay must be one of {OVERLAYS}, got {overlay!r}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method not in PROJECTIONS:
+        raise ValueError(f"method must be one of {PROJECTIONS.names()}, got {method!r}")
     if isinstance(max_points, bool) or not isinstance(max_points, (int, np.integer)) or max_points < 4:
         raise ValueError(f"max_points must be an integer >= 4, got {max_points!r}")
     Z = _as_points(z, "z")
@@ -310,7 +344,7 @@ def plot_projection(
                 legendgroup=par, hovertemplate=f"<b>{par}</b> (convex hull)<extra></extra>",
             ))
 
-    label = {"tsne": "t-SNE", "umap": "UMAP", "pca": "PCA"}[method]
+    label = PROJECTION_LABELS.get(method, method)
     if title is None:
         title = f"{label} of {Z.shape[1]}-d embeddings"
         notes = []

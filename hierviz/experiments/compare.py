@@ -1,0 +1,417 @@
+"""``compare(config)``: train every method × geometry × seed, evaluate, tabulate, report.
+
+The one run loop of hierviz: the CLI (``hierviz compare``) and every notebook call it. It
+names no method and no geometry: what a run needs (views, a classifier, the evaluation
+protocol and which representation it embeds) comes from the method registry, and geometry
+behaviour from the :class:`~hierviz.geometry.Geometry` object.
+
+Paper 01 §4.3: "only the objective and the ambient geometry differ" — every run shares the
+encoder, data, augmentations and schedule; each frozen encoder is evaluated on the
+group-wise test split (paper 01 §4.4).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hierviz.experiments.config import ConfigError, ExperimentConfig, diff_keys, fingerprint, validate
+from hierviz.experiments.records import (
+    atomic_write_text,
+    check_mergeable,
+    json_default,
+    load_records,
+    run_name,
+)
+
+__all__ = ["CompareResult", "compare", "report", "limit_indices", "load_data"]
+
+
+@dataclass
+class CompareResult:
+    """What :func:`compare` returns.
+
+    Attributes
+    ----------
+    rows : list of dict
+        One per run: ``method, geometry, seed`` and every metric (``results.csv``).
+    records : list of dict
+        The full run records (``result.json`` of each run).
+    markdown : str
+        The results table (``results.md``; paper 01 Table 1 shape, mean ± std over seeds).
+    paths : dict of str to Path
+        ``csv``, ``markdown``, ``html``.
+    out : Path
+    config : ExperimentConfig
+    """
+
+    rows: list[dict]
+    records: list[dict]
+    markdown: str
+    paths: dict[str, Path]
+    out: Path
+    config: ExperimentConfig
+    tree: Any = field(default=None, repr=False)
+
+    def _repr_markdown_(self) -> str:  # Jupyter shows the table
+        return self.markdown
+
+    def __str__(self) -> str:
+        return self.markdown
+
+
+def limit_indices(labels: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """A seeded random subset of ``n`` indices that keeps every class (a few of each first).
+
+    Parameters
+    ----------
+    labels : numpy.ndarray, shape (N,), int
+    n : int
+    seed : int
+
+    Returns
+    -------
+    numpy.ndarray, shape (min(n, N),), int64, sorted
+    """
+    N = labels.shape[0]
+    if n >= N:
+        return np.arange(N)
+    rng = np.random.default_rng(seed)
+    classes = np.unique(labels)
+    k = max(2, n // (4 * len(classes)))
+    chosen: list[np.ndarray] = []
+    for c in classes:
+        idx = np.flatnonzero(labels == c)
+        chosen.append(rng.choice(idx, size=min(k, idx.size), replace=False))
+    first = np.concatenate(chosen)[:n]
+    rest = np.setdiff1d(np.arange(N), first)
+    extra = rng.choice(rest, size=max(0, n - first.size), replace=False)
+    return np.sort(np.concatenate([first, extra]))
+
+
+def load_data(config: ExperimentConfig):
+    """The dataset (bound to its tree, ``data.limit`` applied) and the tree of a config.
+
+    Returns
+    -------
+    dataset, tree, n_all
+        ``n_all`` is the size before ``data.limit``.
+
+    Raises
+    ------
+    ConfigError
+        No tree for a file given by ``data.path``, or ``data.limit`` below 3 × classes.
+    """
+    from hierviz.data import DEFAULT_TREE, bind_tree, load_dataset
+
+    d = config.data
+    ds = load_dataset(d.path if d.path is not None else d.dataset)
+    tree_arg = d.tree
+    if tree_arg is None:
+        if d.path is None and d.dataset in DEFAULT_TREE:
+            tree_arg = DEFAULT_TREE[d.dataset]
+        else:
+            raise ConfigError(
+                "data.tree is required with data.path (--tree: a tree name or a tree JSON file whose leaves are "
+                f"the data's classes: {list(ds.classes)})"
+            )
+    ds, tree = bind_tree(ds, tree_arg)
+    n_all = len(ds.labels)
+    if d.limit is not None:
+        need = 3 * tree.num_leaves
+        if d.limit < need:
+            raise ConfigError(
+                f"data.limit={d.limit} is below classes × splits ({tree.num_leaves} × 3 = {need}): every class "
+                f"needs images in train, val and test; use --limit {need} or more"
+            )
+        ds = ds.subset(limit_indices(np.asarray(ds.labels), d.limit, d.split_seed))
+    return ds, tree, n_all
+
+
+def _check_writable(out: Path) -> None:
+    try:
+        (out / "runs").mkdir(parents=True, exist_ok=True)
+        probe = out / f".write-test-{os.getpid()}"
+        probe.write_text("ok", encoding="utf-8")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(
+            f"--out {out}: cannot write there ({exc.strerror or exc}); choose a folder you can write to"
+        ) from None
+
+
+def _run_one(cfg: ExperimentConfig, method_name: str, geometry_name: str, seed: int, tree, train_ds, test_ds,
+             run_dir: Path, *, resume: bool, progress: bool, callbacks: Sequence = ()) -> dict[str, Any]:
+    """Train + evaluate one method × geometry × seed; write config.json, result.json, embeddings.npz."""
+    from hierviz import __version__
+    from hierviz.data import ContrastiveDataset, TwoViewTransform
+    from hierviz.evaluation import PROTOCOLS
+    from hierviz.geometry import get_geometry
+    from hierviz.methods import build_objective, get_method
+    from hierviz.models import build_model
+    from hierviz.training import TrainConfig, fit, seed_everything
+
+    method = get_method(method_name)
+    geometry = get_geometry(geometry_name, c=cfg.model.curvature)
+    objective = build_objective(method_name, tree, geometry, **cfg.loss)
+    seed_everything(seed)
+    model = build_model(cfg.model.encoder, geometry, embed_dim=cfg.model.embed_dim, width=cfg.model.width,
+                        hidden_dim=cfg.model.hidden_dim,
+                        num_classes=tree.num_leaves if method.needs.logits else None,
+                        pretrained=cfg.model.pretrained, clip_r=cfg.model.clip_r)
+    t = cfg.train
+    train_config = TrainConfig(
+        epochs=t.epochs, batch_size=t.batch_size, lr_backbone=t.lr_backbone,
+        lr_head=t.lr_head if t.lr_head is not None else 10.0 * t.lr_backbone,
+        warmup_epochs=t.warmup_epochs if t.warmup_epochs is not None else 0.1 * t.epochs,
+        weight_decay=t.weight_decay, ema_decay=t.ema_decay or None, grad_clip=t.grad_clip, seed=seed,
+        device=t.device, amp=t.amp, num_workers=cfg.data.workers, checkpoint_dir=run_dir, resume=resume,
+        progress=progress,
+    )
+    views = method.needs.views
+    image_size = int(cfg.data.image_size)
+    train_views = ContrastiveDataset(train_ds, TwoViewTransform(image_size, views=views), views=views)
+    result = fit(train_config, model, objective, train_views, callbacks=callbacks)
+    protocol = PROTOCOLS.get(method.protocol)
+    ev = protocol(result.model, train_ds, test_ds, tree, geometry, embedding=method.embedding, seed=seed,
+                  image_size=image_size, device=result.device, num_workers=cfg.data.workers,
+                  batch_size=cfg.eval.batch_size, mean_steps=cfg.eval.mean_steps)
+    np.savez_compressed(run_dir / "embeddings.npz", **ev.arrays())
+    geo_cfg = geometry.config() if hasattr(geometry, "config") else {"name": geometry_name}
+    record = {
+        "name": run_dir.name, "method": method.name, "method_display": method.display_name,
+        "geometry": geometry_name, "geometry_display": getattr(geometry, "display_name", geometry_name),
+        "geometry_config": geo_cfg, "curvature": float(getattr(geometry, "c", 0.0) or 0.0), "seed": seed,
+        "metrics": ev.metrics, "epochs": t.epochs, "train_seconds": result.train_seconds,
+        "eval_seconds": ev.seconds, "eval_embedding": method.embedding, "protocol": method.protocol,
+        "device": str(result.device), "history": result.history, "step_history": result.step_history,
+        "embeddings": "embeddings.npz", "fingerprint": fingerprint(cfg.run_config(method_name, geometry_name, seed)),
+        "hierviz": __version__,
+    }
+    atomic_write_text(run_dir / "result.json", json.dumps(record, default=json_default, indent=1))
+    return record
+
+
+def _header(cfg: ExperimentConfig, argv: Sequence[str] | None, ds, tree, n_all: int, split, records, total: float
+            ) -> dict[str, str]:
+    from hierviz import __version__
+
+    train_s = sum(float(r.get("train_seconds", 0.0)) for r in records)
+    eval_s = sum(float(r.get("eval_seconds", 0.0)) for r in records)
+    d, m, t = cfg.data, cfg.model, cfg.train
+    name = d.dataset if d.path is None else str(d.path)
+    command = "hierviz " + shlex.join(list(argv)) if argv is not None else "hierviz.experiments.compare(config)"
+    lr_head = t.lr_head if t.lr_head is not None else 10.0 * t.lr_backbone
+    warm = t.warmup_epochs if t.warmup_epochs is not None else 0.1 * t.epochs
+    return {
+        "Command": command,
+        "Dataset": f"{getattr(ds, 'name', name) or name}: {len(ds.labels)} images"
+        + (f" (subset of {n_all})" if len(ds.labels) != n_all else "")
+        + f", {len(ds.classes)} classes, {ds.images.shape[1]} px",
+        "Licence / citation": f"{getattr(ds, 'licence', '') or 'n/a'} — {getattr(ds, 'citation', '') or 'n/a'}",
+        "Tree": f"{d.tree} (C = {tree.num_leaves} leaves, height L = {tree.height})\n{tree}",
+        "Split": f"grouped by {'lesion/group id' if ds.groups is not None else 'image'}, seed {d.split_seed}: "
+        f"train {len(split['train'])}, val {len(split['val'])} (unused), test {len(split['test'])}",
+        "Model": f"{m.encoder}" + (f" (width {m.width})" if m.encoder == "small_cnn" else "")
+        + f", d = {m.embed_dim}, image {d.image_size} px, pretrained: {m.pretrained or 'none'}",
+        "Training": f"{t.epochs} epochs, batch {t.batch_size}, AdamW lr {t.lr_backbone:g}/{lr_head:g}"
+        f" (backbone/head), warmup {warm:g} epochs + cosine, EMA {t.ema_decay or 'off'}, "
+        f"tau {cfg.loss.get('tau')}, c {m.curvature:g}",
+        "Device": ", ".join(sorted({str(r.get("device", "?")) for r in records})),
+        "Timings": f"{total:.1f} s in all; training {train_s:.1f} s, evaluation {eval_s:.1f} s "
+        f"over {len(records)} runs",
+        "hierviz": __version__,
+    }
+
+
+def compare(
+    config: ExperimentConfig,
+    *,
+    resume: bool = False,
+    progress: bool = True,
+    verbose: bool = True,
+    callbacks: Mapping[str, Sequence[Callable]] | None = None,
+    argv: Sequence[str] | None = None,
+) -> CompareResult:
+    """Train and evaluate every method × geometry × seed of ``config``; write the tables and report.
+
+    Parameters
+    ----------
+    config : ExperimentConfig
+        From :func:`hierviz.experiments.resolve_config` (a preset plus overrides).
+    resume : bool, default False
+        Reuse finished runs whose fingerprint matches (a mismatch is refused, naming the
+        keys) and continue interrupted ones from their last checkpoint.
+    progress : bool, default True
+        tqdm progress bars.
+    verbose : bool, default True
+        One line per run and the final table on stdout.
+    callbacks : mapping of run name to callables, optional
+        ``cb(epoch, info)`` after each epoch of that run (tests interrupt runs this way).
+    argv : sequence of str, optional
+        The command line, recorded in the report header.
+
+    Returns
+    -------
+    CompareResult
+
+    Raises
+    ------
+    ConfigError
+        Bad settings, an unwritable ``out``, a ``resume`` onto runs made with other settings.
+    ValueError, FileNotFoundError
+        Missing or malformed data or tree files (the message names the file).
+    hierviz.training.NonFiniteLossError
+        A run diverged (its last good checkpoint is kept).
+
+    Examples
+    --------
+    >>> from hierviz.experiments import compare, resolve_config
+    >>> cfg = resolve_config("quick", ["train.epochs=1", "methods=supcon", "seeds=1"])  # doctest: +SKIP
+    >>> result = compare(cfg)                                                          # doctest: +SKIP
+    >>> print(result.markdown)                                                         # doctest: +SKIP
+    """
+    import torch
+
+    cfg = validate(config.copy())
+    saved_threads = torch.get_num_threads()
+    if cfg.train.threads is not None:
+        torch.set_num_threads(cfg.train.threads)
+    try:
+        return _compare(cfg, resume, progress, verbose, callbacks or {}, argv)
+    finally:
+        torch.set_num_threads(saved_threads)  # compare() may run in a notebook's process
+
+
+def _compare(cfg: ExperimentConfig, resume: bool, progress: bool, verbose: bool,
+             callbacks: Mapping[str, Sequence[Callable]], argv: Sequence[str] | None) -> CompareResult:
+    from hierviz.data import grouped_split
+    from hierviz.report import build_report
+
+    say = print if verbose else (lambda *a, **k: None)
+    t_start = time.perf_counter()
+    out = Path(cfg.out)
+    _check_writable(out)
+    ds, tree, n_all = load_data(cfg)
+    if cfg.data.image_size is None:
+        cfg.data.image_size = int(ds.images.shape[1])
+    if cfg.data.tree is None:
+        from hierviz.data import DEFAULT_TREE
+
+        cfg.data.tree = DEFAULT_TREE.get(cfg.data.dataset)
+    split = grouped_split(np.asarray(ds.labels), None if ds.groups is None else np.asarray(ds.groups),
+                          seed=cfg.data.split_seed)
+    train_ds, test_ds = ds.subset(split["train"]), ds.subset(split["test"])
+    atomic_write_text(out / "config.json", json.dumps(cfg.to_dict(), indent=1, default=json_default))
+    atomic_write_text(out / "tree.json", json.dumps(tree.to_dict(), indent=1, default=json_default))
+
+    plan = [(m, g, s) for m in cfg.methods for g in cfg.geometries for s in range(cfg.seeds)]
+    records = []
+    for i, (method, geo, seed) in enumerate(plan, 1):
+        run_dir = out / "runs" / run_name(method, geo, seed)
+        run_cfg = cfg.run_config(method, geo, seed)
+        fp = fingerprint(run_cfg)
+        tag = f"[{i}/{len(plan)}] {method} · {geo} · seed {seed}"
+        res_file, cfg_file = run_dir / "result.json", run_dir / "config.json"
+        if resume and cfg_file.is_file():
+            saved = json.loads(cfg_file.read_text(encoding="utf-8"))
+            if fingerprint(saved) != fp:
+                keys = diff_keys(saved, run_cfg)
+                raise ConfigError(
+                    f"--resume: {cfg_file} was made with different settings ({', '.join(keys)}); "
+                    "use the same preset and --set values, or another --out"
+                )
+        if resume and res_file.is_file():
+            rec = json.loads(res_file.read_text(encoding="utf-8"))
+            say(f"{tag}: finished earlier, reusing {res_file}", flush=True)
+        else:
+            if not resume and run_dir.exists():
+                shutil.rmtree(run_dir)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(cfg_file, json.dumps({**run_cfg, "fingerprint": fp}, indent=1, default=json_default))
+            rec = _run_one(cfg, method, geo, seed, tree, train_ds, test_ds, run_dir, resume=resume,
+                           progress=progress, callbacks=callbacks.get(run_dir.name, ()))
+            m = rec["metrics"]
+            say(f"{tag}: train {rec['train_seconds']:.1f} s, eval {rec['eval_seconds']:.1f} s | "
+                + ", ".join(f"{k} {v:.3f}" for k, v in m.items()), flush=True)
+        rec["embeddings"] = str(run_dir / "embeddings.npz")
+        rec["config"], rec["folder"] = run_cfg, str(run_dir)
+        records.append(rec)
+
+    total = time.perf_counter() - t_start
+    header = _header(cfg, argv, ds, tree, n_all, split, records, total)
+    atomic_write_text(out / "compare.json", json.dumps(
+        {"argv": None if argv is None else list(argv), "config": cfg.to_dict(), "runs": [r["name"] for r in records],
+         "header": header}, default=json_default, indent=1))
+    paths = build_report(out, records, tree, header=header, methods=cfg.methods, geometries=cfg.geometries,
+                         projection=cfg.eval.projection, title="hierviz compare")
+    markdown = paths["markdown"].read_text(encoding="utf-8")
+    say(markdown)
+    say(f"wrote {paths['csv']}, {paths['markdown']}, {paths['html']} "
+        f"({time.perf_counter() - t_start:.1f} s in all)", flush=True)
+    from hierviz.report import read_results_csv
+
+    return CompareResult(rows=read_results_csv(paths["csv"]), records=records, markdown=markdown, paths=paths,
+                         out=out, config=cfg, tree=tree)
+
+
+def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bool = True) -> CompareResult:
+    """Rebuild ``results.csv``/``.md`` and ``report.html`` from the finished runs in ``out``.
+
+    Parameters
+    ----------
+    out : str or Path
+        A folder written by :func:`compare`.
+    projection : str, optional
+        Override the config's ``eval.projection``.
+    verbose : bool, default True
+
+    Returns
+    -------
+    CompareResult
+
+    Raises
+    ------
+    ConfigError
+        No finished runs, or runs trained with different settings (the keys are named).
+    """
+    from hierviz.hierarchy import LabelTree
+    from hierviz.report import build_report, read_results_csv
+
+    out = Path(out)
+    records = load_records(out)
+    if not records:
+        raise ConfigError(f"--out: no finished runs under {out / 'runs'} (run 'hierviz compare --out {out}' first)")
+    check_mergeable(records)
+    meta_file = out / "compare.json"
+    meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
+    order = {name: i for i, name in enumerate(meta.get("runs", []))}
+    records.sort(key=lambda r: (order.get(r.get("name"), len(order)), r.get("name", "")))
+    cfg_dict = {k: v for k, v in records[0]["config"].items() if k not in ("run", "fingerprint")}
+    cfg = ExperimentConfig.from_dict(cfg_dict, where=str(Path(records[0]["folder"]) / "config.json"))
+    tree_file = out / "tree.json"
+    if tree_file.is_file():
+        tree = LabelTree.from_dict(json.loads(tree_file.read_text(encoding="utf-8")))
+    else:
+        _, tree, _ = load_data(cfg)
+    methods = list(dict.fromkeys(r["method"] for r in records))
+    geos = list(dict.fromkeys(r["geometry"] for r in records))
+    header = dict(meta.get("header") or {"Dataset": str(cfg.data.path or cfg.data.dataset),
+                                          "Tree": f"{cfg.data.tree}\n{tree}"})
+    header["Report"] = f"rebuilt by 'hierviz report --out {shlex.quote(str(out))}' from {len(records)} finished runs"
+    paths = build_report(out, records, tree, header=header, methods=methods, geometries=geos,
+                         projection=projection or cfg.eval.projection)
+    markdown = paths["markdown"].read_text(encoding="utf-8")
+    if verbose:
+        print(f"wrote {paths['csv']}, {paths['markdown']}, {paths['html']}")
+    return CompareResult(rows=read_results_csv(paths["csv"]), records=records, markdown=markdown, paths=paths,
+                         out=out, config=cfg, tree=tree)

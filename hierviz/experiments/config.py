@@ -1,0 +1,579 @@
+"""The typed experiment config: presets, ``key=value`` overrides, validation and fingerprints.
+
+An :class:`ExperimentConfig` has one section per concern, and every setting has a dotted key:
+
+===========  ==================================================================================
+key          what
+===========  ==================================================================================
+``methods``  registered method names (:data:`hierviz.methods.METHODS`)
+``geometries``  registered geometry names (:data:`hierviz.geometry.GEOMETRIES`)
+``seeds``    number of seeds per method × geometry (seeds 0 … n-1)
+``out``      output folder
+``data.*``   :class:`DataConfig`: dataset or file, tree, subset, split seed, image size, workers
+``model.*``  :class:`ModelConfig`: encoder, widths, curvature c, clip radius, pretrained file
+``loss.*``   every method hyperparameter (τ, α, γ, α_max, λ_LAM, margins m_ℓ, η, HXE α, …),
+             from :data:`hierviz.methods.LOSS_HPARAMS`
+``train.*``  :class:`TrainSection`: epochs, batch, learning rates, warmup, EMA, device, AMP
+``eval.*``   :class:`EvalConfig`: projection of the report, Karcher steps, batch size
+===========  ==================================================================================
+
+Presets are small TOML files in ``hierviz/experiments/presets/`` (``quick``, ``medium``,
+``full``, ``gpu``) holding only what differs from the defaults; a preset may also be a path
+to your own ``.toml``. ``--set key=value`` then overrides any key; values are read as JSON
+where they parse (``3``, ``0.2``, ``true``, ``null``, ``[0.5, 0.3]``) and as strings
+otherwise, and lists of names may be comma-separated (``methods=supcon,hwc``).
+
+Examples
+--------
+>>> cfg = resolve_config("quick", ["loss.tau=0.2", "train.epochs=1"])
+>>> cfg.loss["tau"], cfg.train.epochs, cfg.data.dataset
+(0.2, 1, 'ham10000-sample')
+>>> resolve_config("quick", ["train.epoch=1"])
+Traceback (most recent call last):
+...
+hierviz.experiments.config.ConfigError: --set train.epoch=1: unknown key 'train.epoch'; did you mean 'train.epochs'?
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from hierviz._registry import nearest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = [
+    "ConfigError",
+    "DataConfig",
+    "ModelConfig",
+    "TrainSection",
+    "EvalConfig",
+    "ExperimentConfig",
+    "PRESETS",
+    "preset_names",
+    "load_preset",
+    "resolve_config",
+    "apply_overrides",
+    "config_keys",
+    "flatten",
+    "fingerprint",
+    "diff_keys",
+    "RESULT_FREE_KEYS",
+]
+
+
+class ConfigError(ValueError):
+    """A bad preset, key or value; the message names it and the fix."""
+
+
+@dataclass
+class DataConfig:
+    """``data.*``: what to train and test on.
+
+    Attributes
+    ----------
+    dataset : str or None, default "ham10000"
+        A registered dataset (:data:`hierviz.data.DATASETS`); ignored when ``path`` is set.
+    path : str or None
+        Your own ``.npz`` (images (N,H,W[,3]) uint8, labels (N,), classes, optional groups)
+        or image folder, instead of ``dataset``.
+    tree : str or None
+        A registered tree name or a tree JSON file; None = the dataset's default tree.
+    limit : int or None
+        A seeded stratified subset of this many images (≥ 3 × number of classes).
+    split_seed : int, default 0
+        Seed of the grouped 70/15/15 train/val/test split (fixed across method seeds).
+    image_size : int or None
+        Training/evaluation image side; None = the data's own.
+    workers : int, default 0
+        DataLoader worker processes (changes the augmentation stream, so it is part of a
+        run's fingerprint).
+    """
+
+    dataset: str | None = "ham10000"
+    path: str | None = None
+    tree: str | None = None
+    limit: int | None = None
+    split_seed: int = 0
+    image_size: int | None = None
+    workers: int = 0
+
+
+@dataclass
+class ModelConfig:
+    """``model.*``: encoder, head and the map onto the manifold.
+
+    Attributes
+    ----------
+    encoder : str, default "resnet18"
+        A registered encoder (:data:`hierviz.models.ENCODERS`).
+    width : int, default 32
+        ``small_cnn`` first-block channels.
+    embed_dim : int, default 128
+        Embedding dimension d.
+    hidden_dim : int or None
+        Projection-head hidden width; None = the encoder's feature size.
+    pretrained : str or None
+        A local ``state_dict`` file for the encoder (never downloaded).
+    curvature : float, default 1.0
+        c > 0 of the hyperbolic geometries (sectional curvature −c).
+    clip_r : float or None, default 2.0
+        Feature-clipping radius of the hyperbolic head (None = no clipping).
+    """
+
+    encoder: str = "resnet18"
+    width: int = 32
+    embed_dim: int = 128
+    hidden_dim: int | None = None
+    pretrained: str | None = None
+    curvature: float = 1.0
+    clip_r: float | None = 2.0
+
+
+@dataclass
+class TrainSection:
+    """``train.*``: the optimisation recipe of paper 01 §4.2 (see :class:`hierviz.training.TrainConfig`).
+
+    ``lr_head`` None = 10 × ``lr_backbone``; ``warmup_epochs`` None = 10 % of the epochs;
+    ``ema_decay`` 0 = off; ``threads`` None = torch's default.
+    """
+
+    epochs: int = 100
+    batch_size: int = 256
+    lr_backbone: float = 1e-4
+    lr_head: float | None = None
+    warmup_epochs: float | None = None
+    weight_decay: float = 1e-4
+    ema_decay: float = 0.99
+    grad_clip: float | None = None
+    device: str = "auto"
+    amp: bool = True
+    threads: int | None = None
+
+
+@dataclass
+class EvalConfig:
+    """``eval.*``: evaluation settings.
+
+    Attributes
+    ----------
+    projection : str, default "tsne"
+        2-D map of the report (a registered projection: tsne, umap, pca).
+    mean_steps : int, default 3
+        Karcher steps of the hyperbolic parent prototypes (paper 01 §4.2, T_mean = 3).
+    batch_size : int, default 256
+        Inference batch size.
+    """
+
+    projection: str = "tsne"
+    mean_steps: int = 3
+    batch_size: int = 256
+
+
+def _default_loss() -> dict[str, Any]:
+    from hierviz.methods import LOSS_HPARAMS
+
+    return {k: h.default for k, h in LOSS_HPARAMS.items()}
+
+
+@dataclass
+class ExperimentConfig:
+    """A whole comparison: methods × geometries × seeds, and every setting of each run.
+
+    The defaults are paper 01's full-size recipe (the ``full`` preset); see the module
+    docstring for the keys. ``to_dict()`` is the resolved config written to every run
+    folder's ``config.json``; ``from_dict`` reads it back.
+    """
+
+    methods: list[str] = field(
+        default_factory=lambda: ["simclr", "supcon", "hc-outside", "hxe", "hwc", "lam", "hwc+lam"]
+    )
+    geometries: list[str] = field(default_factory=lambda: ["euclidean", "poincare"])
+    seeds: int = 3
+    out: str = "hierviz-out"
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    loss: dict[str, Any] = field(default_factory=_default_loss)
+    train: TrainSection = field(default_factory=TrainSection)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain JSON-able dict (sections as nested dicts)."""
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = "config") -> ExperimentConfig:
+        """Rebuild a config from :meth:`to_dict` output (unknown keys refused).
+
+        Raises
+        ------
+        ConfigError
+            Unknown keys or bad values, naming ``where``.
+        """
+        cfg = cls()
+        pairs = [(k, v) for k, v in flatten(d).items()]
+        for key, value in pairs:
+            _set_key(cfg, key, value, where=f"{where}: {key}")
+        validate(cfg)
+        return cfg
+
+    def copy(self) -> ExperimentConfig:
+        """A deep copy."""
+        return ExperimentConfig.from_dict(self.to_dict())
+
+    def run_config(self, method: str, geometry: str, seed: int) -> dict[str, Any]:
+        """The resolved config of one run: this config plus ``run = {method, geometry, seed}``."""
+        d = self.to_dict()
+        d["run"] = {"method": method, "geometry": geometry, "seed": int(seed)}
+        return d
+
+
+_SECTIONS = {"data": DataConfig, "model": ModelConfig, "train": TrainSection, "eval": EvalConfig}
+_TOP = {"methods": list, "geometries": list, "seeds": int, "out": str}
+
+#: Keys that do not change a run's results: they may differ between a run and its
+#: ``--resume``, and between runs merged into one report.
+RESULT_FREE_KEYS = frozenset({"out", "train.device", "train.threads", "eval.projection", "eval.batch_size"})
+
+
+def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"train": {"epochs": 3}} -> {"train.epochs": 3}`` (the ``loss`` section and lists stay values).
+
+    Examples
+    --------
+    >>> flatten({"seeds": 2, "train": {"epochs": 3}, "loss": {"tau": 0.1}})
+    {'seeds': 2, 'train.epochs': 3, 'loss.tau': 0.1}
+    """
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def config_keys(cfg: ExperimentConfig | None = None) -> list[str]:
+    """Every valid dotted key, in display order.
+
+    Examples
+    --------
+    >>> "loss.tau" in config_keys() and "train.epochs" in config_keys()
+    True
+    """
+    cfg = cfg or ExperimentConfig()
+    return list(flatten({k: v for k, v in cfg.to_dict().items()}).keys())
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, ValueError):
+        low = text.strip().lower()
+        if low in ("none", "null"):
+            return None
+        return text
+
+
+def _expect(where: str, what: str, value: Any) -> ConfigError:
+    return ConfigError(f"{where}: expected {what}, got {value!r}")
+
+
+def _coerce(value: Any, default: Any, annotation: Any, where: str) -> Any:
+    """Coerce ``value`` to the type of a field (given its annotation string and default)."""
+    ann = str(annotation)
+    optional = "None" in ann
+    if value is None:
+        if optional:
+            return None
+        raise _expect(where, f"a value ({ann.replace(' | None', '')})", value)
+    if "bool" in ann:
+        if isinstance(value, bool):
+            return value
+        raise _expect(where, "true or false", value)
+    if "int" in ann and "float" not in ann:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
+            raise _expect(where, "an integer", value)
+        return int(value)
+    if "float" in ann:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise _expect(where, "a finite number", value)
+        return float(value)
+    if "list" in ann:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise _expect(where, "a list of names (comma-separated)", value)
+        return [str(v).strip().lower() for v in value]
+    if "str" in ann:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        if not isinstance(value, str):
+            raise _expect(where, "a string", value)
+        return value
+    return value
+
+
+def _coerce_loss(name: str, value: Any, where: str) -> Any:
+    from hierviz.methods import LOSS_HPARAMS
+
+    default = LOSS_HPARAMS[name].default
+    if value is None or default is None:
+        return value
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise _expect(where, "true or false", value)
+        return value
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
+            raise _expect(where, "an integer", value)
+        return int(value)
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise _expect(where, "a finite number", value)
+        return float(value)
+    if isinstance(default, str) and not isinstance(value, str):
+        raise _expect(where, "a string", value)
+    return value
+
+
+def _unknown_key(key: str, where: str) -> ConfigError:
+    valid = config_keys()
+    close = nearest(key, valid)
+    if close:
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}?"
+    else:
+        section = key.split(".")[0]
+        same = [k for k in valid if k.startswith(section + ".")]
+        hint = f"valid keys: {', '.join(same or valid)}"
+    return ConfigError(f"{where}: unknown key {key!r}; {hint}")
+
+
+def _set_key(cfg: ExperimentConfig, key: str, value: Any, where: str) -> None:
+    parts = key.strip().split(".")
+    if len(parts) == 1 and parts[0] in _TOP:
+        f = {f.name: f for f in dataclasses.fields(ExperimentConfig)}[parts[0]]
+        setattr(cfg, parts[0], _coerce(value, None, f.type, where))
+        return
+    if len(parts) == 2 and parts[0] == "loss":
+        from hierviz.methods import LOSS_HPARAMS
+
+        if parts[1] not in LOSS_HPARAMS:
+            raise _unknown_key(key, where)
+        cfg.loss[parts[1]] = _coerce_loss(parts[1], value, where)
+        return
+    if len(parts) == 2 and parts[0] in _SECTIONS:
+        section = getattr(cfg, parts[0])
+        fields = {f.name: f for f in dataclasses.fields(section)}
+        if parts[1] in fields:
+            setattr(section, parts[1], _coerce(value, None, fields[parts[1]].type, where))
+            return
+    raise _unknown_key(key, where)
+
+
+def apply_overrides(cfg: ExperimentConfig, overrides: Sequence[str] | Mapping[str, Any]) -> ExperimentConfig:
+    """Apply ``key=value`` strings (or a ``{key: value}`` mapping) in place and return ``cfg``.
+
+    Raises
+    ------
+    ConfigError
+        A string without ``=``, an unknown key (nearest valid keys named) or a bad value.
+    """
+    if isinstance(overrides, Mapping):
+        items = [(str(k), v, f"{k}") for k, v in overrides.items()]
+    else:
+        items = []
+        for text in overrides:
+            if "=" not in str(text):
+                raise ConfigError(f"--set {text}: expected key=value, e.g. --set train.epochs=5")
+            k, v = str(text).split("=", 1)
+            items.append((k.strip(), _parse_value(v), f"--set {text}"))
+    for key, value, where in items:
+        _set_key(cfg, key, value, where)
+    return cfg
+
+
+def _check(cond: bool, key: str, what: str, value: Any) -> None:
+    if not cond:
+        raise ConfigError(f"{key}: must be {what}, got {value!r}")
+
+
+def validate(cfg: ExperimentConfig) -> ExperimentConfig:
+    """Check names against the registries and ranges of every value.
+
+    Raises
+    ------
+    ConfigError
+        Naming the key, the value and what is valid.
+    """
+    from hierviz.geometry import GEOMETRIES
+    from hierviz.methods import METHODS
+    from hierviz.models import ENCODERS
+
+    for key, reg in (("methods", METHODS), ("geometries", GEOMETRIES)):
+        names = getattr(cfg, key)
+        _check(len(names) > 0, key, "a non-empty list", names)
+        for n in names:
+            if n not in reg:
+                close = nearest(n, reg.names())
+                hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+                raise ConfigError(f"{key}: unknown name {n!r}; {hint}valid names: {', '.join(reg.names())}")
+        setattr(cfg, key, list(dict.fromkeys(names)))
+    if cfg.model.encoder not in ENCODERS:
+        raise ConfigError(f"model.encoder: unknown encoder {cfg.model.encoder!r}; valid: {', '.join(ENCODERS)}")
+    from hierviz.viz.projection import PROJECTIONS
+
+    if cfg.eval.projection not in PROJECTIONS:
+        raise ConfigError(f"eval.projection: unknown projection {cfg.eval.projection!r}; valid: {', '.join(PROJECTIONS)}")
+    for key, v in (
+        ("seeds", cfg.seeds),
+        ("model.width", cfg.model.width),
+        ("model.embed_dim", cfg.model.embed_dim),
+        ("train.epochs", cfg.train.epochs),
+        ("train.batch_size", cfg.train.batch_size),
+        ("eval.batch_size", cfg.eval.batch_size),
+        ("eval.mean_steps", cfg.eval.mean_steps),
+    ):
+        _check(v >= 1, key, "an integer >= 1", v)
+    for key, v in (("data.image_size", cfg.data.image_size), ("model.hidden_dim", cfg.model.hidden_dim),
+                   ("train.threads", cfg.train.threads)):
+        _check(v is None or v >= 1, key, "an integer >= 1 (or null)", v)
+    _check(cfg.data.limit is None or cfg.data.limit >= 2, "data.limit", "an integer >= 2 (or null)", cfg.data.limit)
+    _check(cfg.data.workers >= 0, "data.workers", "an integer >= 0", cfg.data.workers)
+    _check(cfg.data.split_seed >= 0, "data.split_seed", "an integer >= 0", cfg.data.split_seed)
+    _check(cfg.model.curvature > 0, "model.curvature", "> 0 (c of curvature -c)", cfg.model.curvature)
+    _check(cfg.model.clip_r is None or cfg.model.clip_r > 0, "model.clip_r", "> 0 (or null)", cfg.model.clip_r)
+    _check(cfg.train.lr_backbone > 0, "train.lr_backbone", "> 0", cfg.train.lr_backbone)
+    _check(cfg.train.lr_head is None or cfg.train.lr_head > 0, "train.lr_head", "> 0 (or null)", cfg.train.lr_head)
+    _check(cfg.train.warmup_epochs is None or cfg.train.warmup_epochs >= 0, "train.warmup_epochs", ">= 0",
+           cfg.train.warmup_epochs)
+    _check(0 <= cfg.train.ema_decay < 1, "train.ema_decay", "in [0, 1) (0 = off)", cfg.train.ema_decay)
+    _check(cfg.train.weight_decay >= 0, "train.weight_decay", ">= 0", cfg.train.weight_decay)
+    _check(cfg.data.dataset is not None or cfg.data.path is not None, "data.dataset", "a dataset name when "
+           "data.path is not set", cfg.data.dataset)
+    tau = cfg.loss.get("tau")
+    _check(tau is None or tau > 0, "loss.tau", "> 0", tau)
+    return cfg
+
+
+# --------------------------------------------------------------------------- presets
+
+
+def preset_names() -> list[str]:
+    """The bundled presets (``hierviz/experiments/presets/*.toml``)."""
+    folder = resources.files("hierviz.experiments") / "presets"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+#: Names of the bundled presets.
+PRESETS = ("quick", "medium", "full", "gpu")
+
+
+def load_preset(name: str | Path) -> dict[str, Any]:
+    """A preset's overrides as a flat ``{key: value}`` dict (a bundled name or a ``.toml`` path).
+
+    Raises
+    ------
+    ConfigError
+        Unknown name (nearest named), unreadable or invalid TOML (the file named).
+    """
+    text_name = str(name)
+    if text_name.endswith(".toml") or Path(text_name).is_file():
+        path = Path(text_name)
+        if not path.is_file():
+            raise ConfigError(f"--preset {text_name}: no such file")
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError:
+            raise ConfigError(f"--preset {text_name}: not UTF-8 text; save the preset as UTF-8 TOML") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"--preset {text_name}: invalid TOML ({exc})") from None
+        return flatten(data)
+    names = preset_names()
+    if text_name not in names:
+        close = nearest(text_name, names)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        raise ConfigError(f"--preset: unknown preset {text_name!r}; {hint}valid: {', '.join(names)} (or a .toml path)")
+    text = (resources.files("hierviz.experiments") / "presets" / f"{text_name}.toml").read_text(encoding="utf-8")
+    return flatten(tomllib.loads(text))
+
+
+def resolve_config(
+    preset: str | Path | None = None,
+    overrides: Sequence[str] | Mapping[str, Any] = (),
+    base: ExperimentConfig | None = None,
+) -> ExperimentConfig:
+    """Defaults ← preset ← overrides, validated.
+
+    Parameters
+    ----------
+    preset : str or Path, optional
+        A bundled preset name (:func:`preset_names`) or a ``.toml`` file.
+    overrides : sequence of "key=value" or mapping
+    base : ExperimentConfig, optional
+        Start from this config instead of the defaults.
+
+    Returns
+    -------
+    ExperimentConfig
+
+    Raises
+    ------
+    ConfigError
+    """
+    cfg = base.copy() if base is not None else ExperimentConfig()
+    if preset is not None:
+        for key, value in load_preset(preset).items():
+            _set_key(cfg, key, value, where=f"preset {preset}: {key}")
+    apply_overrides(cfg, overrides)
+    return validate(cfg)
+
+
+# --------------------------------------------------------------------------- fingerprints
+
+
+def _canonical(d: Mapping[str, Any], ignore: frozenset[str] | set[str]) -> dict[str, Any]:
+    return {k: v for k, v in sorted(flatten(d).items()) if k not in ignore}
+
+
+def fingerprint(config: Mapping[str, Any], ignore: frozenset[str] | set[str] = RESULT_FREE_KEYS) -> str:
+    """sha256 (16 hex digits) of a resolved config without the keys in ``ignore``.
+
+    Examples
+    --------
+    >>> a = ExperimentConfig().to_dict()
+    >>> b = ExperimentConfig().to_dict(); b["out"] = "elsewhere"
+    >>> fingerprint(a) == fingerprint(b)
+    True
+    """
+    text = json.dumps(_canonical(config, ignore), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def diff_keys(
+    a: Mapping[str, Any], b: Mapping[str, Any], ignore: frozenset[str] | set[str] = RESULT_FREE_KEYS
+) -> list[str]:
+    """Dotted keys whose values differ between two resolved configs (``ignore`` left out).
+
+    Examples
+    --------
+    >>> a = ExperimentConfig().to_dict(); b = ExperimentConfig().to_dict()
+    >>> b["train"]["epochs"] = 5; b["loss"]["tau"] = 0.2
+    >>> diff_keys(a, b)
+    ['loss.tau', 'train.epochs']
+    """
+    fa, fb = _canonical(a, ignore), _canonical(b, ignore)
+    return sorted(k for k in set(fa) | set(fb) if fa.get(k, "<missing>") != fb.get(k, "<missing>"))

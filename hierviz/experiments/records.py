@@ -1,0 +1,156 @@
+"""Run records: what each run folder holds, how it is read back, and who may be merged.
+
+A finished run folder ``<out>/runs/<method>-<geometry>-s<seed>/`` holds
+
+* ``config.json`` — the fully resolved config of the run (:meth:`ExperimentConfig.run_config`)
+  with its ``fingerprint``;
+* ``result.json`` — the run record: method, geometry, seed, display names, metrics,
+  timings, history, the fingerprint;
+* ``embeddings.npz`` — the evaluation protocol's arrays (test embeddings, prototypes …);
+* ``checkpoint.pt`` (+ ``checkpoint.pt.prev``) — the last two training checkpoints.
+
+``--resume`` reuses a finished run only when its fingerprint equals the new one, and
+``hierviz report`` merges only runs whose configs agree on every key but the run's own
+method, geometry and seed; a mismatch is refused, naming the keys that differ.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hierviz.experiments.config import RESULT_FREE_KEYS, ConfigError, diff_keys
+
+__all__ = [
+    "RUN_KEYS",
+    "run_name",
+    "load_records",
+    "check_mergeable",
+    "atomic_write_text",
+    "json_default",
+]
+
+#: Keys that legitimately differ between the runs of one comparison.
+RUN_KEYS = frozenset({"run.method", "run.geometry", "run.seed", "methods", "geometries", "seeds"}) | RESULT_FREE_KEYS
+
+
+def run_name(method: str, geometry: str, seed: int) -> str:
+    """Folder name of a run: ``hwc_lam-poincare-s0`` ('+' becomes '_').
+
+    Examples
+    --------
+    >>> run_name("hwc+lam", "poincare", 0)
+    'hwc_lam-poincare-s0'
+    """
+    return f"{method.replace('+', '_')}-{geometry}-s{seed}"
+
+
+def json_default(o: Any) -> Any:
+    """``json.dumps`` fallback for NumPy scalars and paths."""
+    if isinstance(o, (np.floating, np.integer)):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: not a readable JSON run record ({exc}); delete the run folder and rerun") from None
+
+
+def load_records(out_dir: str | os.PathLike) -> list[dict]:
+    """Read every finished run (``runs/*/result.json``) below ``out_dir``.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+
+    Returns
+    -------
+    list of dict
+        Sorted by run folder name; ``embeddings`` made absolute and ``config`` holding the
+        run's ``config.json`` (None for runs written by hierviz 0.1).
+
+    Raises
+    ------
+    ConfigError
+        A record that is not valid JSON (naming the file).
+    """
+    out = []
+    for p in sorted(Path(out_dir).glob("runs/*/result.json")):
+        rec = _read_json(p)
+        if rec.get("embeddings"):
+            rec["embeddings"] = str(p.parent / Path(rec["embeddings"]).name)
+        cfg_file = p.parent / "config.json"
+        rec["config"] = _read_json(cfg_file) if cfg_file.is_file() else None
+        rec["folder"] = str(p.parent)
+        out.append(rec)
+    return out
+
+
+def check_mergeable(records: Sequence[Mapping[str, Any]]) -> None:
+    """Refuse to put runs with different settings into one table.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        From :func:`load_records`.
+
+    Raises
+    ------
+    ConfigError
+        A run without ``config.json`` (hierviz 0.1), or two runs whose configs differ on a
+        key other than :data:`RUN_KEYS`; the message names both runs and the keys.
+    """
+    first = None
+    for rec in records:
+        cfg = rec.get("config")
+        if cfg is None:
+            raise ConfigError(
+                f"{rec.get('folder', rec.get('name'))}: no config.json (written by hierviz 0.1?); "
+                "rerun it with this version or report it from its own --out folder"
+            )
+        if first is None:
+            first = rec
+            continue
+        keys = diff_keys(first["config"], cfg, ignore=RUN_KEYS)
+        if keys:
+            shown = ", ".join(
+                f"{k}: {_get(first['config'], k)!r} vs {_get(cfg, k)!r}" for k in keys[:6]
+            ) + (" …" if len(keys) > 6 else "")
+            raise ConfigError(
+                f"runs {Path(first['folder']).name} and {Path(rec['folder']).name} were trained with different "
+                f"settings ({shown}); a report averages like with like: put them in separate --out folders"
+            )
+
+
+def _get(d: Mapping[str, Any], key: str) -> Any:
+    cur: Any = d
+    for part in key.split("."):
+        if not isinstance(cur, Mapping) or part not in cur:
+            return "<missing>"
+        cur = cur[part]
+    return cur

@@ -1,0 +1,31 @@
+"""Methods: the registry that ``hierviz compare --methods`` reads (see :mod:`.registry`).
+
+Built-in methods register themselves when their module is imported: :mod:`.paper01`
+(SimCLR, SupCon, outside-softmax HC, HXE, soft labels, HWC, LAM, HWC + LAM). A user module
+registers more with :func:`register_method`; ``hierviz compare --import MODULE`` imports it.
+"""
+
+from hierviz.methods import paper01  # noqa: E402,F401  (registers the built-ins)
+from hierviz.methods.registry import (
+    LOSS_HPARAMS,
+    METHODS,
+    HParam,
+    Method,
+    Needs,
+    build_objective,
+    get_method,
+    register_hparam,
+    register_method,
+)
+
+__all__ = [
+    "METHODS",
+    "LOSS_HPARAMS",
+    "Method",
+    "Needs",
+    "HParam",
+    "register_method",
+    "register_hparam",
+    "get_method",
+    "build_objective",
+]

@@ -1,0 +1,153 @@
+"""Paper 01 methods (*Climbing the label tree*, §4.3): HWC, LAM, HWC + LAM and the baselines.
+
+========================  ===========================================================
+name                      objective
+========================  ===========================================================
+``"simclr"``              SimCLR / NT-Xent, view positives only (labels unused)
+``"supcon"``              SupCon (Khosla et al. 2020), leaf labels, hierarchy-agnostic
+``"hc-outside"``          outside-softmax hierarchical contrastive baseline (§4.3/§4.6)
+``"hxe"``                 hierarchical cross-entropy on classifier logits (Bertinetto 2020)
+``"soft-labels"``         soft-label cross-entropy on classifier logits (Bertinetto 2020)
+``"hwc"``                 HWC alone (Eq. 7)
+``"lam"``                 "LAM alone": SupCon + λ_LAM · LAM
+``"hwc+lam"``             L = L_HWC + λ_LAM · L_LAM (Eq. 12)
+========================  ===========================================================
+
+"LAM alone" (paper 01 Tables 1–3, row "LAM") cannot stand by itself: a prototype hinge has
+no instance-discrimination term and collapses every sample of a parent onto its prototype.
+As in the paper it is LAM added to the hierarchy-agnostic contrastive base, HWC with ω ≡ 1
+(= SupCon): ``L = L_SupCon + λ_LAM · L_LAM``.
+
+All contrastive terms use the same ``loss.reduction`` (default ``"pairs"``, Eq. 7's
+normalisation), so methods are compared like with like. HXE and soft labels are evaluated on
+the encoder features mapped into the run's geometry (``embedding="features"``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hierviz.losses import HWCLoss, HXELoss, LAMLoss, Objective, SimCLRLoss, SoftLabelLoss, SupConLoss
+from hierviz.losses import hc_outside as _hc_outside
+from hierviz.losses._validation import _check_real
+from hierviz.methods.registry import Needs, register_hparam, register_method
+
+__all__: list[str] = []
+
+_PAPER = "Paper 01 (HWC + LAM)"
+
+for _name, _default, _doc in (
+    ("tau", 0.1, "temperature τ of every contrastive loss (> 0)"),
+    ("alpha", 0.5, "HWC/outside-softmax α: weight of the hierarchy term in ω (Eqs. 5-6, >= 0)"),
+    ("gamma", 0.5, "HWC γ: sharpness of ω in ρ (Eq. 6, >= 0)"),
+    ("alpha_max", None, "upper clamp of ω (None = no clamp)"),
+    ("lambda_lam", 1.0, "λ_LAM: weight of the LAM term (Eq. 12, >= 0)"),
+    ("margins", None, "LAM margins m_ℓ per level, root side first (None = 0.5 ... 0.1)"),
+    ("level_weights", None, "LAM level weights λ_ℓ (None = 1 for every level)"),
+    ("eta", 0.05, "EMA rate η of the LAM prototypes (Eqs. 9-10, in (0, 1])"),
+    ("mean_steps", 3, "Karcher steps of the hyperbolic prototype means (Eq. 3)"),
+    ("dim", None, "LAM prototype dimension (None = set from the first batch)"),
+    ("reduction", "pairs", "'pairs' (Eq. 7, mean over positive pairs) or 'anchor' (Eq. 8)"),
+    ("omega", "pair", "HWC ω: 'pair' (per pair, Eq. 5) or 'constant' (its batch mean ω̄)"),
+    ("similarity", None, "None (geometry default: cosine / -d), 'cosine' or 'neg_dist'"),
+    ("hxe_alpha", 0.1, "HXE α: edge weights exp(-α·height) (Bertinetto et al. 2020, >= 0)"),
+    ("hxe_normalize", False, "HXE: normalise the edge weights to sum to 1 per path"),
+    ("soft_beta", 10.0, "soft-labels β: target ∝ exp(-β·d_T/L) (Bertinetto et al. 2020, > 0)"),
+):
+    register_hparam(_name, _default, _doc)
+
+_CONTRASTIVE = ("tau", "reduction", "similarity")
+_HWC = (*_CONTRASTIVE, "alpha", "gamma", "alpha_max", "omega")
+_LAM = ("lambda_lam", "margins", "level_weights", "eta", "dim", "mean_steps")
+
+
+def _supcon(tree: Any, geometry: Any, hp: dict[str, Any]) -> SupConLoss:
+    return SupConLoss(tree, geometry, tau=hp["tau"], reduction=hp["reduction"], similarity=hp["similarity"])
+
+
+def _hwc(tree: Any, geometry: Any, hp: dict[str, Any]) -> HWCLoss:
+    return HWCLoss(
+        tree,
+        geometry,
+        tau=hp["tau"],
+        alpha=hp["alpha"],
+        gamma=hp["gamma"],
+        alpha_max=hp["alpha_max"],
+        omega=hp["omega"],
+        reduction=hp["reduction"],
+        similarity=hp["similarity"],
+    )
+
+
+def _lam(tree: Any, geometry: Any, hp: dict[str, Any]) -> LAMLoss:
+    return LAMLoss(
+        tree,
+        geometry,
+        margins=hp["margins"],
+        level_weights=hp["level_weights"],
+        eta=hp["eta"],
+        dim=hp["dim"],
+        mean_steps=hp["mean_steps"],
+    )
+
+
+@register_method("simclr", display_name="SimCLR", hparams=("tau", "similarity"), paper=_PAPER)
+def simclr(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
+    return Objective("simclr", {"simclr": SimCLRLoss(tree, geometry, tau=hp["tau"], similarity=hp["similarity"])})
+
+
+@register_method("supcon", display_name="SupCon", hparams=_CONTRASTIVE, paper=_PAPER)
+def supcon(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
+    return Objective("supcon", {"supcon": _supcon(tree, geometry, hp)})
+
+
+@register_method(
+    "hc-outside", display_name="Hierarchical Contrastive (outside)", hparams=(*_CONTRASTIVE, "alpha"), paper=_PAPER
+)
+def hc_outside(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
+    loss = _hc_outside.OutsideSoftmaxHCLoss(
+        tree, geometry, tau=hp["tau"], alpha=hp["alpha"], reduction=hp["reduction"], similarity=hp["similarity"]
+    )
+    return Objective("hc-outside", {"hc": loss})
+
+
+@register_method(
+    "hxe",
+    display_name="HXE",
+    hparams=("hxe_alpha", "hxe_normalize"),
+    needs=Needs(logits=True),
+    embedding="features",
+    paper=_PAPER,
+)
+def hxe(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
+    loss = HXELoss(tree, alpha=hp["hxe_alpha"], normalize=hp["hxe_normalize"])
+    return Objective("hxe", {"hxe": loss}, requires_logits=True)
+
+
+@register_method(
+    "soft-labels",
+    display_name="Soft labels",
+    hparams=("soft_beta",),
+    needs=Needs(logits=True),
+    embedding="features",
+    paper=_PAPER,
+)
+def soft_labels(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
+    return Objective("soft-labels", {"soft": SoftLabelLoss(tree, beta=hp["soft_beta"])}, requires_logits=True)
+
+
+@register_method("hwc", display_name="HWC", hparams=_HWC, paper=_PAPER)
+def hwc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
+    return Objective("hwc", {"hwc": _hwc(tree, geometry, hp)})
+
+
+@register_method("lam", display_name="LAM", hparams=(*_CONTRASTIVE, *_LAM), paper=_PAPER)
+def lam(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
+    w = _check_real(hp["lambda_lam"], "lambda_lam", low=0.0)
+    return Objective("lam", {"supcon": _supcon(tree, geometry, hp), "lam": _lam(tree, geometry, hp)}, {"lam": w})
+
+
+@register_method("hwc+lam", display_name="HWC+LAM", hparams=(*_HWC, *_LAM), paper=_PAPER)
+def hwc_lam(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
+    w = _check_real(hp["lambda_lam"], "lambda_lam", low=0.0)
+    return Objective("hwc+lam", {"hwc": _hwc(tree, geometry, hp), "lam": _lam(tree, geometry, hp)}, {"lam": w})

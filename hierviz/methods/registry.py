@@ -1,0 +1,300 @@
+"""The method registry: name → :class:`Method` (its loss, what it needs, how it is evaluated).
+
+A *method* is what ``hierviz compare --methods`` names: a factory that builds the training
+objective from the label tree, the geometry and the ``loss.*`` hyperparameters, plus the
+declarations the experiment needs to run it without naming it:
+
+* ``needs`` (:class:`Needs`): views per image, a classifier (logits), per-level labels,
+  a batch sampler, extra modules;
+* ``protocol``: the evaluation protocol (see :mod:`hierviz.evaluation`), and ``embedding``,
+  which representation that protocol embeds (``"z"`` or the encoder ``"features"``);
+* ``display_name`` and ``paper`` for tables and reports.
+
+Hyperparameters are one flat namespace, ``loss.<name>`` in the experiment config (τ is
+``loss.tau`` for every method that has a temperature). :data:`LOSS_HPARAMS` holds each
+name's default and description; a method lists the names it reads, and registering a
+method with a new name adds it.
+
+Examples
+--------
+>>> import torch
+>>> from hierviz.hierarchy import LabelTree
+>>> from hierviz.losses import Objective, SupConLoss
+>>> from hierviz.methods import register_method, build_objective, METHODS
+>>> @register_method("my-supcon", display_name="My SupCon", hparams={"tau": 0.1})
+... def my_supcon(tree, geometry, hp):
+...     return Objective("my-supcon", {"supcon": SupConLoss(tree, geometry, tau=hp["tau"])})
+>>> tree = LabelTree.from_nested({"root": {"a": ["x", "y"], "b": ["z"]}})
+>>> obj = build_objective("my-supcon", tree, "euclidean", tau=0.2)
+>>> z = torch.nn.functional.normalize(torch.randn(6, 2, 4), dim=-1)
+>>> loss, terms = obj(z, torch.tensor([0, 0, 1, 1, 2, 2]))
+>>> sorted(terms)
+['supcon']
+>>> METHODS.unregister("my-supcon")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hierviz._registry import Registry
+
+__all__ = [
+    "Needs",
+    "Method",
+    "HParam",
+    "METHODS",
+    "LOSS_HPARAMS",
+    "PROTOCOL_EMBEDDINGS",
+    "register_method",
+    "register_hparam",
+    "get_method",
+    "build_objective",
+]
+
+#: What an evaluation protocol may embed: the projection-head output or the encoder features.
+PROTOCOL_EMBEDDINGS = ("z", "features")
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a method needs from the data pipeline and the model.
+
+    Attributes
+    ----------
+    views : int, default 2
+        Augmented views per image in a training batch (``z`` has shape ``(B, views, d)``).
+    logits : bool, default False
+        The model gets a linear classifier over the tree's leaves (HXE, soft labels).
+    level_labels : bool, default False
+        The objective reads per-level labels (paper 02); it derives them from the leaf
+        labels and its tree.
+    sampler : str or None, default None
+        Name of a batch sampler the training loader must use (paper 04); ``None`` = shuffle.
+    modules : tuple of str, default ()
+        Extra trainable modules the objective owns (their parameters are trained with the
+        head's learning rate and checkpointed with the objective).
+    """
+
+    views: int = 2
+    logits: bool = False
+    level_labels: bool = False
+    sampler: str | None = None
+    modules: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.views, bool) or not isinstance(self.views, int) or self.views < 1:
+            raise ValueError(f"Needs.views must be an integer >= 1, got {self.views!r}")
+
+
+@dataclass(frozen=True)
+class HParam:
+    """One ``loss.<name>`` hyperparameter: its default and a one-line description."""
+
+    name: str
+    default: Any
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Method:
+    """A registered training method.
+
+    Attributes
+    ----------
+    name : str
+        Registry name (lower case), e.g. ``"hwc+lam"``.
+    build : callable
+        ``build(tree, geometry, hp) -> nn.Module``; ``hp`` maps each name of ``hparams``
+        to its value. The module is called by the training loop as
+        ``loss_from_output(model_output, labels)`` when it has that method (every
+        :class:`hierviz.losses.Objective` does), else as ``module(z, labels)``.
+    display_name : str
+        Row title in tables and reports.
+    hparams : tuple of str
+        The ``loss.*`` names the method reads.
+    needs : Needs
+    protocol : str, default "classification"
+        Evaluation protocol name (:data:`hierviz.evaluation.PROTOCOLS`).
+    embedding : {"z", "features"}, default "z"
+        Which representation the protocol embeds.
+    paper : str
+        Reference name of the source (``docs/references.md``).
+    """
+
+    name: str
+    build: Callable[..., Any]
+    display_name: str
+    hparams: tuple[str, ...] = ()
+    needs: Needs = field(default_factory=Needs)
+    protocol: str = "classification"
+    embedding: str = "z"
+    paper: str = ""
+
+
+#: name -> :class:`Method`.
+METHODS: Registry = Registry("method")
+#: ``loss.<name>`` -> :class:`HParam`, in registration order.
+LOSS_HPARAMS: dict[str, HParam] = {}
+
+
+def register_hparam(name: str, default: Any, doc: str = "") -> HParam:
+    """Declare a ``loss.<name>`` hyperparameter (idempotent for the same default).
+
+    Parameters
+    ----------
+    name : str
+        A Python identifier.
+    default : object
+        JSON-representable default (number, bool, string, list or None).
+    doc : str
+        One line for ``hierviz config`` and the docs.
+
+    Returns
+    -------
+    HParam
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not an identifier, or is already declared with another default.
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"hyperparameter name must be a Python identifier, got {name!r}")
+    old = LOSS_HPARAMS.get(name)
+    if old is not None:
+        if old.default != default:
+            raise ValueError(
+                f"loss.{name} is already declared with default {old.default!r} (not {default!r}); "
+                "reuse that default or pick another name"
+            )
+        return old
+    hp = HParam(name, default, doc)
+    LOSS_HPARAMS[name] = hp
+    return hp
+
+
+def register_method(
+    name: str,
+    *,
+    display_name: str | None = None,
+    hparams: Mapping[str, Any] | tuple[str, ...] | list[str] = (),
+    needs: Needs | None = None,
+    protocol: str = "classification",
+    embedding: str = "z",
+    paper: str = "",
+    replace: bool = False,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator registering ``build(tree, geometry, hp) -> objective`` as a method.
+
+    Parameters
+    ----------
+    name : str
+    display_name : str, optional
+        Default: ``name``.
+    hparams : mapping or sequence of str
+        The ``loss.*`` names the method reads. A mapping ``{name: default}`` also declares
+        new names (:func:`register_hparam`); a sequence must name declared ones.
+    needs : Needs, optional
+    protocol : str, default "classification"
+    embedding : {"z", "features"}, default "z"
+    paper : str, optional
+    replace : bool, default False
+        Overwrite an existing registration.
+
+    Returns
+    -------
+    callable
+        The decorator; it returns ``build`` unchanged.
+
+    Raises
+    ------
+    ValueError
+        Unknown hyperparameter names, a bad ``embedding``, or a name already registered.
+    """
+    if embedding not in PROTOCOL_EMBEDDINGS:
+        raise ValueError(f"embedding must be one of {PROTOCOL_EMBEDDINGS}, got {embedding!r}")
+    if isinstance(hparams, Mapping):
+        for k, v in hparams.items():
+            if k not in LOSS_HPARAMS:
+                register_hparam(k, v)
+        names = tuple(hparams)
+    else:
+        names = tuple(hparams)
+        missing = [k for k in names if k not in LOSS_HPARAMS]
+        if missing:
+            raise ValueError(
+                f"method {name!r}: hyperparameter(s) {missing} are not declared; pass hparams as a "
+                "{name: default} mapping to declare them"
+            )
+
+    def deco(build: Callable[..., Any]) -> Callable[..., Any]:
+        METHODS.register(
+            name,
+            Method(
+                name=str(name).strip().lower(),
+                build=build,
+                display_name=display_name or str(name),
+                hparams=names,
+                needs=needs or Needs(),
+                protocol=protocol,
+                embedding=embedding,
+                paper=paper,
+            ),
+            replace=replace,
+        )
+        return build
+
+    return deco
+
+
+def get_method(name: str) -> Method:
+    """The registered :class:`Method` named ``name``.
+
+    Raises
+    ------
+    UnknownNameError
+        (KeyError and ValueError) naming the closest registered methods.
+    """
+    return METHODS.get(name)
+
+
+def build_objective(name: str, tree: Any, geometry: Any, **hparams: Any) -> Any:
+    """Build a registered method's training objective.
+
+    Parameters
+    ----------
+    name : str
+        A registered method (``hierviz.methods.METHODS.names()``), case-insensitive.
+    tree : LabelTree
+        The label tree (labels are its leaf indices).
+    geometry : Geometry or str
+        A :class:`hierviz.geometry.Geometry` or a registered geometry name.
+    **hparams
+        ``loss.*`` values (:data:`LOSS_HPARAMS`); unset ones take their defaults; ones the
+        method does not read are ignored, so one dict can drive every method.
+
+    Returns
+    -------
+    torch.nn.Module
+        Usually a :class:`hierviz.losses.Objective`: ``loss, terms = obj(z, labels)``.
+
+    Raises
+    ------
+    UnknownNameError
+        Unknown method (a ValueError naming the nearest ones).
+    TypeError
+        An undeclared hyperparameter name (the message lists the valid ones).
+    """
+    if isinstance(geometry, str):
+        from hierviz.geometry import get_geometry
+
+        geometry = get_geometry(geometry)
+    method = get_method(name)
+    unknown = sorted(set(hparams) - set(LOSS_HPARAMS))
+    if unknown:
+        raise TypeError(f"unknown hyperparameter(s) {unknown}; valid: {sorted(LOSS_HPARAMS)}")
+    hp = {k: hparams.get(k, LOSS_HPARAMS[k].default) for k in method.hparams}
+    return method.build(tree, geometry, hp)

@@ -1,0 +1,298 @@
+"""The self-contained HTML report of ``hierviz compare``.
+
+Three outputs per comparison:
+
+* ``results.csv`` - one row per method x geometry x seed with every metric of
+  :func:`hierviz.metrics.hierarchy_report` and the timings;
+* ``results.md`` - a Markdown table shaped like paper 01 Table 1/2: one row per method,
+  for each geometry the columns HF1, H-Acc, PC-Order, Violations and Top-1 as
+  "mean ± std" over seeds, best per column in bold;
+* ``report.html`` - one file with no external resources (plotly.js is inlined once):
+  a header (command, dataset, tree, timings), the table, metric bars, the label tree,
+  for each method x geometry the Poincaré disk of the test embeddings with the parent
+  prototypes (hyperbolic runs) and a t-SNE/UMAP/PCA map with the tree drawn over it,
+  and the loss curves.
+"""
+from __future__ import annotations
+
+import html
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hierviz.report.tables import (
+    METRICS,
+    _ordered,
+    geometry_label,
+    method_label,
+    results_html_table,
+    results_markdown,
+    summarise,
+    write_results_csv,
+)
+
+__all__ = ["write_report_html", "build_report", "collapsed_note"]
+
+_CSS = """
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:13px;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}
+th:first-child,td:first-child{text-align:left}thead th{background:#f3f3f3}
+pre{background:#f7f7f7;padding:8px;overflow-x:auto;font-size:12px}
+dl.header dt{font-weight:bold;float:left;clear:left;width:11em}dl.header dd{margin-left:12em;margin-bottom:4px}
+.fig{margin:1em 0;border-top:1px solid #eee;padding-top:.5em}
+"""
+
+
+def write_report_html(path: str | Path, *, title: str, header: Mapping[str, str], table_html: str,
+                      figures: Sequence[tuple[str, Any]], notes: Sequence[str] = ()) -> Path:
+    """Write a single self-contained HTML file (plotly.js inlined once, no network needed).
+
+    Parameters
+    ----------
+    path : str or Path
+    title : str
+        Page title.
+    header : mapping of str to str
+        Key/value lines shown at the top (command, dataset, tree, timings...); values
+        are escaped, multi-line values shown pre-formatted.
+    table_html : str
+        HTML fragment of the results table (e.g. :func:`results_html_table`), inserted as is.
+    figures : sequence of (str, plotly.graph_objects.Figure)
+        Section title and figure, in order.
+    notes : sequence of str
+        Paragraphs (escaped) added after the table.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    TypeError
+        If a figure is not a plotly figure.
+    """
+    import plotly.graph_objects as go
+    from plotly.offline import get_plotlyjs
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
+             f"<title>{html.escape(title)}</title><style>{_CSS}</style>",
+             f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>",
+             f"<h1>{html.escape(title)}</h1><dl class='header'>"]
+    for k, v in header.items():
+        v = str(v)
+        shown = f"<pre>{html.escape(v)}</pre>" if "\n" in v else html.escape(v)
+        parts.append(f"<dt>{html.escape(str(k))}</dt><dd>{shown}</dd>")
+    parts.append("</dl><h2>Results</h2>")
+    parts.append(table_html)
+    for n in notes:
+        parts.append(f"<p>{html.escape(n)}</p>")
+    for i, (sec, fig) in enumerate(figures):
+        if not isinstance(fig, go.Figure):
+            raise TypeError(f"figures[{i}] ({sec!r}) must be a plotly Figure, got {type(fig).__name__}")
+        div = fig.to_html(full_html=False, include_plotlyjs=False, default_width="100%",
+                          config={"responsive": True, "displaylogo": False})
+        parts.append(f"<div class='fig'><h3>{html.escape(sec)}</h3>{div}</div>")
+    parts.append("</body></html>")
+    path.write_text("".join(parts), encoding="utf-8")
+    return path
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def collapsed_note(z: np.ndarray, tol: float = 1e-6) -> str:
+    """A sentence when embeddings are collapsed (fewer than 3 distinct points), else ``""``.
+
+    t-SNE and UMAP cannot lay out (and scikit-learn's Barnes-Hut t-SNE may crash on) a
+    set whose points coincide, which is what a run that learned a constant map produces.
+
+    Parameters
+    ----------
+    z : numpy.ndarray, shape (n, D)
+    tol : float, default 1e-6
+        Points closer than this (max-abs coordinate difference) count as one.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> collapsed_note(np.zeros((50, 4)))
+    'the test embeddings are collapsed: all 50 points lie within 1e-06 of 1 point(s) (the encoder learned a constant map)'
+    >>> collapsed_note(np.eye(4))
+    ''
+    """
+    z = np.asarray(z, dtype=np.float64)
+    if z.ndim != 2 or len(z) == 0:
+        return "there are no test embeddings"
+    if not np.isfinite(z).all():
+        return "the test embeddings contain NaN or inf"
+    distinct = np.unique(np.round(z / tol), axis=0).shape[0]
+    if distinct < 3:
+        return (f"the test embeddings are collapsed: all {len(z)} points lie within {tol:g} of {distinct} point(s) "
+                "(the encoder learned a constant map)")
+    return ""
+
+
+def _figure_or_note(title: str, make, figures: list, notes: list) -> None:
+    """Add ``make()`` to ``figures``; a failure becomes a note instead of killing the report."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            figures.append((title, make()))
+    except (ValueError, TypeError, RuntimeError) as exc:  # one bad figure must not lose the results
+        notes.append(f"Figure '{title}' could not be drawn: {exc}")
+
+
+def build_report(
+    out_dir: str | Path,
+    records: Sequence[Mapping[str, Any]],
+    tree,
+    *,
+    header: Mapping[str, str],
+    methods: Sequence[str] | None = None,
+    geometries: Sequence[str] | None = None,
+    projection: str = "tsne",
+    max_points: int = 1000,
+    title: str = "hierviz compare",
+) -> dict[str, Path]:
+    """Write ``results.csv``, ``results.md`` and ``report.html`` into ``out_dir``.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+    records : sequence of dict
+        One per finished run, as saved in ``runs/<name>/result.json`` by the CLI: keys
+        ``method``, ``geometry``, ``curvature``, ``seed``, ``metrics`` (dict),
+        ``step_history`` (dict of lists), timings, and ``embeddings`` - the path of an
+        ``.npz`` with ``z_test`` (n, D), ``y_test`` (n,), ``prototypes`` (P, D),
+        ``proto_nodes`` (P,) node indices.
+    tree : hierviz.tree.LabelTree
+        The tree aligned with the data's classes.
+    header : mapping of str to str
+        Header lines of the HTML page.
+    methods, geometries : sequence of str, optional
+        Table order.
+    projection : {"tsne", "umap", "pca"}, default "tsne"
+        2-D map drawn for every method x geometry.
+    max_points : int, default 1000
+        Points per figure (seeded subsample).
+    title : str
+
+    Returns
+    -------
+    dict
+        ``{"csv": Path, "markdown": Path, "html": Path}``.
+
+    Raises
+    ------
+    ValueError
+        No records, or an unknown ``projection``.
+    """
+    from hierviz.geometry import get_geometry
+    from hierviz.viz import plot_loss_curves, plot_poincare_disk, plot_projection, plot_tree
+    from hierviz.viz.curves import plot_metric_bars
+    from hierviz.viz.projection import PROJECTIONS
+
+    if projection not in PROJECTIONS:
+        raise ValueError(f"projection must be one of {PROJECTIONS.names()}, got {projection!r}")
+    out_dir = Path(out_dir)
+    recs = [dict(r) for r in records]
+    if not recs:
+        raise ValueError("records is empty: there are no finished runs to report")
+    rows = []
+    for r in recs:
+        row = {"method": r["method"], "geometry": r["geometry"], "seed": int(r["seed"])}
+        row.update({m: float(r["metrics"][m]) for m in METRICS if m in r["metrics"]})
+        row.update({m: float(v) for m, v in r["metrics"].items() if m not in METRICS and _is_number(v)})
+        for k in ("curvature", "epochs", "train_seconds", "eval_seconds", "eval_embedding"):
+            if k in r:
+                row[k] = r[k]
+        rows.append(row)
+    paths = {"csv": write_results_csv(rows, out_dir / "results.csv")}
+    first = lambda key: str(header.get(key, "")).splitlines()[0] if header.get(key) else ""  # noqa: E731
+    title_md = " — ".join(t for t in (f"**{title}**", first("Dataset"), first("Tree")) if t)
+    md = results_markdown(rows, methods=methods, geometries=geometries,
+                          title=title_md)
+    paths["markdown"] = out_dir / "results.md"
+    paths["markdown"].write_text(md, encoding="utf-8")
+
+    figures: list = []
+    notes: list[str] = []
+    summary = summarise(rows)
+    bar_rows = []
+    for (meth, geo), vals in summary.items():
+        br: dict[str, Any] = {"method": f"{method_label(meth)} ({geometry_label(geo)})"}
+        for m in METRICS:
+            br[m], br[f"{m}_std"] = vals[m][0], vals[m][1]
+        bar_rows.append(br)
+    _figure_or_note("Metrics (mean ± std over seeds)",
+                    lambda: plot_metric_bars(bar_rows, metrics=list(METRICS), title="Metrics per method"),
+                    figures, notes)
+    _figure_or_note("Label tree", lambda: plot_tree(tree), figures, notes)
+
+    # one representative run (lowest seed) per method x geometry
+    firsts: dict[tuple[str, str], dict] = {}
+    for r in sorted(recs, key=lambda r: int(r["seed"])):
+        firsts.setdefault((r["method"], r["geometry"]), r)
+    order_m = _ordered((k[0] for k in firsts), methods)
+    order_g = _ordered((k[1] for k in firsts), geometries)
+    losses: dict[str, list[float]] = {}
+    for meth in order_m:
+        for geo in order_g:
+            r = firsts.get((meth, geo))
+            if r is None:
+                continue
+            label = f"{method_label(meth)} ({geometry_label(geo)}, seed {r['seed']})"
+            hist = r.get("step_history") or {}
+            if hist.get("loss"):
+                losses[label] = list(hist["loss"])
+            emb = r.get("embeddings")
+            if not emb or not Path(emb).is_file():
+                notes.append(f"{label}: no saved test embeddings, figures skipped")
+                continue
+            with np.load(emb) as f:
+                z, y = f["z_test"], f["y_test"]
+                protos, pnodes = f["prototypes"], f["proto_nodes"]
+            geom = get_geometry(**r["geometry_config"]) if r.get("geometry_config") else get_geometry(geo)
+            what = "encoder features" if r.get("eval_embedding") == "features" else "embeddings"
+            note = collapsed_note(z)
+            if note:
+                notes.append(f"{label}: {note}; its disk and {projection.upper()} map are not drawn.")
+                continue
+            if getattr(geom, "hyperbolic", False):
+                if hasattr(geom, "to_ball"):
+                    import torch
+
+                    zb = geom.to_ball(torch.as_tensor(z)).numpy()
+                    pb = geom.to_ball(torch.as_tensor(protos)).numpy() if len(protos) else protos
+                else:
+                    zb, pb = z, protos
+                names = [tree.nodes[int(i)] for i in pnodes]
+                _figure_or_note(
+                    f"{label}: Poincaré disk of test {what} and parent prototypes",
+                    lambda zb=zb, y=y, pb=pb, names=names, c=geom.c, label=label, what=what: plot_poincare_disk(
+                        zb, y, tree, prototypes=pb if len(pb) else None, proto_nodes=names if len(pb) else None,
+                        c=c, max_points=max_points, title=f"{label}: test {what} (Poincaré disk)"),
+                    figures, notes)
+            _figure_or_note(
+                f"{label}: {projection.upper()} of test {what} with the tree drawn over it",
+                lambda z=z, y=y, geom=geom, label=label, what=what: plot_projection(
+                    z, y, tree, method=projection, geometry=geom, overlay="centroids", max_points=max_points,
+                    title=f"{label}: {projection.upper()} of test {what}"),
+                figures, notes)
+    if losses:
+        _figure_or_note("Training loss per step (lowest seed of each run)",
+                        lambda: plot_loss_curves(losses, title="Training loss", xlabel="step"), figures, notes)
+    paths["html"] = write_report_html(out_dir / "report.html", title=title, header=header,
+                                      table_html=results_html_table(rows, methods=methods, geometries=geometries),
+                                      figures=figures, notes=notes)
+    return paths
+

@@ -1,0 +1,277 @@
+"""Results tables: ``results.csv`` (one row per run) and the paper-01-shaped Markdown/HTML tables."""
+from __future__ import annotations
+
+import csv
+import html
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "METRICS",
+    "METRIC_LABELS",
+    "GEOMETRY_LABELS",
+    "LOWER_IS_BETTER",
+    "method_label",
+    "geometry_label",
+    "write_results_csv",
+    "read_results_csv",
+    "summarise",
+    "results_markdown",
+    "results_html_table",
+]
+
+METRICS = ("hf1", "h_acc", "pc_order", "violations", "top1")
+#: Column titles used in the tables (paper 01 Table 1).
+METRIC_LABELS = {"hf1": "HF1", "h_acc": "H-Acc", "pc_order": "PC-Order", "violations": "Violations ↓",
+                 "top1": "Top-1"}
+#: Metrics where lower is better (bolded as minimum).
+LOWER_IS_BETTER = frozenset({"violations"})
+#: Row titles of the methods (paper 01 §4.3 names).
+GEOMETRY_LABELS = {"euclidean": "Euclidean", "poincare": "Poincaré", "lorentz": "Lorentz"}
+
+
+def method_label(name: str) -> str:
+    """A method's display name from the method registry (the name itself when unregistered)."""
+    from hierviz.methods import METHODS
+
+    return METHODS.get(name).display_name if name in METHODS else str(name)
+
+
+def geometry_label(name: str) -> str:
+    """Short display name of a geometry for table headers."""
+    return GEOMETRY_LABELS.get(name, str(name))
+
+
+_CSV_FIRST = ["method", "geometry", "seed", *METRICS]
+
+
+def _check_rows(rows: Any, name: str = "rows") -> list[dict]:
+    if isinstance(rows, Mapping) or not isinstance(rows, Iterable):
+        raise TypeError(f"{name} must be a sequence of dicts (one per run), got {type(rows).__name__}")
+    out = [dict(r) for r in rows]
+    if not out:
+        raise ValueError(f"{name} is empty: there are no finished runs to report")
+    for i, r in enumerate(out):
+        missing = [k for k in ("method", "geometry", "seed") if k not in r]
+        if missing:
+            raise ValueError(f"{name}[{i}] lacks the column(s) {missing}")
+    return out
+
+
+def write_results_csv(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
+    """Write one CSV row per run (method x geometry x seed).
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        Each with ``method``, ``geometry``, ``seed``, the metric keys of :data:`METRICS`
+        (floats in [0, 1]) and any extra scalar columns (timings, epochs, ...).  Columns
+        are ``method, geometry, seed, hf1, h_acc, pc_order, violations, top1`` then the
+        extra columns in first-seen order.
+    path : str or Path
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``rows`` not a sequence of dicts, empty, or a row without method/geometry/seed.
+    """
+    R = _check_rows(rows)
+    cols = [c for c in _CSV_FIRST if any(c in r for r in R)]
+    for r in R:
+        cols += [k for k in r if k not in cols and not isinstance(r[k], (dict, list, tuple))]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for r in R:
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items() if k in cols})
+    return path
+
+
+def read_results_csv(path: str | Path) -> list[dict]:
+    """Read ``results.csv`` back (numbers as float, ``seed`` as int).
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    list of dict
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    """
+    rows = []
+    with open(path, newline="", encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):
+            out: dict[str, Any] = {}
+            for k, v in r.items():
+                if k in ("method", "geometry"):
+                    out[k] = v
+                elif k == "seed":
+                    out[k] = int(v)
+                else:
+                    try:
+                        out[k] = float(v)
+                    except (TypeError, ValueError):
+                        out[k] = v
+            rows.append(out)
+    return rows
+
+
+def summarise(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS
+              ) -> dict[tuple[str, str], dict[str, tuple[float, float, int]]]:
+    """Mean, sample standard deviation and count over seeds for each (method, geometry).
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        Per-run rows (see :func:`write_results_csv`).
+    metrics : sequence of str
+        Metric keys to summarise; each must be present in every row.
+
+    Returns
+    -------
+    dict
+        ``{(method, geometry): {metric: (mean, std, n)}}`` in first-seen order; ``std`` is
+        the sample standard deviation (ddof=1; 0.0 when n = 1).
+
+    Raises
+    ------
+    ValueError
+        Empty rows or a row missing a metric.
+    """
+    R = _check_rows(rows)
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in R:
+        groups.setdefault((str(r["method"]), str(r["geometry"])), []).append(r)
+    out: dict[tuple[str, str], dict[str, tuple[float, float, int]]] = {}
+    for key, rs in groups.items():
+        out[key] = {}
+        for m in metrics:
+            if any(m not in r for r in rs):
+                raise ValueError(f"rows: metric {m!r} is missing for method={key[0]!r}, geometry={key[1]!r}")
+            v = np.array([float(r[m]) for r in rs], dtype=np.float64)
+            std = float(v.std(ddof=1)) if v.size > 1 else 0.0
+            out[key][m] = (float(v.mean()), std, int(v.size))
+    return out
+
+
+def _ordered(values: Iterable[str], preferred: Sequence[str] | None) -> list[str]:
+    seen: list[str] = []
+    for v in values:
+        if v not in seen:
+            seen.append(v)
+    if preferred is None:
+        return seen
+    return [p for p in preferred if p in seen] + [v for v in seen if v not in preferred]
+
+
+def _table_cells(rows, metrics, methods, geometries):
+    summary = summarise(rows, metrics)
+    methods = _ordered((k[0] for k in summary), methods)
+    geometries = _ordered((k[1] for k in summary), geometries)
+    cols = [(g, m) for g in geometries for m in metrics]
+    best: dict[tuple[str, str], float] = {}
+    for g, m in cols:
+        vals = [summary[(meth, g)][m][0] for meth in methods if (meth, g) in summary]
+        if len(vals) > 1:
+            best[(g, m)] = min(vals) if m in LOWER_IS_BETTER else max(vals)
+    body = []
+    for meth in methods:
+        cells = []
+        for g, m in cols:
+            if (meth, g) not in summary:
+                cells.append(("–", False))
+                continue
+            mean, std, n = summary[(meth, g)][m]
+            text = f"{mean:.3f} ± {std:.3f}" if n > 1 else f"{mean:.3f}"
+            cells.append((text, (g, m) in best and math.isclose(mean, best[(g, m)], abs_tol=5e-4)))
+        body.append((method_label(meth), cells))
+    header = [f"{METRIC_LABELS.get(m, m)} ({GEOMETRY_LABELS.get(g, g)})" for g, m in cols]
+    nseeds = sorted({v[metrics[0]][2] for v in summary.values()})
+    return header, body, nseeds
+
+
+def results_markdown(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS,
+                     methods: Sequence[str] | None = None, geometries: Sequence[str] | None = None,
+                     title: str | None = None) -> str:
+    """Markdown table shaped like paper 01 Table 1: rows = methods, columns = metric per geometry.
+
+    Each cell is "mean ± std" over seeds (sample std, ddof=1; just the mean for one seed);
+    the best mean per column is **bold** (lowest for Violations).  A missing
+    method x geometry combination shows "–".
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        Per-run rows with ``method``, ``geometry``, ``seed`` and the metrics.
+    metrics : sequence of str, default :data:`METRICS`
+    methods, geometries : sequence of str, optional
+        Row / column-group order (default: first-seen order).
+    title : str, optional
+        A caption line put above the table.
+
+    Returns
+    -------
+    str
+        The Markdown text, ending with a note on seeds and the direction of each metric.
+
+    Raises
+    ------
+    TypeError, ValueError
+        See :func:`summarise`.
+    """
+    header, body, nseeds = _table_cells(rows, metrics, methods, geometries)
+    lines = []
+    if title:
+        lines += [title, ""]
+    lines.append("| Method | " + " | ".join(header) + " |")
+    lines.append("|---|" + "|".join("---:" for _ in header) + "|")
+    for name, cells in body:
+        lines.append(f"| {name} | " + " | ".join(f"**{t}**" if b else t for t, b in cells) + " |")
+    seeds = "/".join(str(n) for n in nseeds)
+    lines += ["", f"Mean ± sample std over {seeds} seed(s); best per column in **bold**. "
+                  "Violations: lower is better; all other metrics: higher is better."]
+    return "\n".join(lines) + "\n"
+
+
+def results_html_table(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS,
+                       methods: Sequence[str] | None = None,
+                       geometries: Sequence[str] | None = None) -> str:
+    """The table of :func:`results_markdown` as an HTML ``<table>`` fragment (escaped).
+
+    Parameters
+    ----------
+    rows, metrics, methods, geometries
+        As :func:`results_markdown`.
+
+    Returns
+    -------
+    str
+        HTML fragment.
+    """
+    header, body, _ = _table_cells(rows, metrics, methods, geometries)
+    out = ["<table class='results'><thead><tr><th>Method</th>"]
+    out += [f"<th>{html.escape(h)}</th>" for h in header]
+    out.append("</tr></thead><tbody>")
+    for name, cells in body:
+        out.append(f"<tr><td>{html.escape(name)}</td>")
+        out += [f"<td>{'<b>' if b else ''}{html.escape(t)}{'</b>' if b else ''}</td>" for t, b in cells]
+        out.append("</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
