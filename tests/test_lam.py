@@ -1,4 +1,5 @@
 """Level-Aware Margin loss (paper 01 §3.3–3.4, Eqs. 9–11): prototypes, EMA, hinge, state, gradients."""
+
 from __future__ import annotations
 
 import io
@@ -41,7 +42,8 @@ def test_prototype_table(breakhis_tree, unbalanced_tree):
     # unbalanced: L = 3 → levels 1, 2; the shallow leaf 'c' is its own part at both levels
     lamu = LAMLoss(unbalanced_tree, "poincare")
     assert sorted(lamu.proto_names) == sorted(
-        [(1, "a"), (1, "b"), (1, "c"), (2, "a1"), (2, "a2"), (2, "c"), (2, "u"), (2, "v")])
+        [(1, "a"), (1, "b"), (1, "c"), (2, "a1"), (2, "a2"), (2, "c"), (2, "u"), (2, "v")]
+    )
     assert default_margins(2) == pytest.approx([0.5, 0.1])
     assert lamu.margins.tolist() == pytest.approx([0.5, 0.1])
     flat = LabelTree.from_nested({"root": ["x", "y"]})  # L = 1: no level between root and leaves
@@ -155,8 +157,16 @@ def test_unbalanced_tree_hand_value(unbalanced_tree):
     """Level weights λ_ℓ and margins m_ℓ per level; the shallow leaf 'c' competes at both levels."""
     t = unbalanced_tree
     lam = LAMLoss(t, "euclidean", margins=[0.3, 0.1], level_weights=[1.0, 0.5], dim=2).double().eval()
-    angle = {(1, "a"): 0, (1, "b"): 120, (1, "c"): 240, (2, "a1"): 10, (2, "a2"): 40, (2, "u"): 110,
-             (2, "v"): 130, (2, "c"): 240}
+    angle = {
+        (1, "a"): 0,
+        (1, "b"): 120,
+        (1, "c"): 240,
+        (2, "a1"): 10,
+        (2, "a2"): 40,
+        (2, "u"): 110,
+        (2, "v"): 130,
+        (2, "c"): 240,
+    }
     lam.prototypes.copy_(torch.tensor([unit(angle[k]) for k in lam.proto_names], dtype=torch.float64))
     lam.proto_initialized.fill_(True)
     z = torch.tensor([[unit(30)]], dtype=torch.float64)  # leaf 'x' (under a1, a)
@@ -190,10 +200,10 @@ def test_lam_gradcheck_float64(breakhis_tree, unbalanced_tree, geom):
         v0 = 0.5 * torch.randn(4, 2, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(12))
         lam(to_manifold(v0), y)
         lam.eval()
-        v = (v0 + 0.1 * torch.randn(4, 2, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(13)))
+        v = v0 + 0.1 * torch.randn(4, 2, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(13))
         v.requires_grad_(True)
         assert lam(to_manifold(v), y).item() > 0  # some hinges active: a real gradient is checked
-        assert torch.autograd.gradcheck(lambda t: lam(to_manifold(t), y), (v,), eps=1e-6, atol=1e-7)
+        assert torch.autograd.gradcheck(lambda t, lam=lam, y=y: lam(to_manifold(t), y), (v,), eps=1e-6, atol=1e-7)
 
 
 # ---------------------------------------------------------------------------- state
@@ -231,9 +241,15 @@ def test_lorentz_runs(breakhis_tree):
 
 # ---------------------------------------------------------------------------- bad input
 def test_bad_inputs(breakhis_tree):
-    for kw, name in [({"margins": -0.1}, "margins"), ({"margins": [0.1, 0.2]}, "margins"),
-                     ({"level_weights": -1.0}, "level_weights"), ({"eta": 0.0}, "eta"), ({"eta": 1.5}, "eta"),
-                     ({"dim": 0}, "dim"), ({"mean_steps": 0}, "mean_steps")]:
+    for kw, name in [
+        ({"margins": -0.1}, "margins"),
+        ({"margins": [0.1, 0.2]}, "margins"),
+        ({"level_weights": -1.0}, "level_weights"),
+        ({"eta": 0.0}, "eta"),
+        ({"eta": 1.5}, "eta"),
+        ({"dim": 0}, "dim"),
+        ({"mean_steps": 0}, "mean_steps"),
+    ]:
         with pytest.raises(ValueError, match=name):
             LAMLoss(breakhis_tree, "euclidean", **kw)
     lam = LAMLoss(breakhis_tree, "euclidean")

@@ -1,26 +1,32 @@
-"""Hierarchy-aware losses: SimCLR, SupCon, HWC, the outside-softmax control, LAM, HXE.
+"""Hierarchy-aware losses, one per file: SupCon, SimCLR, HWC, outside-softmax HC, LAM, HXE, soft labels.
 
 Every loss is an :class:`torch.nn.Module` built with a :class:`~hierviz.tree.LabelTree`
-and a :class:`~hierviz.geometry.Geometry` (or its name) and called as ``loss(z, labels)``
-with ``z`` of shape ``(B, V, d)`` (B images × V views, on the manifold) and ``labels``
-``(B,)`` leaf indices; :class:`HXELoss` takes classifier logits ``(B, C)`` instead.
-:func:`build_objective` assembles the training objectives of paper 01 (Eq. 12) by name.
+and (for the embedding losses) a :class:`~hierviz.geometry.Geometry` or its name, and
+declares what it consumes with the class attribute ``input_kind``:
+
+* ``"embeddings"``: ``loss(z, labels)`` with ``z`` of shape ``(B, V, d)`` (B images × V
+  views, on the manifold) and ``labels`` ``(B,)`` leaf indices — :class:`SupConLoss`
+  (``supcon.py``), :class:`SimCLRLoss` (``simclr.py``), :class:`HWCLoss` (``hwc.py``),
+  :class:`OutsideSoftmaxHCLoss` (``hc_outside.py``), :class:`LAMLoss` (``lam.py``);
+* ``"logits"``: ``loss(logits, labels)`` with classifier logits ``(B, C)`` —
+  :class:`HXELoss` (``hxe.py``), :class:`SoftLabelLoss` (``soft_label.py``).
+
+Shared input checks live in ``_validation.py``; the log-softmax, the reductions and the
+contrastive base class in ``_core.py``. :class:`Objective` (``objective.py``) sums named
+terms; methods (:mod:`hierviz.methods`) build objectives.
 """
-from .contrastive import (
-    OMEGA_MODES,
-    REDUCTIONS,
-    SIMILARITIES,
-    HierarchicalContrastiveLoss,
-    HWCLoss,
-    SimCLRLoss,
-    SupConLoss,
-    contrastive_log_prob,
-    hwc_logit_gradient,
-    hwc_omega,
-)
-from .hxe import HXELoss, SoftLabelLoss
+
+from typing import Any
+
+from ._core import INPUT_KINDS, REDUCTIONS, SIMILARITIES, contrastive_log_prob
+from .hc_outside import HierarchicalContrastiveLoss, OutsideSoftmaxHCLoss
+from .hwc import OMEGA_MODES, HWCLoss, hwc_logit_gradient, hwc_omega
+from .hxe import HXELoss
 from .lam import LAMLoss, default_margins
-from .objective import HPARAMS, OBJECTIVES, Objective, build_objective
+from .objective import Objective, build_objective
+from .simclr import SimCLRLoss
+from .soft_label import SoftLabelLoss
+from .supcon import SupConLoss
 
 __all__ = [
     "OBJECTIVES",
@@ -28,11 +34,13 @@ __all__ = [
     "REDUCTIONS",
     "SIMILARITIES",
     "OMEGA_MODES",
+    "INPUT_KINDS",
     "Objective",
     "build_objective",
     "SimCLRLoss",
     "SupConLoss",
     "HWCLoss",
+    "OutsideSoftmaxHCLoss",
     "HierarchicalContrastiveLoss",
     "LAMLoss",
     "HXELoss",
@@ -42,3 +50,12 @@ __all__ = [
     "contrastive_log_prob",
     "default_margins",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # OBJECTIVES and HPARAMS are computed from the method registry on first use (objective.py)
+    if name in ("OBJECTIVES", "HPARAMS"):
+        from . import objective
+
+        return getattr(objective, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

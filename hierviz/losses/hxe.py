@@ -1,37 +1,28 @@
-"""Hierarchical cross-entropy and soft labels (Bertinetto et al. 2020, "Making Better Mistakes").
+"""HXE: hierarchical cross-entropy on leaf logits (Bertinetto et al. 2020, "Making Better Mistakes", Eqs. 2–4).
 
-Both act on a classifier head's leaf logits ``(B, C)`` in the tree's leaf order; paper 01
-§4.3 uses HXE as the end-to-end baseline ("hxe" in :func:`~hierviz.losses.build_objective`).
+Acts on a classifier head's leaf logits ``(B, C)`` in the tree's leaf order; paper 01
+§4.3 uses HXE as the end-to-end baseline (method ``"hxe"``). The soft-label loss of the
+same paper is :class:`~hierviz.losses.SoftLabelLoss` (:mod:`hierviz.losses.soft_label`).
 """
+
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
-from .contrastive import _check_labels, _check_real
+from ._validation import _check_labels, _check_logits, _check_real, _check_tree
+from .soft_label import SoftLabelLoss  # noqa: F401  (0.1 import path: hierviz.losses.hxe.SoftLabelLoss)
 
 __all__ = ["HXELoss", "SoftLabelLoss"]
 
 
-def _check_logits(logits: Any, num_leaves: int) -> torch.Tensor:
-    if logits is None:
-        raise TypeError("logits is required: (B, C) classifier scores over the tree's leaves")
-    if not isinstance(logits, torch.Tensor):
-        logits = torch.as_tensor(np.asarray(logits))
-    if not torch.is_floating_point(logits):
-        raise TypeError(f"logits must be a floating-point tensor, got dtype {logits.dtype}")
-    if logits.ndim != 2 or logits.shape[1] != num_leaves or logits.shape[0] == 0:
-        raise ValueError(f"logits must have shape (B, C) with C = {num_leaves} leaves and B >= 1, got {tuple(logits.shape)}")
-    if not bool(torch.isfinite(logits).all()):
-        raise ValueError(f"logits contains NaN or inf ({int((~torch.isfinite(logits)).sum())} entries)")
-    return logits
-
-
 class HXELoss(nn.Module):
-    """Hierarchical cross-entropy, HXE (Bertinetto et al. 2020, Eqs. 2–4).
+    """HXE, hierarchical cross-entropy: tree-weighted conditional log-likelihoods of leaf logits (Bertinetto 2020).
+
+    A classification loss on ``(B, C)`` logits (``input_kind = "logits"``), Eqs. 2–4 of
+    Bertinetto et al. 2020, the end-to-end baseline of paper 01 §4.3.
 
     The flat softmax over leaves induces node probabilities ``p(n) = Σ_{leaf under n} p(leaf)``;
     along the root → leaf path ``a_0 = root, a_1, …, a_D = y`` the leaf likelihood factorises
@@ -67,13 +58,26 @@ class HXELoss(nn.Module):
     -----
     Calling convention: ``loss(logits, labels)``: ``logits`` (B, C) float, ``labels`` (B,) long in [0, C-1] →
     scalar tensor ≥ 0 (mean over the batch).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.losses import HXELoss
+    >>> from hierviz.tree import LabelTree
+    >>> tree = LabelTree.from_nested({"root": {"benign": ["a", "f"], "malignant": ["d", "l"]}})
+    >>> logits = torch.randn(4, tree.num_leaves, generator=torch.Generator().manual_seed(0))
+    >>> loss = HXELoss(tree, alpha=0.1)
+    >>> round(loss(logits, torch.tensor([0, 1, 2, 3])).item(), 3)
+    1.35
+    >>> HXELoss.input_kind
+    'logits'
     """
+
+    input_kind = "logits"
 
     def __init__(self, tree: Any, *, alpha: float = 0.1, normalize: bool = False):
         super().__init__()
-        if tree is None or not hasattr(tree, "leaf_paths"):
-            raise TypeError(f"tree must be a hierviz LabelTree, got {type(tree).__name__}")
-        self.tree = tree
+        self.tree = _check_tree(tree, True, type(self).__name__, needs=("leaf_paths", "num_leaves"))
         self.alpha = _check_real(alpha, "alpha", low=0.0)
         self.normalize = bool(normalize)
         C = int(tree.num_leaves)
@@ -147,71 +151,3 @@ class HXELoss(nn.Module):
         cond = lp[:, 1:] - lp[:, :-1]  # log p(a_ℓ | a_{ℓ-1}), (B, L)
         w = self.edge_weights(logits.dtype)[None, :] * self.edge_valid[lab].to(logits.dtype)
         return -(w * cond).sum(dim=1).mean()
-
-
-class SoftLabelLoss(nn.Module):
-    """Soft-label cross-entropy (Bertinetto et al. 2020, Eq. 5).
-
-    The one-hot target is replaced by ``q_j ∝ exp(−β d(y, j))`` with ``d`` the height of
-    the lowest common ancestor normalised by L: ``d = ρ(y, y) − ρ(y, j)`` with paper 01 Eq. 4's ρ
-    (``= 1 − ρ(y, j)`` in a balanced tree),
-    and the loss is ``−Σ_j q_j log p_j`` averaged over the batch. β → ∞ gives cross-entropy.
-
-    Parameters
-    ----------
-    tree : LabelTree
-    beta : float > 0, default 10.0
-        Hardness β (larger: closer to one-hot).
-
-    Raises
-    ------
-    ValueError
-        β ≤ 0; bad logits or labels (see :class:`HXELoss`).
-
-    Notes
-    -----
-    Calling convention: ``loss(logits, labels)`` with ``logits`` (B, C), ``labels`` (B,) → scalar tensor ≥ 0.
-    """
-
-    def __init__(self, tree: Any, *, beta: float = 10.0):
-        super().__init__()
-        if tree is None or not hasattr(tree, "rho_matrix"):
-            raise TypeError(f"tree must be a hierviz LabelTree, got {type(tree).__name__}")
-        self.tree = tree
-        self.beta = _check_real(beta, "beta", low=0.0, strict=True)
-        self.register_buffer("rho", tree.rho_matrix.to(torch.float64).clone(), persistent=False)
-
-    def targets(self, labels: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        """Soft targets q, shape (B, C), rows summing to 1 (the diagonal term is the largest)."""
-        beta = _check_real(self.beta, "beta", low=0.0, strict=True)
-        # ρ on the diagonal may be < 1 for shallow leaves: measure from the label's own ρ(y, y)
-        r = self.rho[labels]
-        d = r.gather(1, labels[:, None]) - r
-        return torch.softmax(-beta * d, dim=1).to(dtype)
-
-    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """Loss of one batch.
-
-        Parameters
-        ----------
-        logits : torch.Tensor, shape (B, C), float32/float64
-            Classifier scores over the tree's leaves (leaf order of ``tree``).
-        labels : LongTensor, shape (B,)
-            Leaf indices in [0, C-1].
-
-        Returns
-        -------
-        torch.Tensor
-            Scalar ≥ 0 (batch mean), differentiable w.r.t. ``logits``.
-
-        Raises
-        ------
-        ValueError, TypeError
-            See the class docstring.
-        """
-        logits = _check_logits(logits, int(self.tree.num_leaves))
-        lab = _check_labels(labels, logits.shape[0], int(self.tree.num_leaves), logits.device)
-        if self.rho.device != logits.device:
-            self.to(logits.device)
-        q = self.targets(lab, logits.dtype)
-        return -(q * torch.log_softmax(logits, dim=1)).sum(dim=1).mean()

@@ -5,6 +5,7 @@ kept as EMA buffers in the ambient geometry, and a hinge that asks every embeddi
 be closer to its own level-ℓ ancestor's prototype than to the nearest other prototype of
 that level by a margin ``m_ℓ``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .contrastive import _check_labels, _check_real, _is_hyperbolic, _resolve_geometry
+from ._validation import _check_labels, _check_on_manifold, _check_real, _check_tree, _resolve_geometry
 
 __all__ = ["LAMLoss", "default_margins"]
 
@@ -53,7 +54,10 @@ def _per_level(value: Any, n: int, name: str, default: list[float]) -> list[floa
 
 
 class LAMLoss(nn.Module):
-    """Level-Aware Margin loss with EMA prototypes (paper 01, Eqs. 9–11).
+    """LAM, Level-Aware Margin: a hinge toward each ancestor's EMA prototype, per level (paper 01, Eqs. 9–11).
+
+    A regulariser for a contrastive loss, not a loss to train alone: it has no
+    instance-discrimination term (paper 01 Eq. 12 adds it to HWC with weight λ_LAM).
 
     Prototypes
         For every level ℓ ∈ {1, …, L−1} the leaves are partitioned by their level-ℓ
@@ -114,14 +118,38 @@ class LAMLoss(nn.Module):
     validated, settable properties (e.g. from a slider). In Euclidean mode the distance is
     ``‖û − v̂‖`` (unit-normalised), so a prototype's norm (< 1 for a mean of unit vectors)
     does not matter, only its direction.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import get_geometry
+    >>> from hierviz.losses import LAMLoss
+    >>> from hierviz.tree import LabelTree
+    >>> tree = LabelTree.from_nested({"root": {"benign": ["a", "f"], "malignant": ["d", "l"]}})
+    >>> geometry = get_geometry("euclidean")
+    >>> z = torch.nn.functional.normalize(torch.randn(4, 2, 8, generator=torch.Generator().manual_seed(0)), dim=-1)
+    >>> loss = LAMLoss(tree, geometry, margins=0.5)
+    >>> round(loss(z, torch.tensor([0, 1, 2, 3])).item(), 3)  # first call: prototypes = batch means
+    0.15
+    >>> loss.proto_names
+    [(1, 'benign'), (1, 'malignant')]
     """
 
-    def __init__(self, tree: Any, geometry: Any, *, margins: Any = None, level_weights: Any = None,
-                 eta: float = 0.05, dim: int | None = None, mean_steps: int = 3):
+    input_kind = "embeddings"
+
+    def __init__(
+        self,
+        tree: Any,
+        geometry: Any,
+        *,
+        margins: Any = None,
+        level_weights: Any = None,
+        eta: float = 0.05,
+        dim: int | None = None,
+        mean_steps: int = 3,
+    ):
         super().__init__()
-        if tree is None or not hasattr(tree, "ancestor_at_level"):
-            raise TypeError(f"tree must be a hierviz LabelTree, got {type(tree).__name__}")
-        self.tree = tree
+        self.tree = _check_tree(tree, True, type(self).__name__, needs=("ancestor_at_level", "height", "num_leaves"))
         self.geometry = _resolve_geometry(geometry)
         self.eta = _check_real(eta, "eta", low=0.0, strict=True, high=1.0)
         if isinstance(mean_steps, bool) or not isinstance(mean_steps, (int, np.integer)) or mean_steps < 1:
@@ -175,8 +203,10 @@ class LAMLoss(nn.Module):
         self._level_weights = _per_level(value, self.num_levels, "level_weights", [1.0] * self.num_levels)
 
     def extra_repr(self) -> str:
-        return (f"levels={self.num_levels}, prototypes={self.num_prototypes}, margins={self._margins}, "
-                f"level_weights={self._level_weights}, eta={self.eta}, geometry={self.geometry!r}")
+        return (
+            f"levels={self.num_levels}, prototypes={self.num_prototypes}, margins={self._margins}, "
+            f"level_weights={self._level_weights}, eta={self.eta}, geometry={self.geometry!r}"
+        )
 
     # ------------------------------------------------------------------ buffers / state
     @property
@@ -202,8 +232,9 @@ class LAMLoss(nn.Module):
             o = torch.zeros(D, dtype=dtype, device=device)
         return o.expand(rows, D).clone()
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                              unexpected_keys, error_msgs):
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ):
         key = prefix + "prototypes"
         if key in state_dict and state_dict[key].shape != self.prototypes.shape:
             incoming = state_dict[key]
@@ -213,8 +244,9 @@ class LAMLoss(nn.Module):
                     f"{self.num_prototypes} (levels 1..L-1); was it saved with another tree?"
                 )
             self.prototypes = torch.zeros_like(incoming, device=self.prototypes.device)
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
-                                      unexpected_keys, error_msgs)
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
 
     # ------------------------------------------------------------------ internals
     def _check_hparams(self) -> None:
@@ -230,14 +262,15 @@ class LAMLoss(nn.Module):
         if z.ndim != 3 or z.shape[0] == 0:
             raise ValueError(f"z must have shape (B, V, D) or (B, D) with B >= 1; got {tuple(z.shape)}")
         if not bool(torch.isfinite(z).all()):
-            raise ValueError(f"z contains NaN or inf ({int((~torch.isfinite(z)).sum())} entries); check the encoder output")
+            raise ValueError(
+                f"z contains NaN or inf ({int((~torch.isfinite(z)).sum())} entries); check the encoder output"
+            )
         B, V, D = z.shape
         if self.leaf_slot.device != z.device:  # follow the embeddings (buffers move with the module)
             self.to(z.device)
         lab = _check_labels(labels, B, int(self.tree.num_leaves), z.device)
         flat = z.transpose(0, 1).reshape(V * B, D)
-        if _is_hyperbolic(self.geometry) and hasattr(self.geometry, "check_point"):
-            self.geometry.check_point(flat, name="z")
+        _check_on_manifold(flat, self.geometry, "z")
         if self.prototypes.shape[1] == 0:
             self.prototypes = self._origin_rows(self.num_prototypes, D, z.dtype, z.device)
         elif self.prototypes.shape[1] != D:

@@ -1,0 +1,198 @@
+"""Input checks shared by every loss: one place, one wording of each error.
+
+Every loss validates its hyperparameters, its tree, its geometry and its inputs with the
+helpers here, so a user sees the same one-line message (naming the argument and what to
+pass instead) whichever loss raised it. Geometry-dependent checks ask the geometry object
+(``geometry.hyperbolic``, ``geometry.check_point``), never its name.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__: list[str] = []  # private helpers; import them by name
+
+_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+
+def _check_real(
+    value: Any, name: str, *, low: float | None = None, strict: bool = False, high: float | None = None
+) -> float:
+    """Return ``float(value)`` after checking it is a finite real number in range.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a real number (bool included).
+    ValueError
+        ``value`` is NaN/inf, below ``low`` (or equal when ``strict``) or above ``high``.
+    """
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v}")
+    if low is not None and (v <= low if strict else v < low):
+        raise ValueError(f"{name} must be {'>' if strict else '>='} {low}, got {v}")
+    if high is not None and v > high:
+        raise ValueError(f"{name} must be <= {high}, got {v}")
+    return v
+
+
+def _check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``choices``; ValueError listing them otherwise."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+    return value
+
+
+def _resolve_geometry(geometry: Any):
+    """Accept a Geometry object or a geometry name ("euclidean", "poincare", "lorentz").
+
+    Raises
+    ------
+    TypeError
+        ``geometry`` is None or lacks ``similarity``/``pairwise_dist``.
+    """
+    if isinstance(geometry, str):
+        from hierviz.geometry import get_geometry
+
+        return get_geometry(geometry)
+    if geometry is None:
+        raise TypeError("geometry is required (a hierviz.geometry.Geometry or a name such as 'euclidean')")
+    for attr in ("similarity", "pairwise_dist"):
+        if not callable(getattr(geometry, attr, None)):
+            raise TypeError(f"geometry must be a hierviz Geometry (missing .{attr}), got {type(geometry).__name__}")
+    return geometry
+
+
+def _is_hyperbolic(geometry: Any) -> bool:
+    """True when the geometry declares itself hyperbolic (``geometry.hyperbolic``); never read from its name."""
+    return bool(getattr(geometry, "hyperbolic", False))
+
+
+def _check_on_manifold(x: torch.Tensor, geometry: Any, name: str = "z") -> None:
+    """Ask a hyperbolic geometry to check that the rows of ``x`` lie on its manifold.
+
+    Euclidean embeddings need no check beyond finiteness (any direction is valid), so only
+    geometries with ``hyperbolic = True`` and a ``check_point`` method are asked.
+
+    Raises
+    ------
+    ValueError
+        From ``geometry.check_point``: a point off the manifold (e.g. outside the ball).
+    """
+    if _is_hyperbolic(geometry) and hasattr(geometry, "check_point"):
+        geometry.check_point(x, name=name)
+
+
+def _check_embeddings(z: Any, geometry: Any, *, min_views: int, who: str) -> tuple[torch.Tensor, int, int]:
+    """Validate ``z`` (B, V, d) and return the view-major flat (V*B, d) tensor, B and V.
+
+    Raises
+    ------
+    TypeError
+        ``z`` is not a floating tensor/array.
+    ValueError
+        Wrong number of dimensions, fewer than ``min_views`` views, fewer than two
+        embeddings in all, NaN/inf entries, or (hyperbolic) points off the manifold.
+    """
+    if not isinstance(z, torch.Tensor):
+        z = torch.as_tensor(np.asarray(z))
+    if not torch.is_floating_point(z):
+        raise TypeError(f"z must be a floating-point tensor, got dtype {z.dtype}")
+    if z.ndim != 3:
+        raise ValueError(
+            f"z must have shape (B, V, d) (B images, V views); got shape {tuple(z.shape)}. "
+            "For one view per image use z.unsqueeze(1)."
+        )
+    B, V, _ = z.shape
+    if V < min_views:
+        raise ValueError(
+            f"z has V={V} view(s) but {who} needs at least {min_views} views per image (z of shape (B, V, d))"
+        )
+    if B * V < 2:
+        raise ValueError(f"z holds {B * V} embedding(s); {who} needs at least 2 (z of shape (B, V, d))")
+    if not bool(torch.isfinite(z).all()):
+        raise ValueError(f"z contains NaN or inf ({int((~torch.isfinite(z)).sum())} entries); check the encoder output")
+    flat = z.transpose(0, 1).reshape(V * B, z.shape[-1])
+    _check_on_manifold(flat, geometry, "z")
+    return flat, B, V
+
+
+def _check_labels(labels: Any, batch: int, num_leaves: int | None, device: torch.device) -> torch.Tensor:
+    """Validate ``labels`` (B,) integer leaf indices in [0, C-1]; returns a long tensor on ``device``.
+
+    Raises
+    ------
+    TypeError
+        ``labels`` is None or not integer.
+    ValueError
+        Wrong shape, or a value outside [0, C-1] (C = the tree's number of leaves).
+    """
+    if labels is None:
+        raise TypeError("labels is required (LongTensor of leaf indices, shape (B,))")
+    if not isinstance(labels, torch.Tensor):
+        arr = np.asarray(labels)
+        if arr.dtype == object or arr.dtype.kind not in "iu":
+            raise TypeError(f"labels must be integer leaf indices, got dtype {arr.dtype}")
+        labels = torch.as_tensor(arr)
+    if labels.dtype not in _INT_DTYPES:
+        raise TypeError(f"labels must hold integer leaf indices, got dtype {labels.dtype}")
+    if labels.shape != (batch,):
+        raise ValueError(f"labels must have shape (B,) = ({batch},) to match z, got {tuple(labels.shape)}")
+    labels = labels.to(device=device, dtype=torch.long)
+    lo, hi = int(labels.min()), int(labels.max())
+    if lo < 0 or (num_leaves is not None and hi >= num_leaves):
+        rng = f"[0, {num_leaves - 1}] (the tree has C = {num_leaves} leaves)" if num_leaves is not None else ">= 0"
+        raise ValueError(f"labels has values outside {rng}: min {lo}, max {hi}")
+    return labels
+
+
+def _check_logits(logits: Any, num_leaves: int) -> torch.Tensor:
+    """Validate classifier ``logits`` (B, C) over the tree's C leaves; returns a tensor.
+
+    Raises
+    ------
+    TypeError
+        ``logits`` is None or not floating point.
+    ValueError
+        Wrong shape (B = 0 or C ≠ the tree's number of leaves) or NaN/inf entries.
+    """
+    if logits is None:
+        raise TypeError("logits is required: (B, C) classifier scores over the tree's leaves")
+    if not isinstance(logits, torch.Tensor):
+        logits = torch.as_tensor(np.asarray(logits))
+    if not torch.is_floating_point(logits):
+        raise TypeError(f"logits must be a floating-point tensor, got dtype {logits.dtype}")
+    if logits.ndim != 2 or logits.shape[1] != num_leaves or logits.shape[0] == 0:
+        raise ValueError(
+            f"logits must have shape (B, C) with C = {num_leaves} leaves and B >= 1, got {tuple(logits.shape)}"
+        )
+    if not bool(torch.isfinite(logits).all()):
+        raise ValueError(f"logits contains NaN or inf ({int((~torch.isfinite(logits)).sum())} entries)")
+    return logits
+
+
+def _check_tree(tree: Any, required: bool, who: str, needs: tuple[str, ...] = ("rho_matrix", "num_leaves")):
+    """Return ``tree`` after checking it is a LabelTree with the attributes ``needs``; None if allowed.
+
+    Raises
+    ------
+    TypeError
+        ``tree`` is None while ``required``, or lacks one of ``needs``.
+    """
+    if tree is None:
+        if required:
+            raise TypeError(f"{who} needs a LabelTree (tree=None given)")
+        return None
+    if not all(hasattr(tree, attr) for attr in needs):
+        raise TypeError(f"tree must be a hierviz LabelTree, got {type(tree).__name__}")
+    return tree

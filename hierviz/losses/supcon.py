@@ -1,0 +1,93 @@
+"""SupCon: the supervised contrastive loss (Khosla et al. 2020), hierarchy-agnostic.
+
+Leaf labels only; the tree is used to check the label range. The views layout, the
+similarity and the reductions are described in :mod:`hierviz.losses._core`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ._core import _PairwiseContrastive, _reduce, contrastive_log_prob
+
+__all__ = ["SupConLoss"]
+
+
+class SupConLoss(_PairwiseContrastive):
+    """SupCon: supervised contrastive loss on leaf labels, hierarchy-agnostic (Khosla et al. 2020, ``L_out``, Eq. 2).
+
+    ``P(i)`` = all other embeddings with the same leaf label (the other views of the
+    same image included); ``N(i)`` = the rest. ``L = −log exp(s_ij)/Σ_{k≠i} exp(s_ik)``
+    averaged per ``reduction``. Equals ``pytorch_metric_learning.losses.SupConLoss``
+    (``reduction="anchor"``) on the flattened batch.
+
+    Parameters
+    ----------
+    tree : LabelTree or None
+        Only used to check that labels lie in [0, C-1]; may be None.
+    geometry : Geometry or str
+        Supplies the similarity (cosine in Euclidean space, −d_M in hyperbolic space).
+    tau : float, > 0, default 0.1
+        Temperature τ.
+    reduction : {"anchor", "pairs"}, default "anchor"
+        Khosla's per-anchor mean (default) or paper 01 Eq. 7's mean over all positive pairs.
+    similarity : None, "geometry", "cosine", "neg_dist" or callable
+        Override of the similarity (see module docstring).
+
+    Raises
+    ------
+    ValueError
+        ``tau`` ≤ 0; unknown ``reduction``/``similarity``; ``z`` of the wrong shape or with
+        NaN/inf; ``labels`` of the wrong shape or outside the tree.
+    TypeError
+        Non-numeric hyperparameters, non-integer ``labels``, missing ``labels``.
+
+    Notes
+    -----
+    Calling convention: ``loss(z, labels)`` with ``z`` (B, V, d) float on the manifold, V ≥ 1, B·V ≥ 2, and
+    ``labels`` (B,) long leaf indices → scalar tensor ≥ 0.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import get_geometry
+    >>> from hierviz.losses import SupConLoss
+    >>> from hierviz.tree import LabelTree
+    >>> tree = LabelTree.from_nested({"root": {"benign": ["a", "f"], "malignant": ["d", "l"]}})
+    >>> geometry = get_geometry("euclidean")
+    >>> z = torch.nn.functional.normalize(torch.randn(4, 2, 8, generator=torch.Generator().manual_seed(0)), dim=-1)
+    >>> loss = SupConLoss(tree, geometry, tau=0.5)
+    >>> round(loss(z, torch.tensor([0, 0, 1, 2])).item(), 3)
+    1.873
+    """
+
+    def __init__(
+        self, tree: Any, geometry: Any, *, tau: float = 0.1, reduction: str = "anchor", similarity: Any = None
+    ):
+        super().__init__(tree, geometry, tau=tau, reduction=reduction, similarity=similarity)
+
+    def forward(self, z: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Loss of one batch.
+
+        Parameters
+        ----------
+        z : torch.Tensor, shape (B, V, d), float32/float64
+            Embeddings on the manifold, views laid out along dim 1.
+        labels : LongTensor, shape (B,)
+            Leaf indices in [0, C-1].
+
+        Returns
+        -------
+        torch.Tensor
+            Scalar ≥ 0, differentiable w.r.t. ``z``.
+
+        Raises
+        ------
+        ValueError, TypeError
+            See the class docstring.
+        """
+        flat, sim, lab, B, V = self._prepare(z, labels, need_labels=True)
+        pos = self._off_diagonal(self._tile(lab[:, None] == lab[None, :], V))
+        return _reduce(contrastive_log_prob(sim / self.tau), pos.to(sim.dtype), self.reduction)
