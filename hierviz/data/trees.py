@@ -41,6 +41,7 @@ from hierviz.tree import LabelTree
 __all__ = [
     "TREES",
     "align_tree",
+    "as_tree_object",
     "is_placeholder_classes",
     "load_tree",
     "read_tree_json",
@@ -141,15 +142,18 @@ def read_tree_json(name_or_path: str | PathLike) -> dict:
     Parameters
     ----------
     name_or_path : str or PathLike
-        A name from :data:`TREES`, or a path to a ``.json`` file in the
-        :meth:`~hierviz.tree.LabelTree.from_dict` format.
+        A name from :data:`TREES`, or a path to a ``.json`` file: the
+        :meth:`~hierviz.tree.LabelTree.from_dict` format, a plain parent map
+        ``{"child": "parent"}``, a plain nested dict or a list of root-to-leaf paths
+        (see :func:`as_tree_object`).
 
     Returns
     -------
     dict
-        The object as stored (``"name"``, ``"source"``, optional ``"leaf_order"``, and
-        one of ``"tree"`` / ``"parents"`` / ``"paths"``). A file without ``"name"`` gets
-        its stem (a registered tree its registered name) as name.
+        The :meth:`~hierviz.tree.LabelTree.from_dict` object (``"name"``, ``"source"``,
+        optional ``"leaf_order"``, and one of ``"tree"`` / ``"parents"`` / ``"paths"``); a
+        plain form is wrapped in it. A file without ``"name"`` gets its stem (a registered
+        tree its registered name) as name.
 
     Raises
     ------
@@ -157,7 +161,7 @@ def read_tree_json(name_or_path: str | PathLike) -> dict:
         A path (it has a suffix or a folder) that does not exist.
     ValueError
         Unknown name that is not an existing file (the message suggests the nearest names),
-        a file that is not UTF-8 JSON, or not a JSON object.
+        a file that is not UTF-8 JSON, or neither a JSON object nor a list.
     TypeError
         ``name_or_path`` is neither str nor PathLike.
 
@@ -176,7 +180,7 @@ def read_tree_json(name_or_path: str | PathLike) -> dict:
             if isinstance(made, LabelTree):
                 obj: Any = made.to_dict()
             elif isinstance(made, Mapping):
-                obj = dict(made)
+                obj = as_tree_object(made, name=key, where=f"tree factory {key!r}")
             else:
                 raise TypeError(
                     f"tree factory {key!r} returned {type(made).__name__}; it must return a LabelTree or a mapping"
@@ -202,11 +206,64 @@ def read_tree_json(name_or_path: str | PathLike) -> dict:
         except OSError as e:
             raise ValueError(f"{path}: cannot read the tree file ({e.strerror}); check its permissions") from None
         stem, where = path.stem, str(path)
-    obj = _parse_json_text(data, where)
-    if not isinstance(obj, dict):
-        raise ValueError(f"{where}: expected a JSON object, got {type(obj).__name__}")
-    obj.setdefault("name", stem)
-    return obj
+    return as_tree_object(_parse_json_text(data, where), name=stem, where=where)
+
+
+_FORM_KEYS = ("tree", "parents", "paths")
+
+
+def as_tree_object(obj: Any, *, name: str = "", where: str = "tree") -> dict:
+    """A parsed tree JSON in any of its forms, as the :meth:`LabelTree.from_dict` object.
+
+    The form is told apart without flags:
+
+    * the current form: a JSON object with one of ``"tree"`` / ``"parents"`` / ``"paths"``
+      (plus ``"name"``, ``"source"``, ``"leaf_order"`` ...), returned as is;
+    * a plain parent map ``{"child": "parent", ...}`` (every value a string);
+    * a plain nested dict ``{"root": {"a": ["x", "y"], "b": null}}``;
+    * a plain paths list ``[["root", "a", "x"], ["root", "b"]]``.
+
+    Parameters
+    ----------
+    obj : dict or list
+        The parsed JSON.
+    name : str, optional
+        Default ``"name"`` (a file's stem, a registered tree's name).
+    where : str, optional
+        The file or tree, for error messages.
+
+    Returns
+    -------
+    dict
+        ``{"name", ...}`` with exactly one of ``"tree"`` / ``"parents"`` / ``"paths"``.
+
+    Raises
+    ------
+    ValueError
+        ``obj`` is neither a JSON object nor a list (names ``where``).
+
+    Examples
+    --------
+    >>> as_tree_object({"x": "a", "y": "a", "a": "root"}, name="mine")
+    {'name': 'mine', 'parents': {'x': 'a', 'y': 'a', 'a': 'root'}}
+    >>> as_tree_object({"root": ["p", "q"]})["tree"]
+    {'root': ['p', 'q']}
+    """
+    if isinstance(obj, list):
+        return {"name": name, "paths": obj}
+    if not isinstance(obj, Mapping):
+        raise ValueError(
+            f"{where}: expected a JSON object (a tree, a parent map or a nested dict) or a list of paths, "
+            f"got {type(obj).__name__}"
+        )
+    obj = dict(obj)
+    if any(k in obj for k in _FORM_KEYS):
+        if name:
+            obj.setdefault("name", name)
+        return obj
+    if obj and all(isinstance(v, str) for v in obj.values()):
+        return {"name": name, "parents": obj}
+    return {"name": name, "tree": obj}
 
 
 def load_tree(name_or_path: str | PathLike | Mapping[str, Any] | LabelTree) -> LabelTree:
@@ -218,7 +275,9 @@ def load_tree(name_or_path: str | PathLike | Mapping[str, Any] | LabelTree) -> L
         A name from :data:`TREES` (bundled: ``"two-step"``, ``"benign-malignant"``,
         ``"ham-lineage"``, ``"breakhis"``, ``"breastmnist"``, ``"bloodmnist"``,
         ``"cifar100"``; or one added with :func:`register_tree`), a path to a JSON file,
-        an already parsed JSON object, or a LabelTree (returned as is).
+        an already parsed JSON object (any form of :func:`as_tree_object`: the
+        ``{"name", "source", "leaf_order", "tree"}`` form, a parent map ``{"child": "parent"}``
+        or a nested dict), or a LabelTree (returned as is).
 
     Returns
     -------
@@ -250,8 +309,15 @@ def load_tree(name_or_path: str | PathLike | Mapping[str, Any] | LabelTree) -> L
         made = TREES.get(name_or_path)()
         if isinstance(made, LabelTree):
             return made
-    obj = dict(name_or_path) if isinstance(name_or_path, Mapping) else read_tree_json(name_or_path)
-    return LabelTree.from_dict(obj)
+    if isinstance(name_or_path, Mapping):
+        return LabelTree.from_dict(as_tree_object(name_or_path, where="the tree mapping"))
+    obj = read_tree_json(name_or_path)
+    registered = isinstance(name_or_path, str) and name_or_path in TREES
+    where = f"tree {name_or_path.strip().lower()!r}" if registered else str(Path(name_or_path).expanduser())
+    try:
+        return LabelTree.from_dict(obj)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{where}: {e}") from None
 
 
 def tree_source(name_or_path: str | PathLike) -> str:
