@@ -23,6 +23,7 @@ import inspect
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from dataclasses import replace as dc_replace
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -357,6 +358,4 @@ def bind_tree(dataset: ArrayDataset, tree: Any) -> tuple[ArrayDataset, Any]:
 
 def _with_more_classes(dataset: ArrayDataset, classes: list[str]) -> ArrayDataset:
     """Same data with a longer class list (labels unchanged; the extra classes have no images)."""
-    from dataclasses import replace
-
-    return replace(dataset, classes=list(classes))
+    return dc_replace(dataset, classes=list(classes))
