@@ -41,7 +41,7 @@ class UnknownNameError(KeyError, ValueError):
         return str(self.args[0]) if self.args else ""
 
 
-def nearest(name: str, valid: list[str] | tuple[str, ...], n: int = 3) -> list[str]:
+def nearest(name: str, valid: list[str] | tuple[str, ...], n: int = 3, cutoff: float = 0.5) -> list[str]:
     """The valid names closest to ``name`` (difflib ratio ≥ 0.5), best first.
 
     Parameters
@@ -50,6 +50,8 @@ def nearest(name: str, valid: list[str] | tuple[str, ...], n: int = 3) -> list[s
     valid : sequence of str
     n : int, default 3
         At most this many suggestions.
+    cutoff : float, default 0.5
+        Minimum similarity ratio in [0, 1].
 
     Returns
     -------
@@ -60,7 +62,7 @@ def nearest(name: str, valid: list[str] | tuple[str, ...], n: int = 3) -> list[s
     >>> nearest("supcn", ["simclr", "supcon", "hwc"])
     ['supcon']
     """
-    return difflib.get_close_matches(str(name), list(valid), n=n, cutoff=0.5)
+    return difflib.get_close_matches(str(name), list(valid), n=n, cutoff=cutoff)
 
 
 def unknown_message(kind: str, name: Any, valid: list[str]) -> str:

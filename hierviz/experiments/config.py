@@ -352,7 +352,7 @@ def _coerce_loss(name: str, value: Any, where: str) -> Any:
 
 def _unknown_key(key: str, where: str) -> ConfigError:
     valid = config_keys()
-    close = nearest(key, valid)
+    close = nearest(key, valid, n=2, cutoff=0.75)
     if close:
         hint = f"did you mean {' or '.join(repr(c) for c in close)}?"
     else:

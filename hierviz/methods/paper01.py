@@ -52,7 +52,7 @@ for _name, _default, _doc in (
     ("similarity", None, "None (geometry default: cosine / -d), 'cosine' or 'neg_dist'"),
     ("hxe_alpha", 0.1, "HXE α: edge weights exp(-α·height) (Bertinetto et al. 2020, >= 0)"),
     ("hxe_normalize", False, "HXE: normalise the edge weights to sum to 1 per path"),
-    ("soft_beta", 10.0, "soft-labels β: target ∝ exp(-β·d_T/L) (Bertinetto et al. 2020, > 0)"),
+    ("soft_beta", 10.0, "soft-labels β: target ∝ exp(-β·d), d = height of lca(y, j) above the true leaf / L (> 0)"),
 ):
     register_hparam(_name, _default, _doc)
 

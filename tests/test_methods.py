@@ -1,0 +1,106 @@
+"""The method registry: built-ins equal the losses they wrap, registration rules, declarations."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hierviz.hierarchy import LabelTree
+
+from hierviz.geometry import get_geometry
+from hierviz.losses import HWCLoss, HXELoss, LAMLoss, Objective, SupConLoss
+from hierviz.methods import LOSS_HPARAMS, METHODS, Needs, build_objective, get_method, register_method
+
+TREE = LabelTree.from_nested({"root": {"a": ["x", "y"], "b": {"c": ["z", "w"], "d": ["v"]}}})
+
+
+def _batch(geometry, seed=0, B=10, V=2, d=6):
+    g = torch.Generator().manual_seed(seed)
+    v = 0.3 * torch.randn(B, V, d, generator=g, dtype=torch.float64)
+    z = geometry.proj(geometry.expmap0(v)) if geometry.hyperbolic else torch.nn.functional.normalize(v, dim=-1)
+    y = torch.randint(0, TREE.num_leaves, (B,), generator=g)
+    return z, y
+
+
+def test_builtin_methods_are_registered_with_declarations():
+    assert METHODS.names()[:8] == ["simclr", "supcon", "hc-outside", "hxe", "soft-labels", "hwc", "lam", "hwc+lam"]
+    assert get_method("hxe").needs.logits and get_method("hxe").embedding == "features"
+    assert get_method("soft-labels").needs.logits
+    assert not get_method("hwc+lam").needs.logits and get_method("hwc+lam").embedding == "z"
+    assert get_method("HWC+LAM").display_name == "HWC+LAM"
+    assert {"tau", "alpha", "gamma", "alpha_max", "lambda_lam", "margins", "eta"} <= set(get_method("hwc+lam").hparams)
+
+
+@pytest.mark.parametrize("geo", ["euclidean", "poincare"])
+def test_hwc_lam_equals_its_terms_built_by_hand(geo):
+    geometry = get_geometry(geo)
+    z, y = _batch(geometry)
+    obj = build_objective("hwc+lam", TREE, geometry, alpha=0.7, gamma=0.3, lambda_lam=0.5, tau=0.2)
+    loss, terms = obj(z, y)
+    hwc = HWCLoss(TREE, geometry, tau=0.2, alpha=0.7, gamma=0.3, reduction="pairs")(z, y)
+    lam = LAMLoss(TREE, geometry)(z, y)
+    assert torch.allclose(terms["hwc"], hwc.detach()) and torch.allclose(terms["lam"], lam.detach())
+    assert torch.allclose(loss, hwc + 0.5 * lam)
+
+
+def test_lam_is_supcon_plus_lam_and_supcon_matches():
+    geometry = get_geometry("euclidean")
+    z, y = _batch(geometry, seed=3)
+    loss, terms = build_objective("lam", TREE, geometry, lambda_lam=2.0)(z, y)
+    sup = SupConLoss(TREE, geometry, tau=0.1, reduction="pairs")(z, y)
+    assert torch.allclose(terms["supcon"], sup.detach())
+    assert torch.allclose(loss, sup + 2.0 * terms["lam"])
+
+
+def test_hxe_objective_reads_logits_of_every_view():
+    geometry = get_geometry("euclidean")
+    obj = build_objective("hxe", TREE, geometry)
+    logits = torch.randn(6, 2, TREE.num_leaves, dtype=torch.float64)
+    y = torch.tensor([0, 1, 2, 3, 4, 0])
+    loss, _ = obj.loss_from_output({"z": None, "logits": logits}, y)
+    ref = HXELoss(TREE, alpha=0.1)
+    want = 0.5 * (ref(logits[:, 0], y) + ref(logits[:, 1], y))
+    assert torch.allclose(loss, want)
+    with pytest.raises(ValueError, match="requires logits"):
+        obj.loss_from_output({"z": torch.zeros(6, 2, 4)}, y)
+
+
+def test_unknown_method_and_hparam_are_refused_with_suggestions():
+    with pytest.raises(ValueError, match="did you mean 'supcon'"):
+        build_objective("supcn", TREE, "euclidean")
+    with pytest.raises(TypeError, match="unknown hyperparameter"):
+        build_objective("supcon", TREE, "euclidean", temperature=0.1)
+
+
+def test_user_method_registers_declares_hparams_and_builds():
+    try:
+
+        @register_method("toy-reg", display_name="Toy", hparams={"toy_weight": 2.0}, needs=Needs(views=3))
+        def toy(tree, geometry, hp):
+            return Objective("toy-reg", {"supcon": SupConLoss(tree, geometry)}, {"supcon": hp["toy_weight"]})
+
+        assert LOSS_HPARAMS["toy_weight"].default == 2.0
+        assert get_method("toy-reg").needs.views == 3
+        obj = build_objective("toy-reg", TREE, "euclidean", toy_weight=3.0)
+        assert obj.weights == {"supcon": 3.0}
+        with pytest.raises(ValueError, match="already registered"):
+            register_method("toy-reg")(toy)
+        with pytest.raises(ValueError, match="already declared with default 2.0"):
+            register_method("toy-reg2", hparams={"toy_weight": 5.0})(toy)
+        with pytest.raises(ValueError, match="not declared"):
+            register_method("toy-reg3", hparams=("no_such_hparam",))(toy)
+    finally:
+        METHODS.unregister("toy-reg")
+        LOSS_HPARAMS.pop("toy_weight", None)
+
+
+def test_needs_validates_views():
+    with pytest.raises(ValueError, match="views must be an integer >= 1"):
+        Needs(views=0)
+
+
+def test_deprecated_losses_aliases_still_work():
+    from hierviz.losses import build_objective as old_build
+    from hierviz.losses.objective import HPARAMS, OBJECTIVES
+
+    assert "hwc+lam" in OBJECTIVES and HPARAMS["tau"] == 0.1
+    assert isinstance(old_build("supcon", TREE, "euclidean"), Objective)
