@@ -46,6 +46,7 @@ class Euclidean(Geometry):
     """
 
     name = "euclidean"
+    hyperbolic = False
     c = 0.0
     _flat = True
 

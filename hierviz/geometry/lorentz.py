@@ -87,6 +87,7 @@ class Lorentz(Geometry):
     """
 
     name = "lorentz"
+    hyperbolic = True
 
     def __init__(self, k: float = 1.0, validate: bool = True) -> None:
         super().__init__(validate=validate)

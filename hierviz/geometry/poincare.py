@@ -70,6 +70,7 @@ class PoincareBall(Geometry):
     """
 
     name = "poincare"
+    hyperbolic = True
 
     def __init__(self, c: float = 1.0, validate: bool = True) -> None:
         super().__init__(validate=validate)
