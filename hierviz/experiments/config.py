@@ -428,9 +428,9 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _check(len(names) > 0, key, "a non-empty list", names)
         for n in names:
             if n not in reg:
-                close = nearest(n, reg.names())
+                close = nearest(n, list(reg))
                 hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
-                raise ConfigError(f"{key}: unknown name {n!r}; {hint}valid names: {', '.join(reg.names())}")
+                raise ConfigError(f"{key}: unknown name {n!r}; {hint}valid names: {', '.join(list(reg))}")
         setattr(cfg, key, list(dict.fromkeys(names)))
     if cfg.model.encoder not in ENCODERS:
         raise ConfigError(f"model.encoder: unknown encoder {cfg.model.encoder!r}; valid: {', '.join(ENCODERS)}")
