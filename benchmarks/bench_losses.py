@@ -24,7 +24,7 @@ import torch
 
 from hierviz.geometry import get_geometry
 from hierviz.losses import HWCLoss, SupConLoss
-from hierviz.tree import LabelTree
+from hierviz.hierarchy import LabelTree
 
 
 def _pml_supcon(geometry, tau):

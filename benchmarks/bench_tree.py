@@ -21,7 +21,7 @@ import time
 import torch
 import torch.utils.benchmark as tbench
 
-from hierviz.tree import LabelTree
+from hierviz.hierarchy import LabelTree
 
 
 def make_tree(groups: int = 4, subgroups: int = 5, leaves: int = 5) -> LabelTree:

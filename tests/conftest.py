@@ -36,14 +36,14 @@ UNBALANCED = {"root": {"a": {"a1": ["x", "y"], "a2": ["z"]}, "b": ["u", "v"], "c
 
 @pytest.fixture
 def breakhis_tree():
-    from hierviz.tree import LabelTree
+    from hierviz.hierarchy import LabelTree
 
     return LabelTree.from_nested(BREAKHIS)
 
 
 @pytest.fixture
 def unbalanced_tree():
-    from hierviz.tree import LabelTree
+    from hierviz.hierarchy import LabelTree
 
     return LabelTree.from_nested(UNBALANCED)
 

@@ -42,7 +42,7 @@ from hierviz.data import (
     tree_source,
 )
 from hierviz.data.transforms import IMAGENET_MEAN, IMAGENET_STD
-from hierviz.tree import LabelTree
+from hierviz.hierarchy import LabelTree
 
 REPO = Path(__file__).resolve().parents[1]
 HAM = ["nv", "mel", "bkl", "bcc", "akiec", "vasc", "df"]

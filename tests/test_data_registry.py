@@ -28,7 +28,7 @@ from hierviz.data import (
     register_tree,
     tree_source,
 )
-from hierviz.tree import LabelTree
+from hierviz.hierarchy import LabelTree
 
 # Every dataset name valid in 0.1, with its default tree (None: no default).
 NAMES_01 = {
@@ -198,7 +198,7 @@ def test_tree_file_errors_name_the_file(tmp_path):
         load_tree(lst)
     num = tmp_path / "num.json"
     num.write_text("3")
-    with pytest.raises(ValueError, match=r"num\.json: expected a JSON object .* or a list of paths, got int"):
+    with pytest.raises(ValueError, match=r"num\.json: expected a parent map .*; got int"):
         load_tree(num)
 
 

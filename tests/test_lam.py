@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from hierviz.geometry import get_geometry
 from hierviz.losses import LAMLoss, default_margins
-from hierviz.tree import LabelTree
+from hierviz.hierarchy import LabelTree
 
 GEOMS = ["euclidean", "poincare"]
 

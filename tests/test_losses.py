@@ -30,7 +30,7 @@ from hierviz.losses import (
     hwc_logit_gradient,
     hwc_omega,
 )
-from hierviz.tree import LabelTree
+from hierviz.hierarchy import LabelTree
 
 GEOMS = ["euclidean", "poincare"]
 

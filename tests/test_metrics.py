@@ -36,14 +36,14 @@ def _geo(name, **kw):
 
 
 def _flat_tree():
-    from hierviz.tree import LabelTree
+    from hierviz.hierarchy import LabelTree
 
     return LabelTree.from_nested({"root": ["a", "b", "c"]})
 
 
 def _chain_tree():
     """root -> A -> {a1, a2}: level L-1 = 1 holds the single node A."""
-    from hierviz.tree import LabelTree
+    from hierviz.hierarchy import LabelTree
 
     return LabelTree.from_nested({"root": {"A": ["a1", "a2"]}})
 
@@ -111,7 +111,7 @@ def _brute_hf1_hacc(tree, a, b):
 @given(data=st.data(), which=st.sampled_from(["breakhis", "unbalanced"]))
 def test_hf1_hacc_match_bruteforce(data, which):
     import conftest
-    from hierviz.tree import LabelTree
+    from hierviz.hierarchy import LabelTree
 
     t = LabelTree.from_nested(conftest.BREAKHIS if which == "breakhis" else conftest.UNBALANCED)
     C = t.num_leaves

@@ -21,7 +21,7 @@ from hierviz.training import (
     seed_everything,
     warmup_cosine,
 )
-from hierviz.tree import LabelTree
+from hierviz.hierarchy import LabelTree
 
 TREE = LabelTree.from_nested({"root": {"p": ["a", "b"], "q": ["c", "d"]}})
 

@@ -1,7 +1,7 @@
 """Label trees bundled with hierviz, and matching a tree to a dataset's classes.
 
 Each bundled tree is a JSON file in ``hierviz/data/trees/`` in the
-:meth:`hierviz.tree.LabelTree.from_dict` format ``{"name", "source", "leaf_order",
+:meth:`hierviz.hierarchy.LabelTree.from_dict` format ``{"name", "source", "leaf_order",
 "tree"}``; ``"source"`` cites where the taxonomy comes from.
 
 =====================  =====  ======  ==========================================================
@@ -26,7 +26,6 @@ are registered at import, and :func:`register_tree` adds a user's file or factor
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -36,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from hierviz._registry import Registry, unknown_message
-from hierviz.tree import LabelTree
+from hierviz.hierarchy import LabelTree
+from hierviz.hierarchy.io import as_tree_object, parse_tree_json
 
 __all__ = [
     "TREES",
@@ -67,7 +67,7 @@ def register_tree(
         Tree name (case-insensitive; stored lower-case).
     path_or_factory : str, PathLike or callable
         A tree JSON file, or a function of no arguments returning a
-        :class:`~hierviz.tree.LabelTree` or a parsed tree object (a mapping).
+        :class:`~hierviz.hierarchy.LabelTree` or a parsed tree object (a mapping).
     replace : bool, default False
         Allow re-registering an existing name.
 
@@ -123,17 +123,7 @@ def _looks_like_path(x: str | PathLike) -> bool:
 
 
 def _parse_json_text(text_or_bytes: str | bytes, where: str) -> Any:
-    if isinstance(text_or_bytes, bytes):
-        try:
-            text_or_bytes = text_or_bytes.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise ValueError(
-                f"{where}: not UTF-8 text (byte {e.start}: {e.reason}); re-save the file as UTF-8"
-            ) from None
-    try:
-        return json.loads(text_or_bytes)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{where}: not valid JSON ({e}); fix the file (a JSON object describing the tree)") from None
+    return parse_tree_json(text_or_bytes, where=where)
 
 
 def read_tree_json(name_or_path: str | PathLike) -> dict:
@@ -143,14 +133,14 @@ def read_tree_json(name_or_path: str | PathLike) -> dict:
     ----------
     name_or_path : str or PathLike
         A name from :data:`TREES`, or a path to a ``.json`` file: the
-        :meth:`~hierviz.tree.LabelTree.from_dict` format, a plain parent map
+        :meth:`~hierviz.hierarchy.LabelTree.from_dict` format, a plain parent map
         ``{"child": "parent"}``, a plain nested dict or a list of root-to-leaf paths
         (see :func:`as_tree_object`).
 
     Returns
     -------
     dict
-        The :meth:`~hierviz.tree.LabelTree.from_dict` object (``"name"``, ``"source"``,
+        The :meth:`~hierviz.hierarchy.LabelTree.from_dict` object (``"name"``, ``"source"``,
         optional ``"leaf_order"``, and one of ``"tree"`` / ``"parents"`` / ``"paths"``); a
         plain form is wrapped in it. A file without ``"name"`` gets its stem (a registered
         tree its registered name) as name.
@@ -207,63 +197,6 @@ def read_tree_json(name_or_path: str | PathLike) -> dict:
             raise ValueError(f"{path}: cannot read the tree file ({e.strerror}); check its permissions") from None
         stem, where = path.stem, str(path)
     return as_tree_object(_parse_json_text(data, where), name=stem, where=where)
-
-
-_FORM_KEYS = ("tree", "parents", "paths")
-
-
-def as_tree_object(obj: Any, *, name: str = "", where: str = "tree") -> dict:
-    """A parsed tree JSON in any of its forms, as the :meth:`LabelTree.from_dict` object.
-
-    The form is told apart without flags:
-
-    * the current form: a JSON object with one of ``"tree"`` / ``"parents"`` / ``"paths"``
-      (plus ``"name"``, ``"source"``, ``"leaf_order"`` ...), returned as is;
-    * a plain parent map ``{"child": "parent", ...}`` (every value a string);
-    * a plain nested dict ``{"root": {"a": ["x", "y"], "b": null}}``;
-    * a plain paths list ``[["root", "a", "x"], ["root", "b"]]``.
-
-    Parameters
-    ----------
-    obj : dict or list
-        The parsed JSON.
-    name : str, optional
-        Default ``"name"`` (a file's stem, a registered tree's name).
-    where : str, optional
-        The file or tree, for error messages.
-
-    Returns
-    -------
-    dict
-        ``{"name", ...}`` with exactly one of ``"tree"`` / ``"parents"`` / ``"paths"``.
-
-    Raises
-    ------
-    ValueError
-        ``obj`` is neither a JSON object nor a list (names ``where``).
-
-    Examples
-    --------
-    >>> as_tree_object({"x": "a", "y": "a", "a": "root"}, name="mine")
-    {'name': 'mine', 'parents': {'x': 'a', 'y': 'a', 'a': 'root'}}
-    >>> as_tree_object({"root": ["p", "q"]})["tree"]
-    {'root': ['p', 'q']}
-    """
-    if isinstance(obj, list):
-        return {"name": name, "paths": obj}
-    if not isinstance(obj, Mapping):
-        raise ValueError(
-            f"{where}: expected a JSON object (a tree, a parent map or a nested dict) or a list of paths, "
-            f"got {type(obj).__name__}"
-        )
-    obj = dict(obj)
-    if any(k in obj for k in _FORM_KEYS):
-        if name:
-            obj.setdefault("name", name)
-        return obj
-    if obj and all(isinstance(v, str) for v in obj.values()):
-        return {"name": name, "parents": obj}
-    return {"name": name, "tree": obj}
 
 
 def load_tree(name_or_path: str | PathLike | Mapping[str, Any] | LabelTree) -> LabelTree:

@@ -183,7 +183,7 @@ def evaluate_model(
     train_data, test_data : hierviz.data.ArrayDataset
         The probe is fit and the prototypes computed on ``train_data``; metrics are scored
         on ``test_data`` (the lesion-grouped test split).
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
         Aligned with the data's classes (leaf i = class i).
     geometry : hierviz.geometry.Geometry
         The run's geometry (distances and means of the parent metrics).

@@ -1,6 +1,6 @@
 """Hierarchy-aware losses, one per file: SupCon, SimCLR, HWC, outside-softmax HC, LAM, HXE, soft labels.
 
-Every loss is an :class:`torch.nn.Module` built with a :class:`~hierviz.tree.LabelTree`
+Every loss is an :class:`torch.nn.Module` built with a :class:`~hierviz.hierarchy.LabelTree`
 and (for the embedding losses) a :class:`~hierviz.geometry.Geometry` or its name, and
 declares what it consumes with the class attribute ``input_kind``:
 

@@ -3,7 +3,7 @@
 :func:`contrastive_log_prob` and :func:`_reduce` are the functional core;
 :class:`_PairwiseContrastive` holds what the four modules share: validation, the
 similarity, the masks of P(i) and the ρ lookups. Every loss built on it is an
-:class:`torch.nn.Module` made with a :class:`~hierviz.tree.LabelTree` and a
+:class:`torch.nn.Module` made with a :class:`~hierviz.hierarchy.LabelTree` and a
 :class:`~hierviz.geometry.Geometry` and called as ``loss(z, labels)``.
 
 Layout of the views

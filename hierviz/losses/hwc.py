@@ -186,7 +186,7 @@ class HWCLoss(_PairwiseContrastive):
     >>> import torch
     >>> from hierviz.geometry import get_geometry
     >>> from hierviz.losses import HWCLoss
-    >>> from hierviz.tree import LabelTree
+    >>> from hierviz.hierarchy import LabelTree
     >>> tree = LabelTree.from_nested({"root": {"benign": ["a", "f"], "malignant": ["d", "l"]}})
     >>> ball = get_geometry("poincare")
     >>> z = ball.expmap0(0.3 * torch.randn(4, 2, 8, generator=torch.Generator().manual_seed(0)))

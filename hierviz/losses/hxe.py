@@ -63,7 +63,7 @@ class HXELoss(nn.Module):
     --------
     >>> import torch
     >>> from hierviz.losses import HXELoss
-    >>> from hierviz.tree import LabelTree
+    >>> from hierviz.hierarchy import LabelTree
     >>> tree = LabelTree.from_nested({"root": {"benign": ["a", "f"], "malignant": ["d", "l"]}})
     >>> logits = torch.randn(4, tree.num_leaves, generator=torch.Generator().manual_seed(0))
     >>> loss = HXELoss(tree, alpha=0.1)

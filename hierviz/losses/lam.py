@@ -124,7 +124,7 @@ class LAMLoss(nn.Module):
     >>> import torch
     >>> from hierviz.geometry import get_geometry
     >>> from hierviz.losses import LAMLoss
-    >>> from hierviz.tree import LabelTree
+    >>> from hierviz.hierarchy import LabelTree
     >>> tree = LabelTree.from_nested({"root": {"benign": ["a", "f"], "malignant": ["d", "l"]}})
     >>> geometry = get_geometry("euclidean")
     >>> z = torch.nn.functional.normalize(torch.randn(4, 2, 8, generator=torch.Generator().manual_seed(0)), dim=-1)

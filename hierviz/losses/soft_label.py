@@ -75,7 +75,7 @@ class SoftLabelLoss(nn.Module):
     --------
     >>> import torch
     >>> from hierviz.losses import SoftLabelLoss
-    >>> from hierviz.tree import LabelTree
+    >>> from hierviz.hierarchy import LabelTree
     >>> tree = LabelTree.from_nested({"root": {"a": {"a1": ["x", "y"], "a2": ["z"]}, "b": ["u", "v"], "c": None}})
     >>> tree.leaves
     ['x', 'y', 'z', 'u', 'v', 'c']

@@ -54,7 +54,7 @@ class SupConLoss(_PairwiseContrastive):
     >>> import torch
     >>> from hierviz.geometry import get_geometry
     >>> from hierviz.losses import SupConLoss
-    >>> from hierviz.tree import LabelTree
+    >>> from hierviz.hierarchy import LabelTree
     >>> tree = LabelTree.from_nested({"root": {"benign": ["a", "f"], "malignant": ["d", "l"]}})
     >>> geometry = get_geometry("euclidean")
     >>> z = torch.nn.functional.normalize(torch.randn(4, 2, 8, generator=torch.Generator().manual_seed(0)), dim=-1)

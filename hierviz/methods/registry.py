@@ -218,8 +218,7 @@ def register_method(
         raise ValueError(f"embedding must be one of {PROTOCOL_EMBEDDINGS}, got {embedding!r}")
     if isinstance(hparams, Mapping):
         for k, v in hparams.items():
-            if k not in LOSS_HPARAMS:
-                register_hparam(k, v)
+            register_hparam(k, v)  # a known name must keep its default
         names = tuple(hparams)
     else:
         names = tuple(hparams)

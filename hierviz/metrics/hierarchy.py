@@ -29,7 +29,7 @@ import torch
 
 if TYPE_CHECKING:  # pragma: no cover - imports for type checkers only
     from hierviz.geometry import Geometry
-    from hierviz.tree import LabelTree
+    from hierviz.hierarchy import LabelTree
 
 __all__ = [
     "hf1",

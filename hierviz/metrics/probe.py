@@ -28,7 +28,7 @@ from hierviz.metrics.hierarchy import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.geometry import Geometry
-    from hierviz.tree import LabelTree
+    from hierviz.hierarchy import LabelTree
 
 __all__ = ["linear_probe", "hierarchy_report", "REPORT_KEYS"]
 

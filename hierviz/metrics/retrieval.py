@@ -27,7 +27,7 @@ import torch
 from hierviz.metrics.hierarchy import _as_labels
 
 if TYPE_CHECKING:  # pragma: no cover
-    from hierviz.tree import LabelTree
+    from hierviz.hierarchy import LabelTree
 
 __all__ = [
     "precision_at_k",

@@ -174,7 +174,7 @@ def build_report(
         ``step_history`` (dict of lists), timings, and ``embeddings`` - the path of an
         ``.npz`` with ``z_test`` (n, D), ``y_test`` (n,), ``prototypes`` (P, D),
         ``proto_nodes`` (P,) node indices.
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
         The tree aligned with the data's classes.
     header : mapping of str to str
         Header lines of the HTML page.

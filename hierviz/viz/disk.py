@@ -230,7 +230,7 @@ def node_positions(z: np.ndarray, y: np.ndarray, tree, geometry) -> dict[str, np
         Points on ``geometry``'s manifold.
     y : numpy.ndarray, int64, (N,)
         Leaf indices.
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     geometry : hierviz.geometry.Geometry
         Provides ``group_mean`` and ``dist``.
 
@@ -318,7 +318,7 @@ def plot_poincare_disk(
         points go through ``Lorentz.to_ball`` first).
     labels : array-like of int, shape (N,)
         Leaf indices 0..C−1 in ``tree.leaves`` order (leaf names are accepted too).
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     prototypes : array-like, shape (P, d), optional
         Node prototypes (e.g. from :func:`hierviz.metrics.parent_prototypes`), in the ball.
     proto_nodes : sequence of str or int, shape (P,), optional

@@ -100,7 +100,7 @@ def plot_hyperboloid(
         of ``Lorentz(k).expmap0`` on 2-D tangent vectors).
     labels : array-like of int, shape (N,), optional
         Leaf indices (with ``tree``) or any integer class ids (without it).
-    tree : hierviz.tree.LabelTree, optional
+    tree : hierviz.hierarchy.LabelTree, optional
         Gives leaf names and the family colours of :func:`hierviz.viz.tree.leaf_colors`.
     k : float > 0, default 1.0
         Curvature magnitude.

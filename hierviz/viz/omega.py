@@ -36,7 +36,7 @@ def omega_matrix(tree, alpha: float, gamma: float, alpha_max: float | None = Non
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     alpha : float ≥ 0
         Positive-pair strength α (Eq. 5).
     gamma : float ≥ 0
@@ -86,7 +86,7 @@ def plot_rho(tree, title: str | None = None) -> go.Figure:
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     title : str, optional
 
     Returns
@@ -124,7 +124,7 @@ def plot_omega(tree, alpha: float, gamma: float, alpha_max: float | None = None,
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     alpha, gamma : float ≥ 0
     alpha_max : float ≥ 0, optional
         Clamp ω ≤ 1 + alpha_max.
@@ -253,7 +253,7 @@ def plot_forces(
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     anchor : str or int
         Anchor leaf (name or leaf index).
     candidates : sequence of str or int, length K

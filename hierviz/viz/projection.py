@@ -172,7 +172,7 @@ def parent_hulls(coords: Any, labels: Any, tree) -> dict[str, np.ndarray]:
         2-D coordinates (e.g. from :func:`project_2d`).
     labels : array-like of int, shape (N,)
         Leaf indices.
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
 
     Returns
     -------
@@ -234,7 +234,7 @@ def plot_projection(
         (:func:`project_2d`).
     labels : array-like of int, shape (N,)
         Leaf indices 0..C−1 (leaf names accepted).
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     method : {"tsne", "umap", "pca"}, default "tsne"
     geometry : None, str or hierviz.geometry.Geometry, optional
         The space ``z`` lives in; see :func:`project_2d`.

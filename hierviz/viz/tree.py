@@ -122,7 +122,7 @@ def leaf_parent(tree, leaf: str) -> str:
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     leaf : str
         A leaf name.
 
@@ -143,7 +143,7 @@ def dfs_leaves(tree) -> list[str]:
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
 
     Returns
     -------
@@ -201,7 +201,7 @@ def family_colors(tree) -> dict[str, str]:
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
 
     Returns
     -------
@@ -219,7 +219,7 @@ def leaf_colors(tree) -> dict[str, str]:
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
 
     Returns
     -------
@@ -245,7 +245,7 @@ def node_colors(tree) -> dict[str, str]:
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
 
     Returns
     -------
@@ -271,7 +271,7 @@ def tree_layout(tree, layout: str = "rows") -> dict[str, tuple[float, float]]:
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     layout : {"rows", "radial"}
 
     Returns
@@ -314,7 +314,7 @@ def plot_tree(tree, layout: str = "auto", title: str | None = None) -> go.Figure
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     layout : {"auto", "rows", "radial"}, default "auto"
         ``"auto"`` uses rows for at most 20 leaves, rings beyond (row labels overlap).
     title : str, optional

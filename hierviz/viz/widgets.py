@@ -50,7 +50,7 @@ def toy_tangent_points(tree, n_per_leaf: int = 25, spread: float = 0.12, seed: i
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     n_per_leaf : int ≥ 1, default 25
     spread : float ≥ 0, default 0.12
     seed : int, default 0
@@ -114,7 +114,7 @@ def curvature_figure(c: float, points: Any, labels: Any, tree, show_tree: bool =
         Tangent vectors at the origin.
     labels : array-like of int, shape (N,)
         Leaf indices.
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     show_tree : bool, default True
 
     Returns
@@ -142,7 +142,7 @@ def omega_figure(tree, alpha: float, gamma: float, alpha_max: float | None = Non
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     alpha, gamma : float ≥ 0
     alpha_max : float ≥ 0, optional
 
@@ -178,7 +178,7 @@ def lam_hinges(points: Any, labels: Any, tree, margins: Mapping[int, float] | An
         Points in the ball of radius 1/√c.
     labels : array-like of int, shape (N,)
         Leaf indices.
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
         Height L ≥ 2 (LAM needs a level between root and leaves).
     margins : mapping level → m_ℓ, or sequence of L−1 floats (m_1, ..., m_{L−1}), m_ℓ ≥ 0
     c : float > 0, default 1.0
@@ -245,7 +245,7 @@ def margin_figure(points: Any, labels: Any, tree, margins: Mapping[int, float] |
     points : array-like, shape (N, 2)
         Points in the ball of radius 1/√c.
     labels : array-like of int, shape (N,)
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
         Height ≥ 2.
     margins : mapping level → m_ℓ, or sequence (m_1, ..., m_{L−1})
     c : float > 0, default 1.0
@@ -291,7 +291,7 @@ def tau_figure(tree, tau: float, alpha: float = 0.5, gamma: float = 0.5, anchor:
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     tau : float > 0
     alpha, gamma : float ≥ 0, default 0.5
     anchor : str or int, optional
@@ -428,7 +428,7 @@ def curvature_panel(tree, points: Any = None, labels: Any = None, c: float = 1.0
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     points : array-like (N, 2), optional
         Tangent vectors at the origin; default :func:`toy_tangent_points`.
     labels : array-like of int (N,), optional
@@ -468,7 +468,7 @@ def omega_panel(tree, alpha: float = 0.5, gamma: float = 0.5, alpha_max: float |
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     alpha, gamma : float ≥ 0, default 0.5
         Initial values.
     alpha_max : float ≥ 0, optional
@@ -490,7 +490,7 @@ def margin_panel(tree, points: Any = None, labels: Any = None, c: float = 1.0,
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
         Height ≥ 2.
     points : array-like (N, 2), optional
         Points in the ball of radius 1/√c; default: :func:`toy_tangent_points` mapped
@@ -540,7 +540,7 @@ def tau_panel(tree, tau: float = 0.1, alpha: float = 0.5, gamma: float = 0.5, an
 
     Parameters
     ----------
-    tree : hierviz.tree.LabelTree
+    tree : hierviz.hierarchy.LabelTree
     tau : float > 0, default 0.1
     alpha, gamma : float ≥ 0, default 0.5
     anchor, candidates, similarities

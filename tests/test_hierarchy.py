@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hierviz.tree import LabelTree, ProjectionChoice
+from hierviz.hierarchy import LabelTree, ProjectionChoice
 from tests.conftest import BREAKHIS, UNBALANCED
 
 BENIGN = BREAKHIS["root"]["benign"]
@@ -353,15 +353,13 @@ def test_lowest_seen_ancestor(unbalanced_tree, breakhis_tree):
 
 
 # --------------------------------------------------------------------------- bad input
-def test_plot_delegates_to_viz(breakhis_tree, monkeypatch):
-    import hierviz.viz
+def test_hierarchy_imports_no_plotting():
+    import subprocess
+    import sys
 
-    calls = []
-    monkeypatch.setattr(hierviz.viz, "plot_tree", lambda tree, **kw: calls.append((tree, kw)) or "fig",
-                        raising=False)
-    assert breakhis_tree.plot(title="T") == "fig"
-    assert calls == [(breakhis_tree, {"title": "T"})]
-
+    code = "import sys, hierviz.hierarchy, hierviz.tree; print(sorted(m for m in ('plotly', 'hierviz.viz') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 @pytest.mark.parametrize(
     "parents, match",
@@ -544,3 +542,100 @@ def test_rho_equals_one_minus_distance_over_2L_on_balanced_trees(t):
     assert torch.allclose(t.rho_matrix.double(), expected, atol=1e-7)
     assert torch.all(t.rho_matrix.diagonal() == 1.0)
     assert torch.all(t.leaf_depth == L)
+
+
+# --------------------------------------------------------------------------- tree JSON (0.2)
+
+
+def _write(tmp_path, name, text, encoding="utf-8"):
+    p = tmp_path / name
+    p.write_bytes(text.encode(encoding) if isinstance(text, str) else text)
+    return p
+
+
+def test_plain_parent_map_json_is_read_without_flags(tmp_path):
+    p = _write(tmp_path, "pm.json", '{"x": "a", "y": "a", "z": "b", "a": "root", "b": "root"}')
+    t = LabelTree.from_json(p)
+    assert t.leaves == ["x", "y", "z"] and t.parent("a") == "root" and t.name == "pm"
+
+
+@pytest.mark.parametrize(
+    "text, leaves",
+    [
+        ('{"root": {"a": ["x", "y"], "b": ["z"]}}', ["x", "y", "z"]),
+        ('[["root", "a", "x"], ["root", "a", "y"], ["root", "b", "z"]]', ["x", "y", "z"]),
+        ('{"name": "t", "tree": {"root": {"a": ["x", "y"], "b": ["z"]}}, "leaf_order": ["z", "y", "x"]}',
+         ["z", "y", "x"]),
+        ('{"parents": {"x": "a", "y": "a", "z": "root", "a": "root"}}', ["x", "y", "z"]),
+    ],
+)
+def test_every_json_form_is_told_apart(tmp_path, text, leaves):
+    assert LabelTree.from_json(_write(tmp_path, "t.json", text)).leaves == leaves
+
+
+def test_duplicate_json_keys_are_refused_naming_file_and_key(tmp_path):
+    p = _write(tmp_path, "dup.json", '{"root": {\n  "a": ["x"],\n  "a": ["y"]\n}}')
+    with pytest.raises(ValueError, match=r"dup\.json: key 'a' appears twice in one JSON object \(line 3\)"):
+        LabelTree.from_json(p)
+
+
+def test_string_boolean_is_refused(tmp_path):
+    p = _write(tmp_path, "dag.json", '{"parents": {"x": ["a", "b"], "a": "root", "b": "root"}, "dag_to_tree": "false"}')
+    with pytest.raises(ValueError, match=r"dag\.json: dag_to_tree must be a JSON boolean \(true or false\), got str"):
+        LabelTree.from_json(p)
+
+
+def test_non_utf8_and_invalid_json_name_the_file(tmp_path):
+    bad = _write(tmp_path, "latin.json", '{"root": ["caf\u00e9", "b"]}', encoding="latin-1")
+    with pytest.raises(ValueError, match=r"latin\.json: not UTF-8 text .*re-save the file as UTF-8"):
+        LabelTree.from_json(bad)
+    broken = _write(tmp_path, "broken.json", '{"root": ["a", "b",]}')
+    with pytest.raises(ValueError, match=r"broken\.json: not valid JSON at line 1, column \d+"):
+        LabelTree.from_json(broken)
+    with pytest.raises(FileNotFoundError, match=r"missing\.json: no such tree file"):
+        LabelTree.from_json(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize("depth", [500, 5000])
+def test_any_depth_builds_queries_and_renders(depth):
+    parents = {"n0": None, **{f"n{i}": f"n{i - 1}" for i in range(1, depth)}, "leaf2": f"n{depth - 2}"}
+    t = LabelTree.from_parents(parents)
+    assert t.height == depth - 1 and t.depth("leaf2") == depth - 1
+    assert len(t.ancestors(f"n{depth - 1}")) == depth
+    assert str(t).count("\n") == depth
+    back = LabelTree.from_dict(t.to_dict())
+    assert back.leaves == t.leaves and back.height == t.height
+    assert float(t.rho(torch.tensor([0]), torch.tensor([1]))) == pytest.approx((depth - 2) / (depth - 1))
+
+
+def test_nested_dict_of_depth_500_from_nested():
+    d = None
+    for i in reversed(range(500)):
+        d = {f"k{i}": d if d is not None else ["a", "b"]}
+    t = LabelTree.from_nested(d)
+    assert t.height == 500 and t.leaves == ["a", "b"]
+
+
+@given(st.integers(2, 12), st.integers(0, 10_000))
+@settings(max_examples=25, deadline=None)
+def test_four_forms_round_trip(n_leaves, seed):
+    import json as _json
+    import random as _random
+
+    from hierviz.hierarchy import tree_from_obj
+
+    rng = _random.Random(seed)
+    parents = {"root": None}
+    internal = ["root"]
+    for i in range(rng.randint(0, 4)):
+        internal.append(f"g{i}")
+        parents[f"g{i}"] = rng.choice(internal[:-1])
+    for j in range(n_leaves):
+        parents[f"leaf{j}"] = rng.choice(internal)
+    t = LabelTree.from_parents(parents)
+    plain = {c: p for c, p in parents.items() if p is not None}
+    paths = [a if a[0] == "root" else a[::-1] for a in (t.ancestors(leaf) for leaf in t.leaves)]
+    for obj in (plain, t.to_dict()["tree"], paths, t.to_dict()):
+        back = tree_from_obj(_json.loads(_json.dumps(obj)))
+        assert sorted(back.leaves) == sorted(t.leaves)
+        assert all(back.parent(n) == t.parent(n) for n in t.nodes)
