@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
         bench(f"Poincaré ball c={a.c:g}", P.pairwise_dist,
               lambda z: P.manifold.dist(z[:, None], z[None]), x, a.repeats, a.geoopt_repeats)
     if a.only in (None, "lorentz"):
-        L = Lorentz(k=a.k)
+        L = Lorentz(c=a.k)
         x = L.expmap0(v / a.k ** 0.5)
         bench(f"Lorentz k={a.k:g}", L.pairwise_dist,
               lambda z: L.manifold.dist(z[:, None], z[None]), x, a.repeats, a.geoopt_repeats)

@@ -58,8 +58,8 @@ def poincare_eq2(x, y, c):
     return torch.acosh(1 + num / den) / c ** 0.5
 
 
-ALL = [Euclidean(), PoincareBall(c=1.0), PoincareBall(c=0.3), Lorentz(k=1.0), Lorentz(k=2.5)]
-HYP = [PoincareBall(c=1.0), PoincareBall(c=2.5), Lorentz(k=1.0), Lorentz(k=0.4)]
+ALL = [Euclidean(), PoincareBall(c=1.0), PoincareBall(c=0.3), Lorentz(c=1.0), Lorentz(c=2.5)]
+HYP = [PoincareBall(c=1.0), PoincareBall(c=2.5), Lorentz(c=1.0), Lorentz(c=0.4)]
 
 
 # ----------------------------------------------------------------------------- construction
@@ -77,7 +77,7 @@ def test_get_geometry_names_and_sign_convention():
     assert get_geometry(p) is p
     assert set(GEOMETRIES) == {"euclidean", "poincare", "lorentz"}
     assert PoincareBall(1.0) == get_geometry("poincare") and PoincareBall(1.0) != PoincareBall(2.0)
-    assert repr(lo) == "Lorentz(k=2)" and lo.point_dim(4) == 5 and p.point_dim(4) == 4
+    assert repr(lo) == "Lorentz(c=2)" and lo.point_dim(4) == 5 and p.point_dim(4) == 4
     assert all(isinstance(g, Geometry) for g in ALL)
 
 
@@ -92,8 +92,8 @@ def test_get_geometry_unknown_name_lists_valid():
 def test_nonpositive_curvature_rejected(bad):
     with pytest.raises(ValueError, match="c must be a finite number > 0"):
         PoincareBall(c=bad)
-    with pytest.raises(ValueError, match="k must be a finite number > 0"):
-        Lorentz(k=bad)
+    with pytest.raises(ValueError, match="c must be a finite number > 0"):
+        Lorentz(c=bad)
     with pytest.raises(ValueError, match="> 0"):
         get_geometry("poincare", c=bad)
 
@@ -134,7 +134,7 @@ def test_euclidean_hand_values():
 
 @pytest.mark.parametrize("k", [0.5, 1.0, 3.0])
 def test_lorentz_hand_values(k):
-    L = Lorentz(k=k)
+    L = Lorentz(c=k)
     v = torch.tensor([[0.3, -0.4], [0.0, 1.0]], dtype=F64)  # norms 0.5, 1.0
     x = L.expmap0(v)
     n = v.norm(dim=-1, keepdim=True)
@@ -168,7 +168,7 @@ def test_poincare_pairwise_matches_geoopt(c, dtype, tol):
 @pytest.mark.parametrize("k", [0.4, 1.0, 2.5])
 @pytest.mark.parametrize("dtype,tol", [(F32, 1e-4), (F64, 1e-8)])
 def test_lorentz_pairwise_matches_geoopt(k, dtype, tol):
-    L = Lorentz(k=k)
+    L = Lorentz(c=k)
     peer = geoopt.Lorentz(k=torch.tensor(1.0 / k, dtype=F64))  # geoopt's k = 1/ours
     x, y = hyperboloid(L, 40, 16, dtype=dtype, seed=1), hyperboloid(L, 30, 16, dtype=dtype, seed=2)
     ours = L.pairwise_dist(x, y)
@@ -219,7 +219,7 @@ def test_poincare_maps_match_fresh_geoopt_and_closed_form():
 
 def test_lorentz_is_isometric_to_ball_of_same_curvature():
     k = 1.7
-    L, P = Lorentz(k=k), PoincareBall(c=k)
+    L, P = Lorentz(c=k), PoincareBall(c=k)
     x, y = hyperboloid(L, 15, 3, seed=7), hyperboloid(L, 9, 3, seed=8)
     bx, by = L.to_ball(x), L.to_ball(y)
     P.check_point(bx)
@@ -259,7 +259,7 @@ def test_poincare_float32_accurate_to_the_boundary(c):
 def test_lorentz_log_accurate_at_small_distances(k):
     """Our closed-form log keeps ‖log_x(y)‖_L = d(x, y) down to d = 1e-7; geoopt's under-shoots
     below ~1e-4 (it clamps squared Minkowski norms at 1e-8), which is why we do not use it."""
-    L = Lorentz(k=k)
+    L = Lorentz(c=k)
     x = hyperboloid(L, 1, 3, seed=50)[0]
     e = torch.tensor([0.0, 0.3, -0.2, 0.9], dtype=F64)
     u = e + k * (-x[0] * e[0] + x[1:] @ e[1:]) * x  # Minkowski-orthogonal to x
@@ -379,7 +379,7 @@ def test_prop_proj_keeps_points_in_ball(a, c):
         assert torch.all(p.norm(dim=-1) <= (1 - eps) / c ** 0.5 * (1 + 1e-6))
         torch.testing.assert_close(P.proj(p), p)  # idempotent
     if a.shape[1] >= 2:  # Lorentz points need d + 1 >= 2 coordinates
-        L = Lorentz(k=c)
+        L = Lorentz(c=c)
         q = L.proj(torch.as_tensor(a))
         L.check_point(q)
         torch.testing.assert_close(q[:, 1:], torch.as_tensor(a)[:, 1:])
@@ -408,7 +408,7 @@ def test_gradcheck_poincare_pairwise_and_mean():
 
 
 def test_gradcheck_lorentz_pairwise_and_mean():
-    L = Lorentz(k=1.5)
+    L = Lorentz(c=1.5)
     v = tangent(5, 3, 1.2, seed=12).requires_grad_(True)  # free parameters → points via expmap0
     u = tangent(4, 3, 1.2, seed=13).requires_grad_(True)
     assert torch.autograd.gradcheck(lambda a: L.pairwise_dist(L.expmap0(a)), (v,))
@@ -427,7 +427,7 @@ def test_gradcheck_euclidean_pairwise_and_ema():
     assert torch.autograd.gradcheck(lambda a: P.ema_step(a, z, idx, 0.3), (p,))
 
 
-@pytest.mark.parametrize("geom", [PoincareBall(c=1.0), PoincareBall(c=4.0), Lorentz(k=1.0), Euclidean()], ids=repr)
+@pytest.mark.parametrize("geom", [PoincareBall(c=1.0), PoincareBall(c=4.0), Lorentz(c=1.0), Euclidean()], ids=repr)
 @pytest.mark.parametrize("dtype", [F32, F64])
 def test_finite_gradients_diagonal_and_boundary(geom, dtype):
     g = torch.Generator().manual_seed(0)
@@ -451,7 +451,7 @@ def test_finite_gradients_diagonal_and_boundary(geom, dtype):
 
 def test_gradgradcheck_pairwise():
     """Second derivatives (gradient penalties) are exact too, not only first-order ones."""
-    P, L = PoincareBall(c=0.8), Lorentz(k=1.3)
+    P, L = PoincareBall(c=0.8), Lorentz(c=1.3)
     x = ball(P, 4, 2, seed=17).requires_grad_(True)
     assert torch.autograd.gradgradcheck(lambda a: P.pairwise_dist(a), (x,))
     v = tangent(4, 2, 1.0, seed=18).requires_grad_(True)
@@ -520,7 +520,7 @@ def test_group_mean_empty_groups():
     means, mask = P.group_mean(x, idx, 4, allow_empty=True)
     assert mask.tolist() == [True, False, True, False]
     assert torch.all(means[~mask] == 0) and torch.isfinite(means).all()
-    L = Lorentz(k=2.0)
+    L = Lorentz(c=2.0)
     lm, lmask = L.group_mean(L.from_ball(x * 0.5), idx, 4, allow_empty=True)
     torch.testing.assert_close(lm[1], L.origin(2, dtype=F64))
     em, _ = Euclidean().group_mean(x, idx, 4, allow_empty=True)
@@ -537,7 +537,7 @@ def test_ema_step_euclidean_eq9_by_hand():
     torch.testing.assert_close(out, torch.tensor([[0.9, 0.1], [0.1, 1.0], [0.5, 0.5]], dtype=F64))
 
 
-@pytest.mark.parametrize("geom", [PoincareBall(c=1.0), PoincareBall(c=2.0), Lorentz(k=1.0), Lorentz(k=0.5)], ids=repr)
+@pytest.mark.parametrize("geom", [PoincareBall(c=1.0), PoincareBall(c=2.0), Lorentz(c=1.0), Lorentz(c=0.5)], ids=repr)
 def test_ema_step_hyperbolic_moves_along_geodesic_by_eta(geom):
     """Eq. 10 with one batch point per prototype: the prototype moves the fraction η of the way."""
     eta = 0.3
@@ -566,7 +566,7 @@ def test_ema_step_poincare_matches_eq10_with_geoopt():
 
 
 # ----------------------------------------------------------------------------- dtypes, autocast, shapes
-@pytest.mark.parametrize("geom", [PoincareBall(c=1.0), Lorentz(k=1.0), Euclidean()], ids=repr)
+@pytest.mark.parametrize("geom", [PoincareBall(c=1.0), Lorentz(c=1.0), Euclidean()], ids=repr)
 def test_half_precision_upcast_and_autocast(geom):
     x = points(geom, 8, 4, dtype=F32, seed=40)
     ref = geom.pairwise_dist(x)
@@ -600,7 +600,7 @@ def test_numpy_inputs_and_batched_pairwise():
 def test_to_tangent0_shapes():
     x = torch.randn(4, 3, dtype=F64)
     torch.testing.assert_close(Euclidean().to_tangent0(x), x)
-    L = Lorentz(k=1.0)
+    L = Lorentz(c=1.0)
     assert L.to_tangent0(L.expmap0(x)).shape == (4, 3)
     assert L.expmap0(x).shape == (4, 4)
 
@@ -616,7 +616,7 @@ def test_points_outside_manifold_rejected():
     with pytest.raises(ValueError, match="z: 1 point"):
         P.check_point(outside, "z")
     P.check_point(torch.tensor([[0.4995, 0.0]]))  # 0.999/√c is inside
-    L = Lorentz(k=1.0)
+    L = Lorentz(c=1.0)
     with pytest.raises(ValueError, match="off the hyperboloid"):
         L.pairwise_dist(torch.tensor([[1.0, 0.5], [1.0, 0.0]]))
     with pytest.raises(ValueError, match="x0 <= 0"):
@@ -701,3 +701,52 @@ def test_karcher_mean_is_monotone_for_a_spread_group_near_the_boundary():
     ys = torch.linspace(0.0, 0.9, 9001, dtype=torch.float64)
     grid_min = min(frechet(torch.stack([torch.zeros((), dtype=torch.float64), y])) for y in ys[::10])
     assert frechet(m) <= grid_min + 1e-3
+
+
+# --------------------------------------------------------------------------- 0.2: registry, naming, capabilities
+
+
+def test_registry_lists_builtins_and_rebuilds_from_config():
+    from hierviz.geometry import GEOMETRIES
+
+    assert GEOMETRIES.names()[:3] == ["euclidean", "poincare", "lorentz"]
+    for g in (Euclidean(), PoincareBall(c=0.3), Lorentz(c=2.5)):
+        assert get_geometry(**g.config()) == g
+    assert [g.hyperbolic for g in (Euclidean(), PoincareBall(), Lorentz())] == [False, True, True]
+    assert Euclidean().display_name == "Euclidean (unit sphere)"
+    with pytest.raises(ValueError, match="did you mean 'poincare'"):
+        get_geometry("poincaree")
+
+
+def test_lorentz_k_keyword_is_the_same_curvature_and_warns():
+    with pytest.warns(DeprecationWarning, match="use Lorentz\\(c=...\\)"):
+        old = Lorentz(k=2.5)
+    new = Lorentz(c=2.5)
+    assert old == new and float(old.manifold.k) == float(new.manifold.k) == pytest.approx(0.4)
+    v = torch.randn(5, 3, dtype=F64) * 0.5
+    assert torch.equal(old.expmap0(v), new.expmap0(v))
+
+
+def test_user_geometry_registers_and_builds():
+    from hierviz.geometry import GEOMETRIES, register_geometry
+
+    try:
+
+        @register_geometry("sphere-test")
+        class SphereTest(Euclidean):
+            name = "sphere-test"
+
+        g = get_geometry("sphere-test", c=3.0)  # c is ignored by non-hyperbolic geometries
+        assert isinstance(g, SphereTest) and g.config() == {"name": "sphere-test"}
+    finally:
+        GEOMETRIES.unregister("sphere-test")
+
+
+def test_heads_follow_the_capability_not_the_name():
+    from hierviz.models import HyperbolicHead, L2Normalize, manifold_head
+
+    class Renamed(PoincareBall):
+        name = "my-ball"
+
+    assert isinstance(manifold_head(Renamed()), HyperbolicHead)
+    assert isinstance(manifold_head(Euclidean()), L2Normalize)

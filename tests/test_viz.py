@@ -507,7 +507,7 @@ def test_hyperboloid_traces_and_disk_isometry(breakhis_tree, k):
 def test_hyperboloid_matches_lorentz_geometry():
     from hierviz.geometry import Lorentz
 
-    g = Lorentz(k=4.0)
+    g = Lorentz(c=4.0)
     x = g.expmap0(torch.randn(20, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0)))
     check_on_hyperboloid(x, k=4.0)
     np.testing.assert_allclose(hyperboloid_to_disk(x, 4.0), g.to_ball(x).numpy(), atol=1e-12)

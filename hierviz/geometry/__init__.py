@@ -1,67 +1,56 @@
-"""Embedding geometries: one interface for Euclidean, Poincaré-ball and Lorentz spaces.
+"""Embedding geometries: one interface for the unit sphere, the Poincaré ball and the Lorentz model.
 
-Sign convention: curvature is always stored as a positive magnitude. ``PoincareBall(c)``
-with ``c > 0`` is the ball of radius ``1/sqrt(c)`` with sectional curvature ``−c``
-(paper 01 writes ``κ = −c < 0``; the default ``c = 1`` is its ``κ = −1``), and
-``Lorentz(k)`` with ``k > 0`` is the hyperboloid ``⟨x, x⟩_L = −1/k`` of curvature ``−k``
-(note: geoopt's ``Lorentz(k=K)`` means curvature ``−1/K``; we pass ``K = 1/k``). A
-non-positive or non-finite ``c``/``k`` raises ValueError. ``Euclidean()`` has ``c = 0.0``
-and is the ``c → 0`` limit of the ball up to the conformal factor 2: the Poincaré distance
-tends to ``2‖x − y‖`` and the Karcher mean to the arithmetic mean. Every geometry offers
-``dist``, ``pairwise_dist`` (closed form over a Gram matrix), ``similarity``, ``mean``,
-``group_mean``, ``ema_step``, ``expmap0``/``logmap0``/``expmap``/``logmap``, ``proj``,
-``check_point`` and ``to_tangent0`` (paper 01 §3.1, Eqs. 1–3, 9–10).
+Curvature convention (one name everywhere): ``c > 0`` means sectional curvature ``−c``.
+``PoincareBall(c)`` is the ball of radius ``1/sqrt(c)``; ``Lorentz(c)`` is the hyperboloid
+``⟨x, x⟩_L = −1/c``. Paper 01 writes ``κ = −c < 0``; the default ``c = 1`` is its ``κ = −1``.
+A non-positive or non-finite ``c`` raises ValueError.
+
+geoopt's conventions, beside ours: ``geoopt.PoincareBall(c=c)`` uses the same ``c`` (we pass
+it through); ``geoopt.Lorentz(k=K)`` is the hyperboloid ``⟨x, x⟩_L = −K``, i.e. curvature
+``−1/K``, so ``Lorentz(c)`` builds ``geoopt.Lorentz(k=1/c)``. ``Lorentz(k=...)`` (hierviz
+0.1, where ``k`` meant our ``c``) still works with a DeprecationWarning.
+
+``Euclidean()`` is the unit sphere S^{d−1} with cosine similarity (alias ``UnitSphere``), the
+space of SupCon/SimCLR embeddings; it has ``c = 0.0`` and is the ``c → 0`` limit of the ball
+up to the conformal factor 2 (the Poincaré distance tends to ``2‖x − y‖``).
+
+Layout: ``base.py`` (the :class:`Geometry` interface and input checks), ``_kernels.py`` (the
+closed-form pairwise-distance autograd kernel), ``frechet.py`` (Karcher/Fréchet means, Eq. 3,
+and the EMA step, Eqs. 9–10), one folder per manifold (``euclidean/``, ``poincare/``,
+``lorentz/``, each with ``manifold.py``) and ``registry.py`` (:data:`GEOMETRIES`,
+:func:`register_geometry`, :func:`get_geometry`). Every geometry offers ``dist``,
+``pairwise_dist``, ``similarity``, ``mean``, ``group_mean``, ``ema_step``,
+``expmap0``/``logmap0``/``expmap``/``logmap``, ``proj``, ``check_point``, ``to_tangent0`` and
+``config()`` (paper 01 §3.1, Eqs. 1–3, 9–10).
 """
+
 from __future__ import annotations
 
-from .base import Geometry, check_curvature, full_precision
-from .euclidean import Euclidean
-from .lorentz import Lorentz
-from .poincare import PoincareBall
+import warnings as _warnings
 
-__all__ = ["Geometry", "Euclidean", "PoincareBall", "Lorentz", "get_geometry", "GEOMETRIES",
-           "check_curvature", "full_precision"]
+with _warnings.catch_warnings():  # geoopt scripts its maths with torch.jit, deprecated in torch 2.14
+    _warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.*deprecated", category=FutureWarning)
+    _warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.*deprecated", category=DeprecationWarning)
+    import geoopt  # noqa: F401
 
-#: Valid names for :func:`get_geometry`.
-GEOMETRIES = ("euclidean", "poincare", "lorentz")
+# Registration order is the order names are listed to users: keep poincare before lorentz.
+# isort: off
+from hierviz.geometry.base import Geometry, check_curvature, full_precision
+from hierviz.geometry.euclidean import Euclidean, UnitSphere
+from hierviz.geometry.poincare import PoincareBall
+from hierviz.geometry.lorentz import Lorentz
+from hierviz.geometry.registry import GEOMETRIES, get_geometry, register_geometry
+# isort: on
 
-
-def get_geometry(name: str | Geometry, c: float = 1.0) -> Geometry:
-    """Build a geometry by name.
-
-    Parameters
-    ----------
-    name : {"euclidean", "poincare", "lorentz"} or Geometry
-        Case-insensitive name; a :class:`Geometry` instance is returned unchanged.
-    c : float, default 1.0
-        Curvature magnitude (curvature ``−c``) for ``"poincare"`` (``PoincareBall(c=c)``)
-        and ``"lorentz"`` (``Lorentz(k=c)``); ignored for ``"euclidean"``.
-
-    Returns
-    -------
-    Geometry
-
-    Raises
-    ------
-    ValueError
-        Unknown name (the message lists the valid ones), or ``c <= 0`` for a hyperbolic space.
-    TypeError
-        If ``name`` is not a string or Geometry.
-
-    Examples
-    --------
-    >>> get_geometry("poincare", c=0.5)
-    PoincareBall(c=0.5)
-    """
-    if isinstance(name, Geometry):
-        return name
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str or Geometry, got {type(name).__name__}")
-    key = name.strip().lower()
-    if key == "euclidean":
-        return Euclidean()
-    if key == "poincare":
-        return PoincareBall(c=c)
-    if key == "lorentz":
-        return Lorentz(k=c)
-    raise ValueError(f"unknown geometry {name!r}; valid names: {', '.join(GEOMETRIES)}")
+__all__ = [
+    "Geometry",
+    "Euclidean",
+    "UnitSphere",
+    "PoincareBall",
+    "Lorentz",
+    "GEOMETRIES",
+    "get_geometry",
+    "register_geometry",
+    "check_curvature",
+    "full_precision",
+]

@@ -17,7 +17,8 @@ import contextlib
 import functools
 import math
 import numbers
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -28,73 +29,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Floor on the squared distance under the square root of every closed-form pairwise
 #: distance (``sqrt(max(w, eps))``).  It keeps the derivative of the square root finite
 #: on the diagonal (``arcosh'(1) = ∞``) while moving a distance by at most ``sqrt(eps)``.
-SQ_EPS = {torch.float32: 1e-12, torch.float64: 1e-24}
-
-
-def _sq_eps(dtype: torch.dtype) -> float:
-    return SQ_EPS.get(dtype, 1e-12)
-
-
-class _ScaledAsinhSqrt(torch.autograd.Function):
-    """``scale · arsinh(sqrt(max(q, eps)))`` with a fused backward (pairwise distances).
-
-    Forward reuses buffers in place; backward is one division by the saved
-    ``2·sqrt(q)·sqrt(1+q)/scale``. With ``zero_diag`` the last-two-dims diagonal of the
-    output is set to exactly 0 and receives zero gradient. Entries floored at ``eps``
-    receive zero gradient (the derivative of ``max``). When autograd records the backward
-    (``create_graph=True``, e.g. gradient penalties or ``gradgradcheck``) the derivative is
-    recomputed from the saved input with differentiable ops, so higher derivatives are exact.
-    """
-
-    @staticmethod
-    def forward(ctx, q: Tensor, eps: float, scale: float, zero_diag: bool) -> Tensor:  # type: ignore[override]
-        below = q < eps  # kept as a mask (no host sync); their gradient is 0
-        qc = q.clamp_min(eps)
-        s = qc.sqrt()
-        t = qc.add(1.0).sqrt_()                      # sqrt(1 + q)
-        out = qc.div_(t.add(1.0)).add_(s).log1p_().mul_(scale)
-        deriv = s.mul_(t).mul_(2.0 / scale)          # 1 / (d out / d q)
-        if zero_diag:
-            out.diagonal(dim1=-2, dim2=-1).zero_()
-        ctx.eps, ctx.scale, ctx.zero_diag = eps, scale, zero_diag
-        ctx.save_for_backward(q, deriv, below)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):  # type: ignore[override]
-        q, deriv, below = ctx.saved_tensors
-        if torch.is_grad_enabled():  # create_graph=True: differentiable recomputation
-            qc = q.clamp_min(ctx.eps)
-            g = (grad / (qc.sqrt() * (1.0 + qc).sqrt() * (2.0 / ctx.scale))).masked_fill(below, 0.0)
-            if ctx.zero_diag:
-                n = g.shape[-1]
-                g = g.masked_fill(torch.eye(n, dtype=torch.bool, device=g.device), 0.0)
-            return g, None, None, None
-        g = (grad / deriv).masked_fill_(below, 0.0)
-        if ctx.zero_diag:
-            g.diagonal(dim1=-2, dim2=-1).zero_()
-        return g, None, None, None
-
-
-def scaled_asinh_sqrt(q: Tensor, eps: float, scale: float, zero_diag: bool = False) -> Tensor:
-    """``scale · arsinh(sqrt(max(q, eps)))`` elementwise, optionally with a zero diagonal.
-
-    Parameters
-    ----------
-    q : Tensor, shape (..., B, M)
-        Non-negative (up to rounding) squared quantities, float32/float64.
-    eps : float
-        Floor on ``q``; keeps the derivative ``1/(2 sqrt(q) sqrt(1+q))`` finite.
-    scale : float
-        Output scale (``2/sqrt(c)`` for a ball of curvature ``-c``).
-    zero_diag : bool
-        Set the diagonal of the last two dims to exactly 0 (``B == M``).
-
-    Returns
-    -------
-    Tensor, shape (..., B, M)
-    """
-    return _ScaledAsinhSqrt.apply(q, float(eps), float(scale), bool(zero_diag))
+from hierviz.geometry._kernels import (  # noqa: E402,F401
+    SQ_EPS,  # noqa: E402,F401
+    _ScaledAsinhSqrt,
+    _sq_eps,
+    scaled_asinh_sqrt,
+)
 
 
 @contextlib.contextmanager
@@ -287,12 +227,20 @@ class Geometry(abc.ABC):
 
     Subclasses: :class:`~hierviz.geometry.Euclidean` (unit-norm vectors),
     :class:`~hierviz.geometry.PoincareBall` (curvature ``-c``),
-    :class:`~hierviz.geometry.Lorentz` (curvature ``-k``).
+    :class:`~hierviz.geometry.Lorentz` (curvature ``-c``).
+
+    Code outside ``geometry/`` never switches on :attr:`name`: it reads the capability
+    attributes (:attr:`hyperbolic`, :attr:`display_name`) and calls the methods.
 
     Attributes
     ----------
     name : str
-        ``"euclidean"``, ``"poincare"`` or ``"lorentz"``.
+        Registry name: ``"euclidean"``, ``"poincare"``, ``"lorentz"`` or a user's.
+    hyperbolic : bool
+        True for the hyperbolic spaces (points are checked against the manifold, heads use
+        ``expmap0``), False for the unit sphere.
+    display_name : str
+        For tables and figures ("Poincaré ball", ...).
     c : float
         Curvature magnitude (sectional curvature ``-c``); 0.0 for Euclidean.
     manifold : geoopt.Manifold
@@ -310,6 +258,8 @@ class Geometry(abc.ABC):
     """
 
     name: str = "geometry"
+    hyperbolic: bool = False
+    display_name: str = "geometry"
     c: float = 0.0
     #: True for the Euclidean space: the mean is the arithmetic mean in closed form.
     _flat: bool = False
@@ -320,6 +270,20 @@ class Geometry(abc.ABC):
     # ------------------------------------------------------------------ helpers
     def __repr__(self) -> str:
         return f"{type(self).__name__}(c={self.c:g})"
+
+    def config(self) -> dict:
+        """Constructor arguments by name: ``get_geometry(**g.config()) == g``.
+
+        Examples
+        --------
+        >>> from hierviz.geometry import get_geometry
+        >>> get_geometry("lorentz", c=0.5).config()
+        {'name': 'lorentz', 'c': 0.5}
+        """
+        out = {"name": self.name}
+        if getattr(self, "hyperbolic", False):
+            out["c"] = float(self.c)
+        return out
 
     def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and float(self.c) == float(other.c)  # type: ignore[attr-defined]
@@ -569,59 +533,8 @@ class Geometry(abc.ABC):
         TypeError
             For non-integer ``index``/``num_groups``/``steps``.
         """
-        xt = self._points(x, "x", min_dim=2)
-        if xt.dim() != 2:
-            raise ValueError(f"x must have shape (n, D), got {tuple(xt.shape)}")
-        n, D = xt.shape
-        if n == 0:
-            raise ValueError("x is empty (n=0): a mean needs at least one point")
-        K = _check_num_groups(num_groups)
-        idx = _check_index(index, n, K, xt.device)
-        steps = _check_steps(steps)
-        w = _check_weights(weights, n, xt)
-        init_t = None
-        if init is not None:
-            init_t = self._points(init, "init", min_dim=2).to(device=xt.device, dtype=xt.dtype)
-            if tuple(init_t.shape) != (K, D):
-                raise ValueError(f"init must have shape ({K}, {D}), got {tuple(init_t.shape)}")
+        return _frechet.group_mean(self, x, index, num_groups, steps=steps, init=init, weights=weights, allow_empty=allow_empty, beta=beta)
 
-        counts = _segment_sum(w.detach(), idx, K)
-        empty = counts <= 0
-        if bool(empty.any()) and init_t is None and not allow_empty:
-            missing = torch.nonzero(empty).flatten().tolist()
-            shown = missing[:20]
-            more = "" if len(missing) <= 20 else f" (+{len(missing) - 20} more)"
-            raise ValueError(
-                f"group_mean: group(s) {shown}{more} have no members (index never takes these "
-                f"values or their weights sum to 0); pass init= to keep a previous estimate "
-                f"or allow_empty=True to get the origin and a mask"
-            )
-        denom = _segment_sum(w, idx, K).clamp_min(torch.finfo(xt.dtype).tiny).unsqueeze(-1)
-        wcol = w.unsqueeze(-1)
-
-        if self._flat:
-            mu = _segment_sum(xt * wcol, idx, K) / denom
-        else:
-            if init_t is None:
-                mu = self._initial_means(xt, idx, wcol, denom, K)
-            else:
-                mu = init_t
-            for _ in range(steps):
-                v = self._log(mu[idx], xt) * wcol
-                vbar = _segment_sum(v, idx, K) / denom
-                mu = self._karcher_step(mu, vbar, xt, idx, w, K, beta)
-
-        if bool(empty.any()):
-            if init_t is not None:
-                fill = init_t
-            elif self._flat:
-                fill = torch.zeros_like(mu)
-            else:
-                fill = self.origin(self._tangent_dim(D), dtype=xt.dtype, device=xt.device).expand(K, D)
-            mu = torch.where(empty.unsqueeze(-1), fill, mu)
-        if allow_empty:
-            return mu, ~empty
-        return mu
 
     def _karcher_step(
         self, mu: Tensor, vbar: Tensor, x: Tensor, idx: Tensor, w: Tensor, K: int, beta: float,
@@ -637,21 +550,7 @@ class Geometry(abc.ABC):
         compact groups follow Eq. 3 exactly. The objective is evaluated without gradient;
         the returned estimate stays differentiable with respect to ``x``.
         """
-        with torch.no_grad():
-            f0 = _segment_sum(w.detach() * self._dist_rows(mu[idx].detach(), x.detach()) ** 2, idx, K)
-            tol = 1e-6 * f0 + torch.finfo(x.dtype).tiny
-            step = torch.full((K,), float(beta), dtype=x.dtype, device=x.device)
-            worse = torch.zeros(K, dtype=torch.bool, device=x.device)
-            for _ in range(max_halvings):
-                trial = self._exp(mu.detach(), step.unsqueeze(-1) * vbar.detach())
-                f1 = _segment_sum(w.detach() * self._dist_rows(trial[idx], x.detach()) ** 2, idx, K)
-                worse = f1 > f0 + tol
-                if not bool(worse.any()):
-                    break
-                step = torch.where(worse, step / 2, step)
-            # A group that never improved (already at its minimum up to float noise) stays put.
-            step = torch.where(worse, torch.zeros_like(step), step)
-        return self._exp(mu, step.unsqueeze(-1) * vbar)
+        return _frechet.karcher_step(self, mu, vbar, x, idx, w, K, beta, max_halvings=max_halvings)
 
     def _dist_rows(self, a: Tensor, b: Tensor) -> Tensor:
         """Row-wise geodesic distance via the geoopt manifold, unvalidated (internal, for the mean)."""
@@ -691,23 +590,7 @@ class Geometry(abc.ABC):
         ValueError
             If ``x`` is empty, off the manifold or non-finite, or weights sum to 0.
         """
-        xt = self._points(x, "x", min_dim=2)
-        if xt.dim() != 2:
-            raise ValueError(f"x must have shape (n, D), got {tuple(xt.shape)}")
-        init1 = None
-        if init is not None:
-            it = as_float_tensor(init, "init")
-            if it.dim() != 1:
-                raise ValueError(f"init must have shape ({xt.shape[1]},), got {tuple(it.shape)}")
-            init1 = it.unsqueeze(0)
-        idx = torch.zeros(xt.shape[0], dtype=torch.long, device=xt.device)
-        if weights is not None:
-            w = _check_weights(weights, xt.shape[0], xt)
-            if float(w.detach().sum()) <= 0:
-                raise ValueError("weights sum to 0: the weighted mean is undefined")
-        else:
-            w = None
-        return self.group_mean(xt, idx, 1, steps=steps, init=init1, weights=w)[0]
+        return _frechet.mean(self, x, weights=weights, steps=steps, init=init)
 
     @_fp32
     def ema_step(self, proto: Any, x: Any, index: Any, eta: float) -> Tensor:
@@ -743,26 +626,8 @@ class Geometry(abc.ABC):
             Off-manifold/non-finite inputs, shape mismatch, index out of range, or
             ``eta`` outside ``[0, 1]``.
         """
-        pt = self._points(proto, "proto", min_dim=2)
-        xt = self._points(x, "x", min_dim=2)
-        if pt.dim() != 2 or xt.dim() != 2:
-            raise ValueError(
-                f"proto and x must be 2-D (K, D) and (n, D), got {tuple(pt.shape)} and {tuple(xt.shape)}"
-            )
-        if pt.shape[1] != xt.shape[1]:
-            raise ValueError(f"proto and x must have the same D, got {pt.shape[1]} and {xt.shape[1]}")
-        dtype = torch.promote_types(pt.dtype, xt.dtype)
-        pt, xt = pt.to(dtype), xt.to(device=pt.device, dtype=dtype)
-        eta = _check_eta(eta)
-        K = pt.shape[0]
-        idx = _check_index(index, xt.shape[0], K, pt.device)
-        counts = torch.bincount(idx, minlength=K).to(dtype)
-        present = (counts > 0).unsqueeze(-1)
-        denom = counts.clamp_min(1.0).unsqueeze(-1)
-        if self._flat:
-            batch_mean = _segment_sum(xt, idx, K) / denom
-            new = (1.0 - eta) * pt + eta * batch_mean
-        else:
-            vbar = _segment_sum(self._log(pt[idx], xt), idx, K) / denom
-            new = self._exp(pt, eta * vbar)
-        return torch.where(present, new, pt)
+        return _frechet.ema_step(self, proto, x, index, eta)
+
+
+# At the end: frechet.py imports the checks defined above.
+from hierviz.geometry import frechet as _frechet  # noqa: E402

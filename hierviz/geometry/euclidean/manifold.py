@@ -12,9 +12,11 @@ import geoopt
 import torch
 import torch.nn.functional as F
 
-from .base import Geometry, Tensor, _check_finite, _fp32, _sq_eps, as_float_tensor
+from hierviz.geometry.base import Geometry, Tensor, _check_finite, _fp32, _sq_eps, as_float_tensor
+from hierviz.geometry.registry import register_geometry
 
 
+@register_geometry("euclidean")
 class Euclidean(Geometry):
     """Unit-norm Euclidean space (curvature 0) — paper 01 §3.1.
 
@@ -47,6 +49,7 @@ class Euclidean(Geometry):
 
     name = "euclidean"
     hyperbolic = False
+    display_name = "Euclidean (unit sphere)"
     c = 0.0
     _flat = True
 
@@ -277,3 +280,7 @@ class Euclidean(Geometry):
 
     def _exp0(self, v: Tensor) -> Tensor:
         return v
+
+
+#: The name says what the space is: the unit sphere S^{d-1} of R^d with cosine similarity.
+UnitSphere = Euclidean

@@ -23,9 +23,20 @@ from typing import Any
 import geoopt
 import torch
 
-from .base import Geometry, Tensor, _check_finite, _fp32, _sq_eps, as_float_tensor, check_curvature, scaled_asinh_sqrt
+from hierviz.geometry.base import (
+    Geometry,
+    Tensor,
+    _check_finite,
+    _fp32,
+    _sq_eps,
+    as_float_tensor,
+    check_curvature,
+    scaled_asinh_sqrt,
+)
+from hierviz.geometry.registry import register_geometry
 
 
+@register_geometry("poincare")
 class PoincareBall(Geometry):
     r"""Poincaré ball of sectional curvature ``−c`` (``c > 0``), paper 01 §3.1.
 
@@ -71,6 +82,7 @@ class PoincareBall(Geometry):
 
     name = "poincare"
     hyperbolic = True
+    display_name = "Poincaré ball"
 
     def __init__(self, c: float = 1.0, validate: bool = True) -> None:
         super().__init__(validate=validate)

@@ -23,7 +23,7 @@ from typing import Any
 import geoopt
 import torch
 
-from .base import (
+from hierviz.geometry.base import (
     Geometry,
     Tensor,
     _check_finite,
@@ -34,8 +34,10 @@ from .base import (
     check_curvature,
     scaled_asinh_sqrt,
 )
+from hierviz.geometry.registry import register_geometry
 
 
+@register_geometry("lorentz")
 class Lorentz(Geometry):
     r"""Hyperboloid of sectional curvature ``−k`` (``k > 0``) in ambient coordinates.
 
@@ -88,15 +90,22 @@ class Lorentz(Geometry):
 
     name = "lorentz"
     hyperbolic = True
+    display_name = "Lorentz hyperboloid"
 
-    def __init__(self, k: float = 1.0, validate: bool = True) -> None:
+    def __init__(self, c: float = 1.0, validate: bool = True, *, k: float | None = None) -> None:
+        if k is not None:
+            import warnings
+
+            warnings.warn("Lorentz(k=...) is deprecated: the curvature is named c everywhere (curvature -c); "
+                          "use Lorentz(c=...)", DeprecationWarning, stacklevel=2)
+            c = k
         super().__init__(validate=validate)
-        self.k = check_curvature(k, "k")
-        self.c = self.k
+        self.c = check_curvature(c, "c")
+        self.k = self.c  # hierviz 0.1 name, kept for reading
         self.manifold = geoopt.Lorentz(k=torch.tensor(1.0 / self.k, dtype=torch.float64))
 
     def __repr__(self) -> str:
-        return f"Lorentz(k={self.k:g})"
+        return f"Lorentz(c={self.c:g})"
 
     def point_dim(self, d: int) -> int:
         """``d + 1``: ambient coordinates of a point with ``d`` intrinsic dimensions.

@@ -1,0 +1,283 @@
+"""Fréchet (Karcher) means and the prototype EMA step, for any :class:`~hierviz.geometry.Geometry`.
+
+Paper 01 Eq. 3: :math:`\\mu \\leftarrow \\exp_\\mu(\beta \bar v)`, :math:`\bar v = \\sum_i w_i \\log_\\mu(x_i) / \\sum_i w_i`,
+made monotone by halving :math:`\beta` per group while the Fréchet objective would rise; Eqs. 9–10:
+the EMA of prototypes along geodesics. The geometry methods ``group_mean``, ``mean`` and
+``ema_step`` call these functions (under the geometry's float32/float64 guard); a geometry
+supplies ``_log``, ``_exp``, ``_log0``, ``_exp0``, ``_dist_rows``, ``_initial_means`` and ``origin``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from hierviz.geometry.base import (
+    Tensor,
+    _check_eta,
+    _check_index,
+    _check_num_groups,
+    _check_steps,
+    _check_weights,
+    _segment_sum,
+    as_float_tensor,
+)
+
+__all__ = ["group_mean", "mean", "ema_step", "karcher_step"]
+
+
+def group_mean(
+    geometry,
+    x: Any,
+    index: Any,
+    num_groups: int,
+    steps: int = 3,
+    init: Any = None,
+    *,
+    weights: Any = None,
+    allow_empty: bool = False,
+    beta: float = 1.0,
+) -> Tensor | tuple[Tensor, Tensor]:
+    r"""Per-group Fréchet/Karcher means, all groups at once (paper 01 Eq. 3).
+
+    Each step, for every group :math:`g` at once,
+
+    .. math::
+        \bar v_g = \frac{\sum_{i: g_i=g} w_i \log_{\mu_g}(x_i)}{\sum_{i: g_i=g} w_i},
+        \qquad \mu_g \leftarrow \exp_{\mu_g}(\beta\,\bar v_g),
+
+    i.e. the fixed point is taken in the tangent space at the *current estimate*
+    (not at the origin), with segment sums (``index_add``) instead of a loop over
+    groups. Euclidean: the (weighted) arithmetic mean, ``steps``/``init`` unused.
+
+    Parameters
+    ----------
+    x : Tensor, shape (n, D)
+        Points on the manifold (float32/float64; half precision is upcast).
+    index : LongTensor, shape (n,)
+        Group id of each row, in ``[0, num_groups)``.
+    num_groups : int
+        K, the number of groups (rows of the output).
+    steps : int, default 3
+        Karcher fixed-point steps (paper 01: :math:`T_{mean}=3`). 0 returns the
+        initial estimate.
+    init : Tensor, shape (K, D), optional
+        Starting estimates (e.g. the EMA prototypes, paper 01 §4.2). Default: the
+        origin-tangent mean :math:`\exp_0(\mathrm{mean}_i \log_0 x_i)` per group
+        (Poincaré) or the Lorentzian centroid (Lorentz, see :class:`Lorentz`).
+        Empty groups return their ``init`` row.
+    weights : Tensor, shape (n,), optional
+        Non-negative weights (default 1). A group whose weights sum to 0 is empty.
+    allow_empty : bool, default False
+        Without ``init``, an empty group raises ValueError unless this is True, in
+        which case its row is the origin (zeros for Euclidean) and a mask is returned.
+    beta : float, default 1.0
+        Step size :math:`\beta` of Eq. 3. Halved per group, at most 8 times, while
+        the step would increase the Fréchet objective :math:`\sum_i w_i d^2(\mu_g, x_i)`
+        (plain Eq. 3 with :math:`\beta=1` can overshoot across the origin for a spread
+        group near the boundary); see ``_karcher_step``.
+
+    Returns
+    -------
+    Tensor, shape (K, D)
+        The means (same dtype as ``x``).
+    Tensor, shape (K,), bool
+        Only when ``allow_empty=True``: True for groups that had members.
+
+    Raises
+    ------
+    ValueError
+        If ``x``/``init`` are off the manifold or non-finite, shapes disagree,
+        ``index`` is out of range, weights are negative, or a group is empty while
+        ``init is None and not allow_empty`` (the message lists the empty groups).
+    TypeError
+        For non-integer ``index``/``num_groups``/``steps``.
+    """
+    xt = geometry._points(x, "x", min_dim=2)
+    if xt.dim() != 2:
+        raise ValueError(f"x must have shape (n, D), got {tuple(xt.shape)}")
+    n, D = xt.shape
+    if n == 0:
+        raise ValueError("x is empty (n=0): a mean needs at least one point")
+    K = _check_num_groups(num_groups)
+    idx = _check_index(index, n, K, xt.device)
+    steps = _check_steps(steps)
+    w = _check_weights(weights, n, xt)
+    init_t = None
+    if init is not None:
+        init_t = geometry._points(init, "init", min_dim=2).to(device=xt.device, dtype=xt.dtype)
+        if tuple(init_t.shape) != (K, D):
+            raise ValueError(f"init must have shape ({K}, {D}), got {tuple(init_t.shape)}")
+
+    counts = _segment_sum(w.detach(), idx, K)
+    empty = counts <= 0
+    if bool(empty.any()) and init_t is None and not allow_empty:
+        missing = torch.nonzero(empty).flatten().tolist()
+        shown = missing[:20]
+        more = "" if len(missing) <= 20 else f" (+{len(missing) - 20} more)"
+        raise ValueError(
+            f"group_mean: group(s) {shown}{more} have no members (index never takes these "
+            f"values or their weights sum to 0); pass init= to keep a previous estimate "
+            f"or allow_empty=True to get the origin and a mask"
+        )
+    denom = _segment_sum(w, idx, K).clamp_min(torch.finfo(xt.dtype).tiny).unsqueeze(-1)
+    wcol = w.unsqueeze(-1)
+
+    if geometry._flat:
+        mu = _segment_sum(xt * wcol, idx, K) / denom
+    else:
+        if init_t is None:
+            mu = geometry._initial_means(xt, idx, wcol, denom, K)
+        else:
+            mu = init_t
+        for _ in range(steps):
+            v = geometry._log(mu[idx], xt) * wcol
+            vbar = _segment_sum(v, idx, K) / denom
+            mu = geometry._karcher_step(mu, vbar, xt, idx, w, K, beta)
+
+    if bool(empty.any()):
+        if init_t is not None:
+            fill = init_t
+        elif geometry._flat:
+            fill = torch.zeros_like(mu)
+        else:
+            fill = geometry.origin(geometry._tangent_dim(D), dtype=xt.dtype, device=xt.device).expand(K, D)
+        mu = torch.where(empty.unsqueeze(-1), fill, mu)
+    if allow_empty:
+        return mu, ~empty
+    return mu
+
+
+def karcher_step(
+    geometry, mu: Tensor, vbar: Tensor, x: Tensor, idx: Tensor, w: Tensor, K: int, beta: float,
+    max_halvings: int = 8,
+) -> Tensor:
+    r"""One step of Eq. 3, :math:`\mu_g \leftarrow \exp_{\mu_g}(\beta_g \bar v_g)`, made monotone.
+
+    With the paper's :math:`\beta = 1` the plain fixed point can overshoot and swing
+    across the origin for a widely spread group near the boundary (the Fréchet
+    objective :math:`F_g(\mu) = \sum_i w_i d^2(\mu, x_i)` then *increases*). Here
+    :math:`\beta_g` is halved, per group and at most ``max_halvings`` times, while
+    :math:`F_g` would go up; groups where the full step helps take it unchanged, so
+    compact groups follow Eq. 3 exactly. The objective is evaluated without gradient;
+    the returned estimate stays differentiable with respect to ``x``.
+    """
+    with torch.no_grad():
+        f0 = _segment_sum(w.detach() * geometry._dist_rows(mu[idx].detach(), x.detach()) ** 2, idx, K)
+        tol = 1e-6 * f0 + torch.finfo(x.dtype).tiny
+        step = torch.full((K,), float(beta), dtype=x.dtype, device=x.device)
+        worse = torch.zeros(K, dtype=torch.bool, device=x.device)
+        for _ in range(max_halvings):
+            trial = geometry._exp(mu.detach(), step.unsqueeze(-1) * vbar.detach())
+            f1 = _segment_sum(w.detach() * geometry._dist_rows(trial[idx], x.detach()) ** 2, idx, K)
+            worse = f1 > f0 + tol
+            if not bool(worse.any()):
+                break
+            step = torch.where(worse, step / 2, step)
+        # A group that never improved (already at its minimum up to float noise) stays put.
+        step = torch.where(worse, torch.zeros_like(step), step)
+    return geometry._exp(mu, step.unsqueeze(-1) * vbar)
+
+
+def mean(geometry, x: Any, weights: Any = None, steps: int = 3, init: Any = None) -> Tensor:
+    r"""Fréchet/Karcher mean of a set of points (paper 01 Eq. 3; Euclidean: arithmetic mean).
+
+    Parameters
+    ----------
+    x : Tensor, shape (n, D)
+        Points on the manifold, n >= 1.
+    weights : Tensor, shape (n,), optional
+        Non-negative weights with a positive sum (default: uniform).
+    steps : int, default 3
+        Fixed-point steps in the tangent space at the current estimate
+        (:math:`T_{mean}=3`, :math:`\beta=1`).
+    init : Tensor, shape (D,), optional
+        Starting estimate (default: :math:`\exp_0(\mathrm{mean}_i \log_0 x_i)`;
+        Lorentz: the Lorentzian centroid).
+
+    Returns
+    -------
+    Tensor, shape (D,)
+        The mean, differentiable with respect to ``x`` (and ``weights``).
+
+    Raises
+    ------
+    ValueError
+        If ``x`` is empty, off the manifold or non-finite, or weights sum to 0.
+    """
+    xt = geometry._points(x, "x", min_dim=2)
+    if xt.dim() != 2:
+        raise ValueError(f"x must have shape (n, D), got {tuple(xt.shape)}")
+    init1 = None
+    if init is not None:
+        it = as_float_tensor(init, "init")
+        if it.dim() != 1:
+            raise ValueError(f"init must have shape ({xt.shape[1]},), got {tuple(it.shape)}")
+        init1 = it.unsqueeze(0)
+    idx = torch.zeros(xt.shape[0], dtype=torch.long, device=xt.device)
+    if weights is not None:
+        w = _check_weights(weights, xt.shape[0], xt)
+        if float(w.detach().sum()) <= 0:
+            raise ValueError("weights sum to 0: the weighted mean is undefined")
+    else:
+        w = None
+    return geometry.group_mean(xt, idx, 1, steps=steps, init=init1, weights=w)[0]
+
+
+def ema_step(geometry, proto: Any, x: Any, index: Any, eta: float) -> Tensor:
+    r"""One EMA update of prototypes from a minibatch (paper 01 Eq. 9 / Eq. 10).
+
+    Euclidean (Eq. 9): :math:`c_g \leftarrow (1-\eta)\,c_g + \eta\,\bar z_g` with
+    :math:`\bar z_g` the batch mean of group g. Hyperbolic (Eq. 10): one Karcher step
+    at the prototype's own basepoint,
+    :math:`c_g \leftarrow \exp_{c_g}\big(\eta\,\tfrac{1}{|B_g|}\sum_{z\in B_g}\log_{c_g} z\big)`.
+    All groups are updated at once (``index_add``); groups absent from the batch are
+    returned unchanged.
+
+    Parameters
+    ----------
+    proto : Tensor, shape (K, D)
+        Current prototypes (on the manifold).
+    x : Tensor, shape (n, D)
+        Minibatch embeddings.
+    index : LongTensor, shape (n,)
+        Prototype (group) id of each row of ``x``, in ``[0, K)``.
+    eta : float
+        EMA rate in ``[0, 1]`` (paper 01: 0.01–0.1).
+
+    Returns
+    -------
+    Tensor, shape (K, D)
+        Updated prototypes. Autograd history is kept; the paper stops gradients
+        through prototype updates, so call under ``torch.no_grad()`` or detach.
+
+    Raises
+    ------
+    ValueError
+        Off-manifold/non-finite inputs, shape mismatch, index out of range, or
+        ``eta`` outside ``[0, 1]``.
+    """
+    pt = geometry._points(proto, "proto", min_dim=2)
+    xt = geometry._points(x, "x", min_dim=2)
+    if pt.dim() != 2 or xt.dim() != 2:
+        raise ValueError(
+            f"proto and x must be 2-D (K, D) and (n, D), got {tuple(pt.shape)} and {tuple(xt.shape)}"
+        )
+    if pt.shape[1] != xt.shape[1]:
+        raise ValueError(f"proto and x must have the same D, got {pt.shape[1]} and {xt.shape[1]}")
+    dtype = torch.promote_types(pt.dtype, xt.dtype)
+    pt, xt = pt.to(dtype), xt.to(device=pt.device, dtype=dtype)
+    eta = _check_eta(eta)
+    K = pt.shape[0]
+    idx = _check_index(index, xt.shape[0], K, pt.device)
+    counts = torch.bincount(idx, minlength=K).to(dtype)
+    present = (counts > 0).unsqueeze(-1)
+    denom = counts.clamp_min(1.0).unsqueeze(-1)
+    if geometry._flat:
+        batch_mean = _segment_sum(xt, idx, K) / denom
+        new = (1.0 - eta) * pt + eta * batch_mean
+    else:
+        vbar = _segment_sum(geometry._log(pt[idx], xt), idx, K) / denom
+        new = geometry._exp(pt, eta * vbar)
+    return torch.where(present, new, pt)

@@ -1,0 +1,76 @@
+"""The geometry registry: name → :class:`~hierviz.geometry.Geometry` class.
+
+Built-ins register themselves where they are defined (``@register_geometry("poincare")``);
+a new manifold is one folder ``geometry/<name>/`` and one decorator (CONTRIBUTING.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hierviz._registry import Registry
+
+__all__ = ["GEOMETRIES", "register_geometry", "get_geometry"]
+
+#: Registered geometry classes by name.
+GEOMETRIES: Registry = Registry("geometry")
+
+
+def register_geometry(name: str):
+    """Decorator registering a :class:`~hierviz.geometry.Geometry` subclass under ``name``.
+
+    The class must set ``hyperbolic`` (bool) and ``display_name``, and accept ``c`` as a
+    keyword when ``hyperbolic`` is True.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is already registered.
+    """
+    return GEOMETRIES.register(name)
+
+
+def get_geometry(name: Any, c: float = 1.0, **kwargs: Any):
+    """Build a registered geometry by name.
+
+    Parameters
+    ----------
+    name : str or Geometry
+        Case-insensitive registered name (``"euclidean"``, ``"poincare"``, ``"lorentz"``, or
+        one added with :func:`register_geometry`); a Geometry instance is returned unchanged.
+    c : float, default 1.0
+        Curvature magnitude (sectional curvature ``−c``) of a hyperbolic geometry; ignored
+        by the unit sphere.
+    **kwargs
+        Further constructor arguments.
+
+    Returns
+    -------
+    Geometry
+
+    Raises
+    ------
+    ValueError
+        Unknown name (``UnknownNameError``, the nearest names suggested), or ``c`` out of range.
+    TypeError
+        ``name`` is neither a string nor a Geometry.
+
+    Examples
+    --------
+    >>> get_geometry("poincare", c=0.5)
+    PoincareBall(c=0.5)
+    >>> get_geometry("lorentz")
+    Lorentz(c=1)
+    >>> get_geometry(**get_geometry("poincare", c=2.0).config())
+    PoincareBall(c=2)
+    """
+    from hierviz.geometry.base import Geometry
+
+    if isinstance(name, Geometry):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str or Geometry, got {type(name).__name__}")
+    cls = GEOMETRIES.get(name)
+    if getattr(cls, "hyperbolic", False):
+        return cls(c=c, **kwargs)
+    return cls(**kwargs)
