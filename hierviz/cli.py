@@ -209,8 +209,12 @@ def _run(args: argparse.Namespace, argv: Sequence[str], run_callbacks: dict | No
 
 
 def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return " ".join(text.split())
+    text = " ".join((str(exc).strip() or type(exc).__name__).split())
+    # name the command-line option beside the config key: "--epochs (train.epochs): ..."
+    for opt, key in SHORTCUTS.items():
+        if text.startswith(f"{key}:"):
+            return f"--{opt.replace('_', '-')} ({key}):{text[len(key) + 1:]}"
+    return text
 
 
 def main(argv: Sequence[str] | None = None, *, _run_callbacks: dict | None = None) -> int:

@@ -324,6 +324,7 @@ def _compare(cfg: ExperimentConfig, resume: bool, progress: bool, verbose: bool,
         res_file, cfg_file = run_dir / "result.json", run_dir / "config.json"
         if resume and cfg_file.is_file():
             saved = json.loads(cfg_file.read_text(encoding="utf-8"))
+            saved.pop("fingerprint", None)
             if fingerprint(saved) != fp:
                 keys = diff_keys(saved, run_cfg)
                 raise ConfigError(

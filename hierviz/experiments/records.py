@@ -36,7 +36,10 @@ __all__ = [
 ]
 
 #: Keys that legitimately differ between the runs of one comparison.
-RUN_KEYS = frozenset({"run.method", "run.geometry", "run.seed", "methods", "geometries", "seeds"}) | RESULT_FREE_KEYS
+RUN_KEYS = (
+    frozenset({"run.method", "run.geometry", "run.seed", "methods", "geometries", "seeds", "fingerprint"})
+    | RESULT_FREE_KEYS
+)
 
 
 def run_name(method: str, geometry: str, seed: int) -> str:

@@ -1,0 +1,256 @@
+"""Experiments as a library: config, presets, overrides, fingerprints, compare/report, clean failures."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from hierviz.cli import main
+from hierviz.experiments import (
+    ConfigError,
+    ExperimentConfig,
+    compare,
+    config_keys,
+    diff_keys,
+    fingerprint,
+    preset_names,
+    report,
+    resolve_config,
+)
+
+TINY = ["data.limit=60", "seeds=1", "model.width=4", "model.embed_dim=8", "data.image_size=16",
+        "eval.projection=pca", "train.batch_size=32", "train.epochs=1"]
+TINY_CLI = ["--limit", "60", "--seeds", "1", "--set", "model.width=4", "--set", "model.embed_dim=8",
+            "--set", "data.image_size=16", "--projection", "pca", "--batch-size", "32", "--quiet"]
+
+
+def _cli(capsys, argv, code):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    assert rc == code, err
+    if code != 0:
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return out, err
+
+
+# --------------------------------------------------------------------------- config
+
+
+def test_quick_preset_with_overrides():
+    cfg = resolve_config("quick", ["loss.tau=0.2", "train.epochs=1"])
+    assert (cfg.loss["tau"], cfg.train.epochs) == (0.2, 1)
+    assert cfg.methods == ["supcon", "hwc", "hwc+lam"] and cfg.data.dataset == "ham10000-sample"
+    assert (cfg.model.encoder, cfg.model.width, cfg.train.lr_backbone) == ("small_cnn", 16, 1e-3)
+
+
+@pytest.mark.parametrize("name", ["quick", "medium", "full", "gpu"])
+def test_every_bundled_preset_resolves(name):
+    assert name in preset_names()
+    cfg = resolve_config(name)
+    assert cfg.seeds >= 1 and cfg.train.epochs >= 1
+
+
+def test_every_method_hyperparameter_is_a_key():
+    keys = set(config_keys())
+    for k in ("loss.tau", "loss.alpha", "loss.gamma", "loss.alpha_max", "loss.lambda_lam", "loss.margins",
+              "loss.level_weights", "loss.eta", "loss.hxe_alpha", "loss.soft_beta", "model.curvature",
+              "model.clip_r", "train.epochs", "data.limit", "eval.projection"):
+        assert k in keys
+    cfg = resolve_config("quick", ["loss.margins=[0.5, 0.3, 0.1]", "loss.alpha_max=2", "model.clip_r=null"])
+    assert cfg.loss["margins"] == [0.5, 0.3, 0.1] and cfg.loss["alpha_max"] == 2 and cfg.model.clip_r is None
+
+
+@pytest.mark.parametrize(
+    "override, match",
+    [
+        ("train.epoch=1", r"unknown key 'train.epoch'; did you mean 'train.epochs'"),
+        ("loss.taus=0.1", r"unknown key 'loss.taus'; did you mean 'loss.tau'"),
+        ("train.epochs=abc", r"train.epochs=abc: expected an integer, got 'abc'"),
+        ("train.epochs=0", r"train.epochs: must be an integer >= 1, got 0"),
+        ("model.curvature=-1", r"model.curvature: must be > 0"),
+        ("train.amp=maybe", r"train.amp=maybe: expected true or false"),
+        ("methods=supcn", r"unknown name 'supcn'; did you mean 'supcon'"),
+        ("train.epochs", r"expected key=value"),
+    ],
+)
+def test_bad_overrides_name_the_key_and_the_fix(override, match):
+    with pytest.raises(ConfigError, match=match):
+        resolve_config("quick", [override])
+
+
+def test_user_preset_file_and_bad_toml(tmp_path):
+    good = tmp_path / "mine.toml"
+    good.write_text('methods = ["supcon"]\n[train]\nepochs = 7\n', encoding="utf-8")
+    cfg = resolve_config(str(good))
+    assert cfg.methods == ["supcon"] and cfg.train.epochs == 7
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[train\nepochs = 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"bad\.toml: invalid TOML"):
+        resolve_config(str(bad))
+    with pytest.raises(ConfigError, match=r"unknown preset 'quik'; did you mean 'quick'"):
+        resolve_config("quik")
+
+
+def test_fingerprint_ignores_out_but_not_results_keys():
+    a, b = ExperimentConfig().to_dict(), ExperimentConfig().to_dict()
+    b["out"] = "elsewhere"
+    assert fingerprint(a) == fingerprint(b)
+    b["loss"]["tau"] = 0.2
+    assert fingerprint(a) != fingerprint(b) and diff_keys(a, b) == ["loss.tau"]
+
+
+def test_config_round_trips_through_json():
+    cfg = resolve_config("quick", ["loss.tau=0.3"])
+    assert ExperimentConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))).to_dict() == cfg.to_dict()
+
+
+# --------------------------------------------------------------------------- compare, report, registry
+
+
+def test_compare_library_call_writes_runs_and_returns_the_table(tmp_path):
+    cfg = resolve_config("quick", [*TINY, "methods=supcon", "geometries=euclidean,poincare", f"out={tmp_path}"])
+    result = compare(cfg, progress=False, verbose=False)
+    assert [(r["method"], r["geometry"]) for r in result.rows] == [("supcon", "euclidean"), ("supcon", "poincare")]
+    assert "| SupCon |" in result.markdown and result.paths["html"].is_file()
+    saved = json.loads((tmp_path / "runs" / "supcon-poincare-s0" / "config.json").read_text())
+    assert saved["run"] == {"method": "supcon", "geometry": "poincare", "seed": 0} and saved["train"]["epochs"] == 1
+    rec = json.loads((tmp_path / "runs" / "supcon-poincare-s0" / "result.json").read_text())
+    assert rec["geometry_config"] == {"name": "poincare", "c": 1.0} and rec["method_display"] == "SupCon"
+
+
+def test_cli_set_values_reach_the_run_config(tmp_path, capsys):
+    _cli(capsys, ["compare", "--preset", "quick", "--set", "loss.tau=0.2", "--set", "train.epochs=1",
+                  "--methods", "supcon", "--geometry", "euclidean", *TINY_CLI, "--out", str(tmp_path)], 0)
+    saved = json.loads((tmp_path / "runs" / "supcon-euclidean-s0" / "config.json").read_text())
+    assert saved["loss"]["tau"] == 0.2 and saved["train"]["epochs"] == 1
+
+
+def test_config_command_prints_resolved_config_and_keys(capsys):
+    out, _ = _cli(capsys, ["config", "--preset", "quick", "--set", "loss.tau=0.2"], 0)
+    assert json.loads(out)["loss"]["tau"] == 0.2
+    out, _ = _cli(capsys, ["config", "--keys"], 0)
+    assert "loss.lambda_lam = 1.0" in out and "model.clip_r = 2.0" in out and "loss.eta = 0.05" in out
+
+
+def test_toy_method_from_a_user_module_runs_without_touching_package_files(tmp_path, capsys):
+    from hierviz.methods import LOSS_HPARAMS, METHODS
+
+    try:
+        _cli(capsys, ["compare", "--import", "tests.toy_method", "--preset", "quick", "--methods", "toy-l2",
+                      "--geometry", "euclidean", "--set", "loss.toy_scale=2", "--epochs", "1", *TINY_CLI,
+                      "--out", str(tmp_path)], 0)
+        rows = list(csv.DictReader(open(tmp_path / "results.csv")))
+        assert [r["method"] for r in rows] == ["toy-l2"]
+        assert "| Toy L2 |" in (tmp_path / "results.md").read_text()
+        saved = json.loads((tmp_path / "runs" / "toy-l2-euclidean-s0" / "config.json").read_text())
+        assert saved["loss"]["toy_scale"] == 2.0
+    finally:
+        METHODS.unregister("toy-l2")
+        LOSS_HPARAMS.pop("toy_scale", None)
+        import sys
+
+        sys.modules.pop("tests.toy_method", None)
+
+
+def test_report_refuses_runs_with_different_settings(tmp_path, capsys):
+    base = ["compare", "--preset", "quick", "--methods", "supcon", *TINY_CLI, "--out", str(tmp_path)]
+    _cli(capsys, [*base, "--geometry", "euclidean", "--epochs", "1"], 0)
+    other = tmp_path / "other"
+    _cli(capsys, [*base[:-1], str(other), "--geometry", "poincare", "--epochs", "2"], 0)
+    import shutil
+
+    shutil.copytree(other / "runs" / "supcon-poincare-s0", tmp_path / "runs" / "supcon-poincare-s0")
+    _, err = _cli(capsys, ["report", "--out", str(tmp_path)], 2)
+    assert "were trained with different settings (train.epochs: 1 vs 2)" in err
+    with pytest.raises(ConfigError, match="train.epochs"):
+        report(tmp_path, verbose=False)
+
+
+# --------------------------------------------------------------------------- clean failures
+
+
+def test_corrupt_npz_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(np.random.default_rng(0).bytes(500))
+    _, err = _cli(capsys, ["compare", "--data", str(bad), "--tree", "two-step", "--out", str(tmp_path / "o")], 2)
+    assert "bad.npz" in err
+
+
+def test_unwritable_out_is_refused_before_training(tmp_path, capsys):
+    blocker = tmp_path / "f.txt"
+    blocker.write_text("x")
+    _, err = _cli(capsys, ["compare", "--quick", "--out", str(blocker / "out")], 2)
+    assert "--out" in err and "cannot write there" in err
+
+
+def test_bad_pretrained_file_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "w.pt"
+    bad.write_bytes(b"not a state dict")
+    _, err = _cli(capsys, ["compare", "--quick", "--pretrained", str(bad), "--methods", "supcon", "--geometry",
+                           "euclidean", *TINY_CLI, "--out", str(tmp_path / "o")], 2)
+    assert "w.pt" in err and "state_dict" in err
+
+
+def test_limit_below_classes_times_splits_is_refused(tmp_path, capsys):
+    _, err = _cli(capsys, ["compare", "--quick", "--limit", "15", "--out", str(tmp_path)], 2)
+    assert "below classes × splits (7 × 3 = 21)" in err and "--limit 21" in err
+
+
+def test_plain_parent_map_tree_with_own_data(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    labels = np.arange(60) % 3
+    images = rng.integers(0, 255, (60, 16, 16, 3), dtype=np.uint8)
+    npz = tmp_path / "toy.npz"
+    np.savez(npz, images=images, labels=labels, classes=np.array(["cat", "dog", "car"]))
+    tree = tmp_path / "tree.json"
+    tree.write_text(json.dumps({"cat": "animal", "dog": "animal", "car": "vehicle", "animal": "root",
+                                "vehicle": "root"}))
+    _cli(capsys, ["compare", "--data", str(npz), "--tree", str(tree), "--methods", "supcon", "--geometry",
+                  "euclidean", "--epochs", "1", "--seeds", "1", "--set", "model.encoder=small_cnn",
+                  "--set", "model.width=4", "--set", "model.embed_dim=8", "--projection", "pca", "--quiet",
+                  "--out", str(tmp_path / "o")], 0)
+    assert (tmp_path / "o" / "results.csv").is_file()
+
+
+def test_corrupt_checkpoint_on_resume_names_the_file_and_keeps_the_previous(tmp_path, capsys):
+    args = ["compare", "--quick", "--methods", "supcon", "--geometry", "euclidean", *TINY_CLI, "--epochs", "3",
+            "--out", str(tmp_path)]
+
+    def stop(epoch, info):
+        if epoch == 1:
+            raise KeyboardInterrupt
+
+    assert main(args, _run_callbacks={"supcon-euclidean-s0": [stop]}) == 130
+    capsys.readouterr()
+    ckpt = tmp_path / "runs" / "supcon-euclidean-s0" / "checkpoint.pt"
+    assert (ckpt.parent / "checkpoint.pt.prev").is_file()
+    data = bytearray(ckpt.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    ckpt.write_bytes(bytes(data))
+    _, err = _cli(capsys, [*args, "--resume"], 2)
+    assert "checkpoint.pt' is corrupt (sha256 mismatch" in err and "checkpoint.pt.prev" in err
+
+
+def test_unknown_import_is_one_line(capsys):
+    _, err = _cli(capsys, ["compare", "--import", "no_such_module_xyz", "--quick"], 2)
+    assert "--import no_such_module_xyz: cannot import it" in err
+
+
+def test_collapsed_embeddings_give_a_report_note(tmp_path):
+    from hierviz.data import load_tree
+    from hierviz.report import build_report, collapsed_note
+
+    assert "collapsed" in collapsed_note(np.ones((30, 4)))
+    assert collapsed_note(np.random.default_rng(0).normal(size=(30, 4))) == ""
+    tree = load_tree("two-step")
+    emb = tmp_path / "e.npz"
+    np.savez(emb, z_test=np.ones((40, 8), np.float32), y_test=np.arange(40) % 7,
+             prototypes=np.zeros((0, 8), np.float32), proto_nodes=np.zeros(0, np.int64))
+    rec = {"method": "supcon", "geometry": "euclidean", "seed": 0, "embeddings": str(emb),
+           "metrics": {"top1": 0.1, "hf1": 0.2, "h_acc": 0.2, "violations": 0.5, "pc_order": 0.5}}
+    paths = build_report(tmp_path, [rec], tree, header={"Dataset": "x"}, projection="tsne")
+    html = paths["html"].read_text()
+    assert "the test embeddings are collapsed" in html
