@@ -77,9 +77,9 @@ class ClassificationRecord:
     seconds: float
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """What a run folder's ``embeddings.npz`` keeps: test embeddings, labels, prototypes."""
-        return {"z_test": self.z_test, "y_test": self.y_test, "prototypes": self.prototypes,
-                "proto_nodes": self.proto_nodes}
+        """What a run folder's ``embeddings.npz`` keeps: train/test embeddings, labels, prototypes."""
+        return {"z_test": self.z_test, "y_test": self.y_test, "z_train": self.z_train, "y_train": self.y_train,
+                "prototypes": self.prototypes, "proto_nodes": self.proto_nodes}
 
 
 #: Alias kept from hierviz 0.1.

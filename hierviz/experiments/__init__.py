@@ -29,6 +29,7 @@ from hierviz.experiments.config import (
     validate,
 )
 from hierviz.experiments.records import check_mergeable, load_records, run_name
+from hierviz.experiments.sweep import sweep
 
 __all__ = [
     "ExperimentConfig",
@@ -47,6 +48,7 @@ __all__ = [
     "fingerprint",
     "diff_keys",
     "compare",
+    "sweep",
     "report",
     "CompareResult",
     "load_data",

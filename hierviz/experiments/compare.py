@@ -62,6 +62,24 @@ class CompareResult:
     config: ExperimentConfig
     tree: Any = field(default=None, repr=False)
 
+    def record(self, method: str, geometry: str, seed: int = 0) -> dict:
+        """The run record (``result.json``) of one method × geometry × seed.
+
+        Raises
+        ------
+        KeyError
+            No such run in this comparison.
+        """
+        for r in self.records:
+            if (r["method"], r["geometry"], int(r["seed"])) == (method, geometry, int(seed)):
+                return r
+        raise KeyError(f"no run {method!r} · {geometry!r} · seed {seed} in this comparison")
+
+    def arrays(self, method: str, geometry: str, seed: int = 0) -> dict[str, np.ndarray]:
+        """The saved evaluation arrays of one run (``embeddings.npz``: ``z_test``, ``y_test``, …)."""
+        with np.load(self.record(method, geometry, seed)["embeddings"]) as f:
+            return {k: f[k] for k in f.files}
+
     def _repr_markdown_(self) -> str:  # Jupyter shows the table
         return self.markdown
 
@@ -310,7 +328,7 @@ def _compare(cfg: ExperimentConfig, resume: bool, progress: bool, verbose: bool,
         cfg.data.tree = DEFAULT_TREE.get(cfg.data.dataset)
     split = grouped_split(np.asarray(ds.labels), None if ds.groups is None else np.asarray(ds.groups),
                           seed=cfg.data.split_seed)
-    train_ds, test_ds = ds.subset(split["train"]), ds.subset(split["test"])
+    train_ds, test_ds = ds.subset(split["train"]), ds.subset(split[cfg.eval.split])
     atomic_write_text(out / "config.json", json.dumps(cfg.to_dict(), indent=1, default=json_default))
     atomic_write_text(out / "tree.json", json.dumps(tree.to_dict(), indent=1, default=json_default))
 

@@ -175,11 +175,14 @@ class EvalConfig:
         Karcher steps of the hyperbolic parent prototypes (paper 01 §4.2, T_mean = 3).
     batch_size : int, default 256
         Inference batch size.
+    split : {"test", "val"}, default "test"
+        The held-out split that is scored (paper 01 Fig. 2 tunes τ on "val").
     """
 
     projection: str = "tsne"
     mean_steps: int = 3
     batch_size: int = 256
+    split: str = "test"
 
 
 def _default_loss() -> dict[str, Any]:
@@ -464,6 +467,7 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     _check(cfg.train.weight_decay >= 0, "train.weight_decay", ">= 0", cfg.train.weight_decay)
     _check(cfg.data.dataset is not None or cfg.data.path is not None, "data.dataset", "a dataset name when "
            "data.path is not set", cfg.data.dataset)
+    _check(cfg.eval.split in ("test", "val"), "eval.split", '"test" or "val"', cfg.eval.split)
     tau = cfg.loss.get("tau")
     _check(tau is None or tau > 0, "loss.tau", "> 0", tau)
     return cfg

@@ -23,6 +23,7 @@ from hierviz.metrics.hierarchy import (
     parent_prototypes,
     parent_violations,
     pc_order,
+    violations_by_level,
 )
 from hierviz.metrics.probe import REPORT_KEYS, hierarchy_report, linear_probe
 from hierviz.metrics.retrieval import (
@@ -35,6 +36,7 @@ from hierviz.metrics.retrieval import (
 )
 
 __all__ = [
+    "violations_by_level",
     "hf1",
     "h_acc",
     "default_parent_level",

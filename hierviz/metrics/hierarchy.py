@@ -22,6 +22,7 @@ raises ``ValueError``.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover - imports for type checkers only
     from hierviz.hierarchy import LabelTree
 
 __all__ = [
+    "violations_by_level",
     "hf1",
     "h_acc",
     "default_parent_level",
@@ -42,7 +44,7 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- validation
-def _as_labels(x: Any, name: str, tree: "LabelTree", *, allow_empty: bool = False) -> torch.Tensor:
+def _as_labels(x: Any, name: str, tree: LabelTree, *, allow_empty: bool = False) -> torch.Tensor:
     """Validate leaf-index labels and return them as a 1-D CPU ``torch.long`` tensor.
 
     Parameters
@@ -91,7 +93,7 @@ def _as_labels(x: Any, name: str, tree: "LabelTree", *, allow_empty: bool = Fals
     return t
 
 
-def _pair_labels(y_true: Any, y_pred: Any, tree: "LabelTree") -> tuple[torch.Tensor, torch.Tensor]:
+def _pair_labels(y_true: Any, y_pred: Any, tree: LabelTree) -> tuple[torch.Tensor, torch.Tensor]:
     """Validate a (y_true, y_pred) pair: both 1-D leaf indices of the same length."""
     a = _as_labels(y_true, "y_true", tree)
     b = _as_labels(y_pred, "y_pred", tree)
@@ -100,7 +102,7 @@ def _pair_labels(y_true: Any, y_pred: Any, tree: "LabelTree") -> tuple[torch.Ten
     return a, b
 
 
-def _as_points(z: Any, name: str, geometry: "Geometry | None" = None) -> torch.Tensor:
+def _as_points(z: Any, name: str, geometry: Geometry | None = None) -> torch.Tensor:
     """Validate an embedding matrix (n, D) of floats (and, with a geometry, that it lies on it)."""
     t = z if isinstance(z, torch.Tensor) else torch.as_tensor(np.asarray(z))
     if not t.dtype.is_floating_point:
@@ -126,7 +128,7 @@ def _reduce(per_sample: torch.Tensor, reduction: str) -> float | torch.Tensor:
 
 
 # --------------------------------------------------------------------------- HF1 / H-Acc
-def hf1(y_true: Any, y_pred: Any, tree: "LabelTree", *, reduction: str = "mean") -> float | torch.Tensor:
+def hf1(y_true: Any, y_pred: Any, tree: LabelTree, *, reduction: str = "mean") -> float | torch.Tensor:
     r"""Hierarchical F1: per-sample F1 of the inclusive ancestor sets, averaged.
 
     For a true leaf :math:`y` and a predicted leaf :math:`\hat y` let :math:`A_y` and
@@ -187,7 +189,7 @@ def hf1(y_true: Any, y_pred: Any, tree: "LabelTree", *, reduction: str = "mean")
     return _reduce(2.0 * inter / size, reduction)
 
 
-def h_acc(y_true: Any, y_pred: Any, tree: "LabelTree", *, reduction: str = "mean") -> float | torch.Tensor:
+def h_acc(y_true: Any, y_pred: Any, tree: LabelTree, *, reduction: str = "mean") -> float | torch.Tensor:
     r"""Tree-distance-weighted accuracy :math:`1 - d_T(y, \hat y) / (2L)`, averaged.
 
     :math:`d_T` is the number of edges on the tree path between the true and predicted
@@ -228,16 +230,16 @@ def h_acc(y_true: Any, y_pred: Any, tree: "LabelTree", *, reduction: str = "mean
 
 
 # --------------------------------------------------------------------------- levels
-def _level_groups(tree: "LabelTree", level: int) -> torch.Tensor:
+def _level_groups(tree: LabelTree, level: int) -> torch.Tensor:
     """Node index of every leaf's group (ancestor, or the leaf itself) at ``level``: (C,) long."""
     return tree.leaf_paths[:, level]
 
 
-def _num_groups(tree: "LabelTree", level: int) -> int:
+def _num_groups(tree: LabelTree, level: int) -> int:
     return int(torch.unique(_level_groups(tree, level)).numel())
 
 
-def default_parent_level(tree: "LabelTree") -> int:
+def default_parent_level(tree: LabelTree) -> int:
     """The tree level whose nodes serve as "parents" for violations and PC-Order.
 
     Rule: ``L - 1`` (the parent level of the deepest leaves, ``L = tree.height``) if that
@@ -277,7 +279,7 @@ def default_parent_level(tree: "LabelTree") -> int:
     )
 
 
-def _check_level(tree: "LabelTree", level: Any) -> int:
+def _check_level(tree: LabelTree, level: Any) -> int:
     """Resolve ``level=None`` to the default and validate an explicit level."""
     if level is None:
         return default_parent_level(tree)
@@ -299,8 +301,8 @@ def _check_level(tree: "LabelTree", level: Any) -> int:
 def parent_prototypes(
     z: Any,
     y: Any,
-    tree: "LabelTree",
-    geometry: "Geometry",
+    tree: LabelTree,
+    geometry: Geometry,
     level: int | None = None,
     steps: int = 3,
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -376,8 +378,8 @@ def _proto_distances(
     y: Any,
     protos: Any,
     node_ids: Any,
-    tree: "LabelTree",
-    geometry: "Geometry",
+    tree: LabelTree,
+    geometry: Geometry,
     level: int | None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Distances (n, P) from each point to every prototype and the column of its true parent (n,)."""
@@ -425,8 +427,8 @@ def parent_violations(
     y: Any,
     protos: Any,
     node_ids: Any,
-    tree: "LabelTree",
-    geometry: "Geometry",
+    tree: LabelTree,
+    geometry: Geometry,
     level: int | None = None,
     *,
     margin: float = 0.0,
@@ -503,8 +505,8 @@ def pc_order(
     y: Any,
     protos: Any,
     node_ids: Any,
-    tree: "LabelTree",
-    geometry: "Geometry",
+    tree: LabelTree,
+    geometry: Geometry,
     level: int | None = None,
     *,
     reduction: str = "mean",
@@ -554,3 +556,51 @@ def pc_order(
     D, pos = _proto_distances(z, y, protos, node_ids, tree, geometry, level)
     ok = D.argmin(1) == pos
     return _reduce(ok.cpu(), reduction)
+
+
+def violations_by_level(
+    z_train: Any, y_train: Any, z_test: Any, y_test: Any, tree: Any, geometry: Any,
+    levels: Sequence[int] | None = None, steps: int = 3,
+) -> dict[int, float]:
+    """Parent-distance violation rate per tree level (paper 01 §4.4, LAM's levels of Eq. 11).
+
+    Prototypes of the level-ℓ ancestors are the (Karcher) means of the frozen training
+    embeddings (:func:`parent_prototypes`); each test point is scored with
+    :func:`parent_violations` at that level.
+
+    Parameters
+    ----------
+    z_train, z_test : array-like, shape (n, D)
+        Embeddings on ``geometry``.
+    y_train, y_test : array-like, shape (n,)
+        Leaf indices.
+    tree : LabelTree
+    geometry : Geometry
+    levels : sequence of int, optional
+        Default ``1 … L-1`` (every level with parents below the root).
+    steps : int, default 3
+        Karcher steps of the prototypes.
+
+    Returns
+    -------
+    dict of int to float
+        Level → violation rate in [0, 1].
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.hierarchy import LabelTree
+    >>> from hierviz.geometry import get_geometry
+    >>> tree = LabelTree.from_nested({"r": {"a": ["x", "y"], "b": ["z", "w"]}})
+    >>> z = torch.tensor([[1.0, 0.0], [0.9, 0.1], [-1.0, 0.0], [-0.9, -0.1]])
+    >>> z = torch.nn.functional.normalize(z, dim=1)
+    >>> y = torch.tensor([0, 1, 2, 3])
+    >>> violations_by_level(z, y, z, y, tree, get_geometry("euclidean"))
+    {1: 0.0}
+    """
+    levels = list(range(1, tree.height)) if levels is None else list(levels)
+    out = {}
+    for level in levels:
+        p, nodes = parent_prototypes(z_train, y_train, tree, geometry, level=level, steps=steps)
+        out[level] = float(parent_violations(z_test, y_test, p, nodes, tree, geometry, level=level))
+    return out

@@ -36,7 +36,7 @@ __all__ = ["linear_probe", "hierarchy_report", "REPORT_KEYS"]
 REPORT_KEYS: tuple[str, ...] = ("top1", "hf1", "h_acc", "violations", "pc_order")
 
 
-def _features(z: torch.Tensor, geometry: "Geometry") -> np.ndarray:
+def _features(z: torch.Tensor, geometry: Geometry) -> np.ndarray:
     """Euclidean probe features: ``geometry.to_tangent0(z)`` as a float64 numpy array."""
     with torch.no_grad():
         f = geometry.to_tangent0(z)
@@ -56,7 +56,7 @@ def linear_probe(
     z_train: Any,
     y_train: Any,
     z_test: Any,
-    geometry: "Geometry",
+    geometry: Geometry,
     seed: int = 0,
     *,
     max_iter: int = 3000,
@@ -140,8 +140,8 @@ def hierarchy_report(
     y_train: Any,
     z_test: Any,
     y_test: Any,
-    tree: "LabelTree",
-    geometry: "Geometry",
+    tree: LabelTree,
+    geometry: Geometry,
     seed: int = 0,
     *,
     level: int | None = None,

@@ -59,7 +59,7 @@ def _prepare(
     scores: Any,
     query_labels: Any,
     gallery_labels: Any,
-    tree: "LabelTree | None",
+    tree: LabelTree | None,
     kind: str,
     exclude_self: bool,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -111,7 +111,7 @@ def _prepare(
     return order, valid_sorted, yq, yg, valid.sum(1)
 
 
-def _relevant(yq: torch.Tensor, yg: torch.Tensor, tree: "LabelTree | None", level: int | None) -> torch.Tensor:
+def _relevant(yq: torch.Tensor, yg: torch.Tensor, tree: LabelTree | None, level: int | None) -> torch.Tensor:
     """(Q, G) bool: gallery item shares the query's leaf (or its ancestor at ``level``)."""
     if level is None:
         return yq[:, None] == yg[None, :]
@@ -156,7 +156,7 @@ def precision_at_k(
     scores: Any,
     query_labels: Any,
     gallery_labels: Any,
-    tree: "LabelTree | None" = None,
+    tree: LabelTree | None = None,
     k: int = 5,
     *,
     kind: str = "distance",
@@ -215,7 +215,7 @@ def recall_at_k(
     scores: Any,
     query_labels: Any,
     gallery_labels: Any,
-    tree: "LabelTree | None" = None,
+    tree: LabelTree | None = None,
     k: int = 5,
     *,
     kind: str = "distance",
@@ -278,7 +278,7 @@ def map_at_k(
     scores: Any,
     query_labels: Any,
     gallery_labels: Any,
-    tree: "LabelTree | None" = None,
+    tree: LabelTree | None = None,
     k: int | None = 10,
     *,
     kind: str = "distance",
@@ -353,7 +353,7 @@ def map_at_k(
 
 
 # --------------------------------------------------------------------------- tree-graded metrics
-def tree_relevance(tree: "LabelTree", relevance: str = "sum") -> torch.Tensor:
+def tree_relevance(tree: LabelTree, relevance: str = "sum") -> torch.Tensor:
     r"""(C, C) graded relevance between leaves, from the tree (paper 04 §II.D.2).
 
     With :math:`d(n, m)` the number of edges from node :math:`n` up to its ancestor
@@ -409,7 +409,7 @@ def ndcg(
     scores: Any,
     query_labels: Any,
     gallery_labels: Any,
-    tree: "LabelTree",
+    tree: LabelTree,
     k: int | None = None,
     *,
     kind: str = "distance",
@@ -489,7 +489,7 @@ def mean_normalised_rank(
     scores: Any,
     query_labels: Any,
     gallery_labels: Any,
-    tree: "LabelTree",
+    tree: LabelTree,
     *,
     kind: str = "distance",
     exclude_self: bool = False,

@@ -16,6 +16,7 @@ from hierviz.report.html import build_report, collapsed_note, write_report_html
 from hierviz.report.tables import (
     GEOMETRY_LABELS,
     LOWER_IS_BETTER,
+    METHOD_LABELS,
     METRIC_LABELS,
     METRICS,
     geometry_label,
@@ -39,6 +40,7 @@ __all__ = [
     "METRICS",
     "METRIC_LABELS",
     "GEOMETRY_LABELS",
+    "METHOD_LABELS",
     "LOWER_IS_BETTER",
     "method_label",
     "geometry_label",

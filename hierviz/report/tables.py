@@ -14,6 +14,7 @@ __all__ = [
     "METRICS",
     "METRIC_LABELS",
     "GEOMETRY_LABELS",
+    "METHOD_LABELS",
     "LOWER_IS_BETTER",
     "method_label",
     "geometry_label",
@@ -32,6 +33,31 @@ METRIC_LABELS = {"hf1": "HF1", "h_acc": "H-Acc", "pc_order": "PC-Order", "violat
 LOWER_IS_BETTER = frozenset({"violations"})
 #: Row titles of the methods (paper 01 §4.3 names).
 GEOMETRY_LABELS = {"euclidean": "Euclidean", "poincare": "Poincaré", "lorentz": "Lorentz"}
+
+
+class _MethodLabels(Mapping):
+    """``METHOD_LABELS[name]``: display names read from the method registry (kept from 0.1)."""
+
+    def __getitem__(self, name: str) -> str:
+        from hierviz.methods import METHODS
+
+        if name not in METHODS:
+            raise KeyError(name)
+        return METHODS.get(name).display_name
+
+    def __iter__(self):
+        from hierviz.methods import METHODS
+
+        return iter(METHODS.names())
+
+    def __len__(self) -> int:
+        from hierviz.methods import METHODS
+
+        return len(METHODS)
+
+
+#: Method name -> display name, from the registry.
+METHOD_LABELS: Mapping[str, str] = _MethodLabels()
 
 
 def method_label(name: str) -> str:

@@ -7,7 +7,8 @@ right angles (or diameters); :func:`geodesic` samples them with geoopt, and
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go

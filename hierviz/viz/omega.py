@@ -12,11 +12,12 @@ diagonal (same leaf) and b_ik = 1 + γ (1 − ρ) off the diagonal (different le
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-import torch
 import numpy as np
 import plotly.graph_objects as go
+import torch
 
 from hierviz.viz.tree import _TEMPLATE, _check_positive, _leaf_labels, _to_numpy
 
