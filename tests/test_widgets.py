@@ -77,7 +77,6 @@ def _two_clusters(tree, c=1.0):
 
 
 def test_lam_hinges_values(breakhis_tree):
-    from hierviz.viz.disk import node_positions
     from hierviz.geometry import PoincareBall
 
     z, y = _two_clusters(breakhis_tree)
@@ -85,9 +84,15 @@ def test_lam_hinges_values(breakhis_tree):
     assert list(h0) == [1]
     assert np.all(h0[1] == 0.0)  # well separated families, no margin: no violation
     h2 = lam_hinges(z, y, breakhis_tree, {1: 2.0})
-    # hand formula with the same prototypes: [d(z, c_own) − d(z, c_other) + m]_+
-    pos = node_positions(z, y, breakhis_tree, PoincareBall(c=1.0))
-    ben, mal = pos["benign"], pos["malignant"]
+    # hand formula with the same prototypes (LAM's own, from its first training call): [d(z, c_own) − d(z, c_other) + m]_+
+    from hierviz.losses import LAMLoss
+
+    lam = LAMLoss(breakhis_tree, PoincareBall(c=1.0), margins=[2.0])
+    lam.train()
+    lam(torch.from_numpy(z).unsqueeze(1), torch.as_tensor(y))
+    row = {name: i for i, (_, name) in enumerate(lam.proto_names)}
+    ben, mal = (lam.prototypes[row[n]].double().numpy() for n in ("benign", "malignant"))
+
     own = np.where((y < 4)[:, None], ben, mal)
     other = np.where((y < 4)[:, None], mal, ben)
     ref = np.maximum(poincare_dist(z, own) - poincare_dist(z, other) + 2.0, 0.0)
@@ -187,3 +192,25 @@ def test_panel_bad_input(breakhis_tree):
         margin_panel(breakhis_tree, margins=[0.1, 0.2])
     with pytest.raises(ValueError, match="alpha"):
         omega_panel(breakhis_tree, alpha=-1)
+
+
+def test_lam_hinge_panel_is_lamloss_on_an_unbalanced_tree():
+    from hierviz.geometry import get_geometry
+    from hierviz.hierarchy import LabelTree
+    from hierviz.losses import LAMLoss
+    from hierviz.viz.widgets import lam_hinges
+
+    tree = LabelTree.from_nested({"root": {"a": {"a1": ["x", "y"], "a2": ["z"]}, "b": ["w", "v"], "s": None}})
+    assert len({tree.depth(leaf) for leaf in tree.leaves}) > 1  # unbalanced
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(tree.num_leaves).repeat(6)
+    ball = get_geometry("poincare")
+    z = ball.expmap0(0.6 * torch.randn(len(y), 3, generator=g, dtype=torch.float64))
+    margins = [0.4, 0.2]
+    panel = lam_hinges(z.numpy(), y.numpy(), tree, margins)
+    loss = LAMLoss(tree, ball, margins=margins)
+    loss.train()
+    value = loss(z.unsqueeze(1), y)  # prototypes = Fréchet means of these points, then the hinge
+    per_level = torch.tensor([panel[lv].mean() for lv in (1, 2)], dtype=torch.float64)
+    assert torch.allclose(per_level, loss.last_level_losses.double(), atol=1e-6)
+    assert float(value) == pytest.approx(float(per_level.sum()), abs=1e-6)

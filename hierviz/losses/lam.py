@@ -326,6 +326,49 @@ class LAMLoss(nn.Module):
         self.proto_initialized |= present
 
     # ------------------------------------------------------------------ forward
+    def _hinges(self, flat: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+        """(n, Lm) hinge values of Eq. 11 (0 where a level has no valid negative prototype)."""
+        protos = self.prototypes.to(flat.dtype).detach()
+        init = self.proto_initialized
+        dist = self.geometry.pairwise_dist(flat, protos)  # (n, P)
+        slots_t = slots.T  # (n, Lm)
+        d_pos = dist.gather(1, slots_t)  # (n, Lm)
+        levels = torch.arange(1, self.num_levels + 1, device=flat.device)
+        same_level = self.proto_level[None, :] == levels[:, None]  # (Lm, P)
+        rows = torch.arange(self.num_prototypes, device=flat.device)
+        neg = same_level[None] & init[None, None, :] & (rows[None, None, :] != slots_t[:, :, None])  # (n, Lm, P)
+        has_neg = neg.any(dim=-1)
+        d_neg = dist[:, None, :].masked_fill(~neg, float("inf")).amin(dim=-1)
+        d_neg = torch.where(has_neg, d_neg, torch.zeros_like(d_neg))
+        margins = self.margins.to(device=flat.device, dtype=flat.dtype)
+        hinge = torch.relu(d_pos - d_neg + margins[None, :])
+        valid = has_neg & init[slots_t]
+        hinge = torch.where(valid, hinge, torch.zeros_like(hinge))
+        return hinge
+
+    def sample_hinges(self, z: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Per-sample hinge ``[d⁺ − d⁻ + m_ℓ]₊`` at every level with the current prototypes (no update).
+
+        The quantity whose per-level mean, weighted by λ_ℓ, is the loss (Eq. 11); teaching
+        widgets draw it. A sample without a level-ℓ ancestor prototype (a shallow leaf of an
+        unbalanced tree) or a level without a second prototype contributes 0.
+
+        Parameters
+        ----------
+        z : torch.Tensor, shape (B, V, D) or (B, D)
+        labels : LongTensor (B,)
+
+        Returns
+        -------
+        torch.Tensor, shape (B·V, L−1), ≥ 0, detached; column ℓ−1 is level ℓ.
+        """
+        self._check_hparams()
+        flat, lab = self._flatten(z, labels)
+        if self.num_prototypes == 0:
+            return flat.new_zeros(flat.shape[0], 0)
+        with torch.no_grad():
+            return self._hinges(flat.detach(), self.slots(lab))
+
     def forward(self, z: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """LAM loss of a batch (Eq. 11); in training mode updates the prototypes first.
 
@@ -348,22 +391,7 @@ class LAMLoss(nn.Module):
         slots = self.slots(lab)  # (Lm, n)
         if self.training:
             self._update(flat.detach(), slots)
-        protos = self.prototypes.to(flat.dtype).detach()
-        init = self.proto_initialized
-        dist = self.geometry.pairwise_dist(flat, protos)  # (n, P)
-        slots_t = slots.T  # (n, Lm)
-        d_pos = dist.gather(1, slots_t)  # (n, Lm)
-        levels = torch.arange(1, self.num_levels + 1, device=flat.device)
-        same_level = self.proto_level[None, :] == levels[:, None]  # (Lm, P)
-        rows = torch.arange(self.num_prototypes, device=flat.device)
-        neg = same_level[None] & init[None, None, :] & (rows[None, None, :] != slots_t[:, :, None])  # (n, Lm, P)
-        has_neg = neg.any(dim=-1)
-        d_neg = dist[:, None, :].masked_fill(~neg, float("inf")).amin(dim=-1)
-        d_neg = torch.where(has_neg, d_neg, torch.zeros_like(d_neg))
-        margins = self.margins.to(device=flat.device, dtype=flat.dtype)
-        hinge = torch.relu(d_pos - d_neg + margins[None, :])
-        valid = has_neg & init[slots_t]
-        hinge = torch.where(valid, hinge, torch.zeros_like(hinge))
+        hinge = self._hinges(flat, slots)
         per_level = hinge.mean(dim=0)  # (Lm,)
         self.last_level_losses = per_level.detach()
         return (self.level_weights.to(device=flat.device, dtype=flat.dtype) * per_level).sum()

@@ -19,7 +19,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from hierviz.viz.disk import check_in_ball, node_positions, plot_poincare_disk
+from hierviz.viz.disk import check_in_ball, plot_poincare_disk
 from hierviz.viz.omega import plot_forces, plot_omega
 from hierviz.viz.tree import _as_points, _check_nonneg, _check_positive, _leaf_labels, dfs_leaves, leaf_parent
 
@@ -166,11 +166,12 @@ def lam_hinges(points: Any, labels: Any, tree, margins: Mapping[int, float] | An
                ) -> dict[int, np.ndarray]:
     """Per-sample LAM hinge [d⁺ − d⁻ + m_ℓ]₊ at every level ℓ = 1..L−1 (paper 01 Eq. 11).
 
-    Prototypes c_{ℓ,a} are the Fréchet means (Eq. 3) of the points under each node a at
-    depth ℓ; d⁺ is the Poincaré distance (Eq. 2) to the sample's own level-ℓ ancestor
-    prototype, d⁻ the distance to the nearest other level-ℓ prototype. A sample whose
-    leaf is shallower than ℓ (unbalanced trees) has no level-ℓ ancestor and gets 0; so
-    does every sample of a level with a single prototype.
+    Computed by :class:`hierviz.losses.LAMLoss` itself (its ``sample_hinges``), so the panel's
+    numbers are the loss's: prototypes c_{ℓ,a} are LAM's first-call means of the points under
+    each node a at depth ℓ (``mean_steps`` Karcher steps of Eq. 3), d⁺ the Poincaré distance
+    (Eq. 2) to the sample's own level-ℓ prototype and d⁻ to the nearest other level-ℓ
+    prototype; a level with a single prototype contributes 0. On unbalanced trees a
+    shallow leaf's slot at a deeper level is LAM's (see :class:`~hierviz.losses.LAMLoss`).
 
     Parameters
     ----------
@@ -210,30 +211,14 @@ def lam_hinges(points: Any, labels: Any, tree, margins: Mapping[int, float] | An
         m = {lv: _check_nonneg(v, f"margins[{i}]") for i, (lv, v) in enumerate(zip(levels, seq))}
     Z = check_in_ball(points, c, "points")
     y = _leaf_labels(labels, tree, Z.shape[0])
-    geo = _ball(c)
-    pos = node_positions(Z, y, tree, geo)
-    paths = tree.leaf_paths.numpy()[y]
-    depth = tree.node_depth.numpy()
-    zt = torch.from_numpy(Z)
-    out: dict[int, np.ndarray] = {}
-    for lv in levels:
-        names = [n for n in tree.level_nodes(lv) if n in pos]
-        h = np.zeros(Z.shape[0])
-        if len(names) >= 2:
-            P = torch.from_numpy(np.stack([pos[n] for n in names]))
-            D = geo.pairwise_dist(zt, P).detach().cpu().numpy()          # (N, K)
-            col = {tree.node_index[n]: j for j, n in enumerate(names)}
-            anc = paths[:, lv]
-            ok = depth[anc] == lv
-            own = np.array([col.get(int(a), -1) for a in anc])
-            ok &= own >= 0
-            rows = np.flatnonzero(ok)
-            dpos = D[rows, own[rows]]
-            Dn = D[rows].copy()
-            Dn[np.arange(len(rows)), own[rows]] = np.inf
-            h[rows] = np.maximum(dpos - Dn.min(axis=1) + m[lv], 0.0)
-        out[lv] = h
-    return out
+    from hierviz.losses import LAMLoss
+
+    loss = LAMLoss(tree, _ball(c), margins=[m[lv] for lv in levels])
+    zt, yt = torch.from_numpy(Z).unsqueeze(1), torch.as_tensor(y, dtype=torch.long)
+    loss.train()
+    loss(zt, yt)  # the first training call sets every prototype to the (Karcher) mean of its points (Eq. 3)
+    H = loss.sample_hinges(zt, yt).double().numpy()
+    return {lv: H[:, i].copy() for i, lv in enumerate(levels)}
 
 
 def margin_figure(points: Any, labels: Any, tree, margins: Mapping[int, float] | Any, c: float = 1.0
