@@ -1,4 +1,5 @@
 """LabelTree: hand-computed values, constructors, JSON, DAG projection, LSA, bad input, properties."""
+
 from __future__ import annotations
 
 import itertools
@@ -156,17 +157,20 @@ def test_unbalanced_rho_distance_lca(unbalanced_tree):
     t = unbalanced_tree
     third = 1.0 / 3.0
     # Eq. 4 with L = 3 (max leaf depth): depth(lca) / 3; a shallow leaf's diagonal is its depth / 3.
-    want_rho = torch.tensor(
-        [
-            [3, 2, 1, 0, 0, 0],
-            [2, 3, 1, 0, 0, 0],
-            [1, 1, 3, 0, 0, 0],
-            [0, 0, 0, 2, 1, 0],
-            [0, 0, 0, 1, 2, 0],
-            [0, 0, 0, 0, 0, 1],
-        ],
-        dtype=torch.float32,
-    ) * third
+    want_rho = (
+        torch.tensor(
+            [
+                [3, 2, 1, 0, 0, 0],
+                [2, 3, 1, 0, 0, 0],
+                [1, 1, 3, 0, 0, 0],
+                [0, 0, 0, 2, 1, 0],
+                [0, 0, 0, 1, 2, 0],
+                [0, 0, 0, 0, 0, 1],
+            ],
+            dtype=torch.float32,
+        )
+        * third
+    )
     assert torch.allclose(t.rho_matrix, want_rho, atol=0, rtol=1e-7)
     assert t.rho(5, 5).item() == pytest.approx(third) and t.rho(3, 3).item() == pytest.approx(2 * third)
     want_d = torch.tensor(
@@ -188,8 +192,12 @@ def test_unbalanced_rho_distance_lca(unbalanced_tree):
 
 
 # --------------------------------------------------------------------------- constructors and JSON
-BREAKHIS_PARENTS = {**{n: "benign" for n in BENIGN}, **{n: "malignant" for n in MALIGNANT}, "benign": "root",
-                    "malignant": "root"}
+BREAKHIS_PARENTS = {
+    **{n: "benign" for n in BENIGN},
+    **{n: "malignant" for n in MALIGNANT},
+    "benign": "root",
+    "malignant": "root",
+}
 
 
 def test_constructors_give_equal_trees(breakhis_tree, tmp_path):
@@ -204,8 +212,16 @@ def test_constructors_give_equal_trees(breakhis_tree, tmp_path):
     p.write_text(json.dumps({"source": "paper 01 Fig. 1", "tree": BREAKHIS}))
     from_json = LabelTree.from_json(p)
     from_init = LabelTree(BREAKHIS_PARENTS)
-    for other in (from_parents, from_parents_explicit, from_paths, from_dict, from_dict_parents, from_dict_paths,
-                  from_json, from_init):
+    for other in (
+        from_parents,
+        from_parents_explicit,
+        from_paths,
+        from_dict,
+        from_dict_parents,
+        from_dict_paths,
+        from_json,
+        from_init,
+    ):
         assert other == t
         assert hash(other) == hash(t)
         assert torch.equal(other.rho_matrix, t.rho_matrix) and other.nodes == t.nodes
@@ -236,8 +252,16 @@ def test_json_round_trip(unbalanced_tree, tmp_path):
 
 def test_with_leaf_order(breakhis_tree):
     t = breakhis_tree
-    order = ["mucinous_carcinoma", "adenosis", "papillary_carcinoma", "fibroadenoma",
-             "tubular_adenoma", "ductal_carcinoma", "phyllodes_tumor", "lobular_carcinoma"]
+    order = [
+        "mucinous_carcinoma",
+        "adenosis",
+        "papillary_carcinoma",
+        "fibroadenoma",
+        "tubular_adenoma",
+        "ductal_carcinoma",
+        "phyllodes_tumor",
+        "lobular_carcinoma",
+    ]
     r = t.with_leaf_order(order)
     assert r.leaves == order and r.leaf_index["adenosis"] == 1
     perm = torch.tensor([t.leaf_index[n] for n in order])
@@ -296,8 +320,7 @@ def test_dag_rule_lexicographic():
         assert t.parent("x") == "k"
         assert t.dag_projection == [ProjectionChoice("x", "k", ("m",), "lexicographic")]
     # Three parents, two tied at the top: depth removes 'z1', lexicographic picks 'a' over 'b'.
-    dag3 = {"r": None, "a": "r", "b": "r", "z": "r", "z1": "z", "y": ["z1", "b", "a"], "l1": "a", "l2": "b",
-            "l3": "z1"}
+    dag3 = {"r": None, "a": "r", "b": "r", "z": "r", "z1": "z", "y": ["z1", "b", "a"], "l1": "a", "l2": "b", "l3": "z1"}
     t3 = LabelTree.from_parents(dag3, dag_to_tree=True)
     assert t3.parent("y") == "a" and t3.dag_projection[0] == ProjectionChoice("y", "a", ("b", "z1"), "lexicographic")
 
@@ -361,13 +384,16 @@ def test_hierarchy_imports_no_plotting():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
+
 @pytest.mark.parametrize(
     "parents, match",
     [
         ({"a": "b", "b": "a"}, r"^cycle: a -> b -> a \(each name is the parent of the next\); every node has a parent"),
         ({"a": "a"}, r"^cycle: a -> a"),
-        ({"root": None, "a": "root", "b": "c", "c": "b"},
-         r"^unreachable from root 'root': 'b', 'c'; cycle: b -> c -> b"),
+        (
+            {"root": None, "a": "root", "b": "c", "c": "b"},
+            r"^unreachable from root 'root': 'b', 'c'; cycle: b -> c -> b",
+        ),
         ({"x": None, "y": None, "p": "x", "q": "y"}, r"^two roots: 'x', 'y'"),
         ({"r1": None, "r2": None, "r3": None}, r"^three roots: 'r1', 'r2', 'r3'"),
         ({}, r"^empty tree"),
@@ -432,8 +458,14 @@ def test_bad_dicts_and_json(tmp_path):
         LabelTree.from_json(bad)
     with pytest.raises(FileNotFoundError):
         LabelTree.from_json(tmp_path / "missing.json")
-    with pytest.raises(TypeError, match="obj must be a Mapping"):
-        LabelTree.from_dict([1])
+    with pytest.raises(TypeError, match=r"obj must be parsed tree JSON \(a Mapping or a list\), got int"):
+        LabelTree.from_dict(3)
+    with pytest.raises(TypeError, match=r"paths\[0\] must be a sequence of names, got int 1"):
+        LabelTree.from_dict([1])  # a list is the paths form
+    with pytest.raises(
+        TypeError, match=r"paths\[0\] must be a sequence of names, got str 'r/a' \(write each path as a list of names"
+    ):
+        LabelTree.from_paths(["r/a"])
 
 
 def test_unknown_names_and_indices(breakhis_tree):
@@ -544,58 +576,7 @@ def test_rho_equals_one_minus_distance_over_2L_on_balanced_trees(t):
     assert torch.all(t.leaf_depth == L)
 
 
-# --------------------------------------------------------------------------- tree JSON (0.2)
-
-
-def _write(tmp_path, name, text, encoding="utf-8"):
-    p = tmp_path / name
-    p.write_bytes(text.encode(encoding) if isinstance(text, str) else text)
-    return p
-
-
-def test_plain_parent_map_json_is_read_without_flags(tmp_path):
-    p = _write(tmp_path, "pm.json", '{"x": "a", "y": "a", "z": "b", "a": "root", "b": "root"}')
-    t = LabelTree.from_json(p)
-    assert t.leaves == ["x", "y", "z"] and t.parent("a") == "root" and t.name == "pm"
-
-
-@pytest.mark.parametrize(
-    "text, leaves",
-    [
-        ('{"root": {"a": ["x", "y"], "b": ["z"]}}', ["x", "y", "z"]),
-        ('[["root", "a", "x"], ["root", "a", "y"], ["root", "b", "z"]]', ["x", "y", "z"]),
-        ('{"name": "t", "tree": {"root": {"a": ["x", "y"], "b": ["z"]}}, "leaf_order": ["z", "y", "x"]}',
-         ["z", "y", "x"]),
-        ('{"parents": {"x": "a", "y": "a", "z": "root", "a": "root"}}', ["x", "y", "z"]),
-    ],
-)
-def test_every_json_form_is_told_apart(tmp_path, text, leaves):
-    assert LabelTree.from_json(_write(tmp_path, "t.json", text)).leaves == leaves
-
-
-def test_duplicate_json_keys_are_refused_naming_file_and_key(tmp_path):
-    p = _write(tmp_path, "dup.json", '{"root": {\n  "a": ["x"],\n  "a": ["y"]\n}}')
-    with pytest.raises(ValueError, match=r"dup\.json: key 'a' appears twice in one JSON object \(line 3\)"):
-        LabelTree.from_json(p)
-
-
-def test_string_boolean_is_refused(tmp_path):
-    p = _write(tmp_path, "dag.json", '{"parents": {"x": ["a", "b"], "a": "root", "b": "root"}, "dag_to_tree": "false"}')
-    with pytest.raises(ValueError, match=r"dag\.json: dag_to_tree must be a JSON boolean \(true or false\), got str"):
-        LabelTree.from_json(p)
-
-
-def test_non_utf8_and_invalid_json_name_the_file(tmp_path):
-    bad = _write(tmp_path, "latin.json", '{"root": ["caf\u00e9", "b"]}', encoding="latin-1")
-    with pytest.raises(ValueError, match=r"latin\.json: not UTF-8 text .*re-save the file as UTF-8"):
-        LabelTree.from_json(bad)
-    broken = _write(tmp_path, "broken.json", '{"root": ["a", "b",]}')
-    with pytest.raises(ValueError, match=r"broken\.json: not valid JSON at line 1, column \d+"):
-        LabelTree.from_json(broken)
-    with pytest.raises(FileNotFoundError, match=r"missing\.json: no such tree file"):
-        LabelTree.from_json(tmp_path / "missing.json")
-
-
+# --------------------------------------------------------------------------- any depth (iterative traversals)
 @pytest.mark.parametrize("depth", [500, 5000])
 def test_any_depth_builds_queries_and_renders(depth):
     parents = {"n0": None, **{f"n{i}": f"n{i - 1}" for i in range(1, depth)}, "leaf2": f"n{depth - 2}"}
@@ -606,6 +587,21 @@ def test_any_depth_builds_queries_and_renders(depth):
     back = LabelTree.from_dict(t.to_dict())
     assert back.leaves == t.leaves and back.height == t.height
     assert float(t.rho(torch.tensor([0]), torch.tensor([1]))) == pytest.approx((depth - 2) / (depth - 1))
+    assert int(t.tree_distance(torch.tensor([0]), torch.tensor([1]))) == 2
+    assert t.nodes[int(t.lca(torch.tensor([0]), torch.tensor([1])))] == f"n{depth - 2}"
+    assert t.nodes[int(t.ancestor_at_level(torch.tensor([1]), depth - 1))] == "leaf2"
+    assert t.leaves_under("n0") == [f"n{depth - 1}", "leaf2"] and len(t.descendants("n0")) == depth
+    assert t.lowest_seen_ancestor(f"n{depth - 1}", ["leaf2"]) == f"n{depth - 2}"
+    assert t.levels()[-1] == [f"n{depth - 1}", "leaf2"]
+
+
+@pytest.mark.parametrize("depth", [500, 5000])
+def test_dag_projection_at_any_depth(depth):
+    # A chain with a shortcut: the deep node z has parents at depth 1 and depth - 2; the shallow one wins.
+    parents = {"n0": None, **{f"n{i}": f"n{i - 1}" for i in range(1, depth)}, "z": [f"n{depth - 2}", "n1"]}
+    t = LabelTree.from_parents(parents, dag_to_tree=True)
+    assert t.parent("z") == "n1" and t.height == depth - 1
+    assert t.dag_projection == [ProjectionChoice("z", "n1", (f"n{depth - 2}",), "depth")]
 
 
 def test_nested_dict_of_depth_500_from_nested():
@@ -614,28 +610,3 @@ def test_nested_dict_of_depth_500_from_nested():
         d = {f"k{i}": d if d is not None else ["a", "b"]}
     t = LabelTree.from_nested(d)
     assert t.height == 500 and t.leaves == ["a", "b"]
-
-
-@given(st.integers(2, 12), st.integers(0, 10_000))
-@settings(max_examples=25, deadline=None)
-def test_four_forms_round_trip(n_leaves, seed):
-    import json as _json
-    import random as _random
-
-    from hierviz.hierarchy import tree_from_obj
-
-    rng = _random.Random(seed)
-    parents = {"root": None}
-    internal = ["root"]
-    for i in range(rng.randint(0, 4)):
-        internal.append(f"g{i}")
-        parents[f"g{i}"] = rng.choice(internal[:-1])
-    for j in range(n_leaves):
-        parents[f"leaf{j}"] = rng.choice(internal)
-    t = LabelTree.from_parents(parents)
-    plain = {c: p for c, p in parents.items() if p is not None}
-    paths = [a if a[0] == "root" else a[::-1] for a in (t.ancestors(leaf) for leaf in t.leaves)]
-    for obj in (plain, t.to_dict()["tree"], paths, t.to_dict()):
-        back = tree_from_obj(_json.loads(_json.dumps(obj)))
-        assert sorted(back.leaves) == sorted(t.leaves)
-        assert all(back.parent(n) == t.parent(n) for n in t.nodes)

@@ -44,7 +44,6 @@ class ProjectionChoice:
     rule: str
 
 
-
 def project_dag(
     order: list[str], plist: dict[str, list[str]], root: str, counts: dict[str, int]
 ) -> tuple[dict[str, list[str]], list[ProjectionChoice]]:
@@ -126,4 +125,3 @@ def project_dag(
             stacklevel=4,
         )
     return out, choices
-

@@ -26,9 +26,9 @@ Conventions
   and ``leaf_paths`` / ``ancestor_at_level`` repeat the leaf itself on the levels
   below it.
 """
+
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
@@ -45,7 +45,6 @@ __all__ = ["LabelTree", "ProjectionChoice"]
 
 _NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five"}
 _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
-_DICT_KEYS = {"name", "source", "leaf_order", "tree", "parents", "paths", "dag_to_tree", "train_counts"}
 
 
 def _quote_list(names: Iterable[str], limit: int = 12) -> str:
@@ -221,7 +220,7 @@ class LabelTree:
                     stack.pop()
                     path.pop()
                 elif colour[nxt] == 1:
-                    cycle = path[path.index(nxt):] + [nxt]
+                    cycle = path[path.index(nxt) :] + [nxt]
                 elif colour[nxt] == 0:
                     colour[nxt] = 1
                     stack.append((nxt, iter(children[nxt])))
@@ -238,9 +237,7 @@ class LabelTree:
                             queue.append(c)
                 unreachable = [n for n in order if n not in seen]
                 if unreachable:
-                    raise ValueError(
-                        f"unreachable from root {roots[0]!r}: {_quote_list(unreachable)}; {text}"
-                    )
+                    raise ValueError(f"unreachable from root {roots[0]!r}: {_quote_list(unreachable)}; {text}")
             if not roots:
                 text += "; every node has a parent, so there is no root"
             raise ValueError(text)
@@ -517,7 +514,8 @@ class LabelTree:
         parent: dict[str, str | None] = {}
         for i, path in enumerate(paths):
             if isinstance(path, (str, bytes)) or not isinstance(path, Iterable):
-                raise TypeError(f"paths[{i}] must be a sequence of names, got {type(path).__name__} {path!r}")
+                hint = ' (write each path as a list of names, e.g. ["root", "a", "x"])' if isinstance(path, str) else ""
+                raise TypeError(f"paths[{i}] must be a sequence of names, got {type(path).__name__} {path!r}{hint}")
             path = list(path)
             if not path:
                 raise ValueError(f"paths[{i}] is empty")
@@ -525,30 +523,28 @@ class LabelTree:
                 _check_name(n, f"paths[{i}][{j}]")
                 if n in path[:j]:
                     k = path.index(n)
-                    raise ValueError(
-                        f"paths[{i}] repeats {n!r}: cycle: " + " -> ".join(path[k : j + 1])
-                    )
+                    raise ValueError(f"paths[{i}] repeats {n!r}: cycle: " + " -> ".join(path[k : j + 1]))
                 p = path[j - 1] if j else None
                 if n in parent and parent[n] != p:
                     was = "the root" if parent[n] is None else f"under {parent[n]!r}"
                     now = "the root" if p is None else f"under {p!r}"
-                    raise ValueError(
-                        f"duplicate node name {n!r}: paths[{i}] puts it {now}, an earlier path {was}"
-                    )
+                    raise ValueError(f"duplicate node name {n!r}: paths[{i}] puts it {now}, an earlier path {was}")
                 parent.setdefault(n, p)
         return cls(parent, name=name, source=source)
 
     @classmethod
-    def from_dict(cls, obj: Mapping) -> LabelTree:
-        """Build from the JSON object format (see :meth:`to_dict`).
+    def from_dict(cls, obj: Mapping | Sequence) -> LabelTree:
+        """Build from parsed tree JSON in any of the four forms (see :mod:`hierviz.hierarchy.io`).
 
         Parameters
         ----------
-        obj : Mapping
-            ``{"name": str, "source": str, "leaf_order": [...] (optional),
-            "tree": <nested dict>}``; instead of ``"tree"`` exactly one of
-            ``"parents"`` (child → parent map, may carry ``"dag_to_tree": true`` and
-            ``"train_counts"``) or ``"paths"`` (list of root → leaf lists).
+        obj : Mapping or list
+            A parent map ``{"child": "parent", ...}``, a nested dict ``{"root": {...}}``, a
+            list of root → leaf paths, or the full form ``{"name": str, "source": str,
+            "leaf_order": [...] (optional), "tree": <nested dict>}`` where instead of
+            ``"tree"`` exactly one of ``"parents"`` (child → parent map, may carry
+            ``"dag_to_tree": true`` and ``"train_counts"``) or ``"paths"`` may stand. The
+            form is told apart by :func:`~hierviz.hierarchy.io.detect_tree_form`.
 
         Returns
         -------
@@ -557,50 +553,31 @@ class LabelTree:
         Raises
         ------
         ValueError
-            Unknown keys, not exactly one of tree/parents/paths, or any error of the
-            matching constructor; ``leaf_order`` not a permutation of the leaves.
+            ``obj`` fits no form; unknown keys or not exactly one of tree/parents/paths in
+            the full form; ``dag_to_tree`` not a JSON boolean; any error of the matching
+            constructor; ``leaf_order`` not a permutation of the leaves.
         TypeError
-            ``obj`` is not a mapping.
+            ``obj`` is neither a mapping nor a list, or a name/value of the wrong type.
+
+        Examples
+        --------
+        >>> LabelTree.from_dict({"x": "a", "y": "a", "a": "root", "z": "root"}).leaves
+        ['x', 'y', 'z']
         """
-        if not isinstance(obj, Mapping):
-            raise TypeError(f"obj must be a Mapping (parsed JSON object), got {type(obj).__name__}")
-        unknown = sorted(set(obj) - _DICT_KEYS)
-        if unknown:
-            raise ValueError(f"obj has unknown keys {_quote_list(unknown)}; allowed: {sorted(_DICT_KEYS)}")
-        kinds = [k for k in ("tree", "parents", "paths") if k in obj]
-        if len(kinds) != 1:
-            raise ValueError(f"obj needs exactly one of 'tree', 'parents', 'paths'; got {kinds or 'none'}")
-        if kinds[0] != "parents" and ("dag_to_tree" in obj or "train_counts" in obj):
-            raise ValueError("obj keys 'dag_to_tree'/'train_counts' only apply with 'parents'")
-        if "dag_to_tree" in obj and not isinstance(obj["dag_to_tree"], bool):
-            raise ValueError(
-                f"dag_to_tree must be a JSON boolean (true or false), got {type(obj['dag_to_tree']).__name__} "
-                f"{obj['dag_to_tree']!r}; write it without quotes"
-            )
-        meta = {"name": obj.get("name", ""), "source": obj.get("source", "")}
-        if kinds[0] == "tree":
-            tree = cls.from_nested(obj["tree"], **meta)
-        elif kinds[0] == "paths":
-            tree = cls.from_paths(obj["paths"], **meta)
-        else:
-            tree = cls(
-                obj["parents"],
-                dag_to_tree=obj.get("dag_to_tree", False),
-                train_counts=obj.get("train_counts"),
-                **meta,
-            )
-        if obj.get("leaf_order") is not None:
-            tree = tree.with_leaf_order(obj["leaf_order"])
-        return tree
+        from hierviz.hierarchy.io import _as_full, _tree_from_full
+
+        if not isinstance(obj, (Mapping, list, tuple)):
+            raise TypeError(f"obj must be parsed tree JSON (a Mapping or a list), got {type(obj).__name__}")
+        return _tree_from_full(_as_full(obj, ""), cls)
 
     @classmethod
     def from_json(cls, path: str | PathLike) -> LabelTree:
-        """Read a tree from a JSON file in the :meth:`from_dict` format.
+        """Read a tree from a JSON file in any of the four forms (see :meth:`from_dict`).
 
         Parameters
         ----------
         path : str or PathLike
-            The ``.json`` file. A missing ``"name"`` defaults to the file stem.
+            The UTF-8 ``.json`` file. A missing ``"name"`` defaults to the file stem.
 
         Returns
         -------
@@ -609,67 +586,53 @@ class LabelTree:
         Raises
         ------
         FileNotFoundError
-            The file does not exist.
+            The file does not exist (the path is named).
         ValueError
-            The file is not valid JSON, or the content is refused by :meth:`from_dict`.
+            Not UTF-8, invalid JSON (line and column), a repeated key, or content refused
+            by :meth:`from_dict`; one line starting with the path.
         """
-        from hierviz.hierarchy.io import as_tree_object, read_tree_file
+        from hierviz.hierarchy.io import _as_full, _tree_from_full, read_tree_file
 
-        path = Path(path)
-        obj = as_tree_object(read_tree_file(path), name=path.stem, where=str(path))
+        path = Path(path).expanduser()
+        obj = read_tree_file(path)
         try:
-            return cls.from_dict(obj)
+            return _tree_from_full(_as_full(obj, path.stem), cls)
         except (ValueError, TypeError) as exc:
             raise ValueError(f"{path}: {exc}") from None
 
     def to_dict(self) -> dict:
-        """The JSON object format: ``{"name", "source", "leaf_order", "tree"}``.
+        """The full JSON form: ``{"name", "source", "leaf_order", "tree"}``.
 
         Returns
         -------
         dict
             ``"tree"`` is a nested dict (children that are all leaves become a list,
             a leaf child with internal siblings maps to ``None``); ``"leaf_order"`` is
-            :attr:`leaves`. ``LabelTree.from_dict(t.to_dict()) == t``.
+            :attr:`leaves`. ``LabelTree.from_dict(t.to_dict()) == t``. Other forms:
+            :func:`hierviz.hierarchy.tree_to_obj`.
         """
+        from hierviz.hierarchy.io import tree_to_obj
 
-        def leafy(ch: list[str]) -> Any:
-            return list(ch) if all(not self._children[c] for c in ch) else None
+        return tree_to_obj(self, "full")
 
-        # Iterative post-order (any depth).
-        built: dict[str, Any] = {}
-        order = [self._root]
-        i = 0
-        while i < len(order):
-            order.extend(self._children[order[i]])
-            i += 1
-        for n in reversed(order):
-            ch = self._children[n]
-            if not ch:
-                built[n] = None
-            else:
-                flat = leafy(ch)
-                built[n] = flat if flat is not None else {c: built[c] for c in ch}
-
-        def nest(n: str) -> Any:
-            return built[n]
-
-        return {
-            "name": self.name,
-            "source": self.source,
-            "leaf_order": list(self._leaves),
-            "tree": {self._root: nest(self._root)},
-        }
-
-    def to_json(self, path: str | PathLike) -> None:
-        """Write :meth:`to_dict` to ``path`` as indented UTF-8 JSON.
+    def to_json(self, path: str | PathLike, form: str = "full") -> None:
+        """Write the tree to ``path`` as indented UTF-8 JSON (any depth).
 
         Parameters
         ----------
         path : str or PathLike
             Destination file (its folder must exist).
+        form : {"full", "parents", "nested", "paths"}, default "full"
+            :meth:`to_dict`'s form, or a bare one (see :func:`hierviz.hierarchy.tree_to_obj`).
+
+        Raises
+        ------
+        ValueError
+            Unknown ``form`` or an unwritable file (the path is named).
         """
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        from hierviz.hierarchy.io import write_tree_file
+
+        write_tree_file(self, path, form)
 
     def with_leaf_order(self, classes: Sequence[str]) -> LabelTree:
         """Same tree, leaf indices re-ordered to ``classes`` (e.g. a dataset's class list).
@@ -825,13 +788,18 @@ class LabelTree:
         return sorted(self._leaf_set(self._check_node(name)), key=self._leaf_index.__getitem__)
 
     def _leaf_set(self, name: str) -> frozenset[str]:
-        if name not in self._leaves_under_cache:
-            if not self._children[name]:
-                s = frozenset([name])
-            else:
-                s = frozenset().union(*(self._leaf_set(c) for c in self._children[name]))
-            self._leaves_under_cache[name] = s
-        return self._leaves_under_cache[name]
+        cache = self._leaves_under_cache
+        if name not in cache:
+            # Iterative post-order over the uncached part of the subtree (any depth).
+            order = [name]
+            for u in order:
+                if u not in cache:
+                    order.extend(self._children[u])
+            for u in reversed(order):
+                if u not in cache:
+                    ch = self._children[u]
+                    cache[u] = frozenset([u]) if not ch else frozenset().union(*(cache[c] for c in ch))
+        return cache[name]
 
     def siblings(self, name: str) -> list[str]:
         """Other children of ``name``'s parent, in node order (``[]`` for the root or an only child).
@@ -1185,8 +1153,10 @@ class LabelTree:
     def __str__(self) -> str:
         lines = [self._root]
         # Iterative depth-first rendering (any depth).
-        stack = [(c, "", i == len(self._children[self._root]) - 1)
-                 for i, c in reversed(list(enumerate(self._children[self._root])))]
+        stack = [
+            (c, "", i == len(self._children[self._root]) - 1)
+            for i, c in reversed(list(enumerate(self._children[self._root])))
+        ]
         while stack:
             c, prefix, last = stack.pop()
             tag = f"  [{self._leaf_index[c]}]" if c in self._leaf_index else ""
