@@ -13,7 +13,7 @@ A tree file (or an already parsed object) may hold
 
 How the form is told apart (:func:`detect_tree_form`), first rule that applies:
 
-1. a JSON list is a paths list (every entry must itself be a list);
+1. a JSON list is a paths list (a bad entry is named: ``paths[0] must be a sequence of names``);
 2. an object is the full form when every key is a full-form key, or when it has a
    ``"tree"``, ``"parents"`` or ``"paths"`` key whose value is not a string. So a nested
    dict whose root is literally named ``"tree"``, ``"parents"`` or ``"paths"`` must be
@@ -21,7 +21,7 @@ How the form is told apart (:func:`detect_tree_form`), first rule that applies:
    (``{"oak": "tree", "tree": "plant"}`` is a parent map, its values being strings);
 3. an object whose values are all strings or ``null`` (at least one string) is a parent map;
 4. an object whose values are all dicts, lists or ``null`` is a nested dict;
-5. anything else (a number, an empty object, values that mix strings and lists, ...) is
+5. anything else (a number, an empty object, values that mix strings and dicts, ...) is
    refused with one line listing the four forms. A parent map with several parents per node
    (a DAG) must use the full form, ``{"parents": {...}, "dag_to_tree": true}``.
 

@@ -519,11 +519,13 @@ class LabelTree:
             path = list(path)
             if not path:
                 raise ValueError(f"paths[{i}] is empty")
+            on_path: set[str] = set()
             for j, n in enumerate(path):
                 _check_name(n, f"paths[{i}][{j}]")
-                if n in path[:j]:
+                if n in on_path:
                     k = path.index(n)
                     raise ValueError(f"paths[{i}] repeats {n!r}: cycle: " + " -> ".join(path[k : j + 1]))
+                on_path.add(n)
                 p = path[j - 1] if j else None
                 if n in parent and parent[n] != p:
                     was = "the root" if parent[n] is None else f"under {parent[n]!r}"
