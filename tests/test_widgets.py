@@ -113,7 +113,7 @@ def test_lam_hinges_unbalanced_and_errors(unbalanced_tree, breakhis_tree):
         lam_hinges(z, y, unbalanced_tree, [0.1])
     with pytest.raises(ValueError, match="margins"):
         lam_hinges(z, y, unbalanced_tree, [0.1, -0.2])
-    from hierviz.tree import LabelTree
+    from hierviz.hierarchy import LabelTree
 
     flat = LabelTree.from_nested({"root": ["a", "b"]})
     with pytest.raises(ValueError, match="height >= 2"):
