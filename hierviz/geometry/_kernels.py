@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["scaled_asinh_sqrt", "SQ_EPS"]
+__all__ = ["scaled_asinh_sqrt", "augmented_gram", "SQ_EPS"]
 
 #: Floor of the squared-distance argument per dtype (keeps sqrt and its gradient finite).
 SQ_EPS = {torch.float32: 1e-12, torch.float64: 1e-24}
@@ -19,6 +19,29 @@ SQ_EPS = {torch.float32: 1e-12, torch.float64: 1e-24}
 
 def _sq_eps(dtype: torch.dtype) -> float:
     return SQ_EPS.get(dtype, 1e-12)
+
+
+def augmented_gram(left: Tensor, right: Tensor, symmetric: bool) -> Tensor:
+    """``left @ rightᵀ``: one matmul yields ``a_i b_j (‖x_i‖² + ‖y_j‖² − 2⟨x_i, y_j⟩)``.
+
+    ``left_i = a_i [−2 x_i, ‖x_i‖², 1]`` and ``right_j = b_j [y_j, 1, ‖y_j‖²]`` (built by the
+    caller), so the squared-distance matrix costs one GEMM and no ``B×M`` broadcasting passes.
+
+    Parameters
+    ----------
+    left : Tensor, shape (..., B, D + 2)
+    right : Tensor, shape (..., M, D + 2)
+    symmetric : bool
+        ``y is None`` (``B == M``): average with the transpose so the result is exactly symmetric.
+
+    Returns
+    -------
+    Tensor, shape (..., B, M)
+    """
+    if symmetric:
+        g = (0.5 * left) @ right.transpose(-1, -2)
+        return g + g.transpose(-1, -2)
+    return left @ right.transpose(-1, -2)
 
 
 class _ScaledAsinhSqrt(torch.autograd.Function):
@@ -37,9 +60,9 @@ class _ScaledAsinhSqrt(torch.autograd.Function):
         below = q < eps  # kept as a mask (no host sync); their gradient is 0
         qc = q.clamp_min(eps)
         s = qc.sqrt()
-        t = qc.add(1.0).sqrt_()                      # sqrt(1 + q)
+        t = qc.add(1.0).sqrt_()  # sqrt(1 + q)
         out = qc.div_(t.add(1.0)).add_(s).log1p_().mul_(scale)
-        deriv = s.mul_(t).mul_(2.0 / scale)          # 1 / (d out / d q)
+        deriv = s.mul_(t).mul_(2.0 / scale)  # 1 / (d out / d q)
         if zero_diag:
             out.diagonal(dim1=-2, dim2=-1).zero_()
         ctx.eps, ctx.scale, ctx.zero_diag = eps, scale, zero_diag

@@ -10,6 +10,7 @@ written here once, on top of each subclass's ``_log``/``_exp``.
 All hyperbolic arithmetic runs in float32 or float64: float16/bfloat16 inputs are
 upcast to float32 and autocast is switched off inside every method.
 """
+
 from __future__ import annotations
 
 import abc
@@ -33,6 +34,7 @@ from hierviz.geometry._kernels import (  # noqa: E402,F401
     SQ_EPS,  # noqa: E402,F401
     _ScaledAsinhSqrt,
     _sq_eps,
+    augmented_gram,
     scaled_asinh_sqrt,
 )
 
@@ -93,9 +95,7 @@ def as_float_tensor(x: Any, name: str = "x") -> Tensor:
         try:
             t = torch.as_tensor(np.asarray(x) if not isinstance(x, np.ndarray) else x)
         except (TypeError, ValueError, RuntimeError) as err:
-            raise TypeError(
-                f"{name} must be a torch.Tensor or numeric array, got {type(x).__name__}"
-            ) from err
+            raise TypeError(f"{name} must be a torch.Tensor or numeric array, got {type(x).__name__}") from err
     if t.is_complex():
         raise TypeError(f"{name} must be real-valued, got complex dtype {t.dtype}")
     if t.dtype in (torch.float16, torch.bfloat16):
@@ -169,8 +169,7 @@ def _check_index(index: Any, n: int, num_groups: int, device: torch.device, name
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= num_groups:
             raise ValueError(
-                f"{name} values must lie in [0, {num_groups - 1}] (num_groups={num_groups}); "
-                f"got min {lo}, max {hi}"
+                f"{name} values must lie in [0, {num_groups - 1}] (num_groups={num_groups}); got min {lo}, max {hi}"
             )
     return idx
 
@@ -242,7 +241,13 @@ class Geometry(abc.ABC):
     display_name : str
         For tables and figures ("Poincaré ball", ...).
     c : float
-        Curvature magnitude (sectional curvature ``-c``); 0.0 for Euclidean.
+        Curvature magnitude of a hyperbolic space (sectional curvature ``-c``, ``c > 0``);
+        0.0 for :class:`~hierviz.geometry.Euclidean`, whose distances and maps are those of
+        flat ``R^d`` (chordal distance between unit vectors).
+    curvature : float
+        Signed sectional curvature of the space the distances and maps use: ``-c`` for the
+        hyperbolic spaces, ``0.0`` for Euclidean (the unit sphere's own curvature ``+1`` is
+        used by no distance or map here).
     manifold : geoopt.Manifold
         The geoopt manifold providing the maps.
     validate : bool
@@ -270,6 +275,63 @@ class Geometry(abc.ABC):
     # ------------------------------------------------------------------ helpers
     def __repr__(self) -> str:
         return f"{type(self).__name__}(c={self.c:g})"
+
+    @property
+    def curvature(self) -> float:
+        """Signed sectional curvature: ``-c`` (hyperbolic) or ``0.0`` (Euclidean, flat maps).
+
+        Examples
+        --------
+        >>> from hierviz.geometry import Euclidean, Lorentz
+        >>> Lorentz(c=0.5).curvature, Euclidean().curvature
+        (-0.5, 0.0)
+        """
+        return -float(self.c) if self.c else 0.0
+
+    def to_manifold(self, v: Any, clip_r: float | None = None) -> Tensor:
+        r"""Map head outputs onto the manifold: clip the norm at ``clip_r``, then ``proj(expmap0(v))``.
+
+        Feature clipping :math:`v \leftarrow \min(1, r/\|v\|)\,v` (Guo et al., CVPR 2022, Eq. 6)
+        followed by the exponential map at the origin (paper 01 §3.1; paper 03 §2.2,
+        :math:`h = \exp_0(e)`). Runs with autocast disabled, in float32 (float64 inputs stay
+        float64): the arithmetic of ``hierviz.models.HyperbolicHead`` exactly.
+        :class:`~hierviz.geometry.Euclidean` overrides it with L2 normalisation.
+
+        Parameters
+        ----------
+        v : Tensor, shape (..., d)
+            Raw head outputs, read as tangent vectors at the origin (any float dtype).
+        clip_r : float, optional
+            Maximal tangent norm ``r > 0``; ``None`` or ``inf``: no clipping (then only
+            :meth:`proj` keeps points off the boundary).
+
+        Returns
+        -------
+        Tensor, shape (..., point_dim(d))
+            Points on the manifold (Lorentz adds the time coordinate), float32 or float64.
+
+        Raises
+        ------
+        ValueError
+            ``clip_r <= 0`` or NaN, or non-finite ``v``.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from hierviz.geometry import PoincareBall
+        >>> z = PoincareBall(c=1.0).to_manifold(torch.tensor([[30.0, 40.0]]), clip_r=2.0)
+        >>> round(float(z.norm()), 4)  # tanh(2)
+        0.964
+        """
+        if clip_r is not None and not (float(clip_r) > 0):
+            raise ValueError(f"clip_r must be > 0 (or None to disable clipping), got {clip_r!r}")
+        t = v if isinstance(v, Tensor) else torch.as_tensor(np.asarray(v))
+        with torch.autocast(device_type=t.device.type, enabled=False):
+            t = t.to(torch.float64 if t.dtype == torch.float64 else torch.float32)
+            if clip_r is not None and float(clip_r) != float("inf"):
+                norm = t.norm(dim=-1, keepdim=True).clamp_min(1e-15)
+                t = t * torch.clamp(float(clip_r) / norm, max=1.0)
+            return self.proj(self.expmap0(t))
 
     def config(self) -> dict:
         """Constructor arguments by name: ``get_geometry(**g.config()) == g``.
@@ -319,8 +381,7 @@ class Geometry(abc.ABC):
         yt = self._points(y, yname)
         if xt.shape[-1] != yt.shape[-1]:
             raise ValueError(
-                f"{xname} and {yname} must have the same last dimension, got "
-                f"{xt.shape[-1]} and {yt.shape[-1]}"
+                f"{xname} and {yname} must have the same last dimension, got {xt.shape[-1]} and {yt.shape[-1]}"
             )
         dtype = torch.promote_types(xt.dtype, yt.dtype)
         return xt.to(dtype), yt.to(device=xt.device, dtype=dtype)
@@ -331,9 +392,7 @@ class Geometry(abc.ABC):
             return xt, None
         yt = self._points(y, "y", min_dim=2)
         if xt.shape[-1] != yt.shape[-1]:
-            raise ValueError(
-                f"x and y must have the same last dimension, got {xt.shape[-1]} and {yt.shape[-1]}"
-            )
+            raise ValueError(f"x and y must have the same last dimension, got {xt.shape[-1]} and {yt.shape[-1]}")
         dtype = torch.promote_types(xt.dtype, yt.dtype)
         return xt.to(dtype), yt.to(device=xt.device, dtype=dtype)
 
@@ -352,12 +411,9 @@ class Geometry(abc.ABC):
         ``left_i = a_i [−2 x_i, ‖x_i‖², 1]`` and ``right_j = b_j [y_j, 1, ‖y_j‖²]`` (built by
         the caller), so the squared-distance matrix costs one GEMM and no ``B×M``
         broadcasting passes. ``symmetric`` (``y is None``) averages with the transpose so
-        the result is exactly symmetric.
+        the result is exactly symmetric (:func:`hierviz.geometry._kernels.augmented_gram`).
         """
-        if symmetric:
-            g = (0.5 * left) @ right.transpose(-1, -2)
-            return g + g.transpose(-1, -2)
-        return left @ right.transpose(-1, -2)
+        return augmented_gram(left, right, symmetric)
 
     @staticmethod
     def _zero_diagonal(d: Tensor) -> Tensor:
@@ -533,11 +589,19 @@ class Geometry(abc.ABC):
         TypeError
             For non-integer ``index``/``num_groups``/``steps``.
         """
-        return _frechet.group_mean(self, x, index, num_groups, steps=steps, init=init, weights=weights, allow_empty=allow_empty, beta=beta)
-
+        return _frechet.group_mean(
+            self, x, index, num_groups, steps=steps, init=init, weights=weights, allow_empty=allow_empty, beta=beta
+        )
 
     def _karcher_step(
-        self, mu: Tensor, vbar: Tensor, x: Tensor, idx: Tensor, w: Tensor, K: int, beta: float,
+        self,
+        mu: Tensor,
+        vbar: Tensor,
+        x: Tensor,
+        idx: Tensor,
+        w: Tensor,
+        K: int,
+        beta: float,
         max_halvings: int = 8,
     ) -> Tensor:
         r"""One step of Eq. 3, :math:`\mu_g \leftarrow \exp_{\mu_g}(\beta_g \bar v_g)`, made monotone.

@@ -150,7 +150,14 @@ def group_mean(
 
 
 def karcher_step(
-    geometry, mu: Tensor, vbar: Tensor, x: Tensor, idx: Tensor, w: Tensor, K: int, beta: float,
+    geometry,
+    mu: Tensor,
+    vbar: Tensor,
+    x: Tensor,
+    idx: Tensor,
+    w: Tensor,
+    K: int,
+    beta: float,
     max_halvings: int = 8,
 ) -> Tensor:
     r"""One step of Eq. 3, :math:`\mu_g \leftarrow \exp_{\mu_g}(\beta_g \bar v_g)`, made monotone.
@@ -261,9 +268,7 @@ def ema_step(geometry, proto: Any, x: Any, index: Any, eta: float) -> Tensor:
     pt = geometry._points(proto, "proto", min_dim=2)
     xt = geometry._points(x, "x", min_dim=2)
     if pt.dim() != 2 or xt.dim() != 2:
-        raise ValueError(
-            f"proto and x must be 2-D (K, D) and (n, D), got {tuple(pt.shape)} and {tuple(xt.shape)}"
-        )
+        raise ValueError(f"proto and x must be 2-D (K, D) and (n, D), got {tuple(pt.shape)} and {tuple(xt.shape)}")
     if pt.shape[1] != xt.shape[1]:
         raise ValueError(f"proto and x must have the same D, got {pt.shape[1]} and {xt.shape[1]}")
     dtype = torch.promote_types(pt.dtype, xt.dtype)

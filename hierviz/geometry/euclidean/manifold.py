@@ -1,14 +1,16 @@
-"""Euclidean geometry on L2-normalised vectors (paper 01 §3.1, Euclidean mode).
+"""The unit sphere S^{d−1} with cosine similarity, named "Euclidean" as in the papers (paper 01 §3.1).
 
 Distance ``d(u, v) = ‖û − v̂‖₂`` with ``û = u/‖u‖₂`` (the chordal distance on the unit
 sphere, monotone in cosine similarity), similarity = cosine, mean = arithmetic mean
 (paper 01 §3.1 "Prototypes and means"), EMA = paper 01 Eq. 9.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 import geoopt
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -18,9 +20,9 @@ from hierviz.geometry.registry import register_geometry
 
 @register_geometry("euclidean")
 class Euclidean(Geometry):
-    """Unit-norm Euclidean space (curvature 0) — paper 01 §3.1.
+    """The unit sphere S^{d−1} ⊂ R^d with cosine similarity ("Euclidean" in paper 01 §3.1; alias ``UnitSphere``).
 
-    Points are any non-zero finite vectors; distances and similarities act on their
+    Registry name ``"euclidean"`` (the papers' name for SupCon/SimCLR embeddings). Points are any non-zero finite vectors; distances and similarities act on their
     directions (``û = u/‖u‖``), :meth:`proj` returns the unit vector. The maps are the
     flat ones (``exp_x(v) = x + v``, ``log_x(y) = y − x``, ``exp_0`` = identity) from
     ``geoopt.Euclidean(ndim=1)``, which is the ``c → 0`` limit of the Poincaré ball's
@@ -36,7 +38,7 @@ class Euclidean(Geometry):
     name : str
         ``"euclidean"``.
     c : float
-        0.0.
+        0.0 (distances and maps are those of flat ``R^d``; ``curvature`` is 0.0).
     manifold : geoopt.Euclidean
         ``geoopt.Euclidean(ndim=1)``.
 
@@ -59,6 +61,36 @@ class Euclidean(Geometry):
 
     def __repr__(self) -> str:
         return "Euclidean()"
+
+    def to_manifold(self, v: Any, clip_r: float | None = None) -> Tensor:
+        """Map head outputs onto the unit sphere: ``v / max(‖v‖, 1e-12)``.
+
+        Autocast disabled, float32 (float64 kept): the arithmetic of
+        ``hierviz.models.L2Normalize`` exactly.
+
+        Parameters
+        ----------
+        v : Tensor, shape (..., d)
+            Raw head outputs.
+        clip_r : float, optional
+            Ignored (normalising makes a norm clip irrelevant); accepted so every geometry
+            has the same call.
+
+        Returns
+        -------
+        Tensor, shape (..., d)
+            Unit vectors (zero rows stay zero), float32 or float64.
+
+        Examples
+        --------
+        >>> import torch
+        >>> Euclidean().to_manifold(torch.tensor([[3.0, 4.0]]))
+        tensor([[0.6000, 0.8000]])
+        """
+        t = v if isinstance(v, Tensor) else torch.as_tensor(np.asarray(v))
+        with torch.autocast(device_type=t.device.type, enabled=False):
+            t = t.to(torch.float64 if t.dtype == torch.float64 else torch.float32)
+            return F.normalize(t, dim=-1, eps=1e-12)
 
     # ------------------------------------------------------------------ checks
     def check_point(self, x: Any, name: str = "x") -> None:

@@ -1,23 +1,22 @@
-r"""Lorentz (hyperboloid) model of curvature ``−k`` on ``geoopt.Lorentz`` (paper 01 §3.1 maps, Eqs. 3, 10).
+r"""Lorentz (hyperboloid) model of curvature ``−c`` on ``geoopt.Lorentz`` (paper 01 §3.1 maps, Eqs. 3, 10).
 
 Points are ``(d+1)``-vectors :math:`x = (x_0, x_s)` on the upper sheet
 
 .. math::
-    \mathbb{L}^d_k = \{x : \langle x, x\rangle_{\mathcal L} = -1/k,\ x_0 > 0\},\qquad
+    \mathbb{L}^d_c = \{x : \langle x, x\rangle_{\mathcal L} = -1/c,\ x_0 > 0\},\qquad
     \langle x, y\rangle_{\mathcal L} = -x_0 y_0 + x_s\cdot y_s,
 
-with distance :math:`d_k(x, y) = \frac{1}{\sqrt k}\operatorname{arcosh}(-k\langle x, y\rangle_{\mathcal L})`
-and sectional curvature :math:`-k`.
-
-**Convention.** We store ``k > 0`` meaning curvature ``−k`` (same as ``c`` for the Poincaré
-ball). geoopt's ``Lorentz(k=K)`` uses the hyperboloid :math:`\langle x,x\rangle = -K`,
-i.e. curvature :math:`-1/K`; we therefore build ``geoopt.Lorentz(k=1/k)``. :meth:`Lorentz.to_ball`
-is an isometry onto the Poincaré ball of the *same* curvature ``−k``
-(``PoincareBall(c=k)``).
+with distance :math:`d_c(x, y) = \frac{1}{\sqrt c}\operatorname{arcosh}(-c\langle x, y\rangle_{\mathcal L})`
+and sectional curvature :math:`-c`, the same ``c`` as :class:`~hierviz.geometry.PoincareBall`
+(geoopt's ``Lorentz(k=1/c)``; see :mod:`hierviz.geometry` for the two conventions).
+:meth:`Lorentz.to_ball` is an isometry onto ``PoincareBall(c=c)``. The formulas are pure
+functions in :mod:`hierviz.geometry.lorentz.math`.
 """
+
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import geoopt
@@ -29,17 +28,16 @@ from hierviz.geometry.base import (
     _check_finite,
     _fp32,
     _segment_sum,
-    _sq_eps,
     as_float_tensor,
     check_curvature,
-    scaled_asinh_sqrt,
 )
+from hierviz.geometry.lorentz import math as lmath
 from hierviz.geometry.registry import register_geometry
 
 
 @register_geometry("lorentz")
 class Lorentz(Geometry):
-    r"""Hyperboloid of sectional curvature ``−k`` (``k > 0``) in ambient coordinates.
+    r"""Hyperboloid of sectional curvature ``−c`` (``c > 0``) in ambient coordinates.
 
     Points have ``d + 1`` coordinates (time first). Tangent vectors at the origin are given
     by their ``d`` spatial coordinates (:meth:`expmap0` takes ``(..., d)``,
@@ -48,26 +46,32 @@ class Lorentz(Geometry):
 
     Parameters
     ----------
-    k : float, default 1.0
-        Curvature magnitude, ``k > 0`` (curvature ``−k``; geoopt's ``k`` is ``1/k``).
+    c : float, default 1.0
+        Curvature magnitude, ``c > 0`` (curvature ``−c``, hyperboloid ``⟨x,x⟩_L = −1/c``;
+        geoopt's ``k`` is ``1/c``).
     validate : bool, default True
         Check that inputs lie on the hyperboloid and are finite.
+    k : float, optional, keyword only
+        Deprecated (hierviz 0.1) name of ``c`` — the same number, not geoopt's ``k``;
+        warns with DeprecationWarning. Passing both ``c`` and ``k`` raises TypeError.
 
     Attributes
     ----------
     name : str
         ``"lorentz"``.
-    k, c : float
-        The curvature magnitude (``c`` is an alias for the shared interface).
+    c : float
+        The curvature magnitude.
+    k : float
+        Read-only 0.1 alias of ``c`` (kept for old code; prefer ``c``).
     manifold : geoopt.Lorentz
-        ``geoopt.Lorentz(k=1/k)`` in float64.
+        ``geoopt.Lorentz(k=1/c)`` in float64.
 
     Raises
     ------
     ValueError
-        If ``k <= 0`` or not finite.
+        If ``c <= 0`` or not finite.
     TypeError
-        If ``k`` is not a real number.
+        If ``c`` is not a real number, or both ``c`` and ``k`` are given.
 
     Notes
     -----
@@ -85,24 +89,28 @@ class Lorentz(Geometry):
     convergence. :meth:`expmap0`, the projections and the broadcast distance are geoopt's.
 
     geoopt recommends float64 for this model: far from the origin the coordinates grow
-    like ``e^{√k·d}`` and float32 loses digits.
+    like ``e^{√c·d}`` and float32 loses digits.
     """
 
     name = "lorentz"
     hyperbolic = True
     display_name = "Lorentz hyperboloid"
 
-    def __init__(self, c: float = 1.0, validate: bool = True, *, k: float | None = None) -> None:
+    def __init__(self, c: float | None = None, validate: bool = True, *, k: float | None = None) -> None:
         if k is not None:
-            import warnings
-
-            warnings.warn("Lorentz(k=...) is deprecated: the curvature is named c everywhere (curvature -c); "
-                          "use Lorentz(c=...)", DeprecationWarning, stacklevel=2)
+            if c is not None:
+                raise TypeError("Lorentz: pass the curvature once, as c (k is its deprecated 0.1 name)")
+            warnings.warn(
+                "Lorentz(k=...) is deprecated: the curvature is named c everywhere (curvature -c, the same "
+                "number as 0.1's k); use Lorentz(c=...)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
             c = k
         super().__init__(validate=validate)
-        self.c = check_curvature(c, "c")
+        self.c = check_curvature(1.0 if c is None else c, "c")
         self.k = self.c  # hierviz 0.1 name, kept for reading
-        self.manifold = geoopt.Lorentz(k=torch.tensor(1.0 / self.k, dtype=torch.float64))
+        self.manifold = geoopt.Lorentz(k=torch.tensor(1.0 / self.c, dtype=torch.float64))
 
     def __repr__(self) -> str:
         return f"Lorentz(c={self.c:g})"
@@ -123,17 +131,12 @@ class Lorentz(Geometry):
     def _tangent_dim(self, D: int) -> int:
         return D - 1
 
-    def _sign(self, D: int, like: Tensor) -> Tensor:
-        s = torch.ones(D, dtype=like.dtype, device=like.device)
-        s[0] = -1.0
-        return s
-
     # ------------------------------------------------------------------ checks
     def check_point(self, x: Any, name: str = "x") -> None:
         r"""Raise ValueError unless every row of ``x`` lies on the upper hyperboloid sheet.
 
-        Accepts :math:`|k\langle x,x\rangle_{\mathcal L} + 1| \le
-        \mathrm{tol}\cdot k(x_0^2 + \|x_s\|^2)` with ``tol = 1e-3`` (float32) / ``1e-6``
+        Accepts :math:`|c\langle x,x\rangle_{\mathcal L} + 1| \le
+        \mathrm{tol}\cdot c(x_0^2 + \|x_s\|^2)` with ``tol = 1e-3`` (float32) / ``1e-6``
         (float64) — a relative test, since rounding grows with the coordinates.
 
         Parameters
@@ -163,9 +166,9 @@ class Lorentz(Geometry):
             spatial = sq[..., 1:].sum(-1)
             mink = spatial - sq[..., 0]
             tol = 1e-3 if t.dtype == torch.float32 else 1e-6
-            err = (self.k * mink + 1.0).abs()
+            err = (self.c * mink + 1.0).abs()
             # relative violation; NaN/inf propagate into the max
-            viol = err / (tol * (self.k * (spatial + sq[..., 0])).clamp_min(1.0))
+            viol = err / (tol * (self.c * (spatial + sq[..., 0])).clamp_min(1.0))
             lower = t[..., 0] <= 0
             worst, n_lower = torch.stack([viol.max(), lower.sum().to(viol.dtype)]).tolist()
             if not math.isfinite(worst):
@@ -178,14 +181,14 @@ class Lorentz(Geometry):
             if worst > 1.0:
                 off = viol > 1.0
                 raise ValueError(
-                    f"{name}: {int(off.sum())} point(s) are off the hyperboloid <x,x>_L = -1/k "
-                    f"(k={self.k:g}; worst |k<x,x>_L + 1| = {float(err.max()):.3g}); "
+                    f"{name}: {int(off.sum())} point(s) are off the hyperboloid <x,x>_L = -1/c "
+                    f"(c={self.c:g}; worst |c<x,x>_L + 1| = {float(err.max()):.3g}); "
                     f"map tangent vectors with expmap0() or fix the time coordinate with proj()"
                 )
 
     @_fp32
     def proj(self, x: Any) -> Tensor:
-        r"""Recompute the time coordinate, :math:`x_0 = \sqrt{1/k + \|x_s\|^2}` (``geoopt.Lorentz.projx``).
+        r"""Recompute the time coordinate, :math:`x_0 = \sqrt{1/c + \|x_s\|^2}` (``geoopt.Lorentz.projx``).
 
         Parameters
         ----------
@@ -211,7 +214,7 @@ class Lorentz(Geometry):
     # ------------------------------------------------------------------ distances
     @_fp32
     def dist(self, x: Any, y: Any) -> Tensor:
-        r"""Geodesic distance :math:`\frac{1}{\sqrt k}\operatorname{arcosh}(-k\langle x,y\rangle_{\mathcal L})` (``geoopt.Lorentz.dist``).
+        r"""Geodesic distance :math:`\frac{1}{\sqrt c}\operatorname{arcosh}(-c\langle x,y\rangle_{\mathcal L})` (``geoopt.Lorentz.dist``).
 
         Parameters
         ----------
@@ -234,10 +237,10 @@ class Lorentz(Geometry):
     def pairwise_dist(self, x: Any, y: Any = None) -> Tensor:
         r"""All-pairs distances in closed form over a Minkowski Gram matrix.
 
-        With :math:`w_{ij} = \max\big(\tfrac{k}{4}(\langle x_i,x_i\rangle + \langle y_j,y_j\rangle
+        With :math:`w_{ij} = \max\big(\tfrac{c}{4}(\langle x_i,x_i\rangle + \langle y_j,y_j\rangle
         - 2\langle x_i,y_j\rangle)_{\mathcal L}, \epsilon\big)`, the squared Minkowski norm of
-        :math:`x_i - y_j` times ``k/4``, returns :math:`\frac{2}{\sqrt k}\operatorname{arsinh}\sqrt{w_{ij}}`,
-        which equals :math:`\frac{1}{\sqrt k}\operatorname{arcosh}(-k\langle x_i,y_j\rangle_{\mathcal L})`
+        :math:`x_i - y_j` times ``c/4``, returns :math:`\frac{2}{\sqrt c}\operatorname{arsinh}\sqrt{w_{ij}}`,
+        which equals :math:`\frac{1}{\sqrt c}\operatorname{arcosh}(-c\langle x_i,y_j\rangle_{\mathcal L})`
         on the hyperboloid. ``O(B·M)`` memory.
 
         Parameters
@@ -258,29 +261,15 @@ class Lorentz(Geometry):
             Off-manifold or non-finite points, fewer than 2 dims, mismatched dimension.
         """
         xt, yt = self._pairwise_inputs(x, y)
-        s = self._sign(xt.shape[-1], xt)
-
-        def parts(t: Tensor) -> tuple[Tensor, Tensor]:
-            return t, (t * t * s).sum(-1, keepdim=True)
-
-        xs, xx = parts(xt)
-        ys, yy = (xs, xx) if yt is None else parts(yt)
-        # w_ij = (k/4)·‖x_i − y_j‖²_L from a single GEMM (Minkowski sign folded into the left factor)
-        left = (0.25 * self.k) * torch.cat([-2.0 * xs * s, xx, torch.ones_like(xx)], dim=-1)
-        right = torch.cat([ys, torch.ones_like(yy), yy], dim=-1)
-        w = self._augmented_gram(left, right, yt is None)
-        return scaled_asinh_sqrt(w, _sq_eps(xt.dtype), 2.0 / self.k ** 0.5, zero_diag=yt is None)
+        return lmath.pairwise_dist(xt, yt, self.c)
 
     # ------------------------------------------------------------------ maps
-    def _pad(self, v: Tensor) -> Tensor:
-        return torch.cat([torch.zeros_like(v[..., :1]), v], dim=-1)
-
     @_fp32
     def expmap0(self, v: Any) -> Tensor:
-        r"""Exponential map at the origin :math:`o = (1/\sqrt k, 0, \dots, 0)`.
+        r"""Exponential map at the origin :math:`o = (1/\sqrt c, 0, \dots, 0)`.
 
         For a spatial tangent vector :math:`v`,
-        :math:`\exp_o(v) = \big(\cosh(\sqrt k\|v\|)/\sqrt k,\ \sinh(\sqrt k\|v\|)\,v/(\sqrt k\|v\|)\big)`
+        :math:`\exp_o(v) = \big(\cosh(\sqrt c\|v\|)/\sqrt c,\ \sinh(\sqrt c\|v\|)\,v/(\sqrt c\|v\|)\big)`
         (``geoopt.Lorentz.expmap0`` on ``(0, v)``, then its projection).
 
         Parameters
@@ -303,13 +292,13 @@ class Lorentz(Geometry):
             raise ValueError("v must have shape (..., d), got a scalar")
         if self.validate:
             _check_finite(t, "v")
-        return self.manifold.expmap0(self._pad(t))
+        return self.manifold.expmap0(lmath._pad(t))
 
     @_fp32
     def logmap0(self, x: Any) -> Tensor:
         r"""Logarithmic map at the origin, spatial part (inverse of :meth:`expmap0`).
 
-        :math:`\log_o(x)_s = \frac{\operatorname{arsinh}(\sqrt k\|x_s\|)}{\sqrt k\|x_s\|}\,x_s`
+        :math:`\log_o(x)_s = \frac{\operatorname{arsinh}(\sqrt c\|x_s\|)}{\sqrt c\|x_s\|}\,x_s`
         (closed form, accurate down to ``x_s = 0``; see the class notes on geoopt's clamp).
 
         Parameters
@@ -331,7 +320,7 @@ class Lorentz(Geometry):
 
     @_fp32
     def expmap(self, x: Any, v: Any) -> Tensor:
-        r"""Exponential map at ``x``, :math:`\cosh(\sqrt k\|v\|_{\mathcal L})\,x + \frac{\sinh(\sqrt k\|v\|_{\mathcal L})}{\sqrt k\|v\|_{\mathcal L}}\,v`.
+        r"""Exponential map at ``x``, :math:`\cosh(\sqrt c\|v\|_{\mathcal L})\,x + \frac{\sinh(\sqrt c\|v\|_{\mathcal L})}{\sqrt c\|v\|_{\mathcal L}}\,v`.
 
         ``v`` is first projected onto :math:`T_x` (``geoopt.Lorentz.proju``) and the result
         onto the hyperboloid (``projx``). Closed form written here: geoopt's ``expmap``
@@ -359,18 +348,16 @@ class Lorentz(Geometry):
         if self.validate:
             _check_finite(vt, "v")
         if vt.shape[-1] != xt.shape[-1]:
-            raise ValueError(
-                f"v must be an ambient tangent vector with {xt.shape[-1]} coordinates, got {vt.shape[-1]}"
-            )
+            raise ValueError(f"v must be an ambient tangent vector with {xt.shape[-1]} coordinates, got {vt.shape[-1]}")
         return self._exp(xt, vt.to(xt.dtype))
 
     @_fp32
     def logmap(self, x: Any, y: Any) -> Tensor:
         r"""Logarithmic map of ``y`` at ``x``, ambient coordinates (closed form).
 
-        With :math:`w = \tfrac{k}{4}\|y - x\|^2_{\mathcal L} = \sinh^2(\sqrt k\,d/2)` and
+        With :math:`w = \tfrac{c}{4}\|y - x\|^2_{\mathcal L} = \sinh^2(\sqrt c\,d/2)` and
         :math:`u = (y - x) - 2w\,x` (the part of ``y`` Minkowski-orthogonal to ``x``,
-        :math:`\|u\|_{\mathcal L} = \sinh(\sqrt k d)/\sqrt k`),
+        :math:`\|u\|_{\mathcal L} = \sinh(\sqrt c d)/\sqrt c`),
         :math:`\log_x(y) = \frac{\operatorname{arsinh}\sqrt w}{\sqrt w\,\sqrt{1+w}}\,u`,
         whose Minkowski norm is ``d(x, y)``. Differences are taken directly, so close points
         keep their digits (geoopt's version under-shoots below ~1e-4; see class notes);
@@ -394,21 +381,8 @@ class Lorentz(Geometry):
         xt, yt = self._pair(x, y)
         return self._log(xt, yt)
 
-    @staticmethod
-    def _asinh_ratio(z2: Tensor, extra: Tensor | None = None) -> Tensor:
-        """``arsinh(√z2)/√z2`` (divided by ``sqrt(1 + extra)`` if given), series below 1e-8/1e-4."""
-        thr = 1e-8 if z2.dtype == torch.float64 else 1e-4
-        small = z2 < thr
-        safe = torch.where(small, torch.ones_like(z2), z2)  # keeps both branches' gradients finite
-        r = torch.asinh(safe.sqrt()) / safe.sqrt()
-        series = 1.0 - z2 / 6.0
-        if extra is not None:
-            r = r / (1.0 + safe).sqrt()
-            series = 1.0 - z2 * (2.0 / 3.0)  # (1 − w/6)(1 − w/2)
-        return torch.where(small, series, r)
-
     def origin(self, d: int, *, dtype: torch.dtype | None = None, device: Any = None) -> Tensor:
-        r"""The origin :math:`(1/\sqrt k, 0, \dots, 0)`.
+        r"""The origin :math:`(1/\sqrt c, 0, \dots, 0)`.
 
         Parameters
         ----------
@@ -421,15 +395,15 @@ class Lorentz(Geometry):
         Tensor, shape (d+1,)
         """
         o = torch.zeros(int(d) + 1, dtype=dtype or torch.get_default_dtype(), device=device)
-        o[0] = self.k ** -0.5
+        o[0] = self.c**-0.5
         return o
 
     # ------------------------------------------------------------------ ball conversion
     @_fp32
     def to_ball(self, x: Any) -> Tensor:
-        r"""Map to the Poincaré ball of the same curvature: :math:`p = x_s/(1 + \sqrt k\,x_0)`.
+        r"""Map to the Poincaré ball of the same curvature: :math:`p = x_s/(1 + \sqrt c\,x_0)`.
 
-        An isometry onto ``PoincareBall(c=k)`` (used for plotting, and as a cross-check).
+        An isometry onto ``PoincareBall(c=c)`` (used for plotting, and as a cross-check).
 
         Parameters
         ----------
@@ -439,7 +413,7 @@ class Lorentz(Geometry):
         Returns
         -------
         Tensor, shape (..., d)
-            Points with norm ``< 1/sqrt(k)``.
+            Points with norm ``< 1/sqrt(c)``.
 
         Raises
         ------
@@ -447,16 +421,16 @@ class Lorentz(Geometry):
             Off-manifold or non-finite points.
         """
         xt = self._points(x, "x")
-        return xt[..., 1:] / (1.0 + self.k ** 0.5 * xt[..., :1])
+        return lmath.to_ball(xt, self.c)
 
     @_fp32
     def from_ball(self, p: Any) -> Tensor:
-        r"""Inverse of :meth:`to_ball`: :math:`x = \big(\frac{1 + k\|p\|^2}{\sqrt k(1 - k\|p\|^2)},\ \frac{2p}{1 - k\|p\|^2}\big)`.
+        r"""Inverse of :meth:`to_ball`: :math:`x = \big(\frac{1 + c\|p\|^2}{\sqrt c(1 - c\|p\|^2)},\ \frac{2p}{1 - c\|p\|^2}\big)`.
 
         Parameters
         ----------
         p : Tensor, shape (..., d)
-            Points of the Poincaré ball of curvature ``−k`` (norm ``< 1/sqrt(k)``).
+            Points of the Poincaré ball of curvature ``−c`` (norm ``< 1/sqrt(c)``).
 
         Returns
         -------
@@ -473,16 +447,12 @@ class Lorentz(Geometry):
         if pt.dim() == 0:
             raise ValueError("p must have shape (..., d), got a scalar")
         p2 = pt.pow(2).sum(-1, keepdim=True)
-        if bool((p2.detach() * self.k >= 1.0).any()):
-            raise ValueError(
-                f"p: point(s) lie outside the Poincaré ball of radius 1/sqrt(k) = {self.k ** -0.5:.6g}"
-            )
-        den = 1.0 - self.k * p2
-        x0 = (1.0 + self.k * p2) / (self.k ** 0.5 * den)
-        return torch.cat([x0, 2.0 * pt / den], dim=-1)
+        if bool((p2.detach() * self.c >= 1.0).any()):
+            raise ValueError(f"p: point(s) lie outside the Poincaré ball of radius 1/sqrt(c) = {self.c**-0.5:.6g}")
+        return lmath.from_ball(pt, self.c)
 
     def _initial_means(self, x: Tensor, idx: Tensor, wcol: Tensor, denom: Tensor, K: int) -> Tensor:
-        """Karcher start: the Lorentzian centroid ``s/(√k·sqrt(−⟨s,s⟩_L))``, ``s`` = weighted mean.
+        """Karcher start: the Lorentzian centroid ``s/sqrt(−c⟨s,s⟩_L)``, ``s`` = weighted mean.
 
         Closed form (Law et al., ICML 2019), exact for identical points and close to the
         Fréchet mean for a tight cluster, so few Karcher steps are needed. Empty groups
@@ -491,32 +461,19 @@ class Lorentz(Geometry):
         s = _segment_sum(x * wcol, idx, K) / denom
         mink = (s[..., 1:].pow(2).sum(-1, keepdim=True) - s[..., :1].pow(2)).neg()
         empty = mink <= 0
-        mu = s / (self.k * mink.clamp_min(torch.finfo(s.dtype).tiny)).sqrt()
+        mu = s / (self.c * mink.clamp_min(torch.finfo(s.dtype).tiny)).sqrt()
         o = self.origin(self._tangent_dim(x.shape[-1]), dtype=x.dtype, device=x.device)
         return torch.where(empty, o, mu)
 
     # batched maps for the shared Karcher / EMA code (ambient coordinates, geoopt, no checks)
     def _log(self, base: Tensor, x: Tensor) -> Tensor:
-        diff = x - base
-        sq = diff[..., 1:].pow(2).sum(-1, keepdim=True) - diff[..., :1].pow(2)
-        w = (0.25 * self.k) * sq.clamp_min(0.0)
-        return self._asinh_ratio(w, extra=w) * (diff - 2.0 * w * base)
+        return lmath.logmap(base, x, self.c)
 
     def _exp(self, base: Tensor, v: Tensor) -> Tensor:
-        v = self.manifold.proju(base, v)
-        n2 = (v[..., 1:].pow(2).sum(-1, keepdim=True) - v[..., :1].pow(2)).clamp_min(0.0)
-        z2 = self.k * n2  # (√k‖v‖_L)²
-        thr = 1e-8 if v.dtype == torch.float64 else 1e-4
-        small = z2 < thr
-        safe = torch.where(small, torch.ones_like(z2), z2).sqrt()
-        sinhc = torch.where(small, 1.0 + z2 / 6.0, torch.sinh(safe) / safe)  # sinh(z)/z
-        cosh = torch.where(small, 1.0 + z2 / 2.0, torch.cosh(safe))
-        return self.manifold.projx(cosh * base + sinhc * v)
+        return self.manifold.projx(lmath.expmap(base, self.manifold.proju(base, v), self.c))
 
     def _log0(self, x: Tensor) -> Tensor:
-        xs = x[..., 1:]
-        z2 = self.k * xs.pow(2).sum(-1, keepdim=True)  # sinh²(√k·d(o, x))
-        return self._pad(self._asinh_ratio(z2) * xs)
+        return lmath.logmap0(x, self.c)
 
     def _exp0(self, v: Tensor) -> Tensor:
         return self.manifold.expmap0(v)

@@ -14,7 +14,11 @@ prefactor; the two agree at the paper's default :math:`c=1`. We keep the prefact
 the true geodesic distance of curvature :math:`-c` (what ``geoopt.PoincareBall.dist``
 returns) and the one with a Euclidean limit, :math:`d_c(u,v)\to 2\|u-v\|` as
 :math:`c\to 0` (the conformal factor :math:`\lambda_x = 2/(1-c\|x\|^2)\to 2`).
+
+The formulas are pure functions in :mod:`hierviz.geometry.poincare.math`; the class validates
+inputs, computes :meth:`PoincareBall.pairwise_dist` there and takes the maps from geoopt.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,11 +32,10 @@ from hierviz.geometry.base import (
     Tensor,
     _check_finite,
     _fp32,
-    _sq_eps,
     as_float_tensor,
     check_curvature,
-    scaled_asinh_sqrt,
 )
+from hierviz.geometry.poincare import math as pmath
 from hierviz.geometry.registry import register_geometry
 
 
@@ -87,7 +90,7 @@ class PoincareBall(Geometry):
     def __init__(self, c: float = 1.0, validate: bool = True) -> None:
         super().__init__(validate=validate)
         self.c = check_curvature(c, "c")
-        self.radius = self.c ** -0.5
+        self.radius = self.c**-0.5
         # float64 curvature: geoopt stores softplus^{-1}(c); in float32 c=1e-6 would become 9.5e-7.
         self.manifold = geoopt.PoincareBall(c=torch.tensor(self.c, dtype=torch.float64))
 
@@ -121,7 +124,7 @@ class PoincareBall(Geometry):
                 _check_finite(t, name)
             if top * self.c >= 1.0:
                 bad = sq * self.c >= 1.0
-                worst = top ** 0.5
+                worst = top**0.5
                 raise ValueError(
                     f"{name}: {int(bad.sum())} point(s) lie outside the Poincaré ball of curvature "
                     f"-{self.c:g} (max norm {worst:.6g} >= radius 1/sqrt(c) = {self.radius:.6g}); "
@@ -214,20 +217,7 @@ class PoincareBall(Geometry):
             Points outside the ball, non-finite values, fewer than 2 dims, mismatched ``d``.
         """
         xt, yt = self._pairwise_inputs(x, y)
-        c = self.c
-        tiny = torch.finfo(xt.dtype).tiny
-
-        def parts(t: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-            t2 = (t * t).sum(-1, keepdim=True)
-            return t, t2, 1.0 / (1.0 - c * t2).clamp_min(tiny)
-
-        xs, x2, a = parts(xt)
-        ys, y2, b = (xs, x2, a) if yt is None else parts(yt)
-        # q_ij = c·‖x_i − y_j‖² / ((1 − c‖x_i‖²)(1 − c‖y_j‖²)) from a single GEMM
-        left = (c * a) * torch.cat([-2.0 * xs, x2, torch.ones_like(x2)], dim=-1)
-        right = b * torch.cat([ys, torch.ones_like(y2), y2], dim=-1)
-        q = self._augmented_gram(left, right, yt is None)
-        return scaled_asinh_sqrt(q, c * _sq_eps(xt.dtype), 2.0 / c ** 0.5, zero_diag=yt is None)
+        return pmath.pairwise_dist(xt, yt, self.c)
 
     # ------------------------------------------------------------------ maps
     @_fp32
