@@ -1,11 +1,14 @@
-"""The :class:`Geometry` interface shared by the Euclidean, Poincaré and Lorentz spaces.
+"""The :class:`Geometry` interface shared by the unit sphere, the Poincaré ball and the Lorentz model.
 
 A geometry bundles what the hierarchy-aware losses and metrics need from an embedding
 space (paper 01 §3.1 and §3.4): a distance, a pairwise distance matrix, a similarity,
-a Fréchet/Karcher mean, an EMA prototype step and the exponential/logarithmic maps.
-The maps come from geoopt's manifolds; the pairwise distance (a closed form over a Gram
-matrix, never a ``B×M×d`` tensor), the vectorised group means and the EMA step are
-written here once, on top of each subclass's ``_log``/``_exp``.
+a Fréchet/Karcher mean, an EMA prototype step, the exponential/logarithmic maps and
+:meth:`Geometry.to_manifold` (head outputs → points). Capability attributes
+(``hyperbolic``, ``display_name``, ``config()``, ``curvature``) let other code treat any
+registered geometry alike. This module also holds the shared input checks
+(:func:`as_float_tensor`, :func:`check_curvature`, the ``_check_*`` helpers) and
+:func:`full_precision`; the closed-form pairwise kernel is in ``_kernels.py``, the means in
+``frechet.py``, the formulas in each manifold's ``math.py``.
 
 All hyperbolic arithmetic runs in float32 or float64: float16/bfloat16 inputs are
 upcast to float32 and autocast is switched off inside every method.
@@ -325,7 +328,7 @@ class Geometry(abc.ABC):
         """
         if clip_r is not None and not (float(clip_r) > 0):
             raise ValueError(f"clip_r must be > 0 (or None to disable clipping), got {clip_r!r}")
-        t = v if isinstance(v, Tensor) else torch.as_tensor(np.asarray(v))
+        t = v if isinstance(v, Tensor) else as_float_tensor(v, "v")
         with torch.autocast(device_type=t.device.type, enabled=False):
             t = t.to(torch.float64 if t.dtype == torch.float64 else torch.float32)
             if clip_r is not None and float(clip_r) != float("inf"):

@@ -1,6 +1,6 @@
-"""Fréchet (Karcher) means and the prototype EMA step, for any :class:`~hierviz.geometry.Geometry`.
+r"""Fréchet (Karcher) means and the prototype EMA step, for any :class:`~hierviz.geometry.Geometry`.
 
-Paper 01 Eq. 3: :math:`\\mu \\leftarrow \\exp_\\mu(\beta \bar v)`, :math:`\bar v = \\sum_i w_i \\log_\\mu(x_i) / \\sum_i w_i`,
+Paper 01 Eq. 3: :math:`\mu \leftarrow \exp_\mu(\beta \bar v)`, :math:`\bar v = \sum_i w_i \log_\mu(x_i) / \sum_i w_i`,
 made monotone by halving :math:`\beta` per group while the Fréchet objective would rise; Eqs. 9–10:
 the EMA of prototypes along geodesics. The geometry methods ``group_mean``, ``mean`` and
 ``ema_step`` call these functions (under the geometry's float32/float64 guard); a geometry

@@ -30,7 +30,7 @@ def register_geometry(name: str):
     return GEOMETRIES.register(name)
 
 
-def get_geometry(name: Any, c: float = 1.0, **kwargs: Any):
+def get_geometry(name: Any, c: float | None = None, **kwargs: Any):
     """Build a registered geometry by name.
 
     Parameters
@@ -38,9 +38,10 @@ def get_geometry(name: Any, c: float = 1.0, **kwargs: Any):
     name : str or Geometry
         Case-insensitive registered name (``"euclidean"``, ``"poincare"``, ``"lorentz"``, or
         one added with :func:`register_geometry`); a Geometry instance is returned unchanged.
-    c : float, default 1.0
-        Curvature magnitude (sectional curvature ``−c``) of a hyperbolic geometry; ignored
-        by the unit sphere.
+    c : float, optional
+        Curvature magnitude (sectional curvature ``−c``) of a hyperbolic geometry; default:
+        the class's default (1.0 for the built-ins). Ignored by non-hyperbolic geometries
+        (the unit sphere), so a config can carry ``c`` for every geometry.
     **kwargs
         Further constructor arguments.
 
@@ -71,6 +72,6 @@ def get_geometry(name: Any, c: float = 1.0, **kwargs: Any):
     if not isinstance(name, str):
         raise TypeError(f"name must be a str or Geometry, got {type(name).__name__}")
     cls = GEOMETRIES.get(name)
-    if getattr(cls, "hyperbolic", False):
-        return cls(c=c, **kwargs)
+    if c is not None and getattr(cls, "hyperbolic", False):
+        kwargs["c"] = c
     return cls(**kwargs)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import geoopt
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -87,7 +86,7 @@ class Euclidean(Geometry):
         >>> Euclidean().to_manifold(torch.tensor([[3.0, 4.0]]))
         tensor([[0.6000, 0.8000]])
         """
-        t = v if isinstance(v, Tensor) else torch.as_tensor(np.asarray(v))
+        t = v if isinstance(v, Tensor) else as_float_tensor(v, "v")
         with torch.autocast(device_type=t.device.type, enabled=False):
             t = t.to(torch.float64 if t.dtype == torch.float64 else torch.float32)
             return F.normalize(t, dim=-1, eps=1e-12)
