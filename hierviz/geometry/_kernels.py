@@ -13,7 +13,9 @@ from torch import Tensor
 
 __all__ = ["scaled_asinh_sqrt", "augmented_gram", "SQ_EPS"]
 
-#: Floor of the squared-distance argument per dtype (keeps sqrt and its gradient finite).
+#: Floor on the squared distance under the square root of every closed-form pairwise distance
+#: (``sqrt(max(w, eps))``), per dtype. It keeps the derivative of the square root finite on the
+#: diagonal (``arcosh'(1) = ∞``) while moving a distance by at most ``sqrt(eps)``.
 SQ_EPS = {torch.float32: 1e-12, torch.float64: 1e-24}
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from hierviz.geometry.base import (
+from hierviz.geometry._checks import (
     Tensor,
     _check_eta,
     _check_index,
@@ -39,60 +39,37 @@ def group_mean(
     allow_empty: bool = False,
     beta: float = 1.0,
 ) -> Tensor | tuple[Tensor, Tensor]:
-    r"""Per-group Fréchet/Karcher means, all groups at once (paper 01 Eq. 3).
+    r"""Per-group Fréchet/Karcher means of ``x`` on ``geometry``, all groups at once (paper 01 Eq. 3).
 
-    Each step, for every group :math:`g` at once,
-
-    .. math::
-        \bar v_g = \frac{\sum_{i: g_i=g} w_i \log_{\mu_g}(x_i)}{\sum_{i: g_i=g} w_i},
-        \qquad \mu_g \leftarrow \exp_{\mu_g}(\beta\,\bar v_g),
-
-    i.e. the fixed point is taken in the tangent space at the *current estimate*
-    (not at the origin), with segment sums (``index_add``) instead of a loop over
-    groups. Euclidean: the (weighted) arithmetic mean, ``steps``/``init`` unused.
+    Each step, for every group :math:`g` at once (segment sums, no loop over groups),
+    :math:`\bar v_g = \sum_{i: g_i=g} w_i \log_{\mu_g}(x_i) / \sum_{i: g_i=g} w_i` and
+    :math:`\mu_g \leftarrow \exp_{\mu_g}(\beta\,\bar v_g)` (:func:`karcher_step`).
 
     Parameters
     ----------
-    x : Tensor, shape (n, D)
-        Points on the manifold (float32/float64; half precision is upcast).
-    index : LongTensor, shape (n,)
-        Group id of each row, in ``[0, num_groups)``.
-    num_groups : int
-        K, the number of groups (rows of the output).
-    steps : int, default 3
-        Karcher fixed-point steps (paper 01: :math:`T_{mean}=3`). 0 returns the
-        initial estimate.
-    init : Tensor, shape (K, D), optional
-        Starting estimates (e.g. the EMA prototypes, paper 01 §4.2). Default: the
-        origin-tangent mean :math:`\exp_0(\mathrm{mean}_i \log_0 x_i)` per group
-        (Poincaré) or the Lorentzian centroid (Lorentz, see :class:`Lorentz`).
-        Empty groups return their ``init`` row.
-    weights : Tensor, shape (n,), optional
-        Non-negative weights (default 1). A group whose weights sum to 0 is empty.
-    allow_empty : bool, default False
-        Without ``init``, an empty group raises ValueError unless this is True, in
-        which case its row is the origin (zeros for Euclidean) and a mask is returned.
-    beta : float, default 1.0
-        Step size :math:`\beta` of Eq. 3. Halved per group, at most 8 times, while
-        the step would increase the Fréchet objective :math:`\sum_i w_i d^2(\mu_g, x_i)`
-        (plain Eq. 3 with :math:`\beta=1` can overshoot across the origin for a spread
-        group near the boundary); see ``_karcher_step``.
+    geometry : Geometry
+        Supplies the maps (``_log``/``_exp``), the start (``_initial_means``) and the checks.
+    x, index, num_groups, steps, init, weights, allow_empty, beta
+        As :meth:`hierviz.geometry.Geometry.group_mean`.
 
     Returns
     -------
-    Tensor, shape (K, D)
-        The means (same dtype as ``x``).
-    Tensor, shape (K,), bool
-        Only when ``allow_empty=True``: True for groups that had members.
+    Tensor, shape (K, D), and with ``allow_empty=True`` a (K,) bool mask
+        As :meth:`hierviz.geometry.Geometry.group_mean`.
 
     Raises
     ------
-    ValueError
-        If ``x``/``init`` are off the manifold or non-finite, shapes disagree,
-        ``index`` is out of range, weights are negative, or a group is empty while
-        ``init is None and not allow_empty`` (the message lists the empty groups).
-    TypeError
-        For non-integer ``index``/``num_groups``/``steps``.
+    ValueError, TypeError
+        As :meth:`hierviz.geometry.Geometry.group_mean`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import PoincareBall
+    >>> ball = PoincareBall()
+    >>> x = ball.expmap0(torch.tensor([[0.5, 0.0], [0.5, 0.0], [0.0, -0.3]], dtype=torch.float64))
+    >>> torch.allclose(group_mean(ball, x, torch.tensor([0, 0, 1]), 2), x[1:])
+    True
     """
     xt = geometry._points(x, "x", min_dim=2)
     if xt.dim() != 2:
@@ -188,30 +165,10 @@ def karcher_step(
 
 
 def mean(geometry, x: Any, weights: Any = None, steps: int = 3, init: Any = None) -> Tensor:
-    r"""Fréchet/Karcher mean of a set of points (paper 01 Eq. 3; Euclidean: arithmetic mean).
+    r"""Fréchet/Karcher mean of a set of points on ``geometry`` (paper 01 Eq. 3; Euclidean: arithmetic mean).
 
-    Parameters
-    ----------
-    x : Tensor, shape (n, D)
-        Points on the manifold, n >= 1.
-    weights : Tensor, shape (n,), optional
-        Non-negative weights with a positive sum (default: uniform).
-    steps : int, default 3
-        Fixed-point steps in the tangent space at the current estimate
-        (:math:`T_{mean}=3`, :math:`\beta=1`).
-    init : Tensor, shape (D,), optional
-        Starting estimate (default: :math:`\exp_0(\mathrm{mean}_i \log_0 x_i)`;
-        Lorentz: the Lorentzian centroid).
-
-    Returns
-    -------
-    Tensor, shape (D,)
-        The mean, differentiable with respect to ``x`` (and ``weights``).
-
-    Raises
-    ------
-    ValueError
-        If ``x`` is empty, off the manifold or non-finite, or weights sum to 0.
+    One group of :func:`group_mean`. Parameters, return value and errors as
+    :meth:`hierviz.geometry.Geometry.mean`.
     """
     xt = geometry._points(x, "x", min_dim=2)
     if xt.dim() != 2:
@@ -233,37 +190,11 @@ def mean(geometry, x: Any, weights: Any = None, steps: int = 3, init: Any = None
 
 
 def ema_step(geometry, proto: Any, x: Any, index: Any, eta: float) -> Tensor:
-    r"""One EMA update of prototypes from a minibatch (paper 01 Eq. 9 / Eq. 10).
+    r"""One EMA update of prototypes on ``geometry`` from a minibatch (paper 01 Eq. 9 / Eq. 10).
 
-    Euclidean (Eq. 9): :math:`c_g \leftarrow (1-\eta)\,c_g + \eta\,\bar z_g` with
-    :math:`\bar z_g` the batch mean of group g. Hyperbolic (Eq. 10): one Karcher step
-    at the prototype's own basepoint,
-    :math:`c_g \leftarrow \exp_{c_g}\big(\eta\,\tfrac{1}{|B_g|}\sum_{z\in B_g}\log_{c_g} z\big)`.
-    All groups are updated at once (``index_add``); groups absent from the batch are
-    returned unchanged.
-
-    Parameters
-    ----------
-    proto : Tensor, shape (K, D)
-        Current prototypes (on the manifold).
-    x : Tensor, shape (n, D)
-        Minibatch embeddings.
-    index : LongTensor, shape (n,)
-        Prototype (group) id of each row of ``x``, in ``[0, K)``.
-    eta : float
-        EMA rate in ``[0, 1]`` (paper 01: 0.01–0.1).
-
-    Returns
-    -------
-    Tensor, shape (K, D)
-        Updated prototypes. Autograd history is kept; the paper stops gradients
-        through prototype updates, so call under ``torch.no_grad()`` or detach.
-
-    Raises
-    ------
-    ValueError
-        Off-manifold/non-finite inputs, shape mismatch, index out of range, or
-        ``eta`` outside ``[0, 1]``.
+    Euclidean: :math:`c_g \leftarrow (1-\eta)c_g + \eta\bar z_g`; hyperbolic: one Karcher step
+    at the prototype, :math:`c_g \leftarrow \exp_{c_g}(\eta\,\mathrm{mean}_{z\in B_g}\log_{c_g} z)`.
+    Parameters, return value and errors as :meth:`hierviz.geometry.Geometry.ema_step`.
     """
     pt = geometry._points(proto, "proto", min_dim=2)
     xt = geometry._points(x, "x", min_dim=2)
