@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import re
+import sys
 
 import numpy as np
 import pytest
@@ -16,15 +18,40 @@ from hierviz.experiments import (
     config_keys,
     diff_keys,
     fingerprint,
+    load_data,
     preset_names,
     report,
     resolve_config,
 )
+from hierviz.report import METRICS
 
-TINY = ["data.limit=60", "seeds=1", "model.width=4", "model.embed_dim=8", "data.image_size=16",
-        "eval.projection=pca", "train.batch_size=32", "train.epochs=1"]
-TINY_CLI = ["--limit", "60", "--seeds", "1", "--set", "model.width=4", "--set", "model.embed_dim=8",
-            "--set", "data.image_size=16", "--projection", "pca", "--batch-size", "32", "--quiet"]
+TINY = [
+    "data.limit=60",
+    "seeds=1",
+    "model.width=4",
+    "model.embed_dim=8",
+    "data.image_size=16",
+    "eval.projection=pca",
+    "train.batch_size=32",
+    "train.epochs=1",
+]
+TINY_CLI = [
+    "--limit",
+    "60",
+    "--seeds",
+    "1",
+    "--set",
+    "model.width=4",
+    "--set",
+    "model.embed_dim=8",
+    "--set",
+    "data.image_size=16",
+    "--projection",
+    "pca",
+    "--batch-size",
+    "32",
+    "--quiet",
+]
 
 
 def _cli(capsys, argv, code):
@@ -55,30 +82,58 @@ def test_every_bundled_preset_resolves(name):
 
 def test_every_method_hyperparameter_is_a_key():
     keys = set(config_keys())
-    for k in ("loss.tau", "loss.alpha", "loss.gamma", "loss.alpha_max", "loss.lambda_lam", "loss.margins",
-              "loss.level_weights", "loss.eta", "loss.hxe_alpha", "loss.soft_beta", "model.curvature",
-              "model.clip_r", "train.epochs", "data.limit", "eval.projection"):
+    for k in (
+        "loss.tau",
+        "loss.alpha",
+        "loss.gamma",
+        "loss.alpha_max",
+        "loss.lambda_lam",
+        "loss.margins",
+        "loss.level_weights",
+        "loss.eta",
+        "loss.hxe_alpha",
+        "loss.soft_beta",
+        "model.curvature",
+        "model.clip_r",
+        "train.epochs",
+        "data.limit",
+        "eval.projection",
+    ):
         assert k in keys
     cfg = resolve_config("quick", ["loss.margins=[0.5, 0.3, 0.1]", "loss.alpha_max=2", "model.clip_r=null"])
     assert cfg.loss["margins"] == [0.5, 0.3, 0.1] and cfg.loss["alpha_max"] == 2 and cfg.model.clip_r is None
 
 
 @pytest.mark.parametrize(
-    "override, match",
+    "override, message",
     [
-        ("train.epoch=1", r"unknown key 'train.epoch'; did you mean 'train.epochs'"),
-        ("loss.taus=0.1", r"unknown key 'loss.taus'; did you mean 'loss.tau'"),
-        ("train.epochs=abc", r"train.epochs=abc: expected an integer, got 'abc'"),
-        ("train.epochs=0", r"train.epochs: must be an integer >= 1, got 0"),
-        ("model.curvature=-1", r"model.curvature: must be > 0"),
-        ("train.amp=maybe", r"train.amp=maybe: expected true or false"),
-        ("methods=supcn", r"unknown name 'supcn'; did you mean 'supcon'"),
-        ("train.epochs", r"expected key=value"),
+        ("train.epoch=1", "--set train.epoch=1: unknown key 'train.epoch'; did you mean 'train.epochs'?"),
+        ("loss.taus=0.1", "--set loss.taus=0.1: unknown key 'loss.taus'; did you mean 'loss.tau' or 'loss.eta'?"),
+        ("train.epochs=abc", "--set train.epochs=abc: expected an integer, got 'abc'"),
+        ("train.epochs=0", "train.epochs: must be an integer >= 1, got 0"),
+        ("data.limit=1.5", "--set data.limit=1.5: expected an integer, got 1.5"),
+        ("model.curvature=-1", "model.curvature: must be > 0 (c of curvature -c), got -1.0"),
+        ("model.clip_r=0", "model.clip_r: must be > 0 (or null), got 0.0"),
+        ("loss.tau=0", "loss.tau: must be > 0, got 0.0"),
+        ("loss.eta=abc", "--set loss.eta=abc: expected a finite number, got 'abc'"),
+        ("train.amp=maybe", "--set train.amp=maybe: expected true or false, got 'maybe'"),
+        ("methods=supcn", "methods: unknown name 'supcn'; did you mean 'supcon'? valid names: "),
+        ("train.epochs", "--set train.epochs: expected key=value, e.g. --set train.epochs=5"),
     ],
 )
-def test_bad_overrides_name_the_key_and_the_fix(override, match):
-    with pytest.raises(ConfigError, match=match):
+def test_bad_overrides_name_the_key_and_the_fix(override, message):
+    with pytest.raises(ConfigError) as ei:
         resolve_config("quick", [override])
+    assert str(ei.value).startswith(message), str(ei.value)
+
+
+def test_bad_set_on_the_command_line_is_one_line(capsys):
+    _, err = _cli(capsys, ["compare", "--quick", "--set", "train.epoch=1"], 2)
+    assert err == "hierviz: error: --set train.epoch=1: unknown key 'train.epoch'; did you mean 'train.epochs'?\n"
+    _, err = _cli(capsys, ["config", "--set", "train.epochs"], 2)
+    assert err == "hierviz: error: --set train.epochs: expected key=value, e.g. --set train.epochs=5\n"
+    _, err = _cli(capsys, ["config", "--quick", "--set", "train.epochs=0"], 2)
+    assert err == "hierviz: error: --epochs (train.epochs): must be an integer >= 1, got 0\n"
 
 
 def test_user_preset_file_and_bad_toml(tmp_path):
@@ -88,18 +143,31 @@ def test_user_preset_file_and_bad_toml(tmp_path):
     assert cfg.methods == ["supcon"] and cfg.train.epochs == 7
     bad = tmp_path / "bad.toml"
     bad.write_text("[train\nepochs = 1\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"bad\.toml: invalid TOML"):
+    with pytest.raises(ConfigError, match=rf"^--preset {re.escape(str(bad))}: invalid TOML \(.*line 1"):
         resolve_config(str(bad))
+    with pytest.raises(ConfigError, match=r"^--preset .*nope\.toml: no such file$"):
+        resolve_config(str(tmp_path / "nope.toml"))
+    typo = tmp_path / "typo.toml"
+    typo.write_text("[train]\nepoch = 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"typo\.toml: train\.epoch: unknown key 'train\.epoch'; did you mean"):
+        resolve_config(str(typo))
     with pytest.raises(ConfigError, match=r"unknown preset 'quik'; did you mean 'quick'"):
         resolve_config("quik")
 
 
 def test_fingerprint_ignores_out_but_not_results_keys():
     a, b = ExperimentConfig().to_dict(), ExperimentConfig().to_dict()
-    b["out"] = "elsewhere"
-    assert fingerprint(a) == fingerprint(b)
+    b["out"], b["train"]["device"], b["eval"]["projection"] = "elsewhere", "cpu", "pca"
+    assert fingerprint(a) == fingerprint(b) and len(fingerprint(a)) == 16 and diff_keys(a, b) == []
     b["loss"]["tau"] = 0.2
     assert fingerprint(a) != fingerprint(b) and diff_keys(a, b) == ["loss.tau"]
+    b["train"]["epochs"] = 3
+    assert diff_keys(a, b) == ["loss.tau", "train.epochs"]
+    assert diff_keys(a, b, ignore=set()) == ["eval.projection", "loss.tau", "out", "train.device", "train.epochs"]
+    # the same config resolved twice gives the same fingerprint
+    x = resolve_config("quick", ["loss.tau=0.2", "out=a"]).to_dict()
+    y = resolve_config("quick", ["out=b", "loss.tau=0.2"]).to_dict()
+    assert fingerprint(x) == fingerprint(y)
 
 
 def test_config_round_trips_through_json():
@@ -122,8 +190,26 @@ def test_compare_library_call_writes_runs_and_returns_the_table(tmp_path):
 
 
 def test_cli_set_values_reach_the_run_config(tmp_path, capsys):
-    _cli(capsys, ["compare", "--preset", "quick", "--set", "loss.tau=0.2", "--set", "train.epochs=1",
-                  "--methods", "supcon", "--geometry", "euclidean", *TINY_CLI, "--out", str(tmp_path)], 0)
+    _cli(
+        capsys,
+        [
+            "compare",
+            "--preset",
+            "quick",
+            "--set",
+            "loss.tau=0.2",
+            "--set",
+            "train.epochs=1",
+            "--methods",
+            "supcon",
+            "--geometry",
+            "euclidean",
+            *TINY_CLI,
+            "--out",
+            str(tmp_path),
+        ],
+        0,
+    )
     saved = json.loads((tmp_path / "runs" / "supcon-euclidean-s0" / "config.json").read_text())
     assert saved["loss"]["tau"] == 0.2 and saved["train"]["epochs"] == 1
 
@@ -132,27 +218,104 @@ def test_config_command_prints_resolved_config_and_keys(capsys):
     out, _ = _cli(capsys, ["config", "--preset", "quick", "--set", "loss.tau=0.2"], 0)
     assert json.loads(out)["loss"]["tau"] == 0.2
     out, _ = _cli(capsys, ["config", "--keys"], 0)
-    assert "loss.lambda_lam = 1.0" in out and "model.clip_r = 2.0" in out and "loss.eta = 0.05" in out
+    listed = {line.split(" = ")[0]: line.split(" = ", 1)[1].split("    #")[0] for line in out.splitlines()}
+    assert {
+        k: listed[k]
+        for k in (
+            "loss.tau",
+            "loss.alpha",
+            "loss.gamma",
+            "loss.alpha_max",
+            "loss.lambda_lam",
+            "loss.margins",
+            "loss.eta",
+            "loss.hxe_alpha",
+            "model.curvature",
+            "model.clip_r",
+        )
+    } == {
+        "loss.tau": "0.1",
+        "loss.alpha": "0.5",
+        "loss.gamma": "0.5",
+        "loss.alpha_max": "null",
+        "loss.lambda_lam": "1.0",
+        "loss.margins": "null",
+        "loss.eta": "0.05",
+        "loss.hxe_alpha": "0.1",
+        "model.curvature": "1.0",
+        "model.clip_r": "2.0",
+    }
+    assert list(listed) == config_keys()  # every key, in order
+    assert "# λ_LAM: weight of the LAM term" in out
 
 
-def test_toy_method_from_a_user_module_runs_without_touching_package_files(tmp_path, capsys):
+@pytest.fixture
+def toy_cleanup():
+    """Forget ``tests.toy_method`` and what it registered, after the test."""
     from hierviz.methods import LOSS_HPARAMS, METHODS
 
-    try:
-        _cli(capsys, ["compare", "--import", "tests.toy_method", "--preset", "quick", "--methods", "toy-l2",
-                      "--geometry", "euclidean", "--set", "loss.toy_scale=2", "--epochs", "1", *TINY_CLI,
-                      "--out", str(tmp_path)], 0)
-        rows = list(csv.DictReader(open(tmp_path / "results.csv")))
-        assert [r["method"] for r in rows] == ["toy-l2"]
-        assert "| Toy L2 |" in (tmp_path / "results.md").read_text()
-        saved = json.loads((tmp_path / "runs" / "toy-l2-euclidean-s0" / "config.json").read_text())
-        assert saved["loss"]["toy_scale"] == 2.0
-    finally:
+    sys.modules.pop("tests.toy_method", None)
+    yield
+    if "toy-l2" in METHODS:
         METHODS.unregister("toy-l2")
-        LOSS_HPARAMS.pop("toy_scale", None)
-        import sys
+    LOSS_HPARAMS.pop("toy_scale", None)
+    sys.modules.pop("tests.toy_method", None)
 
-        sys.modules.pop("tests.toy_method", None)
+
+def test_toy_method_from_python_without_touching_package_files(tmp_path, toy_cleanup):
+    import importlib
+
+    toy = importlib.import_module("tests.toy_method")
+    assert "loss.toy_scale" in config_keys()
+    cfg = resolve_config("quick", [*TINY, "geometries=euclidean", f"out={tmp_path}"])
+    cfg.methods = ["toy-l2"]
+    result = compare(cfg, progress=False, verbose=False)
+    rows = list(csv.DictReader(open(tmp_path / "results.csv", newline="")))
+    assert [(r["method"], r["geometry"], r["seed"]) for r in rows] == [("toy-l2", "euclidean", "0")]
+    for m in METRICS:
+        assert 0.0 <= float(rows[0][m]) <= 1.0
+    md = (tmp_path / "results.md").read_text(encoding="utf-8")
+    assert "| Toy L2 | " in md and md == result.markdown
+    assert toy.SEEN_SCALES == [1.0]
+    rec = result.record("toy-l2", "euclidean", 0)
+    assert rec["method_display"] == "Toy L2" and set(rec["step_history"]) == {"loss", "pull"}
+    assert all(v >= 0 for v in rec["step_history"]["pull"])
+
+
+def test_toy_method_from_the_shell_with_import_and_set(tmp_path, capsys, toy_cleanup):
+    _cli(
+        capsys,
+        [
+            "compare",
+            "--import",
+            "tests.toy_method",
+            "--preset",
+            "quick",
+            "--methods",
+            "toy-l2",
+            "--geometry",
+            "euclidean",
+            "--set",
+            "loss.toy_scale=2",
+            "--epochs",
+            "1",
+            *TINY_CLI,
+            "--out",
+            str(tmp_path),
+        ],
+        0,
+    )
+    assert sys.modules["tests.toy_method"].SEEN_SCALES == [2.0]  # --set reached the loss
+    rows = list(csv.DictReader(open(tmp_path / "results.csv", newline="")))
+    assert [r["method"] for r in rows] == ["toy-l2"]
+    assert "| Toy L2 |" in (tmp_path / "results.md").read_text()
+    saved = json.loads((tmp_path / "runs" / "toy-l2-euclidean-s0" / "config.json").read_text())
+    assert saved["loss"]["toy_scale"] == 2.0 and saved["methods"] == ["toy-l2"]
+
+
+def test_toy_method_without_import_is_unknown(capsys, toy_cleanup):
+    _, err = _cli(capsys, ["compare", "--quick", "--methods", "toy-l2"], 2)
+    assert err.startswith("hierviz: error: --methods (methods): unknown name 'toy-l2'; valid names: simclr, ")
 
 
 def test_report_refuses_runs_with_different_settings(tmp_path, capsys):
@@ -176,48 +339,140 @@ def test_corrupt_npz_is_one_line(tmp_path, capsys):
     bad = tmp_path / "bad.npz"
     bad.write_bytes(np.random.default_rng(0).bytes(500))
     _, err = _cli(capsys, ["compare", "--data", str(bad), "--tree", "two-step", "--out", str(tmp_path / "o")], 2)
-    assert "bad.npz" in err
+    assert err.startswith(f"hierviz: error: could not read {bad}: ") and "numpy.savez_compressed(path" in err
 
 
 def test_unwritable_out_is_refused_before_training(tmp_path, capsys):
     blocker = tmp_path / "f.txt"
     blocker.write_text("x")
     _, err = _cli(capsys, ["compare", "--quick", "--out", str(blocker / "out")], 2)
-    assert "--out" in err and "cannot write there" in err
+    assert err == (
+        f"hierviz: error: --out {blocker / 'out'}: cannot write there (Not a directory); "
+        "choose a folder you can write to\n"
+    )
+    assert blocker.read_text() == "x"
 
 
-def test_bad_pretrained_file_is_one_line(tmp_path, capsys):
+@pytest.mark.parametrize("content", ["random", "no-match", "missing"])
+def test_bad_pretrained_file_is_one_line(tmp_path, capsys, content):
     bad = tmp_path / "w.pt"
-    bad.write_bytes(b"not a state dict")
-    _, err = _cli(capsys, ["compare", "--quick", "--pretrained", str(bad), "--methods", "supcon", "--geometry",
-                           "euclidean", *TINY_CLI, "--out", str(tmp_path / "o")], 2)
-    assert "w.pt" in err and "state_dict" in err
+    if content == "random":
+        bad.write_bytes(np.random.default_rng(0).bytes(300))
+        want = f"--pretrained (model.pretrained): could not read {str(bad)!r} as a torch state_dict ("
+    elif content == "no-match":
+        import torch
+
+        torch.save({"x": torch.zeros(3)}, bad)
+        want = f"--pretrained (model.pretrained): no tensor in {str(bad)!r} matches the encoder's parameter names"
+    else:
+        want = f"--pretrained (model.pretrained): weights file {str(bad)!r} does not exist"
+    _, err = _cli(
+        capsys,
+        [
+            "compare",
+            "--quick",
+            "--pretrained",
+            str(bad),
+            "--methods",
+            "supcon",
+            "--geometry",
+            "euclidean",
+            *TINY_CLI,
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        2,
+    )
+    assert err.startswith(f"hierviz: error: {want}"), err
+    assert not (tmp_path / "o" / "runs" / "supcon-euclidean-s0" / "checkpoint.pt").exists()
 
 
 def test_limit_below_classes_times_splits_is_refused(tmp_path, capsys):
     _, err = _cli(capsys, ["compare", "--quick", "--limit", "15", "--out", str(tmp_path)], 2)
-    assert "below classes × splits (7 × 3 = 21)" in err and "--limit 21" in err
+    assert err == (
+        "hierviz: error: data.limit=15 is below classes × splits (7 × 3 = 21): every class needs "
+        "images in train, val and test; use --limit 21 or more\n"
+    )
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    ds, tree, n_all = load_data(resolve_config("quick", ["data.limit=21"]))  # the bound itself is accepted
+    assert (len(ds.labels), tree.num_leaves) == (21, 7) and n_all > 21
+    assert (np.bincount(np.asarray(ds.labels), minlength=7) > 0).all()
 
 
-def test_plain_parent_map_tree_with_own_data(tmp_path, capsys):
+def test_unknown_dataset_and_tree_name_the_option(tmp_path, capsys):
+    _, err = _cli(capsys, ["compare", "--quick", "--tree", "two-stp", "--out", str(tmp_path)], 2)
+    assert err.startswith("hierviz: error: --tree (data.tree): unknown tree 'two-stp'; did you mean 'two-step'?")
+    _, err = _cli(capsys, ["compare", "--dataset", "ham1000", "--out", str(tmp_path)], 2)
+    assert err.startswith("hierviz: error: --dataset (data.dataset): unknown dataset 'ham1000'; did you mean")
+
+
+@pytest.mark.parametrize("form", ["parent-map", "nested", "paths"])
+def test_plain_tree_json_forms_with_own_data(tmp_path, capsys, form):
     rng = np.random.default_rng(0)
     labels = np.arange(60) % 3
     images = rng.integers(0, 255, (60, 16, 16, 3), dtype=np.uint8)
     npz = tmp_path / "toy.npz"
     np.savez(npz, images=images, labels=labels, classes=np.array(["cat", "dog", "car"]))
     tree = tmp_path / "tree.json"
-    tree.write_text(json.dumps({"cat": "animal", "dog": "animal", "car": "vehicle", "animal": "root",
-                                "vehicle": "root"}))
-    _cli(capsys, ["compare", "--data", str(npz), "--tree", str(tree), "--methods", "supcon", "--geometry",
-                  "euclidean", "--epochs", "1", "--seeds", "1", "--set", "model.encoder=small_cnn",
-                  "--set", "model.width=4", "--set", "model.embed_dim=8", "--projection", "pca", "--quiet",
-                  "--out", str(tmp_path / "o")], 0)
-    assert (tmp_path / "o" / "results.csv").is_file()
+    obj = {
+        "parent-map": {"cat": "animal", "dog": "animal", "car": "vehicle", "animal": "root", "vehicle": "root"},
+        "nested": {"root": {"animal": {"cat": {}, "dog": {}}, "vehicle": {"car": {}}}},
+        "paths": [["root", "animal", "cat"], ["root", "animal", "dog"], ["root", "vehicle", "car"]],
+    }[form]
+    tree.write_text(json.dumps(obj))
+    _cli(
+        capsys,
+        [
+            "compare",
+            "--data",
+            str(npz),
+            "--tree",
+            str(tree),
+            "--methods",
+            "supcon",
+            "--geometry",
+            "euclidean",
+            "--epochs",
+            "1",
+            "--seeds",
+            "1",
+            "--set",
+            "model.encoder=small_cnn",
+            "--set",
+            "model.width=4",
+            "--set",
+            "model.embed_dim=8",
+            "--projection",
+            "pca",
+            "--quiet",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        0,
+    )
+    rows = list(csv.DictReader(open(tmp_path / "o" / "results.csv", newline="")))
+    assert [(r["method"], r["geometry"]) for r in rows] == [("supcon", "euclidean")]
+    saved = json.loads((tmp_path / "o" / "tree.json").read_text())
+    from hierviz.hierarchy import LabelTree
+
+    t = LabelTree.from_dict(saved)
+    assert list(t.leaves) == ["cat", "dog", "car"] and t.height == 2
 
 
 def test_corrupt_checkpoint_on_resume_names_the_file_and_keeps_the_previous(tmp_path, capsys):
-    args = ["compare", "--quick", "--methods", "supcon", "--geometry", "euclidean", *TINY_CLI, "--epochs", "3",
-            "--out", str(tmp_path)]
+    args = [
+        "compare",
+        "--quick",
+        "--methods",
+        "supcon",
+        "--geometry",
+        "euclidean",
+        *TINY_CLI,
+        "--epochs",
+        "3",
+        "--out",
+        str(tmp_path),
+    ]
 
     def stop(epoch, info):
         if epoch == 1:
@@ -236,7 +491,10 @@ def test_corrupt_checkpoint_on_resume_names_the_file_and_keeps_the_previous(tmp_
 
 def test_unknown_import_is_one_line(capsys):
     _, err = _cli(capsys, ["compare", "--import", "no_such_module_xyz", "--quick"], 2)
-    assert "--import no_such_module_xyz: cannot import it" in err
+    assert err == (
+        "hierviz: error: --import no_such_module_xyz: cannot import it (No module named "
+        "'no_such_module_xyz'); put the module on PYTHONPATH or in the current folder\n"
+    )
 
 
 def test_collapsed_embeddings_give_a_report_note(tmp_path):
@@ -247,10 +505,20 @@ def test_collapsed_embeddings_give_a_report_note(tmp_path):
     assert collapsed_note(np.random.default_rng(0).normal(size=(30, 4))) == ""
     tree = load_tree("two-step")
     emb = tmp_path / "e.npz"
-    np.savez(emb, z_test=np.ones((40, 8), np.float32), y_test=np.arange(40) % 7,
-             prototypes=np.zeros((0, 8), np.float32), proto_nodes=np.zeros(0, np.int64))
-    rec = {"method": "supcon", "geometry": "euclidean", "seed": 0, "embeddings": str(emb),
-           "metrics": {"top1": 0.1, "hf1": 0.2, "h_acc": 0.2, "violations": 0.5, "pc_order": 0.5}}
+    np.savez(
+        emb,
+        z_test=np.ones((40, 8), np.float32),
+        y_test=np.arange(40) % 7,
+        prototypes=np.zeros((0, 8), np.float32),
+        proto_nodes=np.zeros(0, np.int64),
+    )
+    rec = {
+        "method": "supcon",
+        "geometry": "euclidean",
+        "seed": 0,
+        "embeddings": str(emb),
+        "metrics": {"top1": 0.1, "hf1": 0.2, "h_acc": 0.2, "violations": 0.5, "pc_order": 0.5},
+    }
     paths = build_report(tmp_path, [rec], tree, header={"Dataset": "x"}, projection="tsne")
     html = paths["html"].read_text()
     assert "the test embeddings are collapsed" in html

@@ -1,19 +1,31 @@
-"""A user module for ``hierviz compare --import tests.toy_method`` (registers a toy method)."""
+"""A user module for ``hierviz compare --import tests.toy_method``: registers the method ``toy-l2``.
+
+It touches no package file: it only calls the public :func:`hierviz.methods.register_method`.
+``SEEN_SCALES`` records the ``loss.toy_scale`` of every objective built, so a test can check
+that ``--set loss.toy_scale=2`` reached the loss.
+"""
 
 import torch
 
+import hierviz.methods
 from hierviz.losses import Objective
-from hierviz.methods import METHODS, register_method
+
+#: ``toy_scale`` of every :class:`ToyPull` built (in order).
+SEEN_SCALES: list[float] = []
 
 
 class ToyPull(torch.nn.Module):
-    """Pull same-label embeddings together: mean squared distance of same-label pairs × scale."""
+    """Pull same-label embeddings together: mean squared distance of same-label pairs × scale.
+
+    ``forward(z, labels)``: z (B, V, d) float, labels (B,) int64 → a scalar ≥ 0.
+    """
 
     input_kind = "embeddings"
 
     def __init__(self, scale: float) -> None:
         super().__init__()
-        self.scale = scale
+        self.scale = float(scale)
+        SEEN_SCALES.append(self.scale)
 
     def forward(self, z, labels):
         flat = z.reshape(-1, z.shape[-1])
@@ -23,8 +35,8 @@ class ToyPull(torch.nn.Module):
         return self.scale * (d2 * same).sum() / same.sum()
 
 
-if "toy-l2" not in METHODS:
+if "toy-l2" not in hierviz.methods.METHODS:
 
-    @register_method("toy-l2", display_name="Toy L2", hparams={"toy_scale": 1.0})
+    @hierviz.methods.register_method("toy-l2", hparams={"toy_scale": 1.0}, display_name="Toy L2")
     def toy_l2(tree, geometry, hp):
         return Objective("toy-l2", {"pull": ToyPull(hp["toy_scale"])})

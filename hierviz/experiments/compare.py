@@ -12,6 +12,7 @@ group-wise test split (paper 01 §4.4).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -116,6 +117,26 @@ def limit_indices(labels: np.ndarray, n: int, seed: int) -> np.ndarray:
     return np.sort(np.concatenate([first, extra]))
 
 
+@contextlib.contextmanager
+def _option_named(key: str, param: str = "name_or_path"):
+    """Re-raise a library error "<param>: …" (naming a Python parameter) as "<key>: …", same class.
+
+    The CLI then names the option too: "--tree (data.tree): unknown tree 'x'; …".
+    """
+    try:
+        yield
+    except (ValueError, FileNotFoundError) as exc:
+        text = str(exc)
+        if not text.startswith(f"{param}: "):
+            raise
+        text = f"{key}: {text[len(param) + 2 :]}"
+        try:
+            renamed = type(exc)(text)  # the same class, so callers' except clauses still match
+        except Exception:  # pragma: no cover - an exception class with another signature
+            renamed = ConfigError(text)
+        raise renamed from None
+
+
 def load_data(config: ExperimentConfig):
     """The dataset (bound to its tree, ``data.limit`` applied) and the tree of a config.
 
@@ -127,12 +148,14 @@ def load_data(config: ExperimentConfig):
     Raises
     ------
     ConfigError
-        No tree for a file given by ``data.path``, or ``data.limit`` below 3 × classes.
+        No tree for a file given by ``data.path``, ``data.limit`` below 3 × classes, or an
+        unknown dataset or tree name (the message starts with the key, e.g. ``data.tree:``).
     """
     from hierviz.data import DEFAULT_TREE, bind_tree, load_dataset
 
     d = config.data
-    ds = load_dataset(d.path if d.path is not None else d.dataset)
+    with _option_named("data.path" if d.path is not None else "data.dataset"):
+        ds = load_dataset(d.path if d.path is not None else d.dataset)
     tree_arg = d.tree
     if tree_arg is None:
         if d.path is None and d.dataset in DEFAULT_TREE:
@@ -142,7 +165,8 @@ def load_data(config: ExperimentConfig):
                 "data.tree is required with data.path (--tree: a tree name or a tree JSON file whose leaves are "
                 f"the data's classes: {list(ds.classes)})"
             )
-    ds, tree = bind_tree(ds, tree_arg)
+    with _option_named("data.tree"):
+        ds, tree = bind_tree(ds, tree_arg)
     n_all = len(ds.labels)
     if d.limit is not None:
         need = 3 * tree.num_leaves
@@ -167,8 +191,20 @@ def _check_writable(out: Path) -> None:
         ) from None
 
 
-def _run_one(cfg: ExperimentConfig, method_name: str, geometry_name: str, seed: int, tree, train_ds, test_ds,
-             run_dir: Path, *, resume: bool, progress: bool, callbacks: Sequence = ()) -> dict[str, Any]:
+def _run_one(
+    cfg: ExperimentConfig,
+    method_name: str,
+    geometry_name: str,
+    seed: int,
+    tree,
+    train_ds,
+    test_ds,
+    run_dir: Path,
+    *,
+    resume: bool,
+    progress: bool,
+    callbacks: Sequence = (),
+) -> dict[str, Any]:
     """Train + evaluate one method × geometry × seed; write config.json, result.json, embeddings.npz."""
     from hierviz import __version__
     from hierviz.data import ContrastiveDataset, TwoViewTransform
@@ -182,17 +218,33 @@ def _run_one(cfg: ExperimentConfig, method_name: str, geometry_name: str, seed: 
     geometry = get_geometry(geometry_name, c=cfg.model.curvature)
     objective = build_objective(method_name, tree, geometry, **cfg.loss)
     seed_everything(seed)
-    model = build_model(cfg.model.encoder, geometry, embed_dim=cfg.model.embed_dim, width=cfg.model.width,
-                        hidden_dim=cfg.model.hidden_dim,
-                        num_classes=tree.num_leaves if method.needs.logits else None,
-                        pretrained=cfg.model.pretrained, clip_r=cfg.model.clip_r)
+    with _option_named("model.pretrained", "pretrained"):
+        model = build_model(
+            cfg.model.encoder,
+            geometry,
+            embed_dim=cfg.model.embed_dim,
+            width=cfg.model.width,
+            hidden_dim=cfg.model.hidden_dim,
+            num_classes=tree.num_leaves if method.needs.logits else None,
+            pretrained=cfg.model.pretrained,
+            clip_r=cfg.model.clip_r,
+        )
     t = cfg.train
     train_config = TrainConfig(
-        epochs=t.epochs, batch_size=t.batch_size, lr_backbone=t.lr_backbone,
+        epochs=t.epochs,
+        batch_size=t.batch_size,
+        lr_backbone=t.lr_backbone,
         lr_head=t.lr_head if t.lr_head is not None else 10.0 * t.lr_backbone,
         warmup_epochs=t.warmup_epochs if t.warmup_epochs is not None else 0.1 * t.epochs,
-        weight_decay=t.weight_decay, ema_decay=t.ema_decay or None, grad_clip=t.grad_clip, seed=seed,
-        device=t.device, amp=t.amp, num_workers=cfg.data.workers, checkpoint_dir=run_dir, resume=resume,
+        weight_decay=t.weight_decay,
+        ema_decay=t.ema_decay or None,
+        grad_clip=t.grad_clip,
+        seed=seed,
+        device=t.device,
+        amp=t.amp,
+        num_workers=cfg.data.workers,
+        checkpoint_dir=run_dir,
+        resume=resume,
         progress=progress,
     )
     views = method.needs.views
@@ -200,27 +252,51 @@ def _run_one(cfg: ExperimentConfig, method_name: str, geometry_name: str, seed: 
     train_views = ContrastiveDataset(train_ds, TwoViewTransform(image_size, views=views), views=views)
     result = fit(train_config, model, objective, train_views, callbacks=callbacks)
     protocol = PROTOCOLS.get(method.protocol)
-    ev = protocol(result.model, train_ds, test_ds, tree, geometry, embedding=method.embedding, seed=seed,
-                  image_size=image_size, device=result.device, num_workers=cfg.data.workers,
-                  batch_size=cfg.eval.batch_size, mean_steps=cfg.eval.mean_steps)
+    ev = protocol(
+        result.model,
+        train_ds,
+        test_ds,
+        tree,
+        geometry,
+        embedding=method.embedding,
+        seed=seed,
+        image_size=image_size,
+        device=result.device,
+        num_workers=cfg.data.workers,
+        batch_size=cfg.eval.batch_size,
+        mean_steps=cfg.eval.mean_steps,
+    )
     np.savez_compressed(run_dir / "embeddings.npz", **ev.arrays())
     geo_cfg = geometry.config() if hasattr(geometry, "config") else {"name": geometry_name}
     record = {
-        "name": run_dir.name, "method": method.name, "method_display": method.display_name,
-        "geometry": geometry_name, "geometry_display": getattr(geometry, "display_name", geometry_name),
-        "geometry_config": geo_cfg, "curvature": float(getattr(geometry, "c", 0.0) or 0.0), "seed": seed,
-        "metrics": ev.metrics, "epochs": t.epochs, "train_seconds": result.train_seconds,
-        "eval_seconds": ev.seconds, "eval_embedding": method.embedding, "protocol": method.protocol,
-        "device": str(result.device), "history": result.history, "step_history": result.step_history,
-        "embeddings": "embeddings.npz", "fingerprint": fingerprint(cfg.run_config(method_name, geometry_name, seed)),
+        "name": run_dir.name,
+        "method": method.name,
+        "method_display": method.display_name,
+        "geometry": geometry_name,
+        "geometry_display": getattr(geometry, "display_name", geometry_name),
+        "geometry_config": geo_cfg,
+        "curvature": float(getattr(geometry, "c", 0.0) or 0.0),
+        "seed": seed,
+        "metrics": ev.metrics,
+        "epochs": t.epochs,
+        "train_seconds": result.train_seconds,
+        "eval_seconds": ev.seconds,
+        "eval_embedding": method.embedding,
+        "protocol": method.protocol,
+        "device": str(result.device),
+        "history": result.history,
+        "step_history": result.step_history,
+        "embeddings": "embeddings.npz",
+        "fingerprint": fingerprint(cfg.run_config(method_name, geometry_name, seed)),
         "hierviz": __version__,
     }
     atomic_write_text(run_dir / "result.json", json.dumps(record, default=json_default, indent=1))
     return record
 
 
-def _header(cfg: ExperimentConfig, argv: Sequence[str] | None, ds, tree, n_all: int, split, records, total: float
-            ) -> dict[str, str]:
+def _header(
+    cfg: ExperimentConfig, argv: Sequence[str] | None, ds, tree, n_all: int, split, records, total: float
+) -> dict[str, str]:
     from hierviz import __version__
 
     train_s = sum(float(r.get("train_seconds", 0.0)) for r in records)
@@ -239,7 +315,8 @@ def _header(cfg: ExperimentConfig, argv: Sequence[str] | None, ds, tree, n_all: 
         "Tree": f"{d.tree} (C = {tree.num_leaves} leaves, height L = {tree.height})\n{tree}",
         "Split": f"grouped by {'lesion/group id' if ds.groups is not None else 'image'}, seed {d.split_seed}: "
         f"train {len(split['train'])}, val {len(split['val'])} (unused), test {len(split['test'])}",
-        "Model": f"{m.encoder}" + (f" (width {m.width})" if m.encoder == "small_cnn" else "")
+        "Model": f"{m.encoder}"
+        + (f" (width {m.width})" if m.encoder == "small_cnn" else "")
         + f", d = {m.embed_dim}, image {d.image_size} px, pretrained: {m.pretrained or 'none'}",
         "Training": f"{t.epochs} epochs, batch {t.batch_size}, AdamW lr {t.lr_backbone:g}/{lr_head:g}"
         f" (backbone/head), warmup {warm:g} epochs + cosine, EMA {t.ema_decay or 'off'}, "
@@ -310,8 +387,14 @@ def compare(
         torch.set_num_threads(saved_threads)  # compare() may run in a notebook's process
 
 
-def _compare(cfg: ExperimentConfig, resume: bool, progress: bool, verbose: bool,
-             callbacks: Mapping[str, Sequence[Callable]], argv: Sequence[str] | None) -> CompareResult:
+def _compare(
+    cfg: ExperimentConfig,
+    resume: bool,
+    progress: bool,
+    verbose: bool,
+    callbacks: Mapping[str, Sequence[Callable]],
+    argv: Sequence[str] | None,
+) -> CompareResult:
     from hierviz.data import grouped_split
     from hierviz.report import build_report
 
@@ -326,8 +409,9 @@ def _compare(cfg: ExperimentConfig, resume: bool, progress: bool, verbose: bool,
         from hierviz.data import DEFAULT_TREE
 
         cfg.data.tree = DEFAULT_TREE.get(cfg.data.dataset)
-    split = grouped_split(np.asarray(ds.labels), None if ds.groups is None else np.asarray(ds.groups),
-                          seed=cfg.data.split_seed)
+    split = grouped_split(
+        np.asarray(ds.labels), None if ds.groups is None else np.asarray(ds.groups), seed=cfg.data.split_seed
+    )
     train_ds, test_ds = ds.subset(split["train"]), ds.subset(split[cfg.eval.split])
     atomic_write_text(out / "config.json", json.dumps(cfg.to_dict(), indent=1, default=json_default))
     atomic_write_text(out / "tree.json", json.dumps(tree.to_dict(), indent=1, default=json_default))
@@ -357,30 +441,71 @@ def _compare(cfg: ExperimentConfig, resume: bool, progress: bool, verbose: bool,
                 shutil.rmtree(run_dir)
             run_dir.mkdir(parents=True, exist_ok=True)
             atomic_write_text(cfg_file, json.dumps({**run_cfg, "fingerprint": fp}, indent=1, default=json_default))
-            rec = _run_one(cfg, method, geo, seed, tree, train_ds, test_ds, run_dir, resume=resume,
-                           progress=progress, callbacks=callbacks.get(run_dir.name, ()))
+            rec = _run_one(
+                cfg,
+                method,
+                geo,
+                seed,
+                tree,
+                train_ds,
+                test_ds,
+                run_dir,
+                resume=resume,
+                progress=progress,
+                callbacks=callbacks.get(run_dir.name, ()),
+            )
             m = rec["metrics"]
-            say(f"{tag}: train {rec['train_seconds']:.1f} s, eval {rec['eval_seconds']:.1f} s | "
-                + ", ".join(f"{k} {v:.3f}" for k, v in m.items()), flush=True)
+            say(
+                f"{tag}: train {rec['train_seconds']:.1f} s, eval {rec['eval_seconds']:.1f} s | "
+                + ", ".join(f"{k} {v:.3f}" for k, v in m.items()),
+                flush=True,
+            )
         rec["embeddings"] = str(run_dir / "embeddings.npz")
         rec["config"], rec["folder"] = run_cfg, str(run_dir)
         records.append(rec)
 
     total = time.perf_counter() - t_start
     header = _header(cfg, argv, ds, tree, n_all, split, records, total)
-    atomic_write_text(out / "compare.json", json.dumps(
-        {"argv": None if argv is None else list(argv), "config": cfg.to_dict(), "runs": [r["name"] for r in records],
-         "header": header}, default=json_default, indent=1))
-    paths = build_report(out, records, tree, header=header, methods=cfg.methods, geometries=cfg.geometries,
-                         projection=cfg.eval.projection, title="hierviz compare")
+    atomic_write_text(
+        out / "compare.json",
+        json.dumps(
+            {
+                "argv": None if argv is None else list(argv),
+                "config": cfg.to_dict(),
+                "runs": [r["name"] for r in records],
+                "header": header,
+            },
+            default=json_default,
+            indent=1,
+        ),
+    )
+    paths = build_report(
+        out,
+        records,
+        tree,
+        header=header,
+        methods=cfg.methods,
+        geometries=cfg.geometries,
+        projection=cfg.eval.projection,
+        title="hierviz compare",
+    )
     markdown = paths["markdown"].read_text(encoding="utf-8")
     say(markdown)
-    say(f"wrote {paths['csv']}, {paths['markdown']}, {paths['html']} "
-        f"({time.perf_counter() - t_start:.1f} s in all)", flush=True)
+    say(
+        f"wrote {paths['csv']}, {paths['markdown']}, {paths['html']} ({time.perf_counter() - t_start:.1f} s in all)",
+        flush=True,
+    )
     from hierviz.report import read_results_csv
 
-    return CompareResult(rows=read_results_csv(paths["csv"]), records=records, markdown=markdown, paths=paths,
-                         out=out, config=cfg, tree=tree)
+    return CompareResult(
+        rows=read_results_csv(paths["csv"]),
+        records=records,
+        markdown=markdown,
+        paths=paths,
+        out=out,
+        config=cfg,
+        tree=tree,
+    )
 
 
 def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bool = True) -> CompareResult:
@@ -424,13 +549,28 @@ def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bo
         _, tree, _ = load_data(cfg)
     methods = list(dict.fromkeys(r["method"] for r in records))
     geos = list(dict.fromkeys(r["geometry"] for r in records))
-    header = dict(meta.get("header") or {"Dataset": str(cfg.data.path or cfg.data.dataset),
-                                          "Tree": f"{cfg.data.tree}\n{tree}"})
+    header = dict(
+        meta.get("header") or {"Dataset": str(cfg.data.path or cfg.data.dataset), "Tree": f"{cfg.data.tree}\n{tree}"}
+    )
     header["Report"] = f"rebuilt by 'hierviz report --out {shlex.quote(str(out))}' from {len(records)} finished runs"
-    paths = build_report(out, records, tree, header=header, methods=methods, geometries=geos,
-                         projection=projection or cfg.eval.projection)
+    paths = build_report(
+        out,
+        records,
+        tree,
+        header=header,
+        methods=methods,
+        geometries=geos,
+        projection=projection or cfg.eval.projection,
+    )
     markdown = paths["markdown"].read_text(encoding="utf-8")
     if verbose:
         print(f"wrote {paths['csv']}, {paths['markdown']}, {paths['html']}")
-    return CompareResult(rows=read_results_csv(paths["csv"]), records=records, markdown=markdown, paths=paths,
-                         out=out, config=cfg, tree=tree)
+    return CompareResult(
+        rows=read_results_csv(paths["csv"]),
+        records=records,
+        markdown=markdown,
+        paths=paths,
+        out=out,
+        config=cfg,
+        tree=tree,
+    )
