@@ -1,4 +1,5 @@
 """``hierviz compare`` end to end on tiny subsets, resume, bring-your-own data, bad input."""
+
 from __future__ import annotations
 
 import csv
@@ -15,8 +16,30 @@ from hierviz.report import METRICS
 from hierviz.training import load_checkpoint
 
 # tiny, fast settings shared by every end-to-end test (16 px, 1-2 epochs, small CNN)
-TINY = ["--encoder", "small_cnn", "--width", "4", "--embed-dim", "8", "--image-size", "16",
-        "--batch-size", "32", "--projection", "pca", "--quiet"]
+TINY = [
+    "--encoder",
+    "small_cnn",
+    "--width",
+    "4",
+    "--embed-dim",
+    "8",
+    "--image-size",
+    "16",
+    "--batch-size",
+    "32",
+    "--projection",
+    "pca",
+    "--quiet",
+]
+
+
+def _fails(capsys, argv, code=2, **kw):
+    """Run the CLI expecting exit ``code``; stderr must be one line, no traceback. Returns that line."""
+    rc = main(argv, **kw)
+    err = capsys.readouterr().err
+    assert rc == code, err
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and err.endswith("\n"), err
+    return err.rstrip("\n")
 
 
 def _rows(path):
@@ -26,13 +49,33 @@ def _rows(path):
 
 def test_compare_end_to_end_on_bundled_sample(tmp_path, capsys):
     out = tmp_path / "out"
-    rc = main(["compare", "--quick", "--limit", "90", "--epochs", "1", "--seeds", "1",
-               "--methods", "supcon,hwc+lam", "--geometry", "euclidean,poincare", "--out", str(out), *TINY])
+    rc = main(
+        [
+            "compare",
+            "--quick",
+            "--limit",
+            "90",
+            "--epochs",
+            "1",
+            "--seeds",
+            "1",
+            "--methods",
+            "supcon,hwc+lam",
+            "--geometry",
+            "euclidean,poincare",
+            "--out",
+            str(out),
+            *TINY,
+        ]
+    )
     assert rc == 0
     rows = _rows(out / "results.csv")
     assert [(r["method"], r["geometry"], r["seed"]) for r in rows] == [
-        ("supcon", "euclidean", "0"), ("supcon", "poincare", "0"),
-        ("hwc+lam", "euclidean", "0"), ("hwc+lam", "poincare", "0")]
+        ("supcon", "euclidean", "0"),
+        ("supcon", "poincare", "0"),
+        ("hwc+lam", "euclidean", "0"),
+        ("hwc+lam", "poincare", "0"),
+    ]
     for r in rows:
         for m in METRICS:
             assert 0.0 <= float(r[m]) <= 1.0
@@ -65,8 +108,21 @@ def test_compare_end_to_end_on_bundled_sample(tmp_path, capsys):
 
 
 def test_resume_after_interruption_loses_nothing(tmp_path, capsys):
-    args = ["compare", "--quick", "--limit", "80", "--epochs", "2", "--seeds", "2", "--methods", "supcon",
-            "--geometry", "poincare", *TINY]
+    args = [
+        "compare",
+        "--quick",
+        "--limit",
+        "80",
+        "--epochs",
+        "2",
+        "--seeds",
+        "2",
+        "--methods",
+        "supcon",
+        "--geometry",
+        "poincare",
+        *TINY,
+    ]
     assert main([*args, "--out", str(tmp_path / "ref")]) == 0
 
     def crash(epoch, info):
@@ -74,9 +130,11 @@ def test_resume_after_interruption_loses_nothing(tmp_path, capsys):
             raise KeyboardInterrupt
 
     out = tmp_path / "run"
-    assert main([*args, "--out", str(out)], _run_callbacks={"supcon-poincare-s1": [crash]}) == 130
-    err = capsys.readouterr().err
-    assert "interrupted" in err and "rerun with --resume" in err and "Traceback" not in err
+    err = _fails(capsys, [*args, "--out", str(out)], 130, _run_callbacks={"supcon-poincare-s1": [crash]})
+    assert err == (
+        "hierviz: interrupted; finished runs and the last checkpoint of the current run are kept: "
+        "rerun with --resume to continue"
+    )
     assert (out / "runs" / "supcon-poincare-s0" / "result.json").is_file()
     assert not (out / "runs" / "supcon-poincare-s1" / "result.json").exists()
     assert load_checkpoint(out / "runs" / "supcon-poincare-s1")["epoch"] == 1
@@ -96,13 +154,36 @@ def test_resume_after_interruption_loses_nothing(tmp_path, capsys):
 
 
 def test_resume_refuses_other_settings(tmp_path, capsys):
-    args = ["compare", "--quick", "--limit", "60", "--epochs", "1", "--seeds", "1", "--methods", "supcon",
-            "--geometry", "euclidean", "--out", str(tmp_path), *TINY]
+    args = [
+        "compare",
+        "--quick",
+        "--limit",
+        "60",
+        "--epochs",
+        "1",
+        "--seeds",
+        "1",
+        "--methods",
+        "supcon",
+        "--geometry",
+        "euclidean",
+        "--out",
+        str(tmp_path),
+        *TINY,
+    ]
     assert main(args) == 0
     capsys.readouterr()
-    assert main([*args, "--resume", "--tau", "0.5"]) == 2
-    err = capsys.readouterr().err
-    assert "was made with different settings (loss.tau)" in err and "Traceback" not in err
+    err = _fails(capsys, [*args, "--resume", "--tau", "0.5"])
+    cfg = tmp_path / "runs" / "supcon-euclidean-s0" / "config.json"
+    assert err == (
+        f"hierviz: error: --resume: {cfg} was made with different settings (loss.tau); "
+        "use the same preset and --set values, or another --out"
+    )
+    err = _fails(capsys, [*args, "--resume", "--set", "loss.tau=0.5", "--set", "train.epochs=2"])
+    assert "was made with different settings (loss.tau, train.epochs)" in err
+    # keys that do not change results may differ
+    assert main([*args, "--resume", "--projection", "tsne", "--threads", "1"]) == 0
+    assert "finished earlier" in capsys.readouterr().out
 
 
 def _write_toy(tmp_path, leaves=("cat", "dog", "car")):
@@ -114,20 +195,49 @@ def _write_toy(tmp_path, leaves=("cat", "dog", "car")):
     npz = tmp_path / "toy.npz"
     np.savez(npz, images=images.astype(np.uint8), labels=labels, classes=np.array(["cat", "dog", "car"]))
     tree = tmp_path / "toy_tree.json"
-    tree.write_text(json.dumps({"name": "toy", "source": "test",
-                                "tree": {"root": {"animal": list(leaves[:2]), "vehicle": list(leaves[2:])}}}))
+    tree.write_text(
+        json.dumps(
+            {
+                "name": "toy",
+                "source": "test",
+                "tree": {"root": {"animal": list(leaves[:2]), "vehicle": list(leaves[2:])}},
+            }
+        )
+    )
     return npz, tree
 
 
 def test_bring_your_own_npz_and_tree(tmp_path, capsys):
     npz, tree = _write_toy(tmp_path)
     out = tmp_path / "out"
-    rc = main(["compare", "--data", str(npz), "--tree", str(tree), "--methods", "hwc,hxe",
-               "--geometry", "euclidean,lorentz", "--seeds", "1", "--epochs", "1", "--out", str(out), *TINY])
+    rc = main(
+        [
+            "compare",
+            "--data",
+            str(npz),
+            "--tree",
+            str(tree),
+            "--methods",
+            "hwc,hxe",
+            "--geometry",
+            "euclidean,lorentz",
+            "--seeds",
+            "1",
+            "--epochs",
+            "1",
+            "--out",
+            str(out),
+            *TINY,
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     rows = _rows(out / "results.csv")
     assert {(r["method"], r["geometry"]) for r in rows} == {
-        ("hwc", "euclidean"), ("hwc", "lorentz"), ("hxe", "euclidean"), ("hxe", "lorentz")}
+        ("hwc", "euclidean"),
+        ("hwc", "lorentz"),
+        ("hxe", "euclidean"),
+        ("hxe", "lorentz"),
+    }
     assert {r["eval_embedding"] for r in rows if r["method"] == "hxe"} == {"features"}  # penultimate features
     html = (out / "report.html").read_text()
     assert "toy_tree.json" in html and "vehicle" in html
@@ -135,61 +245,119 @@ def test_bring_your_own_npz_and_tree(tmp_path, capsys):
     assert "HXE (Lorentz, seed 0): Poincaré disk of test encoder features" in html  # via Lorentz.to_ball
     z = np.load(out / "runs" / "hwc-lorentz-s0" / "embeddings.npz")["z_test"]
     assert z.shape[1] == 9  # d + 1 hyperboloid coordinates
-    np.testing.assert_allclose(-z[:, 0] ** 2 + (z[:, 1:] ** 2).sum(1), -1.0, atol=1e-3)
+    np.testing.assert_allclose(-(z[:, 0] ** 2) + (z[:, 1:] ** 2).sum(1), -1.0, atol=1e-3)
 
 
 def test_tree_that_does_not_match_the_classes_names_the_mismatch(tmp_path, capsys):
     npz, tree = _write_toy(tmp_path, leaves=("cat", "dog", "bus"))
-    rc = main(["compare", "--data", str(npz), "--tree", str(tree), "--out", str(tmp_path / "o"), *TINY])
-    assert rc == 2
-    err = capsys.readouterr().err
-    assert "bus" in err and "car" in err
+    err = _fails(capsys, ["compare", "--data", str(npz), "--tree", str(tree), "--out", str(tmp_path / "o"), *TINY])
+    assert err == (
+        f"hierviz: error: --tree (data.tree): {tree}: tree 'toy' does not match the dataset's 3 classes: "
+        "data classes not among the tree's leaves: ['car']; tree leaves with no data class: ['bus']"
+    )
 
 
 def test_data_without_tree_asks_for_one(tmp_path, capsys):
     npz, _ = _write_toy(tmp_path)
-    assert main(["compare", "--data", str(npz), "--out", str(tmp_path / "o"), *TINY]) == 2
-    err = capsys.readouterr().err
-    assert "data.tree is required with data.path (--tree: a tree name or a tree JSON file" in err
+    err = _fails(capsys, ["compare", "--data", str(npz), "--out", str(tmp_path / "o"), *TINY])
+    assert err == (
+        "hierviz: error: data.tree is required with data.path (--tree: a tree name or a tree JSON file "
+        "whose leaves are the data's classes: ['cat', 'dog', 'car'])"
+    )
 
 
-@pytest.mark.parametrize("option,value,valid", [
-    ("--methods", "supcon,simclr2", ["simclr", "supcon", "hc-outside", "hxe", "hwc", "lam", "hwc+lam"]),
-    ("--geometry", "spherical", ["euclidean", "poincare", "lorentz"]),
-    ("--dataset", "imagenet", ["ham10000", "ham10000-sample", "breastmnist"]),
-    ("--tree", "linnaeus", ["two-step", "benign-malignant", "breakhis"]),
-    ("--encoder", "vit", ["small_cnn", "resnet18", "resnet50"]),
-])
-def test_unknown_names_list_the_valid_ones(tmp_path, capsys, option, value, valid):
-    rc = main(["compare", "--quick", option, value, "--out", str(tmp_path / "o"), "--quiet"])
-    assert rc == 2
-    err = capsys.readouterr().err
-    assert value.split(",")[-1] in err
+@pytest.mark.parametrize(
+    "option,value,start,valid",
+    [
+        (
+            "--methods",
+            "supcon,simclr2",
+            "--methods (methods): unknown name 'simclr2'; did you mean 'simclr'?",
+            ["simclr", "supcon", "hc-outside", "hxe", "soft-labels", "hwc", "lam", "hwc+lam"],
+        ),
+        ("--methods", "supcn", "--methods (methods): unknown name 'supcn'; did you mean 'supcon'?", ["hwc+lam"]),
+        (
+            "--geometry",
+            "spherical",
+            "--geometry (geometries): unknown name 'spherical';",
+            ["euclidean", "poincare", "lorentz"],
+        ),
+        ("--geometry", "poincar", "--geometry (geometries): unknown name 'poincar'; did you mean 'poincare'?", []),
+        (
+            "--dataset",
+            "imagenet",
+            "--dataset (data.dataset): unknown dataset 'imagenet';",
+            ["ham10000", "ham10000-sample", "breastmnist"],
+        ),
+        (
+            "--tree",
+            "linnaeus",
+            "--tree (data.tree): unknown tree 'linnaeus';",
+            ["two-step", "benign-malignant", "breakhis"],
+        ),
+        (
+            "--encoder",
+            "vit",
+            "--encoder (model.encoder): unknown encoder 'vit';",
+            ["small_cnn", "resnet18", "resnet50"],
+        ),
+        ("--projection", "tsen", "--projection (eval.projection): unknown projection 'tsen';", ["tsne", "umap", "pca"]),
+    ],
+)
+def test_unknown_names_list_the_valid_ones(tmp_path, capsys, option, value, start, valid):
+    err = _fails(capsys, ["compare", "--quick", option, value, "--out", str(tmp_path / "o"), "--quiet"])
+    assert err.startswith(f"hierviz: error: {start}"), err
     for name in valid:
         assert name in err
 
 
 def test_missing_data_file_names_file_and_fetch_command(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HIERVIZ_DATA", str(tmp_path))
-    rc = main(["compare", "--dataset", "dermamnist", "--out", str(tmp_path / "o"), "--quiet"])
-    assert rc == 2
-    err = capsys.readouterr().err
+    err = _fails(capsys, ["compare", "--dataset", "dermamnist", "--out", str(tmp_path / "o"), "--quiet"])
     assert "dermamnist.npz" in err and "data_scripts" in err
 
 
 def test_missing_data_path(tmp_path, capsys):
-    rc = main(["compare", "--data", str(tmp_path / "nope.npz"), "--tree", "two-step", "--out", str(tmp_path)])
-    assert rc == 2
-    assert "nope.npz" in capsys.readouterr().err
+    err = _fails(
+        capsys, ["compare", "--data", str(tmp_path / "nope.npz"), "--tree", "two-step", "--out", str(tmp_path)]
+    )
+    assert err == f"hierviz: error: {tmp_path / 'nope.npz'} does not exist (expected a .npz file or an image folder)"
 
 
-@pytest.mark.parametrize("extra,match", [
-    (["--epochs", "0"], "--epochs"), (["--limit", "1"], "--limit"), (["--curvature", "-1"], "--curvature"),
-    (["--seeds", "0"], "--seeds"), (["--threads", "0"], "--threads"),
-])
-def test_bad_numbers_are_refused(tmp_path, capsys, extra, match):
-    assert main(["compare", "--quick", *extra, "--out", str(tmp_path)]) == 2
-    assert match in capsys.readouterr().err
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--epochs", "0"], "--epochs (train.epochs): must be an integer >= 1, got 0"),
+        (["--limit", "1"], "--limit (data.limit): must be an integer >= 2 (or null), got 1"),
+        (["--curvature", "-1"], "--curvature (model.curvature): must be > 0 (c of curvature -c), got -1.0"),
+        (["--seeds", "0"], "--seeds (seeds): must be an integer >= 1, got 0"),
+        (["--threads", "0"], "--threads (train.threads): must be an integer >= 1 (or null), got 0"),
+        (["--tau", "0"], "--tau (loss.tau): must be > 0, got 0.0"),
+    ],
+)
+def test_bad_numbers_are_refused(tmp_path, capsys, extra, message):
+    assert _fails(capsys, ["compare", "--quick", *extra, "--out", str(tmp_path)]) == f"hierviz: error: {message}"
+
+
+def test_argparse_errors_are_one_line_with_exit_2(capsys):
+    with pytest.raises(SystemExit) as ei:
+        main(["compare", "--epochs", "three"])
+    err = capsys.readouterr().err
+    assert ei.value.code == 2 and "Traceback" not in err
+    assert err.splitlines()[-1] == (
+        "hierviz compare: error: argument --epochs: invalid int value: 'three' (see 'hierviz compare --help')"
+    )
+
+
+def test_quick_and_another_preset_contradict(capsys):
+    err = _fails(capsys, ["compare", "--quick", "--preset", "full"])
+    assert err == "hierviz: error: --quick and --preset full contradict each other; give one"
+
+
+def test_debug_prints_the_traceback(tmp_path, capsys):
+    assert main(["compare", "--quick", "--epochs", "0", "--out", str(tmp_path), "--debug"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.splitlines()[-1].startswith("hierviz: error: --epochs (train.epochs)")
 
 
 def test_nan_loss_stops_with_exit_code_1_and_keeps_checkpoint(tmp_path, capsys, monkeypatch):
@@ -213,12 +381,32 @@ def test_nan_loss_stops_with_exit_code_1_and_keeps_checkpoint(tmp_path, capsys, 
 
     monkeypatch.setattr(hierviz.methods, "build_objective", lambda *a, **k: Poison(real(*a, **k)))
     out = tmp_path / "o"
-    rc = main(["compare", "--quick", "--limit", "40", "--epochs", "3", "--seeds", "1", "--methods", "supcon",
-               "--geometry", "euclidean", "--out", str(out), *TINY, "--batch-size", "64"])
-    assert rc == 1
-    err = capsys.readouterr().err
-    assert "non-finite loss at epoch 1, step 0" in err and "supcon=" in err
+    err = _fails(
+        capsys,
+        [
+            "compare",
+            "--quick",
+            "--limit",
+            "40",
+            "--epochs",
+            "3",
+            "--seeds",
+            "1",
+            "--methods",
+            "supcon",
+            "--geometry",
+            "euclidean",
+            "--out",
+            str(out),
+            *TINY,
+            "--batch-size",
+            "64",
+        ],
+        1,
+    )
+    assert err.startswith("hierviz: error: non-finite loss at epoch 1, step 0") and "supcon=" in err
     assert load_checkpoint(out / "runs" / "supcon-euclidean-s0")["epoch"] == 1
+    assert not (out / "runs" / "supcon-euclidean-s0" / "result.json").exists()
 
 
 def test_python_dash_m_entry_point(monkeypatch, capsys):
@@ -227,6 +415,21 @@ def test_python_dash_m_entry_point(monkeypatch, capsys):
         runpy.run_module("hierviz", run_name="__main__")
     assert ei.value.code == 0
     text = capsys.readouterr().out
-    for opt in ("--dataset", "--tree", "--methods", "--geometry", "--seeds", "--epochs", "--resume", "--quick",
-                "--limit", "--workers", "--encoder", "--embed-dim", "--image-size", "--device", "--out"):
+    for opt in (
+        "--dataset",
+        "--tree",
+        "--methods",
+        "--geometry",
+        "--seeds",
+        "--epochs",
+        "--resume",
+        "--quick",
+        "--limit",
+        "--workers",
+        "--encoder",
+        "--embed-dim",
+        "--image-size",
+        "--device",
+        "--out",
+    ):
         assert opt in text

@@ -118,18 +118,23 @@ def limit_indices(labels: np.ndarray, n: int, seed: int) -> np.ndarray:
 
 
 @contextlib.contextmanager
-def _option_named(key: str, param: str = "name_or_path"):
+def _option_named(key: str, param: str = "name_or_path", value: Any = None):
     """Re-raise a library error "<param>: …" (naming a Python parameter) as "<key>: …", same class.
 
-    The CLI then names the option too: "--tree (data.tree): unknown tree 'x'; …".
+    The CLI then names the option too: "--tree (data.tree): unknown tree 'x'; …". An error
+    that names neither the parameter nor ``value`` (e.g. a tree/data mismatch) is prefixed
+    with "<key>: <value>: ", so it names the file or name the user gave.
     """
     try:
         yield
     except (ValueError, FileNotFoundError) as exc:
         text = str(exc)
-        if not text.startswith(f"{param}: "):
+        if text.startswith(f"{param}: "):
+            text = f"{key}: {text[len(param) + 2 :]}"
+        elif value is not None and str(value) not in text:
+            text = f"{key}: {value}: {text}"
+        else:
             raise
-        text = f"{key}: {text[len(param) + 2 :]}"
         try:
             renamed = type(exc)(text)  # the same class, so callers' except clauses still match
         except Exception:  # pragma: no cover - an exception class with another signature
@@ -165,7 +170,7 @@ def load_data(config: ExperimentConfig):
                 "data.tree is required with data.path (--tree: a tree name or a tree JSON file whose leaves are "
                 f"the data's classes: {list(ds.classes)})"
             )
-    with _option_named("data.tree"):
+    with _option_named("data.tree", value=tree_arg):
         ds, tree = bind_tree(ds, tree_arg)
     n_all = len(ds.labels)
     if d.limit is not None:
