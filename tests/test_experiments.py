@@ -497,28 +497,45 @@ def test_unknown_import_is_one_line(capsys):
     )
 
 
-def test_collapsed_embeddings_give_a_report_note(tmp_path):
-    from hierviz.data import load_tree
-    from hierviz.report import build_report, collapsed_note
-
-    assert "collapsed" in collapsed_note(np.ones((30, 4)))
-    assert collapsed_note(np.random.default_rng(0).normal(size=(30, 4))) == ""
-    tree = load_tree("two-step")
-    emb = tmp_path / "e.npz"
-    np.savez(
-        emb,
-        z_test=np.ones((40, 8), np.float32),
-        y_test=np.arange(40) % 7,
-        prototypes=np.zeros((0, 8), np.float32),
-        proto_nodes=np.zeros(0, np.int64),
+def test_constant_images_give_a_report_with_a_note_not_a_crash(tmp_path, capsys):
+    """0.1 segfaulted in t-SNE here and wrote no results.csv (issue 9)."""
+    npz = tmp_path / "flat.npz"
+    labels = np.arange(60) % 3
+    np.savez(npz, images=np.full((60, 16, 16, 3), 128, np.uint8), labels=labels, classes=np.array(["a", "b", "c"]))
+    tree = tmp_path / "tree.json"
+    tree.write_text(json.dumps({"a": "x", "b": "x", "c": "root", "x": "root"}))
+    _cli(
+        capsys,
+        [
+            "compare",
+            "--data",
+            str(npz),
+            "--tree",
+            str(tree),
+            "--methods",
+            "supcon",
+            "--geometry",
+            "euclidean",
+            "--epochs",
+            "1",
+            "--seeds",
+            "1",
+            "--set",
+            "model.encoder=small_cnn",
+            "--set",
+            "model.width=4",
+            "--set",
+            "model.embed_dim=8",
+            "--projection",
+            "tsne",
+            "--quiet",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        0,
     )
-    rec = {
-        "method": "supcon",
-        "geometry": "euclidean",
-        "seed": 0,
-        "embeddings": str(emb),
-        "metrics": {"top1": 0.1, "hf1": 0.2, "h_acc": 0.2, "violations": 0.5, "pc_order": 0.5},
-    }
-    paths = build_report(tmp_path, [rec], tree, header={"Dataset": "x"}, projection="tsne")
-    html = paths["html"].read_text()
-    assert "the test embeddings are collapsed" in html
+    rows = list(csv.DictReader(open(tmp_path / "o" / "results.csv", newline="")))
+    assert [r["method"] for r in rows] == ["supcon"]
+    html = (tmp_path / "o" / "report.html").read_text(encoding="utf-8")
+    assert "SupCon (Euclidean, seed 0): the test embeddings are collapsed: all " in html
+    assert "its disk and TSNE map are not drawn." in html
