@@ -24,6 +24,7 @@ from hierviz.experiments import (
     resolve_config,
 )
 from hierviz.report import METRICS
+from hierviz.training import load_checkpoint
 
 TINY = [
     "data.limit=60",
@@ -485,8 +486,21 @@ def test_corrupt_checkpoint_on_resume_names_the_file_and_keeps_the_previous(tmp_
     data = bytearray(ckpt.read_bytes())
     data[len(data) // 2] ^= 0xFF
     ckpt.write_bytes(bytes(data))
+    prev = ckpt.parent / "checkpoint.pt.prev"
+    done = load_checkpoint(prev)["epoch"]
     _, err = _cli(capsys, [*args, "--resume"], 2)
-    assert "checkpoint.pt' is corrupt (sha256 mismatch" in err and "checkpoint.pt.prev" in err
+    assert err.startswith(
+        f"hierviz: error: checkpoint {str(ckpt)!r} is corrupt (sha256 mismatch: the file changed after it was "
+        f"written); refusing to resume from it; the previous checkpoint is kept at {str(prev)!r}: move it to "
+        "'checkpoint.pt'"
+    )
+    assert prev.is_file() and not (ckpt.parent / "result.json").exists()
+    # following the message loses one epoch, nothing more
+    prev.replace(ckpt)
+    assert done == 1
+    _cli(capsys, [*args, "--resume"], 0)
+    assert json.loads((ckpt.parent / "result.json").read_text())["epochs"] == 3
+    assert load_checkpoint(ckpt)["epoch"] == 3
 
 
 def test_unknown_import_is_one_line(capsys):
