@@ -433,3 +433,101 @@ def test_python_dash_m_entry_point(monkeypatch, capsys):
         "--out",
     ):
         assert opt in text
+
+
+def test_full_disk_is_exit_1_and_keeps_the_last_checkpoint(tmp_path, capsys, monkeypatch):
+    import errno
+
+    import hierviz.training.loop as loop
+
+    real, saves = loop.atomic_save, []
+
+    def save(obj, path, **kw):
+        saves.append(obj["epoch"])
+        if len(saves) == 2:  # the second epoch's checkpoint hits a full disk
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real(obj, path, **kw)
+
+    monkeypatch.setattr(loop, "atomic_save", save)
+    out = tmp_path / "o"
+    err = _fails(
+        capsys,
+        [
+            "compare",
+            "--quick",
+            "--limit",
+            "60",
+            "--epochs",
+            "3",
+            "--seeds",
+            "1",
+            "--methods",
+            "supcon",
+            "--geometry",
+            "euclidean",
+            "--out",
+            str(out),
+            *TINY,
+        ],
+        1,
+    )
+    ckpt = out / "runs" / "supcon-euclidean-s0" / "checkpoint.pt"
+    assert err == (
+        f"hierviz: error: no space left on the device while writing {ckpt}; the last complete "
+        "checkpoint of each run is kept: free some space and rerun with --resume"
+    )
+    assert load_checkpoint(ckpt)["epoch"] == 1
+    monkeypatch.setattr(loop, "atomic_save", real)
+    assert (
+        main(
+            [
+                "compare",
+                "--quick",
+                "--limit",
+                "60",
+                "--epochs",
+                "3",
+                "--seeds",
+                "1",
+                "--methods",
+                "supcon",
+                "--geometry",
+                "euclidean",
+                "--out",
+                str(out),
+                "--resume",
+                *TINY,
+            ]
+        )
+        == 0
+    )
+    assert load_checkpoint(ckpt)["epoch"] == 3
+
+
+def test_unexpected_runtime_error_is_exit_1_one_line(tmp_path, capsys):
+    def boom(epoch, info):
+        raise RuntimeError("boom\nsecond line")
+
+    err = _fails(
+        capsys,
+        [
+            "compare",
+            "--quick",
+            "--limit",
+            "60",
+            "--epochs",
+            "1",
+            "--seeds",
+            "1",
+            "--methods",
+            "supcon",
+            "--geometry",
+            "euclidean",
+            "--out",
+            str(tmp_path),
+            *TINY,
+        ],
+        1,
+        _run_callbacks={"supcon-euclidean-s0": [boom]},
+    )
+    assert err == "hierviz: error: RuntimeError: boom second line (rerun with --debug for the traceback)"
