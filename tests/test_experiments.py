@@ -553,3 +553,23 @@ def test_constant_images_give_a_report_with_a_note_not_a_crash(tmp_path, capsys)
     html = (tmp_path / "o" / "report.html").read_text(encoding="utf-8")
     assert "SupCon (Euclidean, seed 0): the test embeddings are collapsed: all " in html
     assert "its disk and TSNE map are not drawn." in html
+
+
+def test_report_input_errors_are_one_line(tmp_path, capsys):
+    _, err = _cli(capsys, ["report", "--out", str(tmp_path)], 2)
+    assert err == (
+        f"hierviz: error: --out: no finished runs under {tmp_path / 'runs'} (run 'hierviz compare "
+        f"--out {tmp_path}' first)\n"
+    )
+    run = tmp_path / "runs" / "supcon-euclidean-s0"
+    run.mkdir(parents=True)
+    (run / "result.json").write_text('{"method": "supcon"', encoding="utf-8")
+    _, err = _cli(capsys, ["report", "--out", str(tmp_path)], 2)
+    assert err.startswith(f"hierviz: error: {run / 'result.json'}: not a readable JSON run record (")
+    assert err.endswith("; delete the run folder and rerun\n")
+    (run / "result.json").write_text('{"method": "supcon", "geometry": "euclidean", "seed": 0}', encoding="utf-8")
+    _, err = _cli(capsys, ["report", "--out", str(tmp_path)], 2)
+    assert err == (
+        f"hierviz: error: {run}: no config.json (written by hierviz 0.1?); rerun it with this version "
+        "or report it from its own --out folder\n"
+    )
