@@ -122,9 +122,8 @@ def _load_state_dict_file(module: nn.Module, path: str | Path) -> None:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # corrupt zip, pickle with code, truncated file, ...
         raise ValueError(
-            f"pretrained: could not read {str(path)!r} as a torch state_dict ({type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else 'unreadable'}); save one with "
-            "torch.save(model.state_dict(), path)"
+            f"pretrained: could not read {str(path)!r} as a torch state_dict ({type(exc).__name__}); save one "
+            "with torch.save(model.state_dict(), path)"
         ) from None
     if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
         state = state["state_dict"]

@@ -110,7 +110,7 @@ class open_npz:  # noqa: N801 (a context manager used like a function)
     ...     pass
     Traceback (most recent call last):
     ...
-    ValueError: could not read ...x.npz: not an .npz archive (it holds pickled Python objects, which hierviz never loads); re-create it with numpy.savez_compressed(path, images=uint8 (N, H, W, 3), labels=int (N,))
+    ValueError: could not read ...x.npz: not an .npz archive (neither a zip archive nor a .npy array); re-create it with numpy.savez_compressed(path, images=uint8 (N, H, W, 3), labels=int (N,))
     """
 
     def __init__(self, path: str | PathLike) -> None:
@@ -129,7 +129,11 @@ class open_npz:  # noqa: N801 (a context manager used like a function)
         except EOFError:
             raise data_error(self.path, "the file is empty") from None
         except Exception as e:  # BadZipFile, ValueError (pickle), OSError ...
-            raise data_error(self.path, f"not an .npz archive ({_reason(e)})") from None
+            with open(self.path, "rb") as fh:
+                head = fh.read(2)
+            if head[:1] == b"\x80" or head == b"PK":  # a pickle, or a damaged zip: numpy's reason is right
+                raise data_error(self.path, f"not an .npz archive ({_reason(e)})") from None
+            raise data_error(self.path, "not an .npz archive (neither a zip archive nor a .npy array)") from None
         if isinstance(obj, np.ndarray):
             raise data_error(
                 self.path, f"a single .npy array of shape {obj.shape}, not an .npz archive of named arrays"
