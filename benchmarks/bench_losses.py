@@ -14,6 +14,7 @@ forward + backward and ratios to our SupCon. For the Poincaré ball pytorch-metr
 is given the same closed-form distance through a small ``BaseDistance`` adapter, so all
 three compute the same loss. Never asserted in tests: timings depend on the machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,8 @@ import time
 import torch
 
 from hierviz.geometry import get_geometry
-from hierviz.losses import HWCLoss, SupConLoss
 from hierviz.hierarchy import LabelTree
+from hierviz.losses import HWCLoss, SupConLoss
 
 
 def _pml_supcon(geometry, tau):
@@ -111,6 +112,7 @@ def bench(geometry_name: str, n: int, d: int, repeats: int, seed: int = 0) -> di
             else:
                 loss = loss_fn(z, labels)
             loss.backward()
+
         return step
 
     fns = {
@@ -134,14 +136,17 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, 2B = {args.n}, d = {args.d}, "
-          f"median of {args.repeats} interleaved forward+backward rounds")
+    print(
+        f"torch {torch.__version__}, threads {torch.get_num_threads()}, 2B = {args.n}, d = {args.d}, "
+        f"median of {args.repeats} interleaved forward+backward rounds"
+    )
     for name in args.geometries.split(","):
         res = bench(name, args.n, args.d, args.repeats)
         print(f"\n[{name}]")
         print(f"  {'loss':40s} {'ms':>9s} {'× our SupCon':>13s}")
         for k, (sec, ratio) in res.items():
             print(f"  {k:40s} {1e3 * sec:9.2f} {ratio:13.2f}")
+
 
 if __name__ == "__main__":
     main()

@@ -18,6 +18,7 @@ Run from the repository root::
 geoopt's broadcast needs several ``N×N×d`` float32 tensors (≈7 GB peak at the default
 size) and tens of seconds per run on a 2-core CPU; nothing here is asserted in tests.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,15 +61,23 @@ def bench(name: str, ours_fn, geo_fn, x: torch.Tensor, rep_ours: int, rep_geo: i
     diff = (d_ours - d_geo).abs()
     ratio = t_geo / t_ours
     print(f"\n[{name}] N={x.shape[0]} points, {x.shape[1]} coords, {x.dtype}, forward+backward")
-    print(f"  ours   (Gram closed form) median {t_ours * 1e3:9.1f} ms  runs: "
-          + ", ".join(f"{t * 1e3:.0f}" for t in all_ours))
-    print(f"  geoopt (broadcast dist)   median {t_geo * 1e3:9.1f} ms  runs: "
-          + ", ".join(f"{t * 1e3:.0f}" for t in all_geo))
+    print(
+        f"  ours   (Gram closed form) median {t_ours * 1e3:9.1f} ms  runs: "
+        + ", ".join(f"{t * 1e3:.0f}" for t in all_ours)
+    )
+    print(
+        f"  geoopt (broadcast dist)   median {t_geo * 1e3:9.1f} ms  runs: "
+        + ", ".join(f"{t * 1e3:.0f}" for t in all_geo)
+    )
     print(f"  speed-up geoopt/ours: {ratio:.1f}x")
-    print(f"  max |ours - geoopt|: {float(diff.max()):.3e} (all entries), "
-          f"{float(diff[off].max()):.3e} (off-diagonal); max distance {float(d_ours.max()):.3f}")
-    print(f"  vs float64 reference: max |ours - ref| {float((d_ours - ref).abs().max()):.3e}, "
-          f"max |geoopt - ref| {float((d_geo - ref).abs().max()):.3e}")
+    print(
+        f"  max |ours - geoopt|: {float(diff.max()):.3e} (all entries), "
+        f"{float(diff[off].max()):.3e} (off-diagonal); max distance {float(d_ours.max()):.3f}"
+    )
+    print(
+        f"  vs float64 reference: max |ours - ref| {float((d_ours - ref).abs().max()):.3e}, "
+        f"max |geoopt - ref| {float((d_geo - ref).abs().max()):.3e}"
+    )
     return ratio
 
 
@@ -93,14 +102,26 @@ def main(argv: list[str] | None = None) -> None:
 
     if a.only in (None, "poincare"):
         P = PoincareBall(c=a.c)
-        x = P.expmap0(v / a.c ** 0.5)
-        bench(f"Poincaré ball c={a.c:g}", P.pairwise_dist,
-              lambda z: P.manifold.dist(z[:, None], z[None]), x, a.repeats, a.geoopt_repeats)
+        x = P.expmap0(v / a.c**0.5)
+        bench(
+            f"Poincaré ball c={a.c:g}",
+            P.pairwise_dist,
+            lambda z: P.manifold.dist(z[:, None], z[None]),
+            x,
+            a.repeats,
+            a.geoopt_repeats,
+        )
     if a.only in (None, "lorentz"):
         L = Lorentz(c=a.k)
-        x = L.expmap0(v / a.k ** 0.5)
-        bench(f"Lorentz k={a.k:g}", L.pairwise_dist,
-              lambda z: L.manifold.dist(z[:, None], z[None]), x, a.repeats, a.geoopt_repeats)
+        x = L.expmap0(v / a.k**0.5)
+        bench(
+            f"Lorentz k={a.k:g}",
+            L.pairwise_dist,
+            lambda z: L.manifold.dist(z[:, None], z[None]),
+            x,
+            a.repeats,
+            a.geoopt_repeats,
+        )
 
 
 if __name__ == "__main__":

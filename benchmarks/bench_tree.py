@@ -13,6 +13,7 @@ Also prints the one-off construction time of the tree (C × C tables built once)
 Run:  python3 benchmarks/bench_tree.py            (CPU, 1 thread; --threads N, --cuda to time on a GPU too)
 At B = 4,096 the output is 4096² float32 = 64 MB, so the time is mostly allocating and writing it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,16 +65,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cuda", action="store_true", help="also time the gather on a CUDA device")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch CPU threads (1 gives stable numbers on a shared machine)")
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads (1 gives stable numbers on a shared machine)"
+    )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
     t0 = time.perf_counter()
     tree = make_tree()
     build_ms = (time.perf_counter() - t0) * 1e3
-    print(f"tree: C={tree.num_leaves} leaves, N={tree.num_nodes} nodes, L={tree.height}; "
-          f"built (incl. C×C tables) in {build_ms:.1f} ms")
+    print(
+        f"tree: C={tree.num_leaves} leaves, N={tree.num_nodes} nodes, L={tree.height}; "
+        f"built (incl. C×C tables) in {build_ms:.1f} ms"
+    )
     print(f"torch {torch.__version__}, CPU threads {torch.get_num_threads()}")
 
     g = torch.Generator().manual_seed(args.seed)

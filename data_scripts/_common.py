@@ -19,6 +19,7 @@ extract
 save_npz
     Byte-reproducible compressed ``.npz`` (fixed zip timestamps, fixed key order).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,8 +30,9 @@ import tarfile
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 

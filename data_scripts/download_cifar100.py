@@ -22,6 +22,7 @@ gives the official train/test split (no validation part). Cite Krizhevsky (2009)
 "Learning multiple layers of features from tiny images". The dataset has no explicit
 licence; it is freely distributed for research.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,9 @@ import json
 import pickle
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +56,9 @@ INNER_MD5 = {
     "test": "f0ef6b0ae62326f3e7ffdfab6717acfc",
     "meta": "7973b15100ade9c7d40fb424638fde48",
 }
-CITATION = "Krizhevsky A. Learning multiple layers of features from tiny images. Tech. report, University of Toronto, 2009."
+CITATION = (
+    "Krizhevsky A. Learning multiple layers of features from tiny images. Tech. report, University of Toronto, 2009."
+)
 LICENCE = "no explicit licence; freely distributed for research by the authors"
 
 
@@ -102,7 +106,9 @@ def read_cifar100(folder: Path, *, check_md5: bool = True) -> dict[str, np.ndarr
             raise ValueError(f"{s}: data must be (n, 3072), got {data.shape}")
         n = data.shape[0]
         if len(d["fine_labels"]) != n or len(d["coarse_labels"]) != n:
-            raise ValueError(f"{s}: {n} images but {len(d['fine_labels'])} fine / {len(d['coarse_labels'])} coarse labels")
+            raise ValueError(
+                f"{s}: {n} images but {len(d['fine_labels'])} fine / {len(d['coarse_labels'])} coarse labels"
+            )
         images.append(data.reshape(n, 3, 32, 32).transpose(0, 2, 3, 1))  # rows are R, G, B planes
         fine.append(np.asarray(d["fine_labels"], dtype=np.int64))
         coarse.append(np.asarray(d["coarse_labels"], dtype=np.int64))
@@ -142,8 +148,14 @@ def check_tree(arrays: dict[str, np.ndarray], tree_json: Path) -> None:
     (root,) = obj["tree"].values()
     tree_parent = {f: c for c, fines in root.items() for f in fines}
     fine_names, coarse_names = arrays["classes"].tolist(), arrays["coarse_classes"].tolist()
-    data_parent = {fine_names[f]: coarse_names[c] for f, c in zip(arrays["label"].tolist(), arrays["coarse_label"].tolist())}
-    bad = [f"{f}: data {c!r}, tree {tree_parent.get(f)!r}" for f, c in sorted(data_parent.items()) if tree_parent.get(f) != c]
+    data_parent = {
+        fine_names[f]: coarse_names[c] for f, c in zip(arrays["label"].tolist(), arrays["coarse_label"].tolist())
+    }
+    bad = [
+        f"{f}: data {c!r}, tree {tree_parent.get(f)!r}"
+        for f, c in sorted(data_parent.items())
+        if tree_parent.get(f) != c
+    ]
     if bad or set(tree_parent) != set(data_parent):
         raise ValueError(f"{tree_json} disagrees with the CIFAR-100 labels: " + "; ".join(bad[:5]))
     if obj.get("leaf_order") is not None and list(obj["leaf_order"]) != fine_names:
@@ -179,7 +191,9 @@ def convert(archive: Path, out: Path, *, tree_json: Path | None = None) -> Path:
 
 def main(argv: list[str] | None = None, *, opener: Callable[..., Any] | None = None) -> int:
     """Command-line entry point (see the module docstring); returns the exit status."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--out", type=Path, default=None, help="output folder (default: $HIERVIZ_DATA or ../shared/data)")
     ap.add_argument("--keep-archive", action="store_true", help="keep cifar-100-python.tar.gz after converting")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")

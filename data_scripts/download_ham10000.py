@@ -25,6 +25,7 @@ filter (antialiased when shrinking); rows in sorted ``image_id`` order. Keys: ``
 (N, size, size, 3) uint8, ``label`` (N,) int64, ``dx`` (N,), ``classes`` (7,) =
 nv, mel, bkl, bcc, akiec, vasc, df, ``lesion_id`` (N,), ``image_id`` (N,).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,9 @@ import json
 import sys
 import urllib.request
 import zipfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -104,7 +106,9 @@ def select_files(listing: dict, api: str = API) -> list[dict]:
             names = sorted(str(f.get("dataFile", {}).get("filename")) for f in files)
             raise ValueError(f"Dataverse listing has no file starting with {want!r} (files: {names})")
         df = match[0]["dataFile"]
-        md5 = df.get("md5") or (df.get("checksum", {}).get("value") if df.get("checksum", {}).get("type") == "MD5" else None)
+        md5 = df.get("md5") or (
+            df.get("checksum", {}).get("value") if df.get("checksum", {}).get("type") == "MD5" else None
+        )
         if not md5:
             raise ValueError(f"Dataverse listing gives no MD5 for {df['filename']}; refusing an unverified download")
         original = "originalFileFormat" in df  # ingested tabular file: ask for the original upload
@@ -245,7 +249,9 @@ def build_npz(
     return save_npz(out, arrays)
 
 
-def download_all(work: Path, *, api: str = API, opener: Callable[..., Any] | None = None, progress: bool = True) -> list[Path]:
+def download_all(
+    work: Path, *, api: str = API, opener: Callable[..., Any] | None = None, progress: bool = True
+) -> list[Path]:
     """Download the two image zips and the metadata into ``work``, MD5-verified.
 
     Returns
@@ -262,13 +268,21 @@ def download_all(work: Path, *, api: str = API, opener: Callable[..., Any] | Non
 
 def main(argv: list[str] | None = None, *, opener: Callable[..., Any] | None = None) -> int:
     """Command-line entry point (see the module docstring); returns the exit status."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--size", type=int, default=64, help="output side in pixels (default %(default)s)")
     ap.add_argument("--out", type=Path, default=None, help="output folder (default: $HIERVIZ_DATA or ../shared/data)")
-    ap.add_argument("--work", type=Path, default=None, help="folder for the downloaded zips (default: <out>/ham10000_raw)")
-    ap.add_argument("--from-dir", type=Path, default=None, help="use zips/jpgs + metadata already in this folder (no network)")
+    ap.add_argument(
+        "--work", type=Path, default=None, help="folder for the downloaded zips (default: <out>/ham10000_raw)"
+    )
+    ap.add_argument(
+        "--from-dir", type=Path, default=None, help="use zips/jpgs + metadata already in this folder (no network)"
+    )
     ap.add_argument("--api", default=API, help="Dataverse API base (default %(default)s)")
-    ap.add_argument("--no-count-check", action="store_true", help="skip the published-count check (for a modified copy)")
+    ap.add_argument(
+        "--no-count-check", action="store_true", help="skip the published-count check (for a modified copy)"
+    )
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     a = ap.parse_args(argv)
     out_dir = a.out or default_out_dir()

@@ -20,12 +20,14 @@ and the source dataset (see ``hierviz.data.MEDMNIST_INFO``).
 ChestMNIST (multi-label) and the 3-D sets are not offered: hierviz needs one leaf label
 per 2-D image.
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -110,7 +112,12 @@ def fetch(flag: str, out_dir: Path, *, opener: Callable[..., Any] | None = None,
         raise ValueError(f"unknown MedMNIST flag {flag!r}; valid: {', '.join(FILES)}")
     md5, sha256, sizes = FILES[flag]
     path = download(
-        RECORD.format(flag=flag), Path(out_dir) / f"{flag}.npz", md5=md5, sha256=sha256, opener=opener, progress=progress
+        RECORD.format(flag=flag),
+        Path(out_dir) / f"{flag}.npz",
+        md5=md5,
+        sha256=sha256,
+        opener=opener,
+        progress=progress,
     )
     check_split_sizes(path, sizes)
     return path
@@ -118,7 +125,9 @@ def fetch(flag: str, out_dir: Path, *, opener: Callable[..., Any] | None = None,
 
 def main(argv: list[str] | None = None, *, opener: Callable[..., Any] | None = None) -> int:
     """Command-line entry point (see the module docstring); returns the exit status."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("flags", nargs="*", help=f"datasets to fetch: {', '.join(FILES)}")
     ap.add_argument("--all", action="store_true", help="fetch every 2-D single-label MedMNIST set (about 1 GB)")
     ap.add_argument("--list", action="store_true", help="list the available flags and exit")

@@ -27,6 +27,7 @@ Downsampling: when the source side is a multiple of ``--size`` the image is aver
 over exact ``k x k`` blocks (integer arithmetic, round half up -- independent of the
 Pillow version); otherwise ``PIL.Image.resize(..., BILINEAR)`` (antialiased).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -307,8 +308,8 @@ by hierviz's MIT licence: it is distributed under the
 
 The images were centre-cropped to a square and downsampled: the 600x450 originals (via a
 200x150 JPEG copy) were cropped to the central square, resized to 64x64 (Pillow bilinear) and
-then reduced to {p['size']}x{p['size']} {_reduction(s['src_shape'][1], p['size'])}.
-Only {s['n_images']:,} of the 10,015 images are kept ({s['n_lesions']:,} whole lesions: every image
+then reduced to {p["size"]}x{p["size"]} {_reduction(s["src_shape"][1], p["size"])}.
+Only {s["n_images"]:,} of the 10,015 images are kept ({s["n_lesions"]:,} whole lesions: every image
 of a chosen `lesion_id` is included). Labels (`dx`) and ids (`lesion_id`, `image_id`) are unchanged.
 
 | class | images |
@@ -318,33 +319,43 @@ of a chosen `lesion_id` is included). Labels (`dx`) and ids (`lesion_id`, `image
 ## How it was made (reproducible)
 
 ```
-python data_scripts/make_ham10000_sample.py --n {p['n']} --size {p['size']} --min-per-class {p['min_per_class']} --seed {p['seed']}
+python data_scripts/make_ham10000_sample.py --n {p["n"]} --size {p["size"]} --min-per-class {p["min_per_class"]} --seed {p["seed"]}
 ```
 
-- source: `{s['src_name']}` (sha256 `{s['src_sha256']}`)
-- output: `ham10000_sample.npz`, {s['bytes']:,} bytes, sha256 `{s['sha256']}`
-- keys: `images` (N, {p['size']}, {p['size']}, 3) uint8 RGB, `label` (N,) int64 index into `classes`,
+- source: `{s["src_name"]}` (sha256 `{s["src_sha256"]}`)
+- output: `ham10000_sample.npz`, {s["bytes"]:,} bytes, sha256 `{s["sha256"]}`
+- keys: `images` (N, {p["size"]}, {p["size"]}, 3) uint8 RGB, `label` (N,) int64 index into `classes`,
   `dx` (N,) str, `classes` (7,) str = nv, mel, bkl, bcc, akiec, vasc, df, `lesion_id` (N,) str,
   `image_id` (N,) str.
-- class quotas: proportional to the full set's counts with a floor of {p['min_per_class']} images per
+- class quotas: proportional to the full set's counts with a floor of {p["min_per_class"]} images per
   class (water-filling); lesions drawn in seeded random order within each class.
 """
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (see the module docstring)."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--src", help=f"the full {SRC_NAME} (default: search $HIERVIZ_DATA, ../shared/data)")
     ap.add_argument("--out", default=str(repo_root() / "hierviz" / "data" / "sample"), help="output folder")
     ap.add_argument("--n", type=int, default=DEFAULTS["n"], help="images in the sample (default %(default)s)")
     ap.add_argument("--size", type=int, default=DEFAULTS["size"], help="output side in pixels (default %(default)s)")
-    ap.add_argument("--min-per-class", type=int, default=DEFAULTS["min_per_class"], help="per-class floor (default %(default)s)")
+    ap.add_argument(
+        "--min-per-class", type=int, default=DEFAULTS["min_per_class"], help="per-class floor (default %(default)s)"
+    )
     ap.add_argument("--seed", type=int, default=DEFAULTS["seed"], help="RNG seed (default %(default)s)")
     ap.add_argument("--max-bytes", type=int, default=MAX_BYTES, help="size limit in bytes (default %(default)s)")
     a = ap.parse_args(argv)
     try:
         s = make_sample(
-            find_src(a.src), a.out, n=a.n, size=a.size, min_per_class=a.min_per_class, seed=a.seed, max_bytes=a.max_bytes
+            find_src(a.src),
+            a.out,
+            n=a.n,
+            size=a.size,
+            min_per_class=a.min_per_class,
+            seed=a.seed,
+            max_bytes=a.max_bytes,
         )
     except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -1,4 +1,5 @@
 """``python -m hierviz ...`` runs the command line (see :mod:`hierviz.cli`)."""
+
 import sys
 
 from hierviz.cli import main

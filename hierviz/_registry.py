@@ -119,9 +119,7 @@ class Registry(Generic[T]):
 
         def deco(o: T) -> T:
             if key in self._entries and not replace and self._entries[key] is not o:
-                raise ValueError(
-                    f"{self.kind} {key!r} is already registered; choose another name or pass replace=True"
-                )
+                raise ValueError(f"{self.kind} {key!r} is already registered; choose another name or pass replace=True")
             self._entries[key] = o
             return o
 

@@ -80,11 +80,23 @@ class _Parser(argparse.ArgumentParser):
 def _config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", help="quick, medium, full, gpu, or a .toml file (default: full)")
     p.add_argument("--quick", action="store_true", help="same as --preset quick")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
-                   help="set any config key, e.g. --set loss.tau=0.2 --set train.epochs=1 (repeatable; "
-                        "'hierviz config --keys' lists them)")
-    p.add_argument("--import", action="append", default=[], metavar="MODULE", dest="imports",
-                   help="import a module first (it may register methods, datasets, trees, ...); repeatable")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
+        help="set any config key, e.g. --set loss.tau=0.2 --set train.epochs=1 (repeatable; "
+        "'hierviz config --keys' lists them)",
+    )
+    p.add_argument(
+        "--import",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        dest="imports",
+        help="import a module first (it may register methods, datasets, trees, ...); repeatable",
+    )
     src = p.add_mutually_exclusive_group()
     src.add_argument("--dataset", help="a registered dataset (data.dataset)")
     src.add_argument("--data", metavar="PATH", help="your own .npz or image folder (data.path)")
@@ -126,9 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="print full tracebacks")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    c = sub.add_parser("compare", help="train and evaluate methods x geometries x seeds, then write the report",
-                       description="Train every method x geometry x seed, evaluate the frozen encoders, "
-                                   "and write results.csv, results.md and report.html into --out.")
+    c = sub.add_parser(
+        "compare",
+        help="train and evaluate methods x geometries x seeds, then write the report",
+        description="Train every method x geometry x seed, evaluate the frozen encoders, "
+        "and write results.csv, results.md and report.html into --out.",
+    )
     _config_options(c)
     c.add_argument("--resume", action="store_true", help="reuse finished runs, continue interrupted ones")
     c.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -213,7 +228,7 @@ def _one_line(exc: BaseException) -> str:
     # name the command-line option beside the config key: "--epochs (train.epochs): ..."
     for opt, key in SHORTCUTS.items():
         if text.startswith(f"{key}:"):
-            return f"--{opt.replace('_', '-')} ({key}):{text[len(key) + 1:]}"
+            return f"--{opt.replace('_', '-')} ({key}):{text[len(key) + 1 :]}"
     return text
 
 
@@ -246,8 +261,11 @@ def main(argv: Sequence[str] | None = None, *, _run_callbacks: dict | None = Non
     try:
         return _run(args, argv, _run_callbacks)
     except KeyboardInterrupt:
-        print("hierviz: interrupted; finished runs and the last checkpoint of the current run are kept: "
-              "rerun with --resume to continue", file=sys.stderr)
+        print(
+            "hierviz: interrupted; finished runs and the last checkpoint of the current run are kept: "
+            "rerun with --resume to continue",
+            file=sys.stderr,
+        )
         return 130
     except Exception as exc:  # every failure ends in one line (and a traceback only with --debug)
         from hierviz.training import NonFiniteLossError
@@ -259,17 +277,33 @@ def main(argv: Sequence[str] | None = None, *, _run_callbacks: dict | None = Non
         if isinstance(exc, NonFiniteLossError):
             print(f"hierviz: error: {_one_line(exc)}", file=sys.stderr)
             return 1
-        if isinstance(exc, (ValueError, FileNotFoundError, UnknownNameError, IsADirectoryError,
-                            NotADirectoryError, PermissionError, UnicodeDecodeError, TypeError)):
+        if isinstance(
+            exc,
+            (
+                ValueError,
+                FileNotFoundError,
+                UnknownNameError,
+                IsADirectoryError,
+                NotADirectoryError,
+                PermissionError,
+                UnicodeDecodeError,
+                TypeError,
+            ),
+        ):
             print(f"hierviz: error: {_one_line(exc)}", file=sys.stderr)
             return 2
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
             where = f" while writing {exc.filename}" if exc.filename else ""
-            print(f"hierviz: error: no space left on the device{where}; the last complete checkpoint of each run "
-                  "is kept: free some space and rerun with --resume", file=sys.stderr)
+            print(
+                f"hierviz: error: no space left on the device{where}; the last complete checkpoint of each run "
+                "is kept: free some space and rerun with --resume",
+                file=sys.stderr,
+            )
             return 1
-        print(f"hierviz: error: {type(exc).__name__}: {_one_line(exc)} (rerun with --debug for the traceback)",
-              file=sys.stderr)
+        print(
+            f"hierviz: error: {type(exc).__name__}: {_one_line(exc)} (rerun with --debug for the traceback)",
+            file=sys.stderr,
+        )
         return 1
 
 

@@ -1,4 +1,5 @@
 """Shared fixtures: the BreakHis tree of paper 01 Fig. 1 and a small unbalanced tree."""
+
 from __future__ import annotations
 
 import os
@@ -9,7 +10,7 @@ from pathlib import Path
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import pytest
+import pytest  # noqa: E402  (after the thread-count variables are set)
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -2,6 +2,7 @@
 
 No network: downloads use file:// URLs or a fake opener; all files are made in tmp_path.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -122,7 +123,10 @@ def test_download_file_url_and_skip_existing(common, tmp_path):
     def no_network(req, timeout=None):
         raise AssertionError("must not fetch a file that is already verified")
 
-    assert common.download("https://example.invalid/f", dest, sha256=sha(PAYLOAD), opener=no_network, progress=False) == dest
+    assert (
+        common.download("https://example.invalid/f", dest, sha256=sha(PAYLOAD), opener=no_network, progress=False)
+        == dest
+    )
     dest.write_bytes(b"corrupt")  # a bad existing file is fetched again
     common.download(src.as_uri(), dest, md5=md5(PAYLOAD), progress=False)
     assert dest.read_bytes() == PAYLOAD
@@ -315,7 +319,10 @@ def test_make_sample_end_to_end(mk, tmp_path):
     with pytest.raises(ValueError, match="max_bytes"):
         mk.make_sample(src, tmp_path / "out3", n=28, size=4, min_per_class=4, max_bytes=100)
     assert not (tmp_path / "out3" / mk.OUT_NAME).exists()
-    assert mk.main(["--src", str(src), "--out", str(tmp_path / "cli"), "--n", "21", "--size", "4", "--min-per-class", "3"]) == 0
+    assert (
+        mk.main(["--src", str(src), "--out", str(tmp_path / "cli"), "--n", "21", "--size", "4", "--min-per-class", "3"])
+        == 0
+    )
     assert mk.main(["--src", str(tmp_path / "missing.npz"), "--out", str(tmp_path / "cli2")]) == 1
 
 
@@ -498,7 +505,11 @@ def _listing(files: dict[str, bytes], md5_style: str = "md5") -> dict:
 def test_ham_select_files(ham):
     files = {"HAM10000_images_part_1.zip": b"1", "HAM10000_images_part_2.zip": b"2", "HAM10000_metadata.tab": b"m"}
     sel = ham.select_files(_listing(files, "checksum"), api="https://x/api")
-    assert [s["filename"] for s in sel] == ["HAM10000_images_part_1.zip", "HAM10000_images_part_2.zip", "HAM10000_metadata.csv"]
+    assert [s["filename"] for s in sel] == [
+        "HAM10000_images_part_1.zip",
+        "HAM10000_images_part_2.zip",
+        "HAM10000_metadata.csv",
+    ]
     assert sel[0]["url"] == "https://x/api/access/datafile/100" and sel[0]["md5"] == md5(b"1")
     assert sel[2]["url"] == "https://x/api/access/datafile/102?format=original"
     bad = _listing({"HAM10000_images_part_1.zip": b"1"})
@@ -529,8 +540,14 @@ def test_ham_build_npz_from_zips(ham, tmp_path):
     (tmp_path / "p1.zip").write_bytes(z1)
     (tmp_path / "p2.zip").write_bytes(z2)
     (tmp_path / "meta.csv").write_text(META)
-    out = ham.build_npz([tmp_path / "p1.zip", tmp_path / "p2.zip"], tmp_path / "meta.csv", tmp_path / "h.npz", 8,
-                        expected_counts=None, expected_lesions=None)
+    out = ham.build_npz(
+        [tmp_path / "p1.zip", tmp_path / "p2.zip"],
+        tmp_path / "meta.csv",
+        tmp_path / "h.npz",
+        8,
+        expected_counts=None,
+        expected_lesions=None,
+    )
     ds = load_dataset(out)
     assert ds.ids.tolist() == ["ISIC_0000001", "ISIC_0000002", "ISIC_0000003"]  # sorted by image_id
     assert ds.labels.tolist() == [0, 0, 1] and ds.classes == ham.CLASSES

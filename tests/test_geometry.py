@@ -1,5 +1,6 @@
 """hierviz.geometry: geoopt peers, hand-computed values, c → 0 limit, hypothesis properties,
 float64 gradcheck, finite gradients at the diagonal and near the boundary, means/EMA, bad input."""
+
 from __future__ import annotations
 
 import math
@@ -35,11 +36,11 @@ def tangent(n, d, scale, dtype=F64, seed=0):
 
 def ball(P, n, d, scale=1.5, dtype=F64, seed=0):
     """Points of the ball at distance < scale/sqrt(c) from the origin (geoopt stays accurate there)."""
-    return P.expmap0(tangent(n, d, 0.5 * scale / P.c ** 0.5, dtype, seed))
+    return P.expmap0(tangent(n, d, 0.5 * scale / P.c**0.5, dtype, seed))
 
 
 def hyperboloid(L, n, d, scale=1.5, dtype=F64, seed=0):
-    return L.expmap0(tangent(n, d, scale / L.k ** 0.5, dtype, seed))
+    return L.expmap0(tangent(n, d, scale / L.k**0.5, dtype, seed))
 
 
 def points(geom, n, d, dtype=F64, seed=0):
@@ -55,7 +56,7 @@ def poincare_eq2(x, y, c):
     x, y = x.double()[:, None], y.double()[None]
     num = 2 * c * (x - y).pow(2).sum(-1)
     den = (1 - c * x.pow(2).sum(-1)) * (1 - c * y.pow(2).sum(-1))
-    return torch.acosh(1 + num / den) / c ** 0.5
+    return torch.acosh(1 + num / den) / c**0.5
 
 
 ALL = [Euclidean(), PoincareBall(c=1.0), PoincareBall(c=0.3), Lorentz(c=1.0), Lorentz(c=2.5)]
@@ -66,14 +67,14 @@ HYP = [PoincareBall(c=1.0), PoincareBall(c=2.5), Lorentz(c=1.0), Lorentz(c=0.4)]
 def test_get_geometry_names_and_sign_convention():
     assert isinstance(get_geometry("euclidean"), Euclidean) and get_geometry("euclidean").c == 0.0
     p = get_geometry("Poincare", c=0.5)
-    assert isinstance(p, PoincareBall) and p.c == 0.5 and p.radius == pytest.approx(2 ** 0.5)
+    assert isinstance(p, PoincareBall) and p.c == 0.5 and p.radius == pytest.approx(2**0.5)
     assert float(p.manifold.c) == pytest.approx(0.5, rel=1e-15)  # stored in float64
     lo = get_geometry("lorentz", c=2.0)
     assert isinstance(lo, Lorentz) and lo.k == 2.0 and lo.c == 2.0
     # geoopt's Lorentz(k=K) is curvature -1/K: we pass K = 1/k, so <x,x>_L = -1/k
     assert float(lo.manifold.k) == pytest.approx(0.5)
     o = lo.origin(3, dtype=F64)
-    assert -o[0] ** 2 + o[1:].pow(2).sum() == pytest.approx(-0.5)
+    assert -(o[0] ** 2) + o[1:].pow(2).sum() == pytest.approx(-0.5)
     assert get_geometry(p) is p
     assert set(GEOMETRIES) == {"euclidean", "poincare", "lorentz"}
     assert PoincareBall(1.0) == get_geometry("poincare") and PoincareBall(1.0) != PoincareBall(2.0)
@@ -138,10 +139,10 @@ def test_lorentz_hand_values(k):
     v = torch.tensor([[0.3, -0.4], [0.0, 1.0]], dtype=F64)  # norms 0.5, 1.0
     x = L.expmap0(v)
     n = v.norm(dim=-1, keepdim=True)
-    sk = k ** 0.5
+    sk = k**0.5
     hand = torch.cat([torch.cosh(sk * n) / sk, torch.sinh(sk * n) * v / (sk * n)], dim=-1)
     torch.testing.assert_close(x, hand)
-    mink = -x[:, 0] ** 2 + x[:, 1:].pow(2).sum(-1)
+    mink = -(x[:, 0] ** 2) + x[:, 1:].pow(2).sum(-1)
     torch.testing.assert_close(mink, torch.full((2,), -1 / k, dtype=F64))  # on <x,x>_L = -1/k
     o = L.origin(2, dtype=F64)
     torch.testing.assert_close(L.dist(o, x), n.squeeze(-1))  # dist(o, exp_o v) = ‖v‖
@@ -210,7 +211,7 @@ def test_poincare_maps_match_fresh_geoopt_and_closed_form():
     x = P.expmap0(v)
     torch.testing.assert_close(x, peer.expmap0(v))
     n = v.norm(dim=-1, keepdim=True)
-    torch.testing.assert_close(x, torch.tanh(c ** 0.5 * n) * v / (c ** 0.5 * n))  # tanh(√c‖v‖) v/(√c‖v‖)
+    torch.testing.assert_close(x, torch.tanh(c**0.5 * n) * v / (c**0.5 * n))  # tanh(√c‖v‖) v/(√c‖v‖)
     torch.testing.assert_close(P.logmap0(x), v)
     torch.testing.assert_close(P.to_tangent0(x), v)
     y = P.expmap0(tangent(10, 4, 1.0, seed=6))
@@ -229,12 +230,14 @@ def test_lorentz_is_isometric_to_ball_of_same_curvature():
     # the Karcher fixed point is intrinsic: same converged mean in both models (different starts)
     torch.testing.assert_close(L.to_ball(L.mean(x, steps=60)), P.mean(bx, steps=60), rtol=0, atol=1e-8)
     idx = torch.arange(15) % 3
-    torch.testing.assert_close(L.to_ball(L.group_mean(x, idx, 3, steps=60)), P.group_mean(bx, idx, 3, steps=60),
-                               rtol=0, atol=1e-8)
+    torch.testing.assert_close(
+        L.to_ball(L.group_mean(x, idx, 3, steps=60)), P.group_mean(bx, idx, 3, steps=60), rtol=0, atol=1e-8
+    )
     # ... and from the same start every step agrees
     init = P.expmap0(P.logmap0(bx).mean(0))
-    torch.testing.assert_close(L.to_ball(L.mean(x, steps=2, init=L.from_ball(init))), P.mean(bx, steps=2, init=init),
-                               rtol=0, atol=1e-9)
+    torch.testing.assert_close(
+        L.to_ball(L.mean(x, steps=2, init=L.from_ball(init))), P.mean(bx, steps=2, init=init), rtol=0, atol=1e-9
+    )
     # geoopt's ball tangent vectors at 0 are in Euclidean units, where the metric is 2×: factor 2
     torch.testing.assert_close(L.to_tangent0(x), 2 * P.to_tangent0(bx), rtol=0, atol=1e-10)
 
@@ -246,7 +249,7 @@ def test_poincare_float32_accurate_to_the_boundary(c):
     P = PoincareBall(c=c)
     g = torch.Generator().manual_seed(0)
     u = torch.randn(64, 8, generator=g, dtype=F64)
-    r = torch.linspace(0.0, 0.999, 64, dtype=F64)[:, None] / c ** 0.5
+    r = torch.linspace(0.0, 0.999, 64, dtype=F64)[:, None] / c**0.5
     x = u / u.norm(dim=-1, keepdim=True) * r
     ref = poincare_eq2(x, x, c)
     d32 = P.pairwise_dist(x.float()).double()
@@ -264,7 +267,7 @@ def test_lorentz_log_accurate_at_small_distances(k):
     e = torch.tensor([0.0, 0.3, -0.2, 0.9], dtype=F64)
     u = e + k * (-x[0] * e[0] + x[1:] @ e[1:]) * x  # Minkowski-orthogonal to x
     u = u / (u[1:].pow(2).sum() - u[0] ** 2).sqrt()  # unit tangent
-    sk = k ** 0.5
+    sk = k**0.5
     for eps in (1e-1, 1e-3, 1e-5, 1e-7):
         y = math.cosh(sk * eps) * x + math.sinh(sk * eps) / sk * u  # exact geodesic point at distance eps
         v = L.logmap(x, y)
@@ -312,16 +315,14 @@ def test_poincare_c_to_zero_karcher_mean_is_arithmetic(dtype, tol):
 # ----------------------------------------------------------------------------- hypothesis properties
 def arrays(n_max=6, d_max=4, lo=-2.0, hi=2.0, n_min=2):
     shape = st.tuples(st.integers(n_min, n_max), st.integers(1, d_max))
-    return shape.flatmap(
-        lambda s: hnp.arrays(np.float64, s, elements=st.floats(lo, hi, allow_nan=False, width=64))
-    )
+    return shape.flatmap(lambda s: hnp.arrays(np.float64, s, elements=st.floats(lo, hi, allow_nan=False, width=64)))
 
 
 def to_manifold(geom, a):
     v = torch.as_tensor(a)
     if isinstance(geom, Euclidean):
         return v + 0.5  # any non-zero vector is a point; keep away from 0
-    return geom.expmap0(v / geom.c ** 0.5)
+    return geom.expmap0(v / geom.c**0.5)
 
 
 @PROPS
@@ -354,10 +355,10 @@ def test_prop_dist_self_zero_and_symmetric(a, gi):
 def test_prop_expmap_logmap_inverse(a, b, gi):
     geom = ALL[gi]
     x = to_manifold(geom, a)
-    y = to_manifold(geom, b[: 1, : a.shape[1]] if b.shape[1] >= a.shape[1] else np.resize(b, (1, a.shape[1])))
+    y = to_manifold(geom, b[:1, : a.shape[1]] if b.shape[1] >= a.shape[1] else np.resize(b, (1, a.shape[1])))
     torch.testing.assert_close(geom.expmap(x, geom.logmap(x, y)), y.expand_as(x), rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(geom.expmap0(geom.logmap0(x)), x, rtol=1e-6, atol=1e-7)
-    v = torch.as_tensor(a) / geom.c ** 0.5
+    v = torch.as_tensor(a) / geom.c**0.5
     torch.testing.assert_close(geom.logmap0(geom.expmap0(v)), v, rtol=1e-6, atol=1e-7)
     # ‖log_x(y)‖_x equals the distance
     lv = geom.logmap(x, y)
@@ -376,7 +377,7 @@ def test_prop_proj_keeps_points_in_ball(a, c):
         x = torch.as_tensor(a).to(dtype)
         p = P.proj(x)
         P.check_point(p)
-        assert torch.all(p.norm(dim=-1) <= (1 - eps) / c ** 0.5 * (1 + 1e-6))
+        assert torch.all(p.norm(dim=-1) <= (1 - eps) / c**0.5 * (1 + 1e-6))
         torch.testing.assert_close(P.proj(p), p)  # idempotent
     if a.shape[1] >= 2:  # Lorentz points need d + 1 >= 2 coordinates
         L = Lorentz(c=c)
@@ -386,7 +387,9 @@ def test_prop_proj_keeps_points_in_ball(a, c):
 
 
 @PROPS
-@given(a=arrays(n_min=1, n_max=1, d_max=5, lo=-1.5, hi=1.5), reps=st.integers(1, 6), gi=st.sampled_from(range(len(ALL))))
+@given(
+    a=arrays(n_min=1, n_max=1, d_max=5, lo=-1.5, hi=1.5), reps=st.integers(1, 6), gi=st.sampled_from(range(len(ALL)))
+)
 def test_prop_mean_of_identical_points(a, reps, gi):
     geom = ALL[gi]
     x = to_manifold(geom, a)[:1]
@@ -433,13 +436,17 @@ def test_finite_gradients_diagonal_and_boundary(geom, dtype):
     g = torch.Generator().manual_seed(0)
     u = torch.randn(32, 8, generator=g, dtype=F64)
     if isinstance(geom, PoincareBall):
-        base = u / u.norm(dim=-1, keepdim=True) * 0.999 / geom.c ** 0.5  # ‖x‖ = 0.999/√c
+        base = u / u.norm(dim=-1, keepdim=True) * 0.999 / geom.c**0.5  # ‖x‖ = 0.999/√c
     elif isinstance(geom, Lorentz):
         base = geom.from_ball(u / u.norm(dim=-1, keepdim=True) * 0.999)
     else:
         base = u
-    for make in (lambda t: geom.pairwise_dist(t), lambda t: geom.pairwise_dist(t, t),
-                 lambda t: geom.similarity(t), lambda t: geom.mean(t)):
+    for make in (
+        lambda t: geom.pairwise_dist(t),
+        lambda t: geom.pairwise_dist(t, t),
+        lambda t: geom.similarity(t),
+        lambda t: geom.mean(t),
+    ):
         x = base.to(dtype).clone().requires_grad_(True)
         out = make(x)
         assert torch.isfinite(out).all()
@@ -609,8 +616,13 @@ def test_to_tangent0_shapes():
 def test_points_outside_manifold_rejected():
     P = PoincareBall(c=4.0)
     outside = torch.tensor([[0.1, 0.0], [0.5, 0.0]])  # radius 0.5: second is on the boundary
-    for fn in (lambda: P.pairwise_dist(outside), lambda: P.dist(outside, outside), lambda: P.mean(outside),
-               lambda: P.check_point(outside, "z"), lambda: P.logmap0(outside)):
+    for fn in (
+        lambda: P.pairwise_dist(outside),
+        lambda: P.dist(outside, outside),
+        lambda: P.mean(outside),
+        lambda: P.check_point(outside, "z"),
+        lambda: P.logmap0(outside),
+    ):
         with pytest.raises(ValueError, match="outside the Poincaré ball"):
             fn()
     with pytest.raises(ValueError, match="z: 1 point"):
@@ -636,8 +648,12 @@ def test_points_outside_manifold_rejected():
 def test_non_finite_rejected(geom):
     x = points(geom, 4, 3).clone()
     x[1, 1] = float("nan")
-    for fn in (lambda: geom.pairwise_dist(x), lambda: geom.dist(x, x), lambda: geom.mean(x),
-               lambda: geom.similarity(x)):
+    for fn in (
+        lambda: geom.pairwise_dist(x),
+        lambda: geom.dist(x, x),
+        lambda: geom.mean(x),
+        lambda: geom.similarity(x),
+    ):
         with pytest.raises(ValueError, match="non-finite"):
             fn()
     x[1, 1] = float("inf")

@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from hierviz.geometry import get_geometry
-from hierviz.losses import LAMLoss, default_margins
 from hierviz.hierarchy import LabelTree
+from hierviz.losses import LAMLoss, default_margins
 
 GEOMS = ["euclidean", "poincare"]
 

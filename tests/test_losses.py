@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hierviz.geometry import get_geometry
+from hierviz.hierarchy import LabelTree
 from hierviz.losses import (
     OBJECTIVES,
     HWCLoss,
@@ -30,7 +31,6 @@ from hierviz.losses import (
     hwc_logit_gradient,
     hwc_omega,
 )
-from hierviz.hierarchy import LabelTree
 
 GEOMS = ["euclidean", "poincare"]
 

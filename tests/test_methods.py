@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hierviz.hierarchy import LabelTree
 
 from hierviz.geometry import get_geometry
+from hierviz.hierarchy import LabelTree
 from hierviz.losses import HWCLoss, HXELoss, LAMLoss, Objective, SupConLoss
 from hierviz.methods import LOSS_HPARAMS, METHODS, Needs, build_objective, get_method, register_method
 

@@ -1,5 +1,6 @@
 """Tests for hierviz.metrics: hand-computed cases, peers (scikit-learn, pytorch-metric-learning,
 geoopt), properties (hypothesis) and bad input."""
+
 from __future__ import annotations
 
 import math
@@ -111,6 +112,7 @@ def _brute_hf1_hacc(tree, a, b):
 @given(data=st.data(), which=st.sampled_from(["breakhis", "unbalanced"]))
 def test_hf1_hacc_match_bruteforce(data, which):
     import conftest
+
     from hierviz.hierarchy import LabelTree
 
     t = LabelTree.from_nested(conftest.BREAKHIS if which == "breakhis" else conftest.UNBALANCED)
@@ -167,9 +169,7 @@ def test_violations_pc_order_euclidean_hand(breakhis_tree):
     protos, ids = _breakhis_protos_2d(t)
     ang = torch.tensor([10.0, 80.0, 170.0]) * math.pi / 180
     s = math.sqrt(0.5)
-    z = torch.cat(
-        [torch.stack([ang.cos(), ang.sin()], 1).double(), torch.tensor([[s, s]], dtype=torch.float64)]
-    )
+    z = torch.cat([torch.stack([ang.cos(), ang.sin()], 1).double(), torch.tensor([[s, s]], dtype=torch.float64)])
     y = t.encode(["adenosis", "fibroadenoma", "lobular_carcinoma", "tubular_adenoma"])
     # point 0: benign near (1,0) -> fine; point 1: benign near (0,1) -> violation;
     # point 2 at 170 deg, malignant: nearer (0,1) than (1,0) -> fine; point 3: exact tie -> violation,
@@ -501,10 +501,12 @@ def test_mnr_bruteforce_and_exclude_self(unbalanced_tree):
     assert mean_normalised_rank(S, y, y, t, kind="score") == pytest.approx(ref_all)
     assert mean_normalised_rank(S, y, y, t, kind="score", exclude_self=True) == pytest.approx(ref_loo)
     # exclude_self for precision: same as deleting the diagonal by hand
-    ref_p = np.mean([
-        np.mean([y[j] == y[i] for j in sorted((j for j in range(18) if j != i), key=lambda j: -float(S[i, j]))[:2]])
-        for i in range(18)
-    ])
+    ref_p = np.mean(
+        [
+            np.mean([y[j] == y[i] for j in sorted((j for j in range(18) if j != i), key=lambda j: -float(S[i, j]))[:2]])
+            for i in range(18)
+        ]
+    )
     assert precision_at_k(S, y, y, t, k=2, kind="score", exclude_self=True) == pytest.approx(ref_p)
 
 

@@ -1,4 +1,5 @@
 """Encoders, heads and the map onto the manifold (hierviz.models)."""
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,8 @@ from hierviz.models import (
     resnet_encoder,
 )
 
-
 # ----------------------------------------------------------------------------- encoders
+
 
 def test_small_cnn_shape_and_out_dim():
     enc = SmallCNN(width=4)
@@ -98,6 +99,7 @@ def test_pretrained_missing_file_and_wrong_contents(tmp_path):
 
 # ----------------------------------------------------------------------------- heads
 
+
 def test_projection_head_structure_and_shape():
     head = ProjectionHead(16, 32, 8)
     kinds = [type(m) for m in head.net]
@@ -143,8 +145,9 @@ def test_poincare_head_matches_geoopt_expmap0_below_clip_radius():
     ref = geoopt.PoincareBall(c=1.0).expmap0(v)
     torch.testing.assert_close(head(v), ref)
     # direction is preserved
-    torch.testing.assert_close(torch.nn.functional.cosine_similarity(head(v), v, dim=-1),
-                               torch.ones(20, dtype=torch.float64))
+    torch.testing.assert_close(
+        torch.nn.functional.cosine_similarity(head(v), v, dim=-1), torch.ones(20, dtype=torch.float64)
+    )
 
 
 @pytest.mark.parametrize("k", [1.0, 2.0])
@@ -153,7 +156,7 @@ def test_lorentz_head_on_hyperboloid(k):
     head = HyperbolicHead(geo, clip_r=2.0)
     x = head(torch.randn(30, 4, dtype=torch.float64) * 3)
     assert x.shape == (30, 5)
-    inner = -x[:, 0] ** 2 + (x[:, 1:] ** 2).sum(-1)
+    inner = -(x[:, 0] ** 2) + (x[:, 1:] ** 2).sum(-1)
     torch.testing.assert_close(inner, torch.full((30,), -1.0 / k, dtype=torch.float64), rtol=1e-6, atol=1e-6)
     assert (x[:, 0] > 0).all()
 
@@ -185,6 +188,7 @@ def test_hyperbolic_head_rejects_euclidean_and_bad_clip():
 
 # ----------------------------------------------------------------------------- full model
 
+
 @pytest.mark.parametrize("geometry,dim", [("euclidean", 8), ("poincare", 8), ("lorentz", 9)])
 def test_embedding_model_shapes_and_membership(geometry, dim):
     torch.manual_seed(0)
@@ -200,7 +204,7 @@ def test_embedding_model_shapes_and_membership(geometry, dim):
     elif geometry == "poincare":
         assert (z.norm(dim=-1) < 1.0).all()
     else:
-        torch.testing.assert_close(-z[:, 0] ** 2 + (z[:, 1:] ** 2).sum(-1), -torch.ones(6), atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(-(z[:, 0] ** 2) + (z[:, 1:] ** 2).sum(-1), -torch.ones(6), atol=1e-4, rtol=1e-4)
     model.eval()
     single = model(torch.randn(4, 3, 16, 16))
     assert single["z"].shape == (4, dim) and single["logits"].shape == (4, 5)

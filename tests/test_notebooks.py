@@ -4,6 +4,7 @@ Each notebook is executed in its own subprocess so its run time and the kernel's
 resident memory can be measured; both are attached to the test report and printed in
 the terminal summary (see ``conftest.pytest_terminal_summary``) so regressions show.
 """
+
 from __future__ import annotations
 
 import json
@@ -77,7 +78,9 @@ def test_notebook_runs_in_smoke_mode(path, tmp_path, record_property):
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-c", _RUNNER, str(path), str(out)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout)[-4000:]
@@ -94,8 +97,10 @@ def test_notebook_runs_in_smoke_mode(path, tmp_path, record_property):
     n_fig = sum(1 for o in outputs if PLOTLY_MIME in o.get("data", {}))
     want = EXPECTED[path.stem]
     assert n_fig >= want["figures"], f"{path.name} showed {n_fig} plotly figures, expected ≥ {want['figures']}"
-    text = json.dumps([o.get("data", {}).get("text/plain", "") for o in outputs]
-                      + [o.get("data", {}).get("text/html", "") for o in outputs]
-                      + [o.get("text", "") for o in outputs])
+    text = json.dumps(
+        [o.get("data", {}).get("text/plain", "") for o in outputs]
+        + [o.get("data", {}).get("text/html", "") for o in outputs]
+        + [o.get("text", "") for o in outputs]
+    )
     missing = [s for s in want["text"] if s not in text]
     assert not missing, f"{path.name} outputs never mention {missing}"

@@ -1,4 +1,5 @@
 """The training loop (hierviz.train): schedule, learning, exact resume, NaN stop."""
+
 from __future__ import annotations
 
 import math
@@ -9,6 +10,7 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from hierviz.geometry import get_geometry
+from hierviz.hierarchy import LabelTree
 from hierviz.losses import build_objective
 from hierviz.models import build_model
 from hierviz.training import (
@@ -21,7 +23,6 @@ from hierviz.training import (
     seed_everything,
     warmup_cosine,
 )
-from hierviz.hierarchy import LabelTree
 
 TREE = LabelTree.from_nested({"root": {"p": ["a", "b"], "q": ["c", "d"]}})
 
@@ -50,13 +51,22 @@ def _model(geometry="euclidean", num_classes=None):
 
 
 def _config(tmp_path=None, **kw):
-    base = dict(epochs=3, batch_size=8, warmup_epochs=1, lr_backbone=1e-3, lr_head=1e-2, progress=False,
-                checkpoint_dir=tmp_path, seed=0)
+    base = dict(
+        epochs=3,
+        batch_size=8,
+        warmup_epochs=1,
+        lr_backbone=1e-3,
+        lr_head=1e-2,
+        progress=False,
+        checkpoint_dir=tmp_path,
+        seed=0,
+    )
     base.update(kw)
     return TrainConfig(**base)
 
 
 # ----------------------------------------------------------------------------- schedule
+
 
 def test_warmup_cosine_hand_values():
     W, T = 2, 6
@@ -87,6 +97,7 @@ def test_param_groups_follow_lr_ratio_and_schedule(tmp_path):
 
 
 # ----------------------------------------------------------------------------- learning
+
 
 def test_loss_decreases_on_tiny_data():
     model = _model()
@@ -136,6 +147,7 @@ def test_view_mean_of_logit_loss_equals_flattened_loss():
 
 # ----------------------------------------------------------------------------- resume
 
+
 def _state(res, obj):
     sd = {f"model.{k}": v for k, v in res.model.state_dict().items()}
     sd.update({f"ema.{k}": v for k, v in res.ema.state_dict().items()})
@@ -171,8 +183,12 @@ def test_resume_after_interruption_is_bit_identical(tmp_path):
     assert res.step_history == ref.step_history
 
     # resuming a finished run trains nothing and returns the same weights
-    again = fit(_config(tmp_path / "b", resume=True), _model(geo),
-                build_objective("hwc+lam", TREE, get_geometry(geo)), TinyViews())
+    again = fit(
+        _config(tmp_path / "b", resume=True),
+        _model(geo),
+        build_objective("hwc+lam", TREE, get_geometry(geo)),
+        TinyViews(),
+    )
     assert again.resumed_from == 3
     for k, v in again.model.state_dict().items():
         assert torch.equal(v, ref.model.state_dict()[k])
@@ -190,8 +206,21 @@ def test_checkpoint_is_complete_and_written_atomically(tmp_path):
     fit(_config(tmp_path, epochs=1), _model(), obj, TinyViews())
     assert sorted(p.name for p in tmp_path.iterdir()) == [CHECKPOINT_NAME]  # no temp files left
     state = load_checkpoint(tmp_path / CHECKPOINT_NAME)
-    assert {"epoch", "config", "model", "optimizer", "scheduler", "scaler", "ema", "objective", "rng",
-            "history", "step_history", "train_seconds", "global_step"} <= set(state)
+    assert {
+        "epoch",
+        "config",
+        "model",
+        "optimizer",
+        "scheduler",
+        "scaler",
+        "ema",
+        "objective",
+        "rng",
+        "history",
+        "step_history",
+        "train_seconds",
+        "global_step",
+    } <= set(state)
     assert state["epoch"] == 1 and state["global_step"] == 3
     assert any(k.endswith("prototypes") for k in state["objective"])
     with pytest.raises(FileNotFoundError, match="no checkpoint"):
@@ -199,6 +228,7 @@ def test_checkpoint_is_complete_and_written_atomically(tmp_path):
 
 
 # ----------------------------------------------------------------------------- NaN stop
+
 
 class PoisonAfter(nn.Module):
     """SupCon whose extra term turns NaN at global call ``k`` (0-based)."""
@@ -240,11 +270,20 @@ def test_nan_at_first_step_says_no_checkpoint():
 
 # ----------------------------------------------------------------------------- config / device
 
-@pytest.mark.parametrize("kw,match", [
-    ({"epochs": 0}, "epochs"), ({"batch_size": 0}, "batch_size"), ({"lr_head": 0.0}, "lr_head"),
-    ({"lr_backbone": float("nan")}, "lr_backbone"), ({"ema_decay": 1.0}, "ema_decay"),
-    ({"warmup_epochs": -1}, "warmup_epochs"), ({"grad_clip": 0.0}, "grad_clip"), ({"seed": -1}, "seed"),
-])
+
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        ({"epochs": 0}, "epochs"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"lr_head": 0.0}, "lr_head"),
+        ({"lr_backbone": float("nan")}, "lr_backbone"),
+        ({"ema_decay": 1.0}, "ema_decay"),
+        ({"warmup_epochs": -1}, "warmup_epochs"),
+        ({"grad_clip": 0.0}, "grad_clip"),
+        ({"seed": -1}, "seed"),
+    ],
+)
 def test_train_config_rejects_bad_values(kw, match):
     with pytest.raises(ValueError, match=match):
         TrainConfig(**kw)

@@ -1,4 +1,5 @@
 """Tests for hierviz.viz figures: traces, geometry of the drawn objects, values, bad input."""
+
 from __future__ import annotations
 
 import colorsys
@@ -36,8 +37,16 @@ from hierviz.viz import (
     tree_layout,
 )
 
-BREAKHIS_LEAVES = ["adenosis", "fibroadenoma", "phyllodes_tumor", "tubular_adenoma",
-                   "ductal_carcinoma", "lobular_carcinoma", "mucinous_carcinoma", "papillary_carcinoma"]
+BREAKHIS_LEAVES = [
+    "adenosis",
+    "fibroadenoma",
+    "phyllodes_tumor",
+    "tubular_adenoma",
+    "ductal_carcinoma",
+    "lobular_carcinoma",
+    "mucinous_carcinoma",
+    "papillary_carcinoma",
+]
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -45,7 +54,7 @@ def poincare_dist(x, y, c=1.0):
     """Paper 01 Eq. 2 in float64 numpy (independent of geoopt / hierviz.geometry)."""
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
     num = 2 * c * np.sum((x - y) ** 2, -1)
-    den = (1 - c * np.sum(x ** 2, -1)) * (1 - c * np.sum(y ** 2, -1))
+    den = (1 - c * np.sum(x**2, -1)) * (1 - c * np.sum(y**2, -1))
     return np.arccosh(1 + num / den) / np.sqrt(c)
 
 
@@ -79,7 +88,7 @@ def test_leaf_colors_one_family_per_parent(breakhis_tree):
     assert len(set(col.values())) == 8  # every leaf distinct
 
     def hue(h):
-        hh = colorsys.rgb_to_hls(*(int(h[i:i + 2], 16) / 255 for i in (1, 3, 5)))[0]
+        hh = colorsys.rgb_to_hls(*(int(h[i : i + 2], 16) / 255 for i in (1, 3, 5)))[0]
         return (hh + 0.1) % 1.0  # red sits at the 0/1 wrap-around
 
     benign = {round(hue(col[x]), 2) for x in BREAKHIS_LEAVES[:4]}
@@ -139,7 +148,7 @@ def test_geodesic_is_orthogonal_arc_and_shortest(c):
     # all samples on one circle orthogonal to the boundary: |o|^2 = R^2 + r^2
     o, r = _circle_through(g[0], g[20], g[-1])
     np.testing.assert_allclose(np.linalg.norm(g - o, axis=1), r, rtol=1e-7)
-    assert o @ o == pytest.approx(R ** 2 + r ** 2, rel=1e-7)
+    assert o @ o == pytest.approx(R**2 + r**2, rel=1e-7)
 
 
 def test_geodesic_through_origin_is_a_diameter():
@@ -319,8 +328,15 @@ def test_projection_pca_values_and_traces(breakhis_tree):
 
 def test_projection_tsne_finite(breakhis_tree):
     X, y = toy_features(breakhis_tree, n_per_leaf=5)
-    fig, xy, _ = plot_projection(torch.tensor(X), torch.tensor(y), breakhis_tree, method="tsne",
-                                 overlay=None, return_coords=True, options={"max_iter": 250})
+    fig, xy, _ = plot_projection(
+        torch.tensor(X),
+        torch.tensor(y),
+        breakhis_tree,
+        method="tsne",
+        overlay=None,
+        return_coords=True,
+        options={"max_iter": 250},
+    )
     assert xy.shape == (40, 2) and np.all(np.isfinite(xy))
     assert trace_names(fig) == BREAKHIS_LEAVES
 
@@ -341,8 +357,7 @@ def test_projection_hyperbolic_uses_logmap0(breakhis_tree):
     X, y = toy_features(breakhis_tree)
     ball = geoopt.PoincareBall(c=2.0)
     Z = ball.projx(ball.expmap0(torch.tensor(X / 20)))
-    fig, xy, _ = plot_projection(Z, y, breakhis_tree, method="pca", geometry=PoincareBall(c=2.0),
-                                 return_coords=True)
+    fig, xy, _ = plot_projection(Z, y, breakhis_tree, method="pca", geometry=PoincareBall(c=2.0), return_coords=True)
     ref = PCA(2, random_state=0).fit_transform(ball.logmap0(Z).numpy())
     np.testing.assert_allclose(xy, ref, atol=1e-6)
     assert "logmap₀" in fig.layout.title.text and fig.layout.meta["tangent"] is True
@@ -386,9 +401,9 @@ def test_omega_matrix_breakhis_hand_values(breakhis_tree):
     a, g = 0.3, 0.7
     W = omega_matrix(breakhis_tree, a, g)
     assert W.shape == (8, 8)
-    np.testing.assert_allclose(np.diag(W), 1 + a * 1.0)           # a_ii = 1 + α·ρ, ρ = 1
-    assert W[0, 1] == pytest.approx(1 + g * (1 - 0.5))               # siblings, ρ = 1/2
-    assert W[0, 4] == pytest.approx(1 + g * (1 - 0.0))               # cross-branch, ρ = 0
+    np.testing.assert_allclose(np.diag(W), 1 + a * 1.0)  # a_ii = 1 + α·ρ, ρ = 1
+    assert W[0, 1] == pytest.approx(1 + g * (1 - 0.5))  # siblings, ρ = 1/2
+    assert W[0, 4] == pytest.approx(1 + g * (1 - 0.0))  # cross-branch, ρ = 0
     assert W[5, 6] == pytest.approx(1.35) and W[7, 2] == pytest.approx(1.7)
     Wc = omega_matrix(breakhis_tree, a, g, alpha_max=0.5)
     assert Wc[0, 4] == pytest.approx(1.5) and Wc[0, 1] == pytest.approx(1.35) and Wc[0, 0] == pytest.approx(1.3)
@@ -484,7 +499,7 @@ def test_plot_forces_distant_negatives_pushed_harder(breakhis_tree):
 # ----------------------------------------------------------------------------- hyperboloid
 def lift(v, k):
     v = np.asarray(v, float)
-    return np.column_stack([np.sqrt(1 / k + np.sum(v ** 2, 1)), v])
+    return np.column_stack([np.sqrt(1 / k + np.sum(v**2, 1)), v])
 
 
 @pytest.mark.parametrize("k", [1.0, 3.0])
@@ -516,7 +531,12 @@ def test_hyperboloid_matches_lorentz_geometry():
 def test_hyperboloid_without_tree_and_bad_input():
     x = lift(np.random.default_rng(0).standard_normal((6, 2)), 1.0)
     assert trace_names(plot_hyperboloid(x)) == ["hyperboloid", "points"]
-    assert trace_names(plot_hyperboloid(x, np.array([0, 0, 1, 1, 2, 2]))) == ["hyperboloid", "label 0", "label 1", "label 2"]
+    assert trace_names(plot_hyperboloid(x, np.array([0, 0, 1, 1, 2, 2]))) == [
+        "hyperboloid",
+        "label 0",
+        "label 1",
+        "label 2",
+    ]
     with pytest.raises(ValueError, match="off the hyperboloid"):
         check_on_hyperboloid(x, k=2.0)
     with pytest.raises(ValueError, match="upper sheet"):
@@ -544,8 +564,10 @@ def test_loss_curves():
 
 
 def test_metric_bars():
-    rows = [{"method": "supcon", "top1": 0.7, "hf1": 0.8, "top1_std": 0.02},
-            {"method": "hwc", "top1": 0.75, "hf1": 0.85, "top1_std": 0.01}]
+    rows = [
+        {"method": "supcon", "top1": 0.7, "hf1": 0.8, "top1_std": 0.02},
+        {"method": "hwc", "top1": 0.75, "hf1": 0.85, "top1_std": 0.01},
+    ]
     fig = plot_metric_bars(rows)
     assert trace_names(fig) == ["supcon", "hwc"]
     assert list(fig.data[0].x) == ["top1", "hf1"] and list(fig.data[1].y) == [0.75, 0.85]

@@ -1,4 +1,5 @@
 """Tests for hierviz.viz.widgets: plain figure callbacks and the slider panels built on them."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -31,7 +32,7 @@ def names(fig):
 
 def poincare_dist(x, y, c=1.0):
     num = 2 * c * np.sum((x - y) ** 2, -1)
-    den = (1 - c * np.sum(x ** 2, -1)) * (1 - c * np.sum(y ** 2, -1))
+    den = (1 - c * np.sum(x**2, -1)) * (1 - c * np.sum(y**2, -1))
     return np.arccosh(1 + num / den) / np.sqrt(c)
 
 

@@ -9,6 +9,7 @@ the projection head on the manifold (``use="z"``), except for HXE, whose penulti
 (``use="features"``, paper 01 §4.3 "we evaluate the penultimate-layer features").
 The EMA of the weights is never used here (paper 01 §4.4).
 """
+
 from __future__ import annotations
 
 import time
@@ -78,8 +79,14 @@ class ClassificationRecord:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """What a run folder's ``embeddings.npz`` keeps: train/test embeddings, labels, prototypes."""
-        return {"z_test": self.z_test, "y_test": self.y_test, "z_train": self.z_train, "y_train": self.y_train,
-                "prototypes": self.prototypes, "proto_nodes": self.proto_nodes}
+        return {
+            "z_test": self.z_test,
+            "y_test": self.y_test,
+            "z_train": self.z_train,
+            "y_train": self.y_train,
+            "prototypes": self.prototypes,
+            "proto_nodes": self.proto_nodes,
+        }
 
 
 #: Alias kept from hierviz 0.1.
@@ -210,16 +217,22 @@ def evaluate_model(
 
     t0 = time.perf_counter()
     with torch.jit.optimized_execution(False):  # same float rounding in every process (see hierviz.train)
-        z_tr, y_tr = embed_dataset(model, train_data, image_size, use=use, batch_size=batch_size,
-                                   device=device, num_workers=num_workers)
-        z_te, y_te = embed_dataset(model, test_data, image_size, use=use, batch_size=batch_size,
-                                   device=device, num_workers=num_workers)
+        z_tr, y_tr = embed_dataset(
+            model, train_data, image_size, use=use, batch_size=batch_size, device=device, num_workers=num_workers
+        )
+        z_te, y_te = embed_dataset(
+            model, test_data, image_size, use=use, batch_size=batch_size, device=device, num_workers=num_workers
+        )
         metrics = hierarchy_report(z_tr, y_tr, z_te, y_te, tree, geometry, seed=seed, steps=mean_steps)
-        protos, nodes = parent_prototypes(torch.as_tensor(z_tr), torch.as_tensor(y_tr), tree, geometry,
-                                          steps=mean_steps)
+        protos, nodes = parent_prototypes(
+            torch.as_tensor(z_tr), torch.as_tensor(y_tr), tree, geometry, steps=mean_steps
+        )
     return ClassificationRecord(
         metrics={k: float(v) for k, v in metrics.items()},
-        z_train=z_tr, y_train=y_tr, z_test=z_te, y_test=y_te,
+        z_train=z_tr,
+        y_train=y_tr,
+        z_test=z_te,
+        y_test=y_te,
         prototypes=torch.as_tensor(protos).detach().float().cpu().numpy(),
         proto_nodes=torch.as_tensor(nodes).long().cpu().numpy(),
         use=use,
@@ -227,16 +240,37 @@ def evaluate_model(
     )
 
 
-
 @register_protocol("classification")
-def classification_protocol(model: nn.Module, train_data: Any, test_data: Any, tree: Any, geometry: Any, *,
-                            embedding: str = "z", seed: int = 0, image_size: int, device: Any = None,
-                            num_workers: int = 0, batch_size: int = 256, mean_steps: int = 3
-                            ) -> ClassificationRecord:
+def classification_protocol(
+    model: nn.Module,
+    train_data: Any,
+    test_data: Any,
+    tree: Any,
+    geometry: Any,
+    *,
+    embedding: str = "z",
+    seed: int = 0,
+    image_size: int,
+    device: Any = None,
+    num_workers: int = 0,
+    batch_size: int = 256,
+    mean_steps: int = 3,
+) -> ClassificationRecord:
     """Paper 01 §4.4: a balanced linear probe on frozen embeddings + the hierarchy metrics.
 
     See :func:`evaluate_model` (``embedding`` is its ``use``).
     """
-    return evaluate_model(model, train_data, test_data, tree, geometry, image_size=image_size, use=embedding,
-                          seed=seed, batch_size=batch_size, device=device, num_workers=num_workers,
-                          mean_steps=mean_steps)
+    return evaluate_model(
+        model,
+        train_data,
+        test_data,
+        tree,
+        geometry,
+        image_size=image_size,
+        use=embedding,
+        seed=seed,
+        batch_size=batch_size,
+        device=device,
+        num_workers=num_workers,
+        mean_steps=mean_steps,
+    )

@@ -440,7 +440,9 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     from hierviz.viz.projection import PROJECTIONS
 
     if cfg.eval.projection not in PROJECTIONS:
-        raise ConfigError(f"eval.projection: unknown projection {cfg.eval.projection!r}; valid: {', '.join(PROJECTIONS)}")
+        raise ConfigError(
+            f"eval.projection: unknown projection {cfg.eval.projection!r}; valid: {', '.join(PROJECTIONS)}"
+        )
     for key, v in (
         ("seeds", cfg.seeds),
         ("model.width", cfg.model.width),
@@ -451,8 +453,11 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         ("eval.mean_steps", cfg.eval.mean_steps),
     ):
         _check(v >= 1, key, "an integer >= 1", v)
-    for key, v in (("data.image_size", cfg.data.image_size), ("model.hidden_dim", cfg.model.hidden_dim),
-                   ("train.threads", cfg.train.threads)):
+    for key, v in (
+        ("data.image_size", cfg.data.image_size),
+        ("model.hidden_dim", cfg.model.hidden_dim),
+        ("train.threads", cfg.train.threads),
+    ):
         _check(v is None or v >= 1, key, "an integer >= 1 (or null)", v)
     _check(cfg.data.limit is None or cfg.data.limit >= 2, "data.limit", "an integer >= 2 (or null)", cfg.data.limit)
     _check(cfg.data.workers >= 0, "data.workers", "an integer >= 0", cfg.data.workers)
@@ -461,12 +466,20 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     _check(cfg.model.clip_r is None or cfg.model.clip_r > 0, "model.clip_r", "> 0 (or null)", cfg.model.clip_r)
     _check(cfg.train.lr_backbone > 0, "train.lr_backbone", "> 0", cfg.train.lr_backbone)
     _check(cfg.train.lr_head is None or cfg.train.lr_head > 0, "train.lr_head", "> 0 (or null)", cfg.train.lr_head)
-    _check(cfg.train.warmup_epochs is None or cfg.train.warmup_epochs >= 0, "train.warmup_epochs", ">= 0",
-           cfg.train.warmup_epochs)
+    _check(
+        cfg.train.warmup_epochs is None or cfg.train.warmup_epochs >= 0,
+        "train.warmup_epochs",
+        ">= 0",
+        cfg.train.warmup_epochs,
+    )
     _check(0 <= cfg.train.ema_decay < 1, "train.ema_decay", "in [0, 1) (0 = off)", cfg.train.ema_decay)
     _check(cfg.train.weight_decay >= 0, "train.weight_decay", ">= 0", cfg.train.weight_decay)
-    _check(cfg.data.dataset is not None or cfg.data.path is not None, "data.dataset", "a dataset name when "
-           "data.path is not set", cfg.data.dataset)
+    _check(
+        cfg.data.dataset is not None or cfg.data.path is not None,
+        "data.dataset",
+        "a dataset name when data.path is not set",
+        cfg.data.dataset,
+    )
     _check(cfg.eval.split in ("test", "val"), "eval.split", '"test" or "val"', cfg.eval.split)
     tau = cfg.loss.get("tau")
     _check(tau is None or tau > 0, "loss.tau", "> 0", tau)

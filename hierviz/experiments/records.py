@@ -141,9 +141,9 @@ def check_mergeable(records: Sequence[Mapping[str, Any]]) -> None:
             continue
         keys = diff_keys(first["config"], cfg, ignore=RUN_KEYS)
         if keys:
-            shown = ", ".join(
-                f"{k}: {_get(first['config'], k)!r} vs {_get(cfg, k)!r}" for k in keys[:6]
-            ) + (" …" if len(keys) > 6 else "")
+            shown = ", ".join(f"{k}: {_get(first['config'], k)!r} vs {_get(cfg, k)!r}" for k in keys[:6]) + (
+                " …" if len(keys) > 6 else ""
+            )
             raise ConfigError(
                 f"runs {Path(first['folder']).name} and {Path(rec['folder']).name} were trained with different "
                 f"settings ({shown}); a report averages like with like: put them in separate --out folders"

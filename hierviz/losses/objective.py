@@ -7,6 +7,7 @@ Methods (:mod:`hierviz.methods`) build objectives; a training loop calls
 
 The methods themselves (names, terms, hyperparameters) are listed in :mod:`hierviz.methods.paper01`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ import torch
 from torch import nn
 
 __all__ = ["Objective", "build_objective"]
+
 
 class Objective(nn.Module):
     """A weighted sum of loss terms with one calling convention.
@@ -53,8 +55,13 @@ class Objective(nn.Module):
     value.
     """
 
-    def __init__(self, name: str, terms: Mapping[str, nn.Module], weights: Mapping[str, float] | None = None,
-                 requires_logits: bool = False):
+    def __init__(
+        self,
+        name: str,
+        terms: Mapping[str, nn.Module],
+        weights: Mapping[str, float] | None = None,
+        requires_logits: bool = False,
+    ):
         super().__init__()
         self.name = name
         self.terms = nn.ModuleDict(dict(terms))
@@ -69,8 +76,9 @@ class Objective(nn.Module):
         parts = [(f"{w:g}·" if w != 1.0 else "") + f"L_{k}" for k, w in self.weights.items()]
         return f"name={self.name!r}, L = " + " + ".join(parts)
 
-    def forward(self, z: torch.Tensor | None, labels: torch.Tensor | None,
-                logits: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def forward(
+        self, z: torch.Tensor | None, labels: torch.Tensor | None, logits: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Total loss and its terms for one batch.
 
         Parameters
@@ -111,7 +119,6 @@ class Objective(nn.Module):
             total = contrib if total is None else total + contrib
         assert total is not None
         return total, values
-
 
     def loss_from_output(
         self, out: Mapping[str, torch.Tensor | None], labels: torch.Tensor | None

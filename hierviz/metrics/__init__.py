@@ -16,6 +16,7 @@ Retrieval metrics (papers 01 and 04): :func:`precision_at_k` (RP@k), :func:`reca
 
 Labels are always leaf indices (``0 .. C-1``) in the tree's leaf order.
 """
+
 from hierviz.metrics.hierarchy import (
     default_parent_level,
     h_acc,

@@ -20,6 +20,7 @@ root), the leaf level ``L`` is used instead, i.e. the metric degrades to
 nearest-class-mean. An explicit level with a single group has no "wrong parent" and
 raises ``ValueError``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -74,9 +75,7 @@ def _as_labels(x: Any, name: str, tree: LabelTree, *, allow_empty: bool = False)
     try:
         t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
     except (TypeError, ValueError, RuntimeError) as err:
-        raise TypeError(
-            f"{name} must be an integer array or tensor of leaf indices; got {type(x).__name__}"
-        ) from err
+        raise TypeError(f"{name} must be an integer array or tensor of leaf indices; got {type(x).__name__}") from err
     if t.ndim != 1:
         raise ValueError(f"{name} must be 1-D (n,), got shape {tuple(t.shape)}")
     if t.numel() == 0:
@@ -559,8 +558,14 @@ def pc_order(
 
 
 def violations_by_level(
-    z_train: Any, y_train: Any, z_test: Any, y_test: Any, tree: Any, geometry: Any,
-    levels: Sequence[int] | None = None, steps: int = 3,
+    z_train: Any,
+    y_train: Any,
+    z_test: Any,
+    y_test: Any,
+    tree: Any,
+    geometry: Any,
+    levels: Sequence[int] | None = None,
+    steps: int = 3,
 ) -> dict[int, float]:
     """Parent-distance violation rate per tree level (paper 01 §4.4, LAM's levels of Eq. 11).
 

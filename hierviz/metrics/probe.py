@@ -5,6 +5,7 @@ regression* (``max_iter=3000``) on the training embeddings, report leaf top-1 on
 set; HF1 / H-Acc are computed from the same probe predictions, violations / PC-Order from
 prototypes recomputed on the training embeddings in the embedding's own geometry.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any

@@ -17,6 +17,7 @@ All computations are vectorised over queries (one (Q, G) sort); there is no loop
 samples. Inputs on any device are copied to the CPU and evaluated in float64 (a (Q, G)
 matrix must fit in host memory).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any

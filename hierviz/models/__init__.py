@@ -21,6 +21,7 @@ Building blocks
 
 Pretrained weights are never downloaded: pass a local ``state_dict`` file.
 """
+
 from hierviz.models.encoders import ENCODERS, SmallCNN, build_encoder, register_encoder, resnet_encoder
 from hierviz.models.heads import HyperbolicHead, L2Normalize, ProjectionHead, manifold_head
 from hierviz.models.model import EmbeddingModel, build_model

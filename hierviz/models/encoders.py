@@ -6,6 +6,7 @@ small-image stem). A user encoder is one function registered with
 returns a module with an integer ``out_dim``. Pretrained weights are never downloaded:
 ``pretrained`` is a local ``state_dict`` file.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,6 +43,7 @@ def register_encoder(name: str):
 
 
 _RESNET_DIMS = {"resnet18": 512, "resnet50": 2048}
+
 
 class SmallCNN(nn.Module):
     """A small four-block CNN encoder for CPU runs, tests and teaching.

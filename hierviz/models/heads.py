@@ -5,6 +5,7 @@
 :class:`HyperbolicHead` (feature clipping + ``expmap0``) for hyperbolic geometries, chosen by
 ``geometry.hyperbolic``, never by the geometry's name.
 """
+
 from __future__ import annotations
 
 import torch
@@ -17,6 +18,7 @@ __all__ = ["ProjectionHead", "L2Normalize", "HyperbolicHead", "manifold_head"]
 def _float_dtype(x: torch.Tensor) -> torch.dtype:
     """float64 stays float64; every other dtype (float16, bfloat16, float32) becomes float32."""
     return torch.float64 if x.dtype == torch.float64 else torch.float32
+
 
 class ProjectionHead(nn.Module):
     """Two-layer MLP projection head ``Linear -> BatchNorm -> ReLU -> Linear``.
@@ -182,4 +184,3 @@ def manifold_head(geometry, clip_r: float | None = 2.0) -> nn.Module:
     if getattr(geometry, "hyperbolic", False):
         return HyperbolicHead(geometry, clip_r=clip_r)
     return L2Normalize()
-

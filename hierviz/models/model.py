@@ -1,4 +1,5 @@
 """The embedding model: encoder + projection head + manifold map (+ optional classifier)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,14 +43,16 @@ class EmbeddingModel(nn.Module):
         geometry is unknown.
     """
 
-    def __init__(self, encoder: nn.Module, head: nn.Module, geometry, num_classes: int | None = None,
-                 clip_r: float | None = 2.0) -> None:
+    def __init__(
+        self, encoder: nn.Module, head: nn.Module, geometry, num_classes: int | None = None, clip_r: float | None = 2.0
+    ) -> None:
         super().__init__()
         out_dim = getattr(encoder, "out_dim", None)
         if not isinstance(out_dim, int) or out_dim < 1:
             raise ValueError(f"encoder must have a positive integer attribute out_dim, got {out_dim!r}")
-        if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, int)
-                                        or num_classes < 1):
+        if num_classes is not None and (
+            isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1
+        ):
             raise ValueError(f"num_classes must be a positive integer or None, got {num_classes!r}")
         self.encoder = encoder
         self.head = head

@@ -13,6 +13,7 @@ Three outputs per comparison:
   prototypes (hyperbolic runs) and a t-SNE/UMAP/PCA map with the tree drawn over it,
   and the loss curves.
 """
+
 from __future__ import annotations
 
 import html
@@ -46,8 +47,15 @@ dl.header dt{font-weight:bold;float:left;clear:left;width:11em}dl.header dd{marg
 """
 
 
-def write_report_html(path: str | Path, *, title: str, header: Mapping[str, str], table_html: str,
-                      figures: Sequence[tuple[str, Any]], notes: Sequence[str] = ()) -> Path:
+def write_report_html(
+    path: str | Path,
+    *,
+    title: str,
+    header: Mapping[str, str],
+    table_html: str,
+    figures: Sequence[tuple[str, Any]],
+    notes: Sequence[str] = (),
+) -> Path:
     """Write a single self-contained HTML file (plotly.js inlined once, no network needed).
 
     Parameters
@@ -79,10 +87,12 @@ def write_report_html(path: str | Path, *, title: str, header: Mapping[str, str]
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
-             f"<title>{html.escape(title)}</title><style>{_CSS}</style>",
-             f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>",
-             f"<h1>{html.escape(title)}</h1><dl class='header'>"]
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style>",
+        f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>",
+        f"<h1>{html.escape(title)}</h1><dl class='header'>",
+    ]
     for k, v in header.items():
         v = str(v)
         shown = f"<pre>{html.escape(v)}</pre>" if "\n" in v else html.escape(v)
@@ -94,8 +104,12 @@ def write_report_html(path: str | Path, *, title: str, header: Mapping[str, str]
     for i, (sec, fig) in enumerate(figures):
         if not isinstance(fig, go.Figure):
             raise TypeError(f"figures[{i}] ({sec!r}) must be a plotly Figure, got {type(fig).__name__}")
-        div = fig.to_html(full_html=False, include_plotlyjs=False, default_width="100%",
-                          config={"responsive": True, "displaylogo": False})
+        div = fig.to_html(
+            full_html=False,
+            include_plotlyjs=False,
+            default_width="100%",
+            config={"responsive": True, "displaylogo": False},
+        )
         parts.append(f"<div class='fig'><h3>{html.escape(sec)}</h3>{div}</div>")
     parts.append("</body></html>")
     path.write_text("".join(parts), encoding="utf-8")
@@ -136,8 +150,10 @@ def collapsed_note(z: np.ndarray, tol: float = 1e-6) -> str:
         return "the test embeddings contain NaN or inf"
     distinct = np.unique(np.round(z / tol), axis=0).shape[0]
     if distinct < 3:
-        return (f"the test embeddings are collapsed: all {len(z)} points lie within {tol:g} of {distinct} point(s) "
-                "(the encoder learned a constant map)")
+        return (
+            f"the test embeddings are collapsed: all {len(z)} points lie within {tol:g} of {distinct} point(s) "
+            "(the encoder learned a constant map)"
+        )
     return ""
 
 
@@ -219,8 +235,7 @@ def build_report(
     paths = {"csv": write_results_csv(rows, out_dir / "results.csv")}
     first = lambda key: str(header.get(key, "")).splitlines()[0] if header.get(key) else ""  # noqa: E731
     title_md = " — ".join(t for t in (f"**{title}**", first("Dataset"), first("Tree")) if t)
-    md = results_markdown(rows, methods=methods, geometries=geometries,
-                          title=title_md)
+    md = results_markdown(rows, methods=methods, geometries=geometries, title=title_md)
     paths["markdown"] = out_dir / "results.md"
     paths["markdown"].write_text(md, encoding="utf-8")
 
@@ -233,9 +248,12 @@ def build_report(
         for m in METRICS:
             br[m], br[f"{m}_std"] = vals[m][0], vals[m][1]
         bar_rows.append(br)
-    _figure_or_note("Metrics (mean ± std over seeds)",
-                    lambda: plot_metric_bars(bar_rows, metrics=list(METRICS), title="Metrics per method"),
-                    figures, notes)
+    _figure_or_note(
+        "Metrics (mean ± std over seeds)",
+        lambda: plot_metric_bars(bar_rows, metrics=list(METRICS), title="Metrics per method"),
+        figures,
+        notes,
+    )
     _figure_or_note("Label tree", lambda: plot_tree(tree), figures, notes)
 
     # one representative run (lowest seed) per method x geometry
@@ -279,20 +297,46 @@ def build_report(
                 _figure_or_note(
                     f"{label}: Poincaré disk of test {what} and parent prototypes",
                     lambda zb=zb, y=y, pb=pb, names=names, c=geom.c, label=label, what=what: plot_poincare_disk(
-                        zb, y, tree, prototypes=pb if len(pb) else None, proto_nodes=names if len(pb) else None,
-                        c=c, max_points=max_points, title=f"{label}: test {what} (Poincaré disk)"),
-                    figures, notes)
+                        zb,
+                        y,
+                        tree,
+                        prototypes=pb if len(pb) else None,
+                        proto_nodes=names if len(pb) else None,
+                        c=c,
+                        max_points=max_points,
+                        title=f"{label}: test {what} (Poincaré disk)",
+                    ),
+                    figures,
+                    notes,
+                )
             _figure_or_note(
                 f"{label}: {projection.upper()} of test {what} with the tree drawn over it",
                 lambda z=z, y=y, geom=geom, label=label, what=what: plot_projection(
-                    z, y, tree, method=projection, geometry=geom, overlay="centroids", max_points=max_points,
-                    title=f"{label}: {projection.upper()} of test {what}"),
-                figures, notes)
+                    z,
+                    y,
+                    tree,
+                    method=projection,
+                    geometry=geom,
+                    overlay="centroids",
+                    max_points=max_points,
+                    title=f"{label}: {projection.upper()} of test {what}",
+                ),
+                figures,
+                notes,
+            )
     if losses:
-        _figure_or_note("Training loss per step (lowest seed of each run)",
-                        lambda: plot_loss_curves(losses, title="Training loss", xlabel="step"), figures, notes)
-    paths["html"] = write_report_html(out_dir / "report.html", title=title, header=header,
-                                      table_html=results_html_table(rows, methods=methods, geometries=geometries),
-                                      figures=figures, notes=notes)
+        _figure_or_note(
+            "Training loss per step (lowest seed of each run)",
+            lambda: plot_loss_curves(losses, title="Training loss", xlabel="step"),
+            figures,
+            notes,
+        )
+    paths["html"] = write_report_html(
+        out_dir / "report.html",
+        title=title,
+        header=header,
+        table_html=results_html_table(rows, methods=methods, geometries=geometries),
+        figures=figures,
+        notes=notes,
+    )
     return paths
-

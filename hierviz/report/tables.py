@@ -1,4 +1,5 @@
 """Results tables: ``results.csv`` (one row per run) and the paper-01-shaped Markdown/HTML tables."""
+
 from __future__ import annotations
 
 import csv
@@ -27,8 +28,7 @@ __all__ = [
 
 METRICS = ("hf1", "h_acc", "pc_order", "violations", "top1")
 #: Column titles used in the tables (paper 01 Table 1).
-METRIC_LABELS = {"hf1": "HF1", "h_acc": "H-Acc", "pc_order": "PC-Order", "violations": "Violations ↓",
-                 "top1": "Top-1"}
+METRIC_LABELS = {"hf1": "HF1", "h_acc": "H-Acc", "pc_order": "PC-Order", "violations": "Violations ↓", "top1": "Top-1"}
 #: Metrics where lower is better (bolded as minimum).
 LOWER_IS_BETTER = frozenset({"violations"})
 #: Row titles of the methods (paper 01 §4.3 names).
@@ -158,8 +158,9 @@ def read_results_csv(path: str | Path) -> list[dict]:
     return rows
 
 
-def summarise(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS
-              ) -> dict[tuple[str, str], dict[str, tuple[float, float, int]]]:
+def summarise(
+    rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS
+) -> dict[tuple[str, str], dict[str, tuple[float, float, int]]]:
     """Mean, sample standard deviation and count over seeds for each (method, geometry).
 
     Parameters
@@ -232,9 +233,13 @@ def _table_cells(rows, metrics, methods, geometries):
     return header, body, nseeds
 
 
-def results_markdown(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS,
-                     methods: Sequence[str] | None = None, geometries: Sequence[str] | None = None,
-                     title: str | None = None) -> str:
+def results_markdown(
+    rows: Sequence[Mapping[str, Any]],
+    metrics: Sequence[str] = METRICS,
+    methods: Sequence[str] | None = None,
+    geometries: Sequence[str] | None = None,
+    title: str | None = None,
+) -> str:
     """Markdown table shaped like paper 01 Table 1: rows = methods, columns = metric per geometry.
 
     Each cell is "mean ± std" over seeds (sample std, ddof=1; just the mean for one seed);
@@ -270,14 +275,20 @@ def results_markdown(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] =
     for name, cells in body:
         lines.append(f"| {name} | " + " | ".join(f"**{t}**" if b else t for t, b in cells) + " |")
     seeds = "/".join(str(n) for n in nseeds)
-    lines += ["", f"Mean ± sample std over {seeds} seed(s); best per column in **bold**. "
-                  "Violations: lower is better; all other metrics: higher is better."]
+    lines += [
+        "",
+        f"Mean ± sample std over {seeds} seed(s); best per column in **bold**. "
+        "Violations: lower is better; all other metrics: higher is better.",
+    ]
     return "\n".join(lines) + "\n"
 
 
-def results_html_table(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS,
-                       methods: Sequence[str] | None = None,
-                       geometries: Sequence[str] | None = None) -> str:
+def results_html_table(
+    rows: Sequence[Mapping[str, Any]],
+    metrics: Sequence[str] = METRICS,
+    methods: Sequence[str] | None = None,
+    geometries: Sequence[str] | None = None,
+) -> str:
     """The table of :func:`results_markdown` as an HTML ``<table>`` fragment (escaped).
 
     Parameters
@@ -300,4 +311,3 @@ def results_html_table(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str]
         out.append("</tr>")
     out.append("</tbody></table>")
     return "".join(out)
-

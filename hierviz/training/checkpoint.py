@@ -226,4 +226,6 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     try:
         return torch.load(io.BytesIO(payload), map_location=map_location, weights_only=True)
     except Exception as exc:  # truncated zip, unpickling error, ...
-        raise _corrupt(path, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'unreadable'}") from None
+        raise _corrupt(
+            path, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'unreadable'}"
+        ) from None

@@ -1,4 +1,5 @@
 """The training hyper-parameters of :func:`hierviz.training.fit` (paper 01 §4.2 defaults)."""
+
 from __future__ import annotations
 
 import math
@@ -104,7 +105,6 @@ class TrainConfig:
         return d
 
 
-
 def check_resume_config(saved: dict[str, Any], config: TrainConfig, path: Path) -> None:
     now = config.to_dict()
     diff = [k for k in now if k not in RESUME_FREE_FIELDS and saved.get(k) != now[k]]
@@ -114,4 +114,3 @@ def check_resume_config(saved: dict[str, Any], config: TrainConfig, path: Path) 
             f"resume: the checkpoint {str(path)!r} was written with a different configuration ({detail}); "
             "use the same settings, or a fresh checkpoint_dir"
         )
-

@@ -20,6 +20,7 @@ machine needs:
   optimisations, whose different float rounding would make the first run in a process
   differ from later ones (and a resumed run from an uninterrupted one).
 """
+
 from __future__ import annotations
 
 import math
@@ -58,8 +59,9 @@ class NonFiniteLossError(RuntimeError):
         The last good checkpoint (left untouched), if any.
     """
 
-    def __init__(self, epoch: int, step: int, global_step: int, terms: dict[str, float],
-                 checkpoint: Path | None) -> None:
+    def __init__(
+        self, epoch: int, step: int, global_step: int, terms: dict[str, float], checkpoint: Path | None
+    ) -> None:
         self.epoch, self.step, self.global_step = epoch, step, global_step
         self.terms = dict(terms)
         self.checkpoint = checkpoint
@@ -186,6 +188,7 @@ def warmup_cosine(step: int, warmup_steps: int, total_steps: int) -> float:
 
 # --------------------------------------------------------------------------- fit
 
+
 def _make_loader(dataset: Dataset, config: TrainConfig, gen: torch.Generator, device: torch.device) -> DataLoader:
     n = len(dataset)  # type: ignore[arg-type]
     if n < 1:
@@ -232,8 +235,9 @@ def _amp_setup(config: TrainConfig, device: torch.device) -> tuple[bool, torch.d
     return True, (torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16)
 
 
-def _loss_with_logits(objective: nn.Module, z: torch.Tensor, y: torch.Tensor,
-                      logits: torch.Tensor | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def _loss_with_logits(
+    objective: nn.Module, z: torch.Tensor, y: torch.Tensor, logits: torch.Tensor | None
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Objective on classifier logits of every view: the mean over views of ``objective(z, y, logits[:, v])``.
 
     Logit losses (HXE) take ``(B, C)``; averaging the per-view losses equals the loss over
@@ -241,8 +245,10 @@ def _loss_with_logits(objective: nn.Module, z: torch.Tensor, y: torch.Tensor,
     the same value ``V`` times.
     """
     if logits is None:
-        raise ValueError("objective requires logits (e.g. 'hxe') but the model returned none; "
-                         "build the model with num_classes=tree.num_leaves")
+        raise ValueError(
+            "objective requires logits (e.g. 'hxe') but the model returned none; "
+            "build the model with num_classes=tree.num_leaves"
+        )
     if logits.dtype != torch.float64:
         logits = logits.float()  # the loss runs in float32 even when the model ran under autocast
     if logits.dim() == 2:
@@ -257,8 +263,9 @@ def _loss_with_logits(objective: nn.Module, z: torch.Tensor, y: torch.Tensor,
     return total / V, {k: t / V for k, t in acc.items()}
 
 
-def _objective_loss(objective: nn.Module, out: dict[str, Any], y: torch.Tensor,
-                    requires_logits: bool) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def _objective_loss(
+    objective: nn.Module, out: dict[str, Any], y: torch.Tensor, requires_logits: bool
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The objective on one batch of model outputs.
 
     An objective with a ``loss_from_output(out, labels)`` method (every
@@ -332,8 +339,10 @@ def fit(
     ckpt_path = None if config.checkpoint_dir is None else Path(config.checkpoint_dir) / CHECKPOINT_NAME
     requires_logits = bool(getattr(objective, "requires_logits", False))
     if requires_logits and getattr(model, "classifier", True) is None:
-        raise ValueError("objective requires logits (e.g. 'hxe') but the model has no classifier; "
-                         "build it with num_classes=tree.num_leaves")
+        raise ValueError(
+            "objective requires logits (e.g. 'hxe') but the model has no classifier; "
+            "build it with num_classes=tree.num_leaves"
+        )
 
     model.to(device)
     objective.to(device)
@@ -345,10 +354,14 @@ def fit(
         backbone = []
     ids = {id(p) for p in backbone}
     head = [p for p in model.parameters() if id(p) not in ids]
-    groups = [g for g in (
-        {"params": [p for p in backbone if p.requires_grad], "lr": config.lr_backbone, "name": "backbone"},
-        {"params": [p for p in head if p.requires_grad], "lr": config.lr_head, "name": "head"},
-    ) if g["params"]]
+    groups = [
+        g
+        for g in (
+            {"params": [p for p in backbone if p.requires_grad], "lr": config.lr_backbone, "name": "backbone"},
+            {"params": [p for p in head if p.requires_grad], "lr": config.lr_head, "name": "head"},
+        )
+        if g["params"]
+    ]
     obj_params = [p for p in objective.parameters() if p.requires_grad]
     if obj_params:
         groups.append({"params": obj_params, "lr": config.lr_head, "name": "objective"})
@@ -362,9 +375,7 @@ def fit(
     steps_per_epoch = len(loader)
     total_steps = steps_per_epoch * config.epochs
     warmup_steps = min(int(round(config.warmup_epochs * steps_per_epoch)), max(0, total_steps - 1))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: warmup_cosine(s, warmup_steps, total_steps)
-    )
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_cosine(s, warmup_steps, total_steps))
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp and amp_dtype == torch.float16)
 
     ema = None
@@ -397,8 +408,15 @@ def fit(
 
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=total_steps, initial=global_step, disable=not config.progress,
-               desc="train", unit="step", leave=False, dynamic_ncols=True)
+    bar = tqdm(
+        total=total_steps,
+        initial=global_step,
+        disable=not config.progress,
+        desc="train",
+        unit="step",
+        leave=False,
+        dynamic_ncols=True,
+    )
     t0 = time.perf_counter()
     # geoopt's TorchScript functions switch to JIT-optimised graphs after warm-up calls, whose
     # float rounding differs from the first calls: the first run in a process would then differ
@@ -421,8 +439,9 @@ def fit(
                     out = model(x)
                 loss, terms = _objective_loss(objective, out, y, requires_logits)
                 values = {"loss": float(loss.detach())}
-                values.update({k: float(torch.as_tensor(v).detach().float().mean()) for k, v in terms.items()
-                               if k != "loss"})
+                values.update(
+                    {k: float(torch.as_tensor(v).detach().float().mean()) for k, v in terms.items() if k != "loss"}
+                )
                 if not all(math.isfinite(v) for v in values.values()):
                     raise NonFiniteLossError(epoch, step, global_step, values, ckpt_path)
                 optimizer.zero_grad(set_to_none=True)
@@ -447,24 +466,26 @@ def fit(
             history.setdefault("lr_head", []).append(float(optimizer.param_groups[-1]["lr"]))
             elapsed = prior_seconds + (time.perf_counter() - t0)
             if ckpt_path is not None:
-                atomic_save({
-                    "epoch": epoch + 1,
-                    "global_step": global_step,
-                    "config": config.to_dict(),
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(),
-                    "scaler": scaler.state_dict(),
-                    "ema": None if ema is None else ema.state_dict(),
-                    "objective": objective.state_dict(),
-                    "rng": rng_state(gen),
-                    "history": history,
-                    "step_history": step_history,
-                    "train_seconds": elapsed,
-                }, ckpt_path)
+                atomic_save(
+                    {
+                        "epoch": epoch + 1,
+                        "global_step": global_step,
+                        "config": config.to_dict(),
+                        "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "scheduler": scheduler.state_dict(),
+                        "scaler": scaler.state_dict(),
+                        "ema": None if ema is None else ema.state_dict(),
+                        "objective": objective.state_dict(),
+                        "rng": rng_state(gen),
+                        "history": history,
+                        "step_history": step_history,
+                        "train_seconds": elapsed,
+                    },
+                    ckpt_path,
+                )
             for cb in callbacks:
-                cb(epoch, {"history": history, "step_history": step_history, "model": model,
-                           "checkpoint": ckpt_path})
+                cb(epoch, {"history": history, "step_history": step_history, "model": model, "checkpoint": ckpt_path})
     finally:
         jit_guard.__exit__(None, None, None)
         bar.close()

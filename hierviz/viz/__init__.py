@@ -11,6 +11,7 @@ Leaf colours are consistent across figures: one colour family per parent, shades
 leaf (:func:`leaf_colors`). Interactive panels live in :mod:`hierviz.viz.widgets`
 (imported on demand, since it needs ipywidgets).
 """
+
 from hierviz.viz.curves import plot_loss_curves, plot_metric_bars
 from hierviz.viz.disk import check_in_ball, geodesic, node_positions, plot_poincare_disk, reduce_to_disk
 from hierviz.viz.hyperboloid import check_on_hyperboloid, hyperboloid_to_disk, plot_hyperboloid

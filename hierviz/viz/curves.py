@@ -1,4 +1,5 @@
 """Training curves and metric bar charts."""
+
 from __future__ import annotations
 
 import math
@@ -13,8 +14,18 @@ from hierviz.viz.tree import _TEMPLATE
 
 __all__ = ["plot_loss_curves", "plot_metric_bars"]
 
-_PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
-            "#bcbd22", "#7f7f7f"]
+_PALETTE = [
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#7f7f7f",
+]
 
 
 def _series(values: Any, key: str) -> np.ndarray:
@@ -29,8 +40,9 @@ def _series(values: Any, key: str) -> np.ndarray:
     return arr
 
 
-def plot_loss_curves(history: Mapping[str, Sequence[float]], title: str | None = None,
-                     xlabel: str = "epoch", log_y: bool = False) -> go.Figure:
+def plot_loss_curves(
+    history: Mapping[str, Sequence[float]], title: str | None = None, xlabel: str = "epoch", log_y: bool = False
+) -> go.Figure:
     """Line plot of training curves, one line per key.
 
     Parameters
@@ -77,18 +89,28 @@ def plot_loss_curves(history: Mapping[str, Sequence[float]], title: str | None =
         if log_y and np.any(arr[finite] <= 0):
             raise ValueError(f"log_y=True needs positive values, history[{key!r}] has values <= 0")
         yv = [float(v) if math.isfinite(v) else None for v in arr]
-        fig.add_trace(go.Scatter(
-            x=np.arange(1, arr.size + 1), y=yv, mode="lines+markers" if arr.size <= 50 else "lines",
-            name=str(key), line=dict(color=_PALETTE[j % len(_PALETTE)], width=2), marker=dict(size=5),
-            hovertemplate=f"<b>{key}</b><br>{xlabel} %{{x}}<br>%{{y:.4g}}<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=np.arange(1, arr.size + 1),
+                y=yv,
+                mode="lines+markers" if arr.size <= 50 else "lines",
+                name=str(key),
+                line=dict(color=_PALETTE[j % len(_PALETTE)], width=2),
+                marker=dict(size=5),
+                hovertemplate=f"<b>{key}</b><br>{xlabel} %{{x}}<br>%{{y:.4g}}<extra></extra>",
+            )
+        )
     text = title or "Training curves"
     if bad:
         warnings.warn(f"non-finite values in history series {bad}: drawn as gaps", UserWarning, stacklevel=2)
         text += f"<br><sup>⚠ non-finite values (NaN/inf) in: {', '.join(bad)}</sup>"
     fig.update_layout(
-        template=_TEMPLATE, title=dict(text=text), height=420, hovermode="x unified",
-        xaxis=dict(title=dict(text=xlabel)), yaxis=dict(title=dict(text="value"), type="log" if log_y else "linear"),
+        template=_TEMPLATE,
+        title=dict(text=text),
+        height=420,
+        hovermode="x unified",
+        xaxis=dict(title=dict(text=xlabel)),
+        yaxis=dict(title=dict(text="value"), type="log" if log_y else "linear"),
     )
     return fig
 
@@ -104,8 +126,9 @@ def _rows(rows: Any) -> list[dict]:
     return out
 
 
-def plot_metric_bars(rows: Any, metrics: Sequence[str] | None = None, group: str = "method",
-                     title: str | None = None) -> go.Figure:
+def plot_metric_bars(
+    rows: Any, metrics: Sequence[str] | None = None, group: str = "method", title: str | None = None
+) -> go.Figure:
     """Grouped bar chart of metrics per method, with optional error bars.
 
     Parameters
@@ -138,9 +161,14 @@ def plot_metric_bars(rows: Any, metrics: Sequence[str] | None = None, group: str
         if group not in r:
             raise ValueError(f"rows[{i}] has no {group!r} column (set group= to the name column)")
     if metrics is None:
-        metrics = [k for k, v in R[0].items()
-                   if k != group and not k.endswith("_std") and isinstance(v, (int, float, np.number))
-                   and not isinstance(v, bool)]
+        metrics = [
+            k
+            for k, v in R[0].items()
+            if k != group
+            and not k.endswith("_std")
+            and isinstance(v, (int, float, np.number))
+            and not isinstance(v, bool)
+        ]
     metrics = list(metrics)
     if not metrics:
         raise ValueError("no numeric metric columns found in rows")
@@ -152,12 +180,25 @@ def plot_metric_bars(rows: Any, metrics: Sequence[str] | None = None, group: str
         vals = [float(r[m]) for m in metrics]
         std = [float(r.get(f"{m}_std", 0.0) or 0.0) for m in metrics]
         has_err = any(s > 0 for s in std)
-        fig.add_trace(go.Bar(
-            x=metrics, y=vals, name=str(r[group]), marker_color=_PALETTE[j % len(_PALETTE)],
-            error_y=dict(type="data", array=std, visible=True) if has_err else None,
-            texttemplate="%{y:.3f}", textposition="outside", textfont=dict(size=10),
-            hovertemplate=f"<b>{r[group]}</b><br>%{{x}} = %{{y:.4f}}<extra></extra>",
-        ))
-    fig.update_layout(template=_TEMPLATE, barmode="group", height=450, title=dict(text=title or "Metrics by method"),
-                      yaxis=dict(title=dict(text="score")), legend=dict(title=dict(text=group)))
+        fig.add_trace(
+            go.Bar(
+                x=metrics,
+                y=vals,
+                name=str(r[group]),
+                marker_color=_PALETTE[j % len(_PALETTE)],
+                error_y=dict(type="data", array=std, visible=True) if has_err else None,
+                texttemplate="%{y:.3f}",
+                textposition="outside",
+                textfont=dict(size=10),
+                hovertemplate=f"<b>{r[group]}</b><br>%{{x}} = %{{y:.4f}}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        template=_TEMPLATE,
+        barmode="group",
+        height=450,
+        title=dict(text=title or "Metrics by method"),
+        yaxis=dict(title=dict(text="score")),
+        legend=dict(title=dict(text=group)),
+    )
     return fig

@@ -5,6 +5,7 @@ metric of paper 01 Eq. 2. Its geodesics are circle arcs that meet the boundary c
 right angles (or diameters); :func:`geodesic` samples them with geoopt, and
 :func:`plot_poincare_disk` draws the tree edges root → internal node → leaf as such arcs.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from hierviz.viz.tree import (
 )
 
 __all__ = ["geodesic", "check_in_ball", "reduce_to_disk", "frechet_group_means", "node_positions", "plot_poincare_disk"]
+
 
 def check_in_ball(x: Any, c: float = 1.0, name: str = "z") -> np.ndarray:
     """Validate points of the Poincaré ball of curvature −c.
@@ -118,8 +120,9 @@ def _geometry(c: float):
     return PoincareBall(c=c)
 
 
-def reduce_to_disk(z: Any, c: float = 1.0, others: Sequence[Any] = (), max_fit: int = 20000,
-                   seed: int = 0) -> tuple[np.ndarray, list[np.ndarray]]:
+def reduce_to_disk(
+    z: Any, c: float = 1.0, others: Sequence[Any] = (), max_fit: int = 20000, seed: int = 0
+) -> tuple[np.ndarray, list[np.ndarray]]:
     """Map d-dimensional ball points to the 2-D disk: logmap₀ → PCA(2) → expmap₀.
 
     The principal directions are fitted on the tangent vectors ``logmap0(z)`` (at most
@@ -187,8 +190,9 @@ def reduce_to_disk(z: Any, c: float = 1.0, others: Sequence[Any] = (), max_fit: 
     return to_disk(V), [to_disk(log0(o)) for o in O]
 
 
-def frechet_group_means(geometry, x: torch.Tensor, index: torch.Tensor, num_groups: int,
-                        steps: int = 20) -> torch.Tensor:
+def frechet_group_means(
+    geometry, x: torch.Tensor, index: torch.Tensor, num_groups: int, steps: int = 20
+) -> torch.Tensor:
     """Per-group Fréchet means for plotting (paper 01 Eq. 3), converged further than training's T=3.
 
     A thin wrapper over ``geometry.group_mean`` (whose Karcher step is monotone in the
@@ -242,17 +246,18 @@ def node_positions(z: np.ndarray, y: np.ndarray, tree, geometry) -> dict[str, np
         a leaf). Nodes with no points are absent; the root is never included.
     """
     out: dict[str, np.ndarray] = {}
-    paths = tree.leaf_paths.numpy()[y]            # (N, L+1) node index per level
+    paths = tree.leaf_paths.numpy()[y]  # (N, L+1) node index per level
     depth = tree.node_depth.numpy()
     zt = torch.from_numpy(z)
     for lvl in range(1, paths.shape[1]):
         idx = paths[:, lvl]
-        keep = depth[idx] == lvl                    # shallow leaves repeat themselves: skip
+        keep = depth[idx] == lvl  # shallow leaves repeat themselves: skip
         if not np.any(keep):
             continue
         uniq, inv = np.unique(idx[keep], return_inverse=True)
-        means = frechet_group_means(geometry, zt[torch.from_numpy(keep)],
-                                    torch.from_numpy(inv.astype(np.int64)), len(uniq))
+        means = frechet_group_means(
+            geometry, zt[torch.from_numpy(keep)], torch.from_numpy(inv.astype(np.int64)), len(uniq)
+        )
         means = means.detach().cpu().numpy().astype(np.float64)
         for k, node in enumerate(uniq):
             out[tree.nodes[int(node)]] = means[k]
@@ -401,9 +406,19 @@ def plot_poincare_disk(
     ncol = node_colors(tree)
     fig = go.Figure()
     bx, by = _circle(R)
-    fig.add_trace(go.Scatter(x=bx, y=by, mode="lines", name="boundary", fill="toself",
-                             fillcolor="rgba(225,232,242,0.35)", line=dict(color="#333333", width=1.5),
-                             hoverinfo="skip", showlegend=False))
+    fig.add_trace(
+        go.Scatter(
+            x=bx,
+            y=by,
+            mode="lines",
+            name="boundary",
+            fill="toself",
+            fillcolor="rgba(225,232,242,0.35)",
+            line=dict(color="#333333", width=1.5),
+            hoverinfo="skip",
+            showlegend=False,
+        )
+    )
     seen_groups: set[str] = set()
     for leaf in dfs_leaves(tree):
         li = tree.leaf_index[leaf]
@@ -413,13 +428,19 @@ def plot_poincare_disk(
         par = leaf_parent(tree, leaf)
         first = par not in seen_groups
         seen_groups.add(par)
-        fig.add_trace(go.Scatter(
-            x=Z2[idx, 0], y=Z2[idx, 1], mode="markers", name=leaf,
-            legendgroup=par, legendgrouptitle_text=par if first else None,
-            marker=dict(size=6, color=lcol[leaf], opacity=0.75, line=dict(width=0)),
-            customdata=idx,
-            hovertemplate=f"<b>{leaf}</b><br>parent: {par}<br>point #%{{customdata}}<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=Z2[idx, 0],
+                y=Z2[idx, 1],
+                mode="markers",
+                name=leaf,
+                legendgroup=par,
+                legendgrouptitle_text=par if first else None,
+                marker=dict(size=6, color=lcol[leaf], opacity=0.75, line=dict(width=0)),
+                customdata=idx,
+                hovertemplate=f"<b>{leaf}</b><br>parent: {par}<br>point #%{{customdata}}<extra></extra>",
+            )
+        )
 
     if show_tree:
         ex: list[float | None] = []
@@ -435,31 +456,60 @@ def plot_poincare_disk(
             arc = geodesic(start, pos[node], c, n=48)
             ex += arc[:, 0].tolist() + [None]
             ey += arc[:, 1].tolist() + [None]
-        fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", name="tree edges",
-                                 line=dict(color="rgba(40,40,40,0.75)", width=1.6), hoverinfo="skip"))
+        fig.add_trace(
+            go.Scatter(
+                x=ex,
+                y=ey,
+                mode="lines",
+                name="tree edges",
+                line=dict(color="rgba(40,40,40,0.75)", width=1.6),
+                hoverinfo="skip",
+            )
+        )
         leaves = [n for n in dfs_leaves(tree) if n in pos]
-        fig.add_trace(go.Scatter(
-            x=[pos[n][0] for n in leaves], y=[pos[n][1] for n in leaves], mode="markers",
-            name="leaf centroids", text=leaves,
-            marker=dict(symbol="diamond", size=11, color=[lcol[n] for n in leaves],
-                        line=dict(color="black", width=1.2)),
-            hovertemplate="<b>%{text}</b><br>leaf centroid (Fréchet mean)<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=[pos[n][0] for n in leaves],
+                y=[pos[n][1] for n in leaves],
+                mode="markers",
+                name="leaf centroids",
+                text=leaves,
+                marker=dict(
+                    symbol="diamond", size=11, color=[lcol[n] for n in leaves], line=dict(color="black", width=1.2)
+                ),
+                hovertemplate="<b>%{text}</b><br>leaf centroid (Fréchet mean)<extra></extra>",
+            )
+        )
         inner = [n for n in tree.nodes if n in pos and not tree.is_leaf(n) and n != tree.root]
         kind = ["prototype" if n in given else "Fréchet mean of its points" for n in inner]
-        fig.add_trace(go.Scatter(
-            x=[pos[n][0] for n in inner], y=[pos[n][1] for n in inner], mode="markers+text",
-            name="prototypes", text=inner, textposition="top center", customdata=kind,
-            textfont=dict(size=12, color="#111111"),
-            marker=dict(symbol="star", size=18, color=[ncol[n] for n in inner],
-                        line=dict(color="black", width=1.2)),
-            hovertemplate="<b>%{text}</b><br>%{customdata}<extra></extra>",
-        ))
-        fig.add_trace(go.Scatter(
-            x=[0.0], y=[0.0], mode="markers+text", name="root", text=[tree.root], textposition="bottom center",
-            marker=dict(symbol="circle", size=10, color="#555555", line=dict(color="black", width=1)),
-            hovertemplate=f"<b>{tree.root}</b><br>root (origin)<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=[pos[n][0] for n in inner],
+                y=[pos[n][1] for n in inner],
+                mode="markers+text",
+                name="prototypes",
+                text=inner,
+                textposition="top center",
+                customdata=kind,
+                textfont=dict(size=12, color="#111111"),
+                marker=dict(
+                    symbol="star", size=18, color=[ncol[n] for n in inner], line=dict(color="black", width=1.2)
+                ),
+                hovertemplate="<b>%{text}</b><br>%{customdata}<extra></extra>",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=[0.0],
+                y=[0.0],
+                mode="markers+text",
+                name="root",
+                text=[tree.root],
+                textposition="bottom center",
+                marker=dict(symbol="circle", size=10, color="#555555", line=dict(color="black", width=1)),
+                hovertemplate=f"<b>{tree.root}</b><br>root (origin)<extra></extra>",
+            )
+        )
 
     if title is None:
         title = f"Poincaré disk, curvature −{c:g} (radius 1/√c = {R:.3g})"
@@ -472,11 +522,14 @@ def plot_poincare_disk(
             title += "<br><sup>" + "; ".join(notes) + "</sup>"
     lim = 1.06 * R
     fig.update_layout(
-        template=_TEMPLATE, title=dict(text=title), height=650,
+        template=_TEMPLATE,
+        title=dict(text=title),
+        height=650,
         legend=dict(title=dict(text="leaf (by parent)"), itemsizing="constant", groupclick="toggleitem"),
         xaxis=dict(range=[-lim, lim], showgrid=False, zeroline=False, constrain="domain"),
         yaxis=dict(range=[-lim, lim], showgrid=False, zeroline=False, scaleanchor="x", scaleratio=1),
-        hovermode="closest", margin=dict(l=30, r=30, t=80, b=30),
+        hovermode="closest",
+        margin=dict(l=30, r=30, t=80, b=30),
         meta={"c": c, "radius": R, "reduced": bool(reduced), "n_points": int(N), "n_shown": int(len(shown))},
     )
     return fig

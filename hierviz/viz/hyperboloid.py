@@ -4,6 +4,7 @@ Curvature −k (k > 0, the hierviz convention). The Poincaré disk is the stereo
 projection of this sheet from (−1/√k, 0, 0) onto the plane x₀ = 0:
 p = (x₁, x₂) / (1 + √k x₀), a point of the disk of radius 1/√k.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,8 +16,18 @@ from hierviz.viz.tree import _TEMPLATE, _as_points, _check_positive, _leaf_label
 
 __all__ = ["check_on_hyperboloid", "hyperboloid_to_disk", "plot_hyperboloid"]
 
-_PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
-            "#bcbd22", "#7f7f7f"]
+_PALETTE = [
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#7f7f7f",
+]
 
 
 def check_on_hyperboloid(x: Any, k: float = 1.0, name: str = "x", rtol: float = 1e-3) -> np.ndarray:
@@ -46,10 +57,12 @@ def check_on_hyperboloid(x: Any, k: float = 1.0, name: str = "x", rtol: float = 
     k = _check_positive(k, "k")
     X = _as_points(x, name, dim=3)
     if np.any(X[:, 0] <= 0):
-        raise ValueError(f"{name} must lie on the upper sheet (x0 > 0); {int(np.sum(X[:, 0] <= 0))} point(s) have x0 <= 0")
+        raise ValueError(
+            f"{name} must lie on the upper sheet (x0 > 0); {int(np.sum(X[:, 0] <= 0))} point(s) have x0 <= 0"
+        )
     lor = X[:, 0] ** 2 - X[:, 1] ** 2 - X[:, 2] ** 2
     err = np.abs(lor - 1.0 / k)
-    bad = err > rtol * (1.0 / k + np.sum(X ** 2, axis=1))
+    bad = err > rtol * (1.0 / k + np.sum(X**2, axis=1))
     if np.any(bad):
         i = int(np.argmax(err))
         raise ValueError(
@@ -127,10 +140,18 @@ def plot_hyperboloid(
     rk = 1.0 / np.sqrt(k)
     rmax = max(1.5 * rk, 1.1 * float(np.max(np.linalg.norm(X[:, 1:], axis=1))))
     r, th = np.meshgrid(np.linspace(0, rmax, 40), np.linspace(0, 2 * np.pi, 73))
-    fig = go.Figure(go.Surface(
-        x=r * np.cos(th), y=r * np.sin(th), z=np.sqrt(1.0 / k + r ** 2), name="hyperboloid",
-        opacity=0.25, showscale=False, colorscale=[[0, "#c9d6ea"], [1, "#7f97c2"]], hoverinfo="skip",
-    ))
+    fig = go.Figure(
+        go.Surface(
+            x=r * np.cos(th),
+            y=r * np.sin(th),
+            z=np.sqrt(1.0 / k + r**2),
+            name="hyperboloid",
+            opacity=0.25,
+            showscale=False,
+            colorscale=[[0, "#c9d6ea"], [1, "#7f97c2"]],
+            hoverinfo="skip",
+        )
+    )
     groups: list[tuple[str, np.ndarray, str, str]] = []  # (name, mask, colour, hover)
     if labels is None:
         groups.append(("points", np.ones(N, bool), "#1f77b4", "point"))
@@ -151,26 +172,56 @@ def plot_hyperboloid(
             groups.append((f"label {int(v)}", y == v, _PALETTE[j % len(_PALETTE)], f"label {int(v)}"))
     for name, m, color, hover in groups:
         idx = np.flatnonzero(m)
-        fig.add_trace(go.Scatter3d(
-            x=X[m, 1], y=X[m, 2], z=X[m, 0], mode="markers", name=name, customdata=idx,
-            marker=dict(size=3.5, color=color, opacity=0.9),
-            hovertemplate=hover + "<br>point #%{customdata}<br>x0 = %{z:.3f}<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Scatter3d(
+                x=X[m, 1],
+                y=X[m, 2],
+                z=X[m, 0],
+                mode="markers",
+                name=name,
+                customdata=idx,
+                marker=dict(size=3.5, color=color, opacity=0.9),
+                hovertemplate=hover + "<br>point #%{customdata}<br>x0 = %{z:.3f}<extra></extra>",
+            )
+        )
     if show_disk:
         t = np.linspace(0, 2 * np.pi, 181)
-        fig.add_trace(go.Scatter3d(x=rk * np.cos(t), y=rk * np.sin(t), z=np.zeros_like(t), mode="lines",
-                                   name="disk boundary", line=dict(color="#333333", width=3), hoverinfo="skip"))
+        fig.add_trace(
+            go.Scatter3d(
+                x=rk * np.cos(t),
+                y=rk * np.sin(t),
+                z=np.zeros_like(t),
+                mode="lines",
+                name="disk boundary",
+                line=dict(color="#333333", width=3),
+                hoverinfo="skip",
+            )
+        )
         P = hyperboloid_to_disk(X, k)
         colors = np.empty(N, dtype=object)
         for _, m, color, _ in groups:
             colors[m] = color
-        fig.add_trace(go.Scatter3d(x=P[:, 0], y=P[:, 1], z=np.zeros(N), mode="markers", name="disk points",
-                                   marker=dict(size=2.5, color=list(colors), opacity=0.8), hoverinfo="skip"))
+        fig.add_trace(
+            go.Scatter3d(
+                x=P[:, 0],
+                y=P[:, 1],
+                z=np.zeros(N),
+                mode="markers",
+                name="disk points",
+                marker=dict(size=2.5, color=list(colors), opacity=0.8),
+                hoverinfo="skip",
+            )
+        )
     fig.update_layout(
-        template=_TEMPLATE, height=650,
-        title=dict(text=title or f"Hyperboloid x₀² − x₁² − x₂² = 1/k, curvature −{k:g}"
-                   + ("<br><sup>with its stereographic image, the Poincaré disk (x₀ = 0)</sup>" if show_disk else "")),
+        template=_TEMPLATE,
+        height=650,
+        title=dict(
+            text=title
+            or f"Hyperboloid x₀² − x₁² − x₂² = 1/k, curvature −{k:g}"
+            + ("<br><sup>with its stereographic image, the Poincaré disk (x₀ = 0)</sup>" if show_disk else "")
+        ),
         scene=dict(xaxis_title="x₁", yaxis_title="x₂", zaxis_title="x₀", aspectmode="data"),
-        legend=dict(itemsizing="constant"), margin=dict(l=0, r=0, t=70, b=0),
+        legend=dict(itemsizing="constant"),
+        margin=dict(l=0, r=0, t=70, b=0),
     )
     return fig

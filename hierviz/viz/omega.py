@@ -10,6 +10,7 @@ b_ik for negatives. With leaf labels, positives are the same-leaf pairs (plus th
 view), so on the C × C matrix of *leaf* pairs we show a_ij = 1 + α ρ(y, y) on the
 diagonal (same leaf) and b_ik = 1 + γ (1 − ρ) off the diagonal (different leaves).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -64,17 +65,41 @@ def omega_matrix(tree, alpha: float, gamma: float, alpha_max: float | None = Non
     return hwc_omega(rho, same_leaf, alpha, gamma, alpha_max).numpy()
 
 
-def _heatmap(mat: np.ndarray, names: Sequence[str], zmin: float, zmax: float, colorscale: str,
-             custom: np.ndarray, hover: str, title: str, cbar: str) -> go.Figure:
-    fig = go.Figure(go.Heatmap(
-        z=mat, x=list(names), y=list(names), zmin=zmin, zmax=zmax, colorscale=colorscale,
-        texttemplate="%{z:.2f}", textfont=dict(size=11), customdata=custom, hovertemplate=hover,
-        colorbar=dict(title=dict(text=cbar)), xgap=1, ygap=1,
-    ))
+def _heatmap(
+    mat: np.ndarray,
+    names: Sequence[str],
+    zmin: float,
+    zmax: float,
+    colorscale: str,
+    custom: np.ndarray,
+    hover: str,
+    title: str,
+    cbar: str,
+) -> go.Figure:
+    fig = go.Figure(
+        go.Heatmap(
+            z=mat,
+            x=list(names),
+            y=list(names),
+            zmin=zmin,
+            zmax=zmax,
+            colorscale=colorscale,
+            texttemplate="%{z:.2f}",
+            textfont=dict(size=11),
+            customdata=custom,
+            hovertemplate=hover,
+            colorbar=dict(title=dict(text=cbar)),
+            xgap=1,
+            ygap=1,
+        )
+    )
     n = len(names)
     size = int(min(900, max(420, 60 * n + 200)))
     fig.update_layout(
-        template=_TEMPLATE, title=dict(text=title), width=size + 80, height=size,
+        template=_TEMPLATE,
+        title=dict(text=title),
+        width=size + 80,
+        height=size,
         xaxis=dict(tickangle=-40, side="bottom", constrain="domain"),
         yaxis=dict(autorange="reversed", scaleanchor="x", scaleratio=1, constrain="domain"),
         margin=dict(l=40, r=40, t=90, b=40),
@@ -105,15 +130,22 @@ def plot_rho(tree, title: str | None = None) -> go.Figure:
         return common[-1] if common else ""
 
     lca_names = [[lca(a, b) for b in names] for a in names]
-    fig = _heatmap(rho, names, 0.0, 1.0, "Blues", np.array(lca_names, dtype=object),
-                   "row: %{y}<br>col: %{x}<br>lca: %{customdata}<br>ρ = %{z:.3f}<extra></extra>",
-                   title or f"ρ = depth(lca)/L, L = {tree.height} (paper 01 Eq. 4)", "ρ")
+    fig = _heatmap(
+        rho,
+        names,
+        0.0,
+        1.0,
+        "Blues",
+        np.array(lca_names, dtype=object),
+        "row: %{y}<br>col: %{x}<br>lca: %{customdata}<br>ρ = %{z:.3f}<extra></extra>",
+        title or f"ρ = depth(lca)/L, L = {tree.height} (paper 01 Eq. 4)",
+        "ρ",
+    )
     fig.data[0].name = "rho"
     return fig
 
 
-def plot_omega(tree, alpha: float, gamma: float, alpha_max: float | None = None,
-               title: str | None = None) -> go.Figure:
+def plot_omega(tree, alpha: float, gamma: float, alpha_max: float | None = None, title: str | None = None) -> go.Figure:
     """Heat map of the HWC multipliers ω for every leaf pair (paper 01 Eqs. 5–6).
 
     Diagonal (same leaf ≙ positive pair): a = 1 + α ρ; off-diagonal (different leaves ≙
@@ -156,11 +188,19 @@ def plot_omega(tree, alpha: float, gamma: float, alpha_max: float | None = None,
     if alpha_max is not None:
         zmax = min(zmax, 1.0 + max(float(alpha_max), 1e-6))
     extra = "" if alpha_max is None else f", α_max = {float(alpha_max):g}"
-    fig = _heatmap(w, names, 1.0, zmax, "YlOrRd", custom,
-                   "anchor: %{y}<br>other: %{x}<br>ρ = %{customdata[0]}<br>%{customdata[1]}"
-                   "<br>ω = %{z:.3f}<extra></extra>",
-                   title or f"HWC multipliers ω (α = {a:g}, γ = {g:g}{extra})"
-                   "<br><sup>diagonal a = 1+αρ (Eq. 5), off-diagonal b = 1+γ(1−ρ) (Eq. 6)</sup>", "ω")
+    fig = _heatmap(
+        w,
+        names,
+        1.0,
+        zmax,
+        "YlOrRd",
+        custom,
+        "anchor: %{y}<br>other: %{x}<br>ρ = %{customdata[0]}<br>%{customdata[1]}<br>ω = %{z:.3f}<extra></extra>",
+        title
+        or f"HWC multipliers ω (α = {a:g}, γ = {g:g}{extra})"
+        "<br><sup>diagonal a = 1+αρ (Eq. 5), off-diagonal b = 1+γ(1−ρ) (Eq. 6)</sup>",
+        "ω",
+    )
     fig.data[0].name = "omega"
     return fig
 
@@ -204,7 +244,9 @@ def hwc_forces(similarities: Any, omega: Any, positive: Any, tau: float = 0.1) -
     if s.ndim != 1 or s.size == 0:
         raise ValueError(f"similarities must be 1-D and non-empty, got shape {s.shape}")
     if w.shape != s.shape or pos.shape != s.shape:
-        raise ValueError(f"similarities, omega and positive must have the same shape, got {s.shape}, {w.shape}, {pos.shape}")
+        raise ValueError(
+            f"similarities, omega and positive must have the same shape, got {s.shape}, {w.shape}, {pos.shape}"
+        )
     if pos.dtype != bool:
         raise TypeError(f"positive must be a boolean mask, got dtype {pos.dtype}")
     if not (np.all(np.isfinite(s)) and np.all(np.isfinite(w))):
@@ -282,8 +324,11 @@ def plot_forces(
     ai = _leaf_id(anchor, tree, "anchor")
     if isinstance(candidates, str):
         raise TypeError("candidates must be a sequence of leaf names or indices, not a single string")
-    cand = _leaf_labels(np.asarray(list(candidates), dtype=object if any(isinstance(c, str) for c in candidates)
-                                   else np.int64), tree, name="candidates")
+    cand = _leaf_labels(
+        np.asarray(list(candidates), dtype=object if any(isinstance(c, str) for c in candidates) else np.int64),
+        tree,
+        name="candidates",
+    )
     s = np.asarray(_to_numpy(similarities), dtype=np.float64)
     if s.shape != cand.shape:
         raise ValueError(f"similarities has shape {s.shape} but there are {len(cand)} candidates; they must match")
@@ -297,26 +342,51 @@ def plot_forces(
     names = [tree.leaves[int(k)] for k in cand]
     xs = [f"{k + 1}. {n}" + (" (+)" if p else "") for k, (n, p) in enumerate(zip(names, pos))]
     custom = np.column_stack([s, w, f["pi"], rho[ai, cand]])
-    hover = ("%{x}<br>sim = %{customdata[0]:.3f}<br>ω = %{customdata[1]:.3f}<br>π = %{customdata[2]:.3f}"
-             "<br>ρ = %{customdata[3]:.2f}<br>%{fullData.name}: %{y:.4f}<extra></extra>")
+    hover = (
+        "%{x}<br>sim = %{customdata[0]:.3f}<br>ω = %{customdata[1]:.3f}<br>π = %{customdata[2]:.3f}"
+        "<br>ρ = %{customdata[3]:.2f}<br>%{fullData.name}: %{y:.4f}<extra></extra>"
+    )
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=xs, y=f["push"], name="push ω·π", marker_color="#d62728",
-                         customdata=custom, hovertemplate=hover))
-    fig.add_trace(go.Bar(x=xs, y=f["pull"], name="pull −a/|P|", marker_color="#1f77b4",
-                         customdata=custom, hovertemplate=hover))
-    fig.add_trace(go.Scatter(x=xs, y=f["grad"], mode="markers", name="HWC ∂L/∂s",
-                             marker=dict(symbol="diamond", size=12, color="black"),
-                             customdata=custom, hovertemplate=hover))
+    fig.add_trace(
+        go.Bar(x=xs, y=f["push"], name="push ω·π", marker_color="#d62728", customdata=custom, hovertemplate=hover)
+    )
+    fig.add_trace(
+        go.Bar(x=xs, y=f["pull"], name="pull −a/|P|", marker_color="#1f77b4", customdata=custom, hovertemplate=hover)
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=xs,
+            y=f["grad"],
+            mode="markers",
+            name="HWC ∂L/∂s",
+            marker=dict(symbol="diamond", size=12, color="black"),
+            customdata=custom,
+            hovertemplate=hover,
+        )
+    )
     if compare_supcon:
         f0 = hwc_forces(s, np.ones_like(w), pos, tau)
-        fig.add_trace(go.Scatter(x=xs, y=f0["grad"], mode="markers", name="SupCon ∂L/∂s (ω≡1)",
-                                 marker=dict(symbol="circle-open", size=12, color="#555555", line=dict(width=2)),
-                                 customdata=custom, hovertemplate=hover))
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=f0["grad"],
+                mode="markers",
+                name="SupCon ∂L/∂s (ω≡1)",
+                marker=dict(symbol="circle-open", size=12, color="#555555", line=dict(width=2)),
+                customdata=custom,
+                hovertemplate=hover,
+            )
+        )
     fig.update_layout(
-        template=_TEMPLATE, barmode="relative", height=480,
-        title=dict(text=title or f"HWC forces on an anchor of {tree.leaves[ai]!r} "
-                   f"(α = {float(alpha):g}, γ = {float(gamma):g}, τ = {float(tau):g})"
-                   "<br><sup>∂L/∂s = ω·π − a/|P| (paper 01 Eq. 8); positive ⇒ pushed away, negative ⇒ pulled in</sup>"),
+        template=_TEMPLATE,
+        barmode="relative",
+        height=480,
+        title=dict(
+            text=title
+            or f"HWC forces on an anchor of {tree.leaves[ai]!r} "
+            f"(α = {float(alpha):g}, γ = {float(gamma):g}, τ = {float(tau):g})"
+            "<br><sup>∂L/∂s = ω·π − a/|P| (paper 01 Eq. 8); positive ⇒ pushed away, negative ⇒ pulled in</sup>"
+        ),
         xaxis=dict(title=dict(text="candidate (+ = positive)")),
         yaxis=dict(title=dict(text="∂L/∂s"), zeroline=True, zerolinecolor="#888888"),
         legend=dict(orientation="h", y=-0.25),

@@ -4,6 +4,7 @@ Hyperbolic embeddings are first mapped to the tangent space at the origin
 (``geometry.to_tangent0`` = logmap₀), where Euclidean neighbourhoods are meaningful for
 t-SNE / UMAP / PCA; Euclidean (unit-sphere) embeddings are used as they are.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -25,8 +26,15 @@ from hierviz.viz.tree import (
     node_colors,
 )
 
-__all__ = ["PROJECTIONS", "PROJECTION_LABELS", "register_projection", "OVERLAYS", "project_2d",
-           "parent_hulls", "plot_projection"]
+__all__ = [
+    "PROJECTIONS",
+    "PROJECTION_LABELS",
+    "register_projection",
+    "OVERLAYS",
+    "project_2d",
+    "parent_hulls",
+    "plot_projection",
+]
 
 #: 2-D projections: name -> ``f(X (n, D) float64, seed, options) -> (n, 2)``.
 PROJECTIONS: Registry = Registry("projection")
@@ -45,6 +53,8 @@ def __getattr__(name: str):
     if name == "METHODS":  # hierviz 0.1 name
         return tuple(PROJECTIONS.names())
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 OVERLAYS = ("centroids", "hulls", None)
 
 
@@ -65,8 +75,9 @@ def _features(z: Any, geometry) -> np.ndarray:
     return _as_points(geometry.to_tangent0(zt).detach().cpu().numpy(), "to_tangent0(z)")
 
 
-def project_2d(z: Any, method: str = "tsne", geometry=None, seed: int = 0,
-               options: dict[str, Any] | None = None) -> np.ndarray:
+def project_2d(
+    z: Any, method: str = "tsne", geometry=None, seed: int = 0, options: dict[str, Any] | None = None
+) -> np.ndarray:
     """Reduce embeddings to 2-D with t-SNE, UMAP or PCA.
 
     Parameters
@@ -120,7 +131,6 @@ def project_2d(z: Any, method: str = "tsne", geometry=None, seed: int = 0,
     return out
 
 
-
 @register_projection("tsne", label="t-SNE")
 def _tsne(X: np.ndarray, seed: int, opts: dict) -> np.ndarray:
     from sklearn.manifold import TSNE
@@ -145,8 +155,13 @@ def _umap(X: np.ndarray, seed: int, opts: dict) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*n_jobs value.*")
         warnings.filterwarnings("ignore", category=UserWarning, module="umap")
-        kw = {"n_components": 2, "n_neighbors": int(min(15, n - 1)), "random_state": seed,
-              "init": "spectral" if n > 10 else "random", **opts}
+        kw = {
+            "n_components": 2,
+            "n_neighbors": int(min(15, n - 1)),
+            "random_state": seed,
+            "init": "spectral" if n > 10 else "random",
+            **opts,
+        }
         return umap.UMAP(**kw).fit_transform(X)
 
 
@@ -158,6 +173,7 @@ def _pca(X: np.ndarray, seed: int, opts: dict) -> np.ndarray:
     if X.shape[1] == 1:
         return np.column_stack([X[:, 0] - X[:, 0].mean(), np.zeros(n)])
     return PCA(**{"n_components": 2, "random_state": seed, **opts}).fit_transform(X)
+
 
 def parent_hulls(coords: Any, labels: Any, tree) -> dict[str, np.ndarray]:
     """Convex hull (``scipy.spatial.ConvexHull``) of the 2-D points under each leaf-parent.
@@ -208,7 +224,7 @@ def parent_hulls(coords: Any, labels: Any, tree) -> dict[str, np.ndarray]:
 
 def _rgba(hex_color: str, alpha: float) -> str:
     h = hex_color.lstrip("#")
-    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    r, g, b = (int(h[i : i + 2], 16) for i in (0, 2, 4))
     return f"rgba({r},{g},{b},{alpha})"
 
 
@@ -297,13 +313,19 @@ def plot_projection(
         if not np.any(m):
             continue
         par = leaf_parent(tree, leaf)
-        fig.add_trace(go.Scatter(
-            x=XY[m, 0], y=XY[m, 1], mode="markers", name=leaf, legendgroup=par,
-            legendgrouptitle_text=None if par in seen else par,
-            marker=dict(size=6, color=lcol[leaf], opacity=0.75, line=dict(width=0)),
-            customdata=index[m],
-            hovertemplate=f"<b>{leaf}</b><br>parent: {par}<br>point #%{{customdata}}<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=XY[m, 0],
+                y=XY[m, 1],
+                mode="markers",
+                name=leaf,
+                legendgroup=par,
+                legendgrouptitle_text=None if par in seen else par,
+                marker=dict(size=6, color=lcol[leaf], opacity=0.75, line=dict(width=0)),
+                customdata=index[m],
+                hovertemplate=f"<b>{leaf}</b><br>parent: {par}<br>point #%{{customdata}}<extra></extra>",
+            )
+        )
         seen.add(par)
 
     if overlay == "centroids":
@@ -322,27 +344,52 @@ def plot_projection(
                 continue
             ex += [cent[par][0], p[0], None]
             ey += [cent[par][1], p[1], None]
-        fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", name="tree edges",
-                                 line=dict(color="rgba(40,40,40,0.7)", width=1.5), hoverinfo="skip"))
+        fig.add_trace(
+            go.Scatter(
+                x=ex,
+                y=ey,
+                mode="lines",
+                name="tree edges",
+                line=dict(color="rgba(40,40,40,0.7)", width=1.5),
+                hoverinfo="skip",
+            )
+        )
         ncol = node_colors(tree)
         names = [n for n in tree.nodes if n in cent]
-        fig.add_trace(go.Scatter(
-            x=[cent[n][0] for n in names], y=[cent[n][1] for n in names], mode="markers+text",
-            name="node centroids", text=names, textposition="top center",
-            textfont=dict(size=11, color="#111111"),
-            marker=dict(symbol=["diamond" if tree.is_leaf(n) else "star" for n in names],
-                        size=[11 if tree.is_leaf(n) else 17 for n in names],
-                        color=[ncol[n] for n in names], line=dict(color="black", width=1.2)),
-            hovertemplate="<b>%{text}</b><br>mean 2-D position of its points<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=[cent[n][0] for n in names],
+                y=[cent[n][1] for n in names],
+                mode="markers+text",
+                name="node centroids",
+                text=names,
+                textposition="top center",
+                textfont=dict(size=11, color="#111111"),
+                marker=dict(
+                    symbol=["diamond" if tree.is_leaf(n) else "star" for n in names],
+                    size=[11 if tree.is_leaf(n) else 17 for n in names],
+                    color=[ncol[n] for n in names],
+                    line=dict(color="black", width=1.2),
+                ),
+                hovertemplate="<b>%{text}</b><br>mean 2-D position of its points<extra></extra>",
+            )
+        )
     elif overlay == "hulls":
         fcol = family_colors(tree)
         for par, poly in parent_hulls(XY, y, tree).items():
-            fig.add_trace(go.Scatter(
-                x=poly[:, 0], y=poly[:, 1], mode="lines", name=f"hull: {par}", fill="toself",
-                fillcolor=_rgba(fcol[par], 0.12), line=dict(color=fcol[par], width=1.5),
-                legendgroup=par, hovertemplate=f"<b>{par}</b> (convex hull)<extra></extra>",
-            ))
+            fig.add_trace(
+                go.Scatter(
+                    x=poly[:, 0],
+                    y=poly[:, 1],
+                    mode="lines",
+                    name=f"hull: {par}",
+                    fill="toself",
+                    fillcolor=_rgba(fcol[par], 0.12),
+                    line=dict(color=fcol[par], width=1.5),
+                    legendgroup=par,
+                    hovertemplate=f"<b>{par}</b> (convex hull)<extra></extra>",
+                )
+            )
 
     label = PROJECTION_LABELS.get(method, method)
     if title is None:
@@ -355,7 +402,10 @@ def plot_projection(
         if notes:
             title += "<br><sup>" + "; ".join(notes) + "</sup>"
     fig.update_layout(
-        template=_TEMPLATE, title=dict(text=title), height=600, hovermode="closest",
+        template=_TEMPLATE,
+        title=dict(text=title),
+        height=600,
+        hovermode="closest",
         legend=dict(title=dict(text="leaf (by parent)"), itemsizing="constant", groupclick="toggleitem"),
         xaxis=dict(title=dict(text=f"{label} 1"), showgrid=False, zeroline=False),
         yaxis=dict(title=dict(text=f"{label} 2"), showgrid=False, zeroline=False),

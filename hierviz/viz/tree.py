@@ -9,6 +9,7 @@ report.
 This module also holds the small input-validation helpers the other ``hierviz.viz``
 modules share (points, leaf labels, curvature).
 """
+
 from __future__ import annotations
 
 import colorsys
@@ -29,8 +30,7 @@ __all__ = [
 ]
 
 # D3 / Tableau-10 base hues (grey last: it is the least distinguishable family colour).
-_BASE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
-         "#17becf", "#bcbd22", "#7f7f7f"]
+_BASE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
 _NEUTRAL = "#555555"
 _TEMPLATE = "plotly_white"
 
@@ -172,7 +172,7 @@ def _families(tree) -> dict[str, list[str]]:
 
 def _hex_to_rgb(h: str) -> tuple[float, float, float]:
     h = h.lstrip("#")
-    return tuple(int(h[i:i + 2], 16) / 255.0 for i in (0, 2, 4))  # type: ignore[return-value]
+    return tuple(int(h[i : i + 2], 16) / 255.0 for i in (0, 2, 4))  # type: ignore[return-value]
 
 
 def _rgb_to_hex(rgb: Sequence[float]) -> str:
@@ -345,8 +345,17 @@ def plot_tree(tree, layout: str = "auto", title: str | None = None) -> go.Figure
         ex += [x0, x1, None]
         ey += [y0, y1, None]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", name="edges", hoverinfo="skip",
-                             line=dict(color="#b0b0b0", width=1.5), showlegend=False))
+    fig.add_trace(
+        go.Scatter(
+            x=ex,
+            y=ey,
+            mode="lines",
+            name="edges",
+            hoverinfo="skip",
+            line=dict(color="#b0b0b0", width=1.5),
+            showlegend=False,
+        )
+    )
     levels = tree.levels()
     for lvl, names in enumerate(levels):
         if not names:
@@ -358,20 +367,33 @@ def plot_tree(tree, layout: str = "auto", title: str | None = None) -> go.Figure
             textpos = "bottom center" if lvl == len(levels) - 1 else "top center"
         else:
             textpos = "middle right"
-        fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="markers+text", name=f"level {lvl}", text=names,
-            textposition=textpos, textfont=dict(size=11),
-            marker=dict(size=14 if lvl < len(levels) - 1 else 11,
-                        color=[colors[n] for n in names], line=dict(color="white", width=1)),
-            customdata=np.array([[lvl, k] for k in nleaves]),
-            hovertemplate="<b>%{text}</b><br>depth %{customdata[0]}<br>%{customdata[1]} leaf/leaves below<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="markers+text",
+                name=f"level {lvl}",
+                text=names,
+                textposition=textpos,
+                textfont=dict(size=11),
+                marker=dict(
+                    size=14 if lvl < len(levels) - 1 else 11,
+                    color=[colors[n] for n in names],
+                    line=dict(color="white", width=1),
+                ),
+                customdata=np.array([[lvl, k] for k in nleaves]),
+                hovertemplate="<b>%{text}</b><br>depth %{customdata[0]}<br>%{customdata[1]} leaf/leaves below<extra></extra>",
+            )
+        )
     L = tree.height
     fig.update_layout(
         template=_TEMPLATE,
         title=title or f"Label tree: {tree.num_nodes} nodes, {tree.num_leaves} leaves, height L = {L}",
-        showlegend=False, hovermode="closest", margin=dict(l=20, r=20, t=60, b=20),
-        xaxis=dict(visible=False), yaxis=dict(visible=False),
+        showlegend=False,
+        hovermode="closest",
+        margin=dict(l=20, r=20, t=60, b=20),
+        xaxis=dict(visible=False),
+        yaxis=dict(visible=False),
     )
     if layout == "rows":
         span = max(tree.num_leaves - 1, 1)
@@ -380,4 +402,3 @@ def plot_tree(tree, layout: str = "auto", title: str | None = None) -> go.Figure
     else:
         fig.update_yaxes(scaleanchor="x", scaleratio=1)
     return fig
-

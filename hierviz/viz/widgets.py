@@ -9,6 +9,7 @@ The figure is shown in a ``plotly.graph_objects.FigureWidget`` when plotly can b
 (it needs the ``anywidget`` package), otherwise in an ``ipywidgets.Output`` that is
 re-rendered with ``IPython.display.display`` on every change.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -39,8 +40,9 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- toy data
-def toy_tangent_points(tree, n_per_leaf: int = 25, spread: float = 0.12, seed: int = 0
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def toy_tangent_points(
+    tree, n_per_leaf: int = 25, spread: float = 0.12, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """A small 2-D toy embedding that follows the tree, as tangent vectors at the origin.
 
     Leaf ℓ gets a direction on the circle (depth-first order, pulled towards its
@@ -131,9 +133,13 @@ def curvature_figure(c: float, points: Any, labels: Any, tree, show_tree: bool =
     V = _as_points(points, "points", dim=2)
     geo = _ball(c)
     x = geo.proj(geo.expmap0(torch.from_numpy(V))).detach().cpu().numpy()
-    mean_d = float((2.0 / np.sqrt(c) * np.arctanh(np.clip(np.sqrt(c) * np.linalg.norm(x, axis=1), 0, 1 - 1e-12))).mean())
-    title = (f"expmap₀ into the Poincaré disk, curvature −{c:g} (radius {1 / np.sqrt(c):.3g})"
-             f"<br><sup>mean distance to the origin {mean_d:.3f}</sup>")
+    mean_d = float(
+        (2.0 / np.sqrt(c) * np.arctanh(np.clip(np.sqrt(c) * np.linalg.norm(x, axis=1), 0, 1 - 1e-12))).mean()
+    )
+    title = (
+        f"expmap₀ into the Poincaré disk, curvature −{c:g} (radius {1 / np.sqrt(c):.3g})"
+        f"<br><sup>mean distance to the origin {mean_d:.3f}</sup>"
+    )
     return plot_poincare_disk(x, labels, tree, c=c, title=title, show_tree=show_tree)
 
 
@@ -162,8 +168,9 @@ def _levels(tree) -> list[int]:
     return list(range(1, int(tree.height)))
 
 
-def lam_hinges(points: Any, labels: Any, tree, margins: Mapping[int, float] | Any, c: float = 1.0
-               ) -> dict[int, np.ndarray]:
+def lam_hinges(
+    points: Any, labels: Any, tree, margins: Mapping[int, float] | Any, c: float = 1.0
+) -> dict[int, np.ndarray]:
     """Per-sample LAM hinge [d⁺ − d⁻ + m_ℓ]₊ at every level ℓ = 1..L−1 (paper 01 Eq. 11).
 
     Computed by :class:`hierviz.losses.LAMLoss` itself (its ``sample_hinges``), so the panel's
@@ -221,8 +228,7 @@ def lam_hinges(points: Any, labels: Any, tree, margins: Mapping[int, float] | An
     return {lv: H[:, i].copy() for i, lv in enumerate(levels)}
 
 
-def margin_figure(points: Any, labels: Any, tree, margins: Mapping[int, float] | Any, c: float = 1.0
-                  ) -> go.Figure:
+def margin_figure(points: Any, labels: Any, tree, margins: Mapping[int, float] | Any, c: float = 1.0) -> go.Figure:
     """Poincaré disk with the samples that violate the LAM margins circled (paper 01 Eq. 11).
 
     Parameters
@@ -254,20 +260,37 @@ def margin_figure(points: Any, labels: Any, tree, margins: Mapping[int, float] |
         raise ValueError(f"margin_figure draws 2-D points only, got dimension {Z.shape[1]}")
     total = sum(hinges.values())
     v = np.flatnonzero(total > 0)
-    fig.add_trace(go.Scatter(
-        x=Z[v, 0], y=Z[v, 1], mode="markers", name="margin violations", customdata=np.column_stack([v, total[v]]),
-        marker=dict(symbol="circle-open", size=11, color="#e41a1c", line=dict(width=1.5)),
-        hovertemplate="point #%{customdata[0]}<br>Σ hinge = %{customdata[1]:.3f}<extra></extra>",
-    ))
+    fig.add_trace(
+        go.Scatter(
+            x=Z[v, 0],
+            y=Z[v, 1],
+            mode="markers",
+            name="margin violations",
+            customdata=np.column_stack([v, total[v]]),
+            marker=dict(symbol="circle-open", size=11, color="#e41a1c", line=dict(width=1.5)),
+            hovertemplate="point #%{customdata[0]}<br>Σ hinge = %{customdata[1]:.3f}<extra></extra>",
+        )
+    )
     mvals = margins if isinstance(margins, Mapping) else dict(zip(_levels(tree), np.asarray(margins).reshape(-1)))
-    parts = [f"ℓ={lv}: m={float(mvals[lv]):.2f}, L={h.mean():.3f}, {100 * np.mean(h > 0):.0f}% violate"
-             for lv, h in hinges.items()]
-    fig.update_layout(title=dict(text="LAM level-aware margins (paper 01 Eq. 11)<br><sup>" + "; ".join(parts) + "</sup>"))
+    parts = [
+        f"ℓ={lv}: m={float(mvals[lv]):.2f}, L={h.mean():.3f}, {100 * np.mean(h > 0):.0f}% violate"
+        for lv, h in hinges.items()
+    ]
+    fig.update_layout(
+        title=dict(text="LAM level-aware margins (paper 01 Eq. 11)<br><sup>" + "; ".join(parts) + "</sup>")
+    )
     return fig
 
 
-def tau_figure(tree, tau: float, alpha: float = 0.5, gamma: float = 0.5, anchor: str | int | None = None,
-               candidates: Any = None, similarities: Any = None) -> go.Figure:
+def tau_figure(
+    tree,
+    tau: float,
+    alpha: float = 0.5,
+    gamma: float = 0.5,
+    anchor: str | int | None = None,
+    candidates: Any = None,
+    similarities: Any = None,
+) -> go.Figure:
     """HWC forces on one anchor at temperature τ (paper 01 Eq. 8): :func:`plot_forces`.
 
     Defaults isolate the effect of ω: the anchor is the first leaf, the candidates are
@@ -402,13 +425,21 @@ class Panel(widgets.VBox):
 
 
 def _slider(description: str, value: float, lo: float, hi: float, step: float) -> widgets.FloatSlider:
-    return widgets.FloatSlider(value=value, min=lo, max=hi, step=step, description=description,
-                               continuous_update=False, readout_format=".2f",
-                               style={"description_width": "initial"})
+    return widgets.FloatSlider(
+        value=value,
+        min=lo,
+        max=hi,
+        step=step,
+        description=description,
+        continuous_update=False,
+        readout_format=".2f",
+        style={"description_width": "initial"},
+    )
 
 
-def curvature_panel(tree, points: Any = None, labels: Any = None, c: float = 1.0,
-                    c_range: tuple[float, float] = (0.1, 4.0)) -> Panel:
+def curvature_panel(
+    tree, points: Any = None, labels: Any = None, c: float = 1.0, c_range: tuple[float, float] = (0.1, 4.0)
+) -> Panel:
     """Slider for the curvature c over :func:`curvature_figure`.
 
     Parameters
@@ -444,8 +475,11 @@ def curvature_panel(tree, points: Any = None, labels: Any = None, c: float = 1.0
         raise ValueError("labels must be given with points")
     V = _as_points(points, "points", dim=2)
     y = _leaf_labels(labels, tree, V.shape[0])
-    return Panel({"c": _slider("curvature c", c, lo, hi, 0.05)},
-                 lambda c: curvature_figure(c, V, y, tree), "Curvature −c of the Poincaré ball")
+    return Panel(
+        {"c": _slider("curvature c", c, lo, hi, 0.05)},
+        lambda c: curvature_figure(c, V, y, tree),
+        "Curvature −c of the Poincaré ball",
+    )
 
 
 def omega_panel(tree, alpha: float = 0.5, gamma: float = 0.5, alpha_max: float | None = None) -> Panel:
@@ -464,13 +498,17 @@ def omega_panel(tree, alpha: float = 0.5, gamma: float = 0.5, alpha_max: float |
         Controls ``"alpha"``, ``"gamma"``.
     """
     _check_nonneg(alpha, "alpha"), _check_nonneg(gamma, "gamma")
-    return Panel({"alpha": _slider("α (positives)", alpha, 0.0, 2.0, 0.05),
-                  "gamma": _slider("γ (negatives)", gamma, 0.0, 2.0, 0.05)},
-                 lambda alpha, gamma: omega_figure(tree, alpha, gamma, alpha_max), "HWC multipliers ω")
+    return Panel(
+        {
+            "alpha": _slider("α (positives)", alpha, 0.0, 2.0, 0.05),
+            "gamma": _slider("γ (negatives)", gamma, 0.0, 2.0, 0.05),
+        },
+        lambda alpha, gamma: omega_figure(tree, alpha, gamma, alpha_max),
+        "HWC multipliers ω",
+    )
 
 
-def margin_panel(tree, points: Any = None, labels: Any = None, c: float = 1.0,
-                 margins: Any = None) -> Panel:
+def margin_panel(tree, points: Any = None, labels: Any = None, c: float = 1.0, margins: Any = None) -> Panel:
     """One slider m_ℓ ∈ [0, 2] per level ℓ = 1..L−1 over :func:`margin_figure` (paper 01 Eq. 11).
 
     Parameters
@@ -519,8 +557,15 @@ def margin_panel(tree, points: Any = None, labels: Any = None, c: float = 1.0,
     return Panel(controls, update, "LAM level-aware margins")
 
 
-def tau_panel(tree, tau: float = 0.1, alpha: float = 0.5, gamma: float = 0.5, anchor: str | int | None = None,
-              candidates: Any = None, similarities: Any = None) -> Panel:
+def tau_panel(
+    tree,
+    tau: float = 0.1,
+    alpha: float = 0.5,
+    gamma: float = 0.5,
+    anchor: str | int | None = None,
+    candidates: Any = None,
+    similarities: Any = None,
+) -> Panel:
     """Sliders τ ∈ [0.02, 1], α, γ ∈ [0, 2] over :func:`tau_figure` (paper 01 Eq. 8).
 
     Parameters
@@ -537,8 +582,12 @@ def tau_panel(tree, tau: float = 0.1, alpha: float = 0.5, gamma: float = 0.5, an
         Controls ``"tau"``, ``"alpha"``, ``"gamma"``.
     """
     _check_positive(tau, "tau")
-    return Panel({"tau": _slider("τ", tau, 0.02, 1.0, 0.01),
-                  "alpha": _slider("α", alpha, 0.0, 2.0, 0.05),
-                  "gamma": _slider("γ", gamma, 0.0, 2.0, 0.05)},
-                 lambda tau, alpha, gamma: tau_figure(tree, tau, alpha, gamma, anchor, candidates, similarities),
-                 "Temperature τ and the HWC forces")
+    return Panel(
+        {
+            "tau": _slider("τ", tau, 0.02, 1.0, 0.01),
+            "alpha": _slider("α", alpha, 0.0, 2.0, 0.05),
+            "gamma": _slider("γ", gamma, 0.0, 2.0, 0.05),
+        },
+        lambda tau, alpha, gamma: tau_figure(tree, tau, alpha, gamma, anchor, candidates, similarities),
+        "Temperature τ and the HWC forces",
+    )
