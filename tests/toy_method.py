@@ -35,8 +35,7 @@ class ToyPull(torch.nn.Module):
         return self.scale * (d2 * same).sum() / same.sum()
 
 
-if "toy-l2" not in hierviz.methods.METHODS:
-
-    @hierviz.methods.register_method("toy-l2", hparams={"toy_scale": 1.0}, display_name="Toy L2")
-    def toy_l2(tree, geometry, hp):
-        return Objective("toy-l2", {"pull": ToyPull(hp["toy_scale"])})
+# replace=True: importing this module again (tests drop it from sys.modules) rebinds the method
+@hierviz.methods.register_method("toy-l2", hparams={"toy_scale": 1.0}, display_name="Toy L2", replace=True)
+def toy_l2(tree, geometry, hp):
+    return Objective("toy-l2", {"pull": ToyPull(hp["toy_scale"])})
