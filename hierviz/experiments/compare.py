@@ -375,10 +375,12 @@ def compare(
 
     Examples
     --------
-    >>> from hierviz.experiments import compare, resolve_config
-    >>> cfg = resolve_config("quick", ["train.epochs=1", "methods=supcon", "seeds=1"])  # doctest: +SKIP
-    >>> result = compare(cfg)                                                          # doctest: +SKIP
-    >>> print(result.markdown)                                                         # doctest: +SKIP
+    A few minutes on a laptop CPU (``tests/test_experiments.py`` runs smaller ones)::
+
+        from hierviz.experiments import compare, resolve_config
+        cfg = resolve_config("quick", ["train.epochs=1", "methods=supcon", "seeds=1"])
+        result = compare(cfg)
+        print(result.markdown)
     """
     import torch
 
