@@ -362,8 +362,13 @@ def plot_poincare_disk(
 
     Examples
     --------
-    >>> fig = plot_poincare_disk(z, y, tree, c=1.0)   # doctest: +SKIP
-    >>> fig.show()                                     # doctest: +SKIP
+    >>> import numpy as np
+    >>> from hierviz.hierarchy import LabelTree
+    >>> tree = LabelTree.from_nested({"root": {"a": ["x", "y"], "b": ["z"]}})
+    >>> z = np.array([[0.3, 0.1], [0.2, 0.4], [-0.5, 0.0], [-0.1, -0.6]])
+    >>> fig = plot_poincare_disk(z, np.array([0, 1, 2, 2]), tree, c=1.0)
+    >>> fig.layout.title.text is not None
+    True
     """
     c = _check_positive(c, "c")
     if isinstance(max_points, bool) or not isinstance(max_points, (int, np.integer)) or max_points < 1:
