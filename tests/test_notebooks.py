@@ -14,9 +14,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import nbformat  # noqa: E402  (a declared dev dependency: imported, never skipped)
 import pytest
-
-nbformat = pytest.importorskip("nbformat")
 
 NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOKS = sorted(p for p in NB_DIR.glob("[0-9][0-9]_*.ipynb"))
