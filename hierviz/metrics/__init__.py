@@ -27,6 +27,7 @@ from hierviz.metrics.hierarchy import (
     violations_by_level,
 )
 from hierviz.metrics.probe import REPORT_KEYS, hierarchy_report, linear_probe
+from hierviz.metrics.registry import METRIC_INFO, MetricInfo, register_metric  # noqa: E402
 from hierviz.metrics.retrieval import (
     map_at_k,
     mean_normalised_rank,
@@ -37,6 +38,9 @@ from hierviz.metrics.retrieval import (
 )
 
 __all__ = [
+    "METRIC_INFO",
+    "MetricInfo",
+    "register_metric",
     "violations_by_level",
     "hf1",
     "h_acc",

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from hierviz.metrics.registry import METRIC_INFO
+
 __all__ = [
     "METRICS",
     "METRIC_LABELS",
@@ -26,12 +28,13 @@ __all__ = [
     "results_html_table",
 ]
 
-METRICS = ("hf1", "h_acc", "pc_order", "violations", "top1")
-#: Column titles used in the tables (paper 01 Table 1).
-METRIC_LABELS = {"hf1": "HF1", "h_acc": "H-Acc", "pc_order": "PC-Order", "violations": "Violations ↓", "top1": "Top-1"}
+#: Metric keys in paper 01 Table 1 column order (the first five registered metrics).
+METRICS = tuple(METRIC_INFO.names()[:5])
+#: Column titles used in the tables (from :data:`hierviz.metrics.METRIC_INFO`).
+METRIC_LABELS = {n: METRIC_INFO.get(n).label for n in METRIC_INFO.names()}
 #: Metrics where lower is better (bolded as minimum).
-LOWER_IS_BETTER = frozenset({"violations"})
-#: Row titles of the methods (paper 01 §4.3 names).
+LOWER_IS_BETTER = frozenset(n for n in METRIC_INFO.names() if not METRIC_INFO.get(n).higher_is_better)
+#: Short geometry names for column titles.
 GEOMETRY_LABELS = {"euclidean": "Euclidean", "poincare": "Poincaré", "lorentz": "Lorentz"}
 
 

@@ -1,0 +1,71 @@
+"""The metric registry: what each reported number is called and which way is better.
+
+Evaluation protocols return metrics by key; the results tables and the HTML report read
+their column titles and "best" direction from here, so a new metric is one function, one
+registration and its tests.
+
+Examples
+--------
+>>> METRIC_INFO.get("violations").higher_is_better
+False
+>>> [m for m in METRIC_INFO.names()][:5]
+['hf1', 'h_acc', 'pc_order', 'violations', 'top1']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hierviz._registry import Registry
+
+__all__ = ["MetricInfo", "METRIC_INFO", "register_metric"]
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """How a metric is shown.
+
+    Attributes
+    ----------
+    name : str
+        The key in a protocol's ``metrics`` dict and in ``results.csv``.
+    label : str
+        Column title.
+    higher_is_better : bool
+    source : str
+        Where it is defined (``docs/references.md`` name and section).
+    """
+
+    name: str
+    label: str
+    higher_is_better: bool = True
+    source: str = ""
+
+
+#: name -> :class:`MetricInfo`, in table column order.
+METRIC_INFO: Registry = Registry("metric")
+
+
+def register_metric(
+    name: str, label: str, *, higher_is_better: bool = True, source: str = "", replace: bool = False
+) -> MetricInfo:
+    """Declare a reported metric (its column title and best direction).
+
+    Raises
+    ------
+    ValueError
+        ``name`` is already registered (and ``replace`` is False).
+    """
+    info = MetricInfo(name, label, higher_is_better, source)
+    METRIC_INFO.register(name, info, replace=replace)
+    return info
+
+
+for _name, _label, _hib in (
+    ("hf1", "HF1", True),
+    ("h_acc", "H-Acc", True),
+    ("pc_order", "PC-Order", True),
+    ("violations", "Violations ↓", False),
+    ("top1", "Top-1", True),
+):
+    register_metric(_name, _label, higher_is_better=_hib, source="Paper 01 (HWC + LAM) §3.5, §4.4")
