@@ -104,3 +104,66 @@ def test_deprecated_losses_aliases_still_work():
 
     assert "hwc+lam" in OBJECTIVES and HPARAMS["tau"] == 0.1
     assert isinstance(old_build("supcon", TREE, "euclidean"), Objective)
+
+
+def test_a_method_sampler_drives_the_training_batches(tmp_path):
+
+    from hierviz.experiments import compare, resolve_config
+    from hierviz.samplers import SAMPLERS, ClassBalancedBatchSampler, register_sampler
+
+    seen = {"epochs": [], "batches": 0}
+
+    class Recording(ClassBalancedBatchSampler):
+        def set_epoch(self, epoch):
+            seen["epochs"].append(epoch)
+            super().set_epoch(epoch)
+
+        def __iter__(self):
+            for b in super().__iter__():
+                seen["batches"] += 1
+                yield b
+
+    try:
+        register_sampler("recording")(lambda *, labels, tree, batch_size, seed: Recording(labels, batch_size, seed))
+
+        @register_method("supcon-rec", hparams=("tau",), needs=Needs(sampler="recording"))
+        def supcon_rec(tree, geometry, hp):
+            return Objective("supcon-rec", {"supcon": SupConLoss(tree, geometry, tau=hp["tau"])})
+
+        cfg = resolve_config(
+            "quick",
+            [
+                "methods=supcon-rec",
+                "geometries=euclidean",
+                "seeds=1",
+                "train.epochs=2",
+                "data.limit=60",
+                "model.width=4",
+                "model.embed_dim=8",
+                "data.image_size=16",
+                "train.batch_size=16",
+                "eval.projection=pca",
+                "data.workers=0",
+                f"out={tmp_path}",
+            ],
+        )
+        compare(cfg, progress=False, verbose=False)
+        assert seen["epochs"] == [0, 1] and seen["batches"] >= 2
+    finally:
+        METHODS.unregister("supcon-rec")
+        SAMPLERS.unregister("recording")
+
+
+def test_class_balanced_sampler_covers_each_image_once_per_epoch():
+    import numpy as np
+
+    from hierviz.samplers import ClassBalancedBatchSampler
+
+    labels = np.array([0] * 7 + [1] * 3 + [2] * 2)
+    s = ClassBalancedBatchSampler(labels, batch_size=4, seed=1)
+    batches = list(s)
+    flat = [i for b in batches for i in b]
+    assert len(batches) == 3 and len(flat) == len(set(flat)) == 12
+    assert set(labels[batches[0]]) == {0, 1, 2}  # the first round robin holds every class
+    s.set_epoch(1)
+    assert list(s) != batches

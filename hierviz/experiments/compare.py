@@ -255,7 +255,14 @@ def _run_one(
     views = method.needs.views
     image_size = int(cfg.data.image_size)
     train_views = ContrastiveDataset(train_ds, TwoViewTransform(image_size, views=views), views=views)
-    result = fit(train_config, model, objective, train_views, callbacks=callbacks)
+    batch_sampler = None
+    if method.needs.sampler is not None:
+        from hierviz.samplers import SAMPLERS
+
+        batch_sampler = SAMPLERS.get(method.needs.sampler)(
+            labels=np.asarray(train_ds.labels), tree=tree, batch_size=t.batch_size, seed=seed
+        )
+    result = fit(train_config, model, objective, train_views, callbacks=callbacks, batch_sampler=batch_sampler)
     protocol = PROTOCOLS.get(method.protocol)
     ev = protocol(
         result.model,

@@ -189,10 +189,20 @@ def warmup_cosine(step: int, warmup_steps: int, total_steps: int) -> float:
 # --------------------------------------------------------------------------- fit
 
 
-def _make_loader(dataset: Dataset, config: TrainConfig, gen: torch.Generator, device: torch.device) -> DataLoader:
+def _make_loader(
+    dataset: Dataset, config: TrainConfig, gen: torch.Generator, device: torch.device, batch_sampler: Any = None
+) -> DataLoader:
     n = len(dataset)  # type: ignore[arg-type]
     if n < 1:
         raise ValueError("train_data is empty")
+    if batch_sampler is not None:  # a method's own batches (e.g. tree triplets, paper 04)
+        return DataLoader(
+            dataset,
+            batch_sampler=batch_sampler,
+            num_workers=config.num_workers,
+            pin_memory=device.type == "cuda",
+            persistent_workers=False,
+        )
     bs = min(config.batch_size, n)
     return DataLoader(
         dataset,
@@ -289,6 +299,7 @@ def fit(
     train_data: Dataset,
     *,
     callbacks: Sequence[Callable[[int, dict[str, Any]], None]] = (),
+    batch_sampler: Any = None,
 ) -> FitResult:
     """Train ``model`` with ``objective`` on multi-view batches (paper 01 §4.2 recipe).
 
@@ -318,6 +329,10 @@ def fit(
         ``cb(epoch, info)`` after each epoch's checkpoint, with ``info`` holding
         ``history``, ``step_history``, ``model``, ``checkpoint``.  An exception raised by a
         callback propagates (the checkpoint of that epoch is already on disk).
+    batch_sampler : iterable of index lists, optional
+        Yields the dataset indices of each batch (a method's sampler, see
+        :data:`hierviz.samplers.SAMPLERS`); its ``set_epoch(e)``, if any, is called each epoch.
+        Default: shuffled batches of ``config.batch_size``.
 
     Returns
     -------
@@ -371,7 +386,7 @@ def fit(
 
     gen = torch.Generator()
     gen.manual_seed(int(config.seed))
-    loader = _make_loader(train_data, config, gen, device)
+    loader = _make_loader(train_data, config, gen, device, batch_sampler)
     steps_per_epoch = len(loader)
     total_steps = steps_per_epoch * config.epochs
     warmup_steps = min(int(round(config.warmup_epochs * steps_per_epoch)), max(0, total_steps - 1))
@@ -425,6 +440,8 @@ def fit(
     jit_guard.__enter__()
     try:
         for epoch in range(start_epoch, config.epochs):
+            if batch_sampler is not None and hasattr(batch_sampler, "set_epoch"):
+                batch_sampler.set_epoch(epoch)
             model.train()
             objective.train()
             sums: dict[str, float] = {}
