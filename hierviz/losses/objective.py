@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["Objective", "build_objective"]
+__all__ = ["Objective", "build_objective", "mean_over_view_logits"]
 
 
 class Objective(nn.Module):
@@ -150,24 +150,58 @@ class Objective(nn.Module):
         z = None if z is None else z.float()
         if not self.requires_logits:
             return self(z, labels)
-        logits = out.get("logits")
-        if logits is None:
-            raise ValueError(
-                f"objective {self.name!r} requires logits but the model returned none; "
-                "build the model with num_classes=tree.num_leaves"
-            )
-        if logits.dtype != torch.float64:
-            logits = logits.float()  # the loss runs in float32 even when the model ran under autocast
-        if logits.dim() == 2:
-            return self(z, labels, logits=logits)
-        V = logits.shape[1]
-        total, acc = None, {}
-        for v in range(V):
-            loss_v, terms_v = self(z, labels, logits=logits[:, v])
-            total = loss_v if total is None else total + loss_v
-            for k, t in terms_v.items():
-                acc[k] = t if k not in acc else acc[k] + t
-        return total / V, {k: t / V for k, t in acc.items()}
+        return mean_over_view_logits(self, z, labels, out.get("logits"), who=f"objective {self.name!r}")
+
+
+def mean_over_view_logits(
+    objective: Any,
+    z: torch.Tensor | None,
+    labels: torch.Tensor | None,
+    logits: torch.Tensor | None,
+    who: str = "objective",
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """An objective on classifier logits of every view: the mean of ``objective(z, y, logits[:, v])``.
+
+    Logit losses (HXE) take ``(B, C)``; averaging the per-view losses equals the loss over
+    all ``B*V`` view samples (it is a per-sample mean), and any embedding term is the same
+    value ``V`` times. The logits are cast to float32 (float64 stays) first, so the loss
+    runs in full precision even when the model ran under autocast.
+
+    Parameters
+    ----------
+    objective : callable
+        ``objective(z, labels, logits=...) -> (loss, terms)``.
+    z : torch.Tensor or None
+    labels : LongTensor (B,) or None
+    logits : torch.Tensor, shape (B, C) or (B, V, C)
+    who : str
+        Named in the error message.
+
+    Returns
+    -------
+    loss, terms
+
+    Raises
+    ------
+    ValueError
+        ``logits`` is None.
+    """
+    if logits is None:
+        raise ValueError(
+            f"{who} requires logits but the model returned none; build the model with num_classes=tree.num_leaves"
+        )
+    if logits.dtype != torch.float64:
+        logits = logits.float()
+    if logits.dim() == 2:
+        return objective(z, labels, logits=logits)
+    V = logits.shape[1]
+    total, acc = None, {}
+    for v in range(V):
+        loss_v, terms_v = objective(z, labels, logits=logits[:, v])
+        total = loss_v if total is None else total + loss_v
+        for k, t in terms_v.items():
+            acc[k] = t if k not in acc else acc[k] + t
+    return total / V, {k: t / V for k, t in acc.items()}
 
 
 def build_objective(name: str, tree: Any, geometry: Any, **hparams: Any) -> Objective:

@@ -248,29 +248,10 @@ def _amp_setup(config: TrainConfig, device: torch.device) -> tuple[bool, torch.d
 def _loss_with_logits(
     objective: nn.Module, z: torch.Tensor, y: torch.Tensor, logits: torch.Tensor | None
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """Objective on classifier logits of every view: the mean over views of ``objective(z, y, logits[:, v])``.
+    """The mean over views of ``objective(z, y, logits[:, v])`` (see :func:`hierviz.losses.objective.mean_over_view_logits`)."""
+    from hierviz.losses.objective import mean_over_view_logits
 
-    Logit losses (HXE) take ``(B, C)``; averaging the per-view losses equals the loss over
-    all ``B*V`` view samples (it is a per-sample mean), and any embedding term is simply
-    the same value ``V`` times.
-    """
-    if logits is None:
-        raise ValueError(
-            "objective requires logits (e.g. 'hxe') but the model returned none; "
-            "build the model with num_classes=tree.num_leaves"
-        )
-    if logits.dtype != torch.float64:
-        logits = logits.float()  # the loss runs in float32 even when the model ran under autocast
-    if logits.dim() == 2:
-        return objective(z, y, logits=logits)
-    V = logits.shape[1]
-    total, acc = None, {}
-    for v in range(V):
-        loss_v, terms_v = objective(z, y, logits=logits[:, v])
-        total = loss_v if total is None else total + loss_v
-        for k, t in terms_v.items():
-            acc[k] = t if k not in acc else acc[k] + t
-    return total / V, {k: t / V for k, t in acc.items()}
+    return mean_over_view_logits(objective, z, y, logits, who="objective (e.g. 'hxe')")
 
 
 def _objective_loss(
