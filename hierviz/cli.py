@@ -163,8 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _import_modules(names: Sequence[str]) -> None:
+    import os
+
     from hierviz.experiments import ConfigError
 
+    if names and os.getcwd() not in sys.path and "" not in sys.path:  # the `hierviz` script lacks the cwd
+        sys.path.insert(0, os.getcwd())
     for name in names:
         try:
             importlib.import_module(name)
