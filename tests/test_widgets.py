@@ -15,7 +15,10 @@ from hierviz.viz.widgets import (
     Panel,
     curvature_figure,
     curvature_panel,
+    lam_figure,
     lam_hinges,
+    lam_panel,
+    lam_terms,
     margin_figure,
     margin_panel,
     omega_figure,
@@ -108,8 +111,16 @@ def test_lam_hinges_unbalanced_and_errors(unbalanced_tree, breakhis_tree):
     z, y = _two_clusters(unbalanced_tree)
     h = lam_hinges(z, y, unbalanced_tree, [0.1, 0.1])
     assert set(h) == {1, 2}
-    c = unbalanced_tree.leaf_index["c"]
-    assert np.all(h[2][y == c] == 0.0)  # leaf c (depth 1) has no level-2 ancestor
+    # leaf c (depth 1) repeats itself at level 2, as in LAMLoss: its hinge there is the loss's, not a forced 0
+    from hierviz.geometry import PoincareBall
+    from hierviz.losses import LAMLoss
+
+    lam = LAMLoss(unbalanced_tree, PoincareBall(c=1.0), margins=[0.1, 0.1])
+    lam.train()
+    lam(torch.from_numpy(z).unsqueeze(1), torch.as_tensor(y))
+    assert (2, "c") in lam.proto_names
+    ref = lam.sample_hinges(torch.from_numpy(z).unsqueeze(1), torch.as_tensor(y)).double().numpy()
+    np.testing.assert_allclose(h[2], ref[:, 1], atol=1e-12)
     with pytest.raises(ValueError, match="margins must have 2"):
         lam_hinges(z, y, unbalanced_tree, [0.1])
     with pytest.raises(ValueError, match="margins"):
@@ -215,3 +226,115 @@ def test_lam_hinge_panel_is_lamloss_on_an_unbalanced_tree():
     per_level = torch.tensor([panel[lv].mean() for lv in (1, 2)], dtype=torch.float64)
     assert torch.allclose(per_level, loss.last_level_losses.double(), atol=1e-6)
     assert float(value) == pytest.approx(float(per_level.sum()), abs=1e-6)
+
+
+def _eq11_by_hand(z, y, tree, margins, c=1.0):
+    """Eq. 11 written out with LAMLoss's prototypes: per level, [d(z, own) − min other d(z, ·) + m]_+."""
+    from hierviz.geometry import PoincareBall
+    from hierviz.losses import LAMLoss
+
+    ball = PoincareBall(c=c)
+    lam = LAMLoss(tree, ball, margins=margins)
+    lam.train()
+    zt, yt = torch.from_numpy(z).unsqueeze(1), torch.as_tensor(y)
+    lam(zt, yt)  # the first call sets the prototypes
+    P = lam.prototypes.double()
+    D = ball.pairwise_dist(torch.from_numpy(z), P).numpy()
+    slots = lam.slots(yt).numpy()  # (L-1, N)
+    levels = lam.proto_level.numpy()
+    out = {}
+    for k, lv in enumerate(range(1, tree.height)):
+        own = D[np.arange(len(y)), slots[k]]
+        other = np.where((levels[None, :] == lv) & (np.arange(len(P))[None, :] != slots[k][:, None]), D, np.inf)
+        nearest = other.min(1)
+        h = np.maximum(own - nearest + margins[k], 0.0)
+        out[lv] = np.where(np.isfinite(nearest), h, 0.0)
+    return out, lam
+
+
+def test_lam_panel_is_lamloss_on_bloodmnist_tree():
+    """The LAM widgets compute with LAMLoss: per sample, per level and in total, on an unbalanced real tree."""
+    from hierviz.data import load_tree
+
+    tree = load_tree("bloodmnist")  # leaves at depths 2, 3 and 4: unbalanced, L = 4
+    assert len(set(tree.leaf_depth.tolist())) == 3 and tree.height == 4
+    v, y = toy_tangent_points(tree, n_per_leaf=12, spread=0.3, seed=1)
+    ball = __import__("geoopt").PoincareBall(c=1.0)
+    z = ball.projx(ball.expmap0(torch.tensor(0.6 * v))).numpy()
+    margins, weights = [0.5, 0.3, 0.1], [1.0, 2.0, 0.5]
+    terms = lam_terms(z, y, tree, margins, weights)
+    by_hand, lam = _eq11_by_hand(z, y, tree, margins)
+    for k, lv in enumerate((1, 2, 3)):
+        np.testing.assert_allclose(terms["hinges"][lv], by_hand[lv], atol=1e-6)
+        assert terms["level_losses"][lv] == pytest.approx(float(lam.last_level_losses[k]), abs=1e-6)
+    assert any(terms["hinges"][lv].max() > 0 for lv in (1, 2, 3))  # the check is not vacuous
+    # a shallow leaf (lymphocyte, depth 2) is its own group at level 3, and the panel uses that slot
+    assert (3, "lymphocyte") in terms["proto_names"]
+    weighted = sum(w * terms["level_losses"][lv] for w, lv in zip(weights, (1, 2, 3)))
+    assert terms["loss"] == pytest.approx(weighted, abs=1e-9)
+    assert lam_hinges(z, y, tree, margins)[3] == pytest.approx(by_hand[3], abs=1e-6)
+    fig = lam_figure(z[:, :2], y, tree, margins, weights)
+    bars = {t.name: np.asarray(t.y) for t in fig.data if t.type == "bar"}
+    np.testing.assert_allclose(
+        bars["100 · λ_ℓ · L_LAM^(ℓ)"], [100 * w * terms["level_losses"][lv] for w, lv in zip(weights, (1, 2, 3))]
+    )
+    np.testing.assert_allclose(bars["% violating"], [100 * np.mean(by_hand[lv] > 0) for lv in (1, 2, 3)], atol=1e-9)
+    assert f"L_LAM = {terms['loss']:.4f}" in fig.layout.title.text
+    with pytest.raises(ValueError, match="level_weights must have 3"):
+        lam_terms(z, y, tree, margins, [1.0])
+    with pytest.raises(ValueError, match="level_weights"):
+        lam_terms(z, y, tree, margins, [1.0, -1.0, 1.0])
+
+
+def test_margin_figure_title_is_the_loss(unbalanced_tree):
+    z, y = _two_clusters(unbalanced_tree)
+    f = margin_figure(z, y, unbalanced_tree, [0.8, 0.3])
+    _, lam = _eq11_by_hand(z, y, unbalanced_tree, [0.8, 0.3])
+    for lv, value in zip((1, 2), lam.last_level_losses.tolist()):
+        assert f"ℓ={lv}: m={[0.8, 0.3][lv - 1]:.2f}, L={value:.3f}" in f.layout.title.text
+
+
+def test_lam_panel_weights_scale_the_loss_not_the_violators(breakhis_tree):
+    p = lam_panel(breakhis_tree)
+    assert list(p.controls) == ["m1", "lam1"] and p.controls["m1"].value == 0.5  # LAMLoss's default margin
+    circles = len(p.figure.data[[t.name for t in p.figure.data].index("margin violations")].x)
+    bar = np.asarray(p.figure.data[-1].y).copy()
+    p.controls["lam1"].value = 2.0
+    after = p.figure
+    assert len(after.data[[t.name for t in after.data].index("margin violations")].x) == circles
+    np.testing.assert_allclose(np.asarray(after.data[-1].y), 2.0 * bar)
+    p.controls["m1"].value = 1.5
+    assert len(p.figure.data[[t.name for t in p.figure.data].index("margin violations")].x) > circles
+    with pytest.raises(ValueError, match="level_weights must have 1"):
+        lam_panel(breakhis_tree, level_weights=[1.0, 1.0])
+
+
+def test_curvature_title_distance_is_the_geometry(breakhis_tree):
+    import geoopt
+
+    v, y = toy_tangent_points(breakhis_tree, n_per_leaf=5)
+    f = curvature_figure(2.0, v, y, breakhis_tree)
+    ball = geoopt.PoincareBall(c=2.0)
+    ref = ball.dist0(ball.projx(ball.expmap0(torch.tensor(v)))).mean().item()  # peer: geoopt
+    assert f"mean distance to the origin {ref:.3f}" in f.layout.title.text
+
+
+def test_tau_figure_is_the_hwc_gradient(breakhis_tree):
+    """The τ panel's bars are Eq. 8 as the loss module computes it (hwc_logit_gradient with hwc_omega)."""
+    from hierviz.losses import hwc_logit_gradient, hwc_omega
+
+    tau, alpha, gamma = 0.2, 0.7, 0.4
+    f = tau_figure(breakhis_tree, tau, alpha, gamma)
+    from hierviz.viz import dfs_leaves
+
+    first = breakhis_tree.leaves[0]  # tau_figure's defaults: this anchor, every leaf once in DFS order, sim 0.5
+    cand = [first] + [leaf for leaf in dfs_leaves(breakhis_tree) if leaf != first]
+    lab = torch.tensor([0] + [breakhis_tree.leaf_index[c] for c in cand])  # row 0: the anchor
+    pos = lab[:, None] == lab[None, :]
+    omega = hwc_omega(breakhis_tree.rho_matrix.double()[lab][:, lab], pos, alpha, gamma)
+    s = torch.full((len(lab), len(lab)), 0.5 / tau, dtype=torch.float64)
+    ref = hwc_logit_gradient(s, omega, pos)[0, 1:].numpy()
+    assert [x.split(". ", 1)[1].removesuffix(" (+)") for x in f.data[0].x] == cand
+    grad = np.asarray(f.data[[t.name for t in f.data].index("HWC ∂L/∂s")].y)
+    np.testing.assert_allclose(grad, ref, atol=1e-12)
+    assert np.ptp(grad[1:]) > 1e-3  # the tree separates the candidates: not a vacuous check

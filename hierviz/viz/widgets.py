@@ -1,4 +1,4 @@
-"""Interactive ipywidgets panels for the notebooks: curvature, ω (α, γ), LAM margins, τ.
+"""Interactive ipywidgets panels for the notebooks: curvature, ω (α, γ), LAM margins and weights, τ.
 
 Every panel is a thin shell around a **module-level plain function** that builds the
 figure from the slider values (:func:`curvature_figure`, :func:`omega_figure`,
@@ -31,9 +31,12 @@ __all__ = [
     "curvature_panel",
     "omega_figure",
     "omega_panel",
+    "lam_terms",
     "lam_hinges",
     "margin_figure",
     "margin_panel",
+    "lam_figure",
+    "lam_panel",
     "tau_figure",
     "tau_panel",
 ]
@@ -133,9 +136,8 @@ def curvature_figure(c: float, points: Any, labels: Any, tree, show_tree: bool =
     V = _as_points(points, "points", dim=2)
     geo = _ball(c)
     x = geo.proj(geo.expmap0(torch.from_numpy(V))).detach().cpu().numpy()
-    mean_d = float(
-        (2.0 / np.sqrt(c) * np.arctanh(np.clip(np.sqrt(c) * np.linalg.norm(x, axis=1), 0, 1 - 1e-12))).mean()
-    )
+    xt = torch.from_numpy(x)
+    mean_d = float(geo.dist(xt, torch.zeros_like(xt)).mean())  # Eq. 2 from the geometry
     title = (
         f"expmap₀ into the Poincaré disk, curvature −{c:g} (radius {1 / np.sqrt(c):.3g})"
         f"<br><sup>mean distance to the origin {mean_d:.3f}</sup>"
@@ -168,17 +170,114 @@ def _levels(tree) -> list[int]:
     return list(range(1, int(tree.height)))
 
 
+def _margin_map(tree, margins: Mapping[int, float] | Any, what: str = "margins") -> dict[int, float]:
+    """``{level: value}`` for levels 1..L−1 from a mapping or a sequence of L−1 values ≥ 0."""
+    levels = _levels(tree)
+    if not levels:
+        raise ValueError(f"LAM needs a tree of height >= 2 (a level between root and leaves), got L = {tree.height}")
+    if isinstance(margins, Mapping):
+        m = {int(k): _check_nonneg(v, f"{what}[{k}]") for k, v in margins.items()}
+        missing = [lv for lv in levels if lv not in m]
+        if missing:
+            raise ValueError(f"{what} lacks level(s) {missing}; levels are {levels}")
+        return {lv: m[lv] for lv in levels}
+    seq = list(np.asarray(margins, dtype=np.float64).reshape(-1))
+    if len(seq) != len(levels):
+        raise ValueError(f"{what} must have {len(levels)} value(s) (levels {levels}), got {len(seq)}")
+    return {lv: _check_nonneg(v, f"{what}[{i}]") for i, (lv, v) in enumerate(zip(levels, seq))}
+
+
+def lam_terms(
+    points: Any,
+    labels: Any,
+    tree,
+    margins: Mapping[int, float] | Any,
+    level_weights: Mapping[int, float] | Any | None = None,
+    c: float = 1.0,
+) -> dict[str, Any]:
+    """Every number of the LAM panels, read off one :class:`hierviz.losses.LAMLoss` (paper 01 Eqs. 3, 11).
+
+    A fresh ``LAMLoss(tree, PoincareBall(c), margins, level_weights)`` in training mode is
+    called once on the points: that first call sets each prototype c_{ℓ,a} to the mean of
+    the points under node a at depth ℓ (``mean_steps`` Karcher steps of Eq. 3; on
+    unbalanced trees a shallow leaf is its own group at deeper levels, as in the loss),
+    then evaluates the hinge of Eq. 11 with them. So the panel's numbers *are* the loss's.
+
+    Parameters
+    ----------
+    points : array-like, shape (N, d)
+        Points in the ball of radius 1/√c.
+    labels : array-like of int, shape (N,)
+        Leaf indices.
+    tree : hierviz.hierarchy.LabelTree
+        Height L ≥ 2 (LAM needs a level between root and leaves).
+    margins : mapping level → m_ℓ, or sequence of L−1 floats (m_1, ..., m_{L−1}), m_ℓ ≥ 0
+    level_weights : mapping level → λ_ℓ, or sequence of L−1 floats ≥ 0, optional
+        Default 1 for every level.
+    c : float > 0, default 1.0
+
+    Returns
+    -------
+    dict
+        ``"hinges"``: level ℓ → numpy.ndarray float64 (N,) of [d⁺ − d⁻ + m_ℓ]₊ ≥ 0
+        (``LAMLoss.sample_hinges``); ``"level_losses"``: level ℓ → float L^(ℓ), the mean
+        hinge (``LAMLoss.last_level_losses``); ``"loss"``: float Σ_ℓ λ_ℓ L^(ℓ), the loss
+        value; ``"prototypes"``: numpy.ndarray (P, d) and ``"proto_names"``: list of
+        (level, node name), LAM's prototype rows.
+
+    Raises
+    ------
+    ValueError
+        Tree height < 2, wrong number of margins or weights, a negative one, points
+        outside the ball, ``labels`` mismatch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hierviz.hierarchy import LabelTree
+    >>> tree = LabelTree.from_nested({"root": {"A": ["a1", "a2"], "B": ["b1"]}})
+    >>> z = np.array([[0.5, 0.0], [0.4, 0.1], [-0.5, 0.0]])
+    >>> t = lam_terms(z, [0, 1, 2], tree, margins=[0.2])
+    >>> t["hinges"][1], round(t["loss"], 6)
+    (array([0., 0., 0.]), 0.0)
+    >>> round(lam_terms(z, [0, 1, 2], tree, margins=[3.0], level_weights=[2.0])["loss"], 4)
+    2.0826
+    """
+    c = _check_positive(c, "c")
+    m = _margin_map(tree, margins, "margins")
+    w = _margin_map(tree, [1.0] * len(m) if level_weights is None else level_weights, "level_weights")
+    Z = check_in_ball(points, c, "points")
+    y = _leaf_labels(labels, tree, Z.shape[0])
+    from hierviz.losses import LAMLoss
+
+    levels = list(m)
+    loss = LAMLoss(tree, _ball(c), margins=[m[lv] for lv in levels], level_weights=[w[lv] for lv in levels])
+    zt, yt = torch.from_numpy(Z).unsqueeze(1), torch.as_tensor(y, dtype=torch.long)
+    loss.train()
+    with torch.no_grad():
+        value = loss(zt, yt)  # the first training call sets every prototype to the (Karcher) mean of its points
+    H = loss.sample_hinges(zt, yt).double().numpy()
+    per_level = loss.last_level_losses.double().numpy()
+    return {
+        "hinges": {lv: H[:, i].copy() for i, lv in enumerate(levels)},
+        "level_losses": {lv: float(per_level[i]) for i, lv in enumerate(levels)},
+        "loss": float(value),
+        "prototypes": loss.prototypes.double().numpy().copy(),
+        "proto_names": loss.proto_names,
+    }
+
+
 def lam_hinges(
     points: Any, labels: Any, tree, margins: Mapping[int, float] | Any, c: float = 1.0
 ) -> dict[int, np.ndarray]:
     """Per-sample LAM hinge [d⁺ − d⁻ + m_ℓ]₊ at every level ℓ = 1..L−1 (paper 01 Eq. 11).
 
-    Computed by :class:`hierviz.losses.LAMLoss` itself (its ``sample_hinges``), so the panel's
-    numbers are the loss's: prototypes c_{ℓ,a} are LAM's first-call means of the points under
-    each node a at depth ℓ (``mean_steps`` Karcher steps of Eq. 3), d⁺ the Poincaré distance
-    (Eq. 2) to the sample's own level-ℓ prototype and d⁻ to the nearest other level-ℓ
-    prototype; a level with a single prototype contributes 0. On unbalanced trees a
-    shallow leaf's slot at a deeper level is LAM's (see :class:`~hierviz.losses.LAMLoss`).
+    Computed by :class:`hierviz.losses.LAMLoss` itself (``lam_terms(...)["hinges"]``), so
+    the panel's numbers are the loss's: prototypes c_{ℓ,a} are LAM's first-call means of the
+    points under each node a at depth ℓ (``mean_steps`` Karcher steps of Eq. 3), d⁺ the
+    Poincaré distance (Eq. 2) to the sample's own level-ℓ prototype and d⁻ to the nearest
+    other level-ℓ prototype; a level with a single prototype contributes 0. On unbalanced
+    trees a shallow leaf's slot at a deeper level is LAM's (see :class:`~hierviz.losses.LAMLoss`).
 
     Parameters
     ----------
@@ -202,30 +301,7 @@ def lam_hinges(
         Tree height < 2, wrong number of margins, negative margin, points outside the
         ball, ``labels`` mismatch.
     """
-    c = _check_positive(c, "c")
-    levels = _levels(tree)
-    if not levels:
-        raise ValueError(f"LAM needs a tree of height >= 2 (a level between root and leaves), got L = {tree.height}")
-    if isinstance(margins, Mapping):
-        m = {int(k): _check_nonneg(v, f"margins[{k}]") for k, v in margins.items()}
-        missing = [lv for lv in levels if lv not in m]
-        if missing:
-            raise ValueError(f"margins lacks level(s) {missing}; levels are {levels}")
-    else:
-        seq = list(np.asarray(margins, dtype=np.float64).reshape(-1))
-        if len(seq) != len(levels):
-            raise ValueError(f"margins must have {len(levels)} value(s) (levels {levels}), got {len(seq)}")
-        m = {lv: _check_nonneg(v, f"margins[{i}]") for i, (lv, v) in enumerate(zip(levels, seq))}
-    Z = check_in_ball(points, c, "points")
-    y = _leaf_labels(labels, tree, Z.shape[0])
-    from hierviz.losses import LAMLoss
-
-    loss = LAMLoss(tree, _ball(c), margins=[m[lv] for lv in levels])
-    zt, yt = torch.from_numpy(Z).unsqueeze(1), torch.as_tensor(y, dtype=torch.long)
-    loss.train()
-    loss(zt, yt)  # the first training call sets every prototype to the (Karcher) mean of its points (Eq. 3)
-    H = loss.sample_hinges(zt, yt).double().numpy()
-    return {lv: H[:, i].copy() for i, lv in enumerate(levels)}
+    return lam_terms(points, labels, tree, margins, None, c)["hinges"]
 
 
 def margin_figure(points: Any, labels: Any, tree, margins: Mapping[int, float] | Any, c: float = 1.0) -> go.Figure:
@@ -246,18 +322,22 @@ def margin_figure(points: Any, labels: Any, tree, margins: Mapping[int, float] |
     plotly.graph_objects.Figure
         :func:`plot_poincare_disk` plus a trace ``"margin violations"`` (open red
         circles at samples with a positive hinge at any level); the title lists
-        L_LAM^(ℓ) (mean hinge) and the share of violating samples per level.
+        L_LAM^(ℓ) (``LAMLoss.last_level_losses``) and the share of violating samples per level.
 
     Raises
     ------
     ValueError
-        As :func:`lam_hinges`.
+        As :func:`lam_terms`; points not 2-D.
     """
-    hinges = lam_hinges(points, labels, tree, margins, c)
+    return _margin_disk(lam_terms(points, labels, tree, margins, None, c), points, labels, tree, margins, c)
+
+
+def _margin_disk(terms: dict, points: Any, labels: Any, tree, margins: Any, c: float) -> go.Figure:
     Z = check_in_ball(points, c, "points")
-    fig = plot_poincare_disk(Z, labels, tree, c=c)
     if Z.shape[1] != 2:
         raise ValueError(f"margin_figure draws 2-D points only, got dimension {Z.shape[1]}")
+    hinges = terms["hinges"]
+    fig = plot_poincare_disk(Z, labels, tree, c=c)
     total = sum(hinges.values())
     v = np.flatnonzero(total > 0)
     fig.add_trace(
@@ -271,13 +351,90 @@ def margin_figure(points: Any, labels: Any, tree, margins: Mapping[int, float] |
             hovertemplate="point #%{customdata[0]}<br>Σ hinge = %{customdata[1]:.3f}<extra></extra>",
         )
     )
-    mvals = margins if isinstance(margins, Mapping) else dict(zip(_levels(tree), np.asarray(margins).reshape(-1)))
+    mvals = _margin_map(tree, margins)
     parts = [
-        f"ℓ={lv}: m={float(mvals[lv]):.2f}, L={h.mean():.3f}, {100 * np.mean(h > 0):.0f}% violate"
+        f"ℓ={lv}: m={mvals[lv]:.2f}, L={terms['level_losses'][lv]:.3f}, {100 * np.mean(h > 0):.0f}% violate"
         for lv, h in hinges.items()
     ]
     fig.update_layout(
         title=dict(text="LAM level-aware margins (paper 01 Eq. 11)<br><sup>" + "; ".join(parts) + "</sup>")
+    )
+    return fig
+
+
+def lam_figure(
+    points: Any,
+    labels: Any,
+    tree,
+    margins: Mapping[int, float] | Any,
+    level_weights: Mapping[int, float] | Any | None = None,
+    c: float = 1.0,
+) -> go.Figure:
+    """The LAM hinge with margins m_ℓ and level weights λ_ℓ: violators on the disk, per-level bars (Eq. 11).
+
+    Left, :func:`margin_figure` (open red circles: a positive hinge at some level); right,
+    per level the share of violating samples and 100 · λ_ℓ L^(ℓ). The title gives
+    L_LAM = Σ_ℓ λ_ℓ L^(ℓ). Every number comes from :func:`lam_terms`, i.e. from
+    :class:`hierviz.losses.LAMLoss`. m_ℓ changes who violates; λ_ℓ only how loudly a level counts.
+
+    Parameters
+    ----------
+    points : array-like, shape (N, 2)
+        Points in the ball of radius 1/√c.
+    labels : array-like of int, shape (N,)
+    tree : hierviz.hierarchy.LabelTree
+        Height ≥ 2.
+    margins : mapping level → m_ℓ, or sequence (m_1, ..., m_{L−1}), ≥ 0
+    level_weights : mapping level → λ_ℓ, or sequence, ≥ 0, optional
+        Default 1 for every level.
+    c : float > 0, default 1.0
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        The disk's traces (first subplot, ending with ``"margin violations"``), then the bar
+        traces ``"% violating"`` and ``"100 · λ_ℓ · L_LAM^(ℓ)"``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`lam_terms`; points not 2-D.
+    """
+    from plotly.subplots import make_subplots
+
+    terms = lam_terms(points, labels, tree, margins, level_weights, c)
+    disk = _margin_disk(terms, points, labels, tree, margins, c)
+    m = _margin_map(tree, margins)
+    w = _margin_map(tree, [1.0] * len(m) if level_weights is None else level_weights, "level_weights")
+    levels = list(m)
+    fig = make_subplots(
+        1,
+        2,
+        column_widths=[0.62, 0.38],
+        horizontal_spacing=0.12,
+        subplot_titles=("violators (open red circles)", "per level"),
+    )
+    for tr in disk.data:
+        fig.add_trace(tr, row=1, col=1)
+    names = [f"level {lv}" for lv in levels]
+    fig.add_bar(
+        x=names, y=[100 * float(np.mean(terms["hinges"][lv] > 0)) for lv in levels], name="% violating", row=1, col=2
+    )
+    fig.add_bar(
+        x=names,
+        y=[100 * w[lv] * terms["level_losses"][lv] for lv in levels],
+        name="100 · λ_ℓ · L_LAM^(ℓ)",
+        row=1,
+        col=2,
+    )
+    fig.update_xaxes(disk.layout.xaxis, row=1, col=1)
+    fig.update_yaxes(disk.layout.yaxis, row=1, col=1)
+    fig.update_yaxes(scaleanchor="x", scaleratio=1, row=1, col=1)
+    fig.update_layout(
+        height=480,
+        template=disk.layout.template,
+        title=f"LAM hinge, Eq. 11: L_LAM = {terms['loss']:.4f}  "
+        f"(margins {', '.join(f'{m[lv]:.2f}' for lv in levels)}; weights {', '.join(f'{w[lv]:.2f}' for lv in levels)})",
     )
     return fig
 
@@ -508,6 +665,18 @@ def omega_panel(tree, alpha: float = 0.5, gamma: float = 0.5, alpha_max: float |
     )
 
 
+def _panel_points(tree, points: Any, labels: Any, c: float) -> tuple[np.ndarray, np.ndarray]:
+    """The panel's points in the ball and their labels (default: the toy points through expmap₀)."""
+    if points is None:
+        v, labels = toy_tangent_points(tree)
+        geo = _ball(c)
+        points = geo.proj(geo.expmap0(torch.from_numpy(v))).numpy()
+    elif labels is None:
+        raise ValueError("labels must be given with points")
+    Z = check_in_ball(points, c, "points")
+    return Z, _leaf_labels(labels, tree, Z.shape[0])
+
+
 def margin_panel(tree, points: Any = None, labels: Any = None, c: float = 1.0, margins: Any = None) -> Panel:
     """One slider m_ℓ ∈ [0, 2] per level ℓ = 1..L−1 over :func:`margin_figure` (paper 01 Eq. 11).
 
@@ -538,14 +707,7 @@ def margin_panel(tree, points: Any = None, labels: Any = None, c: float = 1.0, m
     levels = _levels(tree)
     if not levels:
         raise ValueError(f"LAM needs a tree of height >= 2, got L = {tree.height}")
-    if points is None:
-        v, labels = toy_tangent_points(tree)
-        geo = _ball(c)
-        points = geo.proj(geo.expmap0(torch.from_numpy(v))).numpy()
-    elif labels is None:
-        raise ValueError("labels must be given with points")
-    Z = check_in_ball(points, c, "points")
-    y = _leaf_labels(labels, tree, Z.shape[0])
+    Z, y = _panel_points(tree, points, labels, c)
     init = [0.2] * len(levels) if margins is None else list(np.asarray(margins, dtype=float).reshape(-1))
     if len(init) != len(levels):
         raise ValueError(f"margins must have {len(levels)} value(s), got {len(init)}")
@@ -555,6 +717,59 @@ def margin_panel(tree, points: Any = None, labels: Any = None, c: float = 1.0, m
         return margin_figure(Z, y, tree, {lv: ms[f"m{lv}"] for lv in levels}, c)
 
     return Panel(controls, update, "LAM level-aware margins")
+
+
+def lam_panel(
+    tree,
+    points: Any = None,
+    labels: Any = None,
+    c: float = 1.0,
+    margins: Any = None,
+    level_weights: Any = None,
+) -> Panel:
+    """Sliders m_ℓ ∈ [0, 2] and λ_ℓ ∈ [0, 3] per level over :func:`lam_figure` (paper 01 Eq. 11).
+
+    Parameters
+    ----------
+    tree : hierviz.hierarchy.LabelTree
+        Height ≥ 2.
+    points : array-like (N, 2), optional
+        Points in the ball of radius 1/√c; default: :func:`toy_tangent_points` mapped
+        with expmap₀.
+    labels : array-like of int (N,), optional
+        Required with ``points``.
+    c : float > 0, default 1.0
+    margins : sequence of L−1 floats ≥ 0, optional
+        Initial margins; default :func:`hierviz.losses.default_margins` (LAMLoss's own).
+    level_weights : sequence of L−1 floats ≥ 0, optional
+        Initial λ_ℓ; default 1 each.
+
+    Returns
+    -------
+    Panel
+        Controls ``"m1"``, ..., ``"lam1"``, ...
+
+    Raises
+    ------
+    ValueError
+        Tree height < 2, ``points`` without ``labels``, wrong number of margins or weights.
+    """
+    from hierviz.losses import default_margins
+
+    c = _check_positive(c, "c")
+    levels = _levels(tree)
+    if not levels:
+        raise ValueError(f"LAM needs a tree of height >= 2, got L = {tree.height}")
+    Z, y = _panel_points(tree, points, labels, c)
+    m0 = _margin_map(tree, default_margins(len(levels)) if margins is None else margins)
+    w0 = _margin_map(tree, [1.0] * len(levels) if level_weights is None else level_weights, "level_weights")
+    controls = {f"m{lv}": _slider(f"margin m{lv}", m0[lv], 0.0, 2.0, 0.05) for lv in levels}
+    controls.update({f"lam{lv}": _slider(f"weight λ{lv}", w0[lv], 0.0, 3.0, 0.05) for lv in levels})
+
+    def update(**v):
+        return lam_figure(Z, y, tree, {lv: v[f"m{lv}"] for lv in levels}, {lv: v[f"lam{lv}"] for lv in levels}, c)
+
+    return Panel(controls, update, "LAM: margins m_ℓ and level weights λ_ℓ (Eq. 11)")
 
 
 def tau_panel(
