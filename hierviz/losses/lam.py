@@ -350,8 +350,8 @@ class LAMLoss(nn.Module):
         """Per-sample hinge ``[d⁺ − d⁻ + m_ℓ]₊`` at every level with the current prototypes (no update).
 
         The quantity whose per-level mean, weighted by λ_ℓ, is the loss (Eq. 11); teaching
-        widgets draw it. A sample without a level-ℓ ancestor prototype (a shallow leaf of an
-        unbalanced tree) or a level without a second prototype contributes 0.
+        widgets draw it. A shallow leaf of an unbalanced tree uses its own slot at deeper
+        levels (as in :meth:`forward`); a level without a second prototype contributes 0.
 
         Parameters
         ----------
