@@ -23,7 +23,14 @@ import numpy as np
 
 from hierviz._registry import Registry
 
-__all__ = ["SAMPLERS", "register_sampler", "ClassBalancedBatchSampler"]
+__all__ = [
+    "SAMPLERS",
+    "register_sampler",
+    "ClassBalancedBatchSampler",
+    "TreeTripletSampler",
+    "TreeTripletBatchSampler",
+    "triplet_templates",
+]
 
 #: name -> factory ``f(*, labels, tree, batch_size, seed) -> batch sampler``.
 SAMPLERS: Registry = Registry("sampler")
@@ -79,3 +86,6 @@ class ClassBalancedBatchSampler:
 @register_sampler("class-balanced")
 def _class_balanced(*, labels: Any, tree: Any, batch_size: int, seed: int) -> ClassBalancedBatchSampler:
     return ClassBalancedBatchSampler(labels, batch_size, seed)
+
+
+from hierviz.samplers.tree_triplet import TreeTripletBatchSampler, TreeTripletSampler, triplet_templates  # noqa: E402
