@@ -19,8 +19,10 @@ terms; methods (:mod:`hierviz.methods`) build objectives.
 from typing import Any
 
 from ._core import INPUT_KINDS, REDUCTIONS, SIMILARITIES, contrastive_log_prob
+from .hcl import HCLLoss, hcl_terms
 from .hc_outside import HierarchicalContrastiveLoss, OutsideSoftmaxHCLoss
 from .hwc import OMEGA_MODES, HWCLoss, hwc_logit_gradient, hwc_omega
+from .hmlc import HMLCLoss
 from .hxe import HXELoss
 from .lam import LAMLoss, default_margins
 from .objective import Objective, build_objective
@@ -39,11 +41,14 @@ __all__ = [
     "build_objective",
     "SimCLRLoss",
     "SupConLoss",
+    "HCLLoss",
+    "hcl_terms",
     "HWCLoss",
     "OutsideSoftmaxHCLoss",
     "HierarchicalContrastiveLoss",
     "LAMLoss",
     "HXELoss",
+    "HMLCLoss",
     "SoftLabelLoss",
     "hwc_omega",
     "hwc_logit_gradient",

@@ -6,6 +6,7 @@ registers more with :func:`register_method`; ``hierviz compare --import MODULE``
 """
 
 from hierviz.methods import paper01  # noqa: E402,F401  (registers the built-ins)
+from hierviz.methods import paper03  # noqa: E402,F401  (HCL, Paper 03)
 from hierviz.methods.registry import (
     LOSS_HPARAMS,
     METHODS,
