@@ -27,12 +27,15 @@ from hierviz.metrics.hierarchy import (
     violations_by_level,
 )
 from hierviz.metrics.probe import REPORT_KEYS, hierarchy_report, linear_probe
+from hierviz.metrics.radius import max_radius, origin_distance, radius_report
 from hierviz.metrics.registry import METRIC_INFO, MetricInfo, register_metric  # noqa: E402
 from hierviz.metrics.retrieval import (
+    MAP_DENOMINATORS,
     map_at_k,
     mean_normalised_rank,
     ndcg,
     precision_at_k,
+    r_precision,
     recall_at_k,
     tree_relevance,
 )
@@ -51,9 +54,14 @@ __all__ = [
     "linear_probe",
     "hierarchy_report",
     "REPORT_KEYS",
+    "radius_report",
+    "max_radius",
+    "origin_distance",
     "precision_at_k",
     "recall_at_k",
     "map_at_k",
+    "MAP_DENOMINATORS",
+    "r_precision",
     "ndcg",
     "tree_relevance",
     "mean_normalised_rank",

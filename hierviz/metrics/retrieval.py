@@ -34,6 +34,8 @@ __all__ = [
     "precision_at_k",
     "recall_at_k",
     "map_at_k",
+    "MAP_DENOMINATORS",
+    "r_precision",
     "ndcg",
     "tree_relevance",
     "mean_normalised_rank",
@@ -124,6 +126,11 @@ def _relevant(yq: torch.Tensor, yg: torch.Tensor, tree: LabelTree | None, level:
         raise ValueError(f"level must be in [0, {tree.height}], got {level}")
     col = tree.leaf_paths[:, int(level)]
     return col[yq][:, None] == col[yg][None, :]
+
+
+#: The normalisers of AP@k that :func:`map_at_k` offers by name (see its docstring).
+MAP_DENOMINATORS = ("min_k_r", "r", "k", "hits")
+_MAP_ALIASES = {"pytorch-metric-learning": "r", "torchmetrics": "hits"}
 
 
 def _check_k(k: Any, limit: int, name: str = "k") -> int:
@@ -286,16 +293,33 @@ def map_at_k(
     level: int | None = None,
     exclude_self: bool = False,
     reduction: str = "mean",
+    denominator: str = "min_k_r",
 ) -> float | torch.Tensor:
-    r"""Mean average precision at k.
+    r"""Mean average precision at k, with the denominators in use named.
 
-    For query :math:`i` with :math:`R_i` relevant gallery items and relevance indicators
-    :math:`r_{ij}` of its ranked list,
+    For query :math:`i` with :math:`R_i` relevant gallery items, relevance indicators
+    :math:`r_{ij}` of its ranked list and :math:`H_i = \sum_{j \le k} r_{ij}` hits in the
+    top k,
 
-    .. math:: AP@k_i = \frac{1}{\min(k, R_i)} \sum_{j=1}^{k} r_{ij}\, P@j_i,
+    .. math:: AP@k_i = \frac{1}{n_i} \sum_{j=1}^{k} r_{ij}\, P@j_i,
 
-    so a ranking that puts all (or the first k) relevant items on top scores 1. With
-    ``k=None`` each query uses :math:`k = R_i`, which is MAP@R (Musgrave et al., 2020).
+    where the normaliser :math:`n_i` is what the definitions in use disagree on
+    (``denominator``):
+
+    * ``"min_k_r"`` (default): :math:`n_i = \min(k, R_i)`, so a ranking that puts all (or
+      the first k) relevant items on top scores 1 (the Kaggle/``ml_metrics`` ``apk``; the
+      definition issue 13 names for Paper 03 (Hyper-DINO) §3.1, whose MAP@k cites
+      Łażewski & Cyganek 2025 without a formula);
+    * ``"r"`` (alias ``"pytorch-metric-learning"``): :math:`n_i = R_i`, as
+      ``pytorch_metric_learning``'s ``mean_average_precision`` with ``k`` neighbours
+      (below 1 whenever :math:`R_i > k`);
+    * ``"k"``: :math:`n_i = k`;
+    * ``"hits"`` (alias ``"torchmetrics"``): :math:`n_i = H_i`, the mean precision at the
+      hits, 0 without a hit, as ``torchmetrics.functional.retrieval_average_precision``
+      with ``top_k=k``.
+
+    With ``k=None`` each query uses :math:`k = R_i`, which is MAP@R (Musgrave et al.,
+    2020) for every denominator but ``"hits"``.
 
     Parameters
     ----------
@@ -318,6 +342,9 @@ def map_at_k(
         Leave-one-out on a square matrix: the diagonal is not a candidate.
     reduction : {"mean", "none"}, default "mean"
         Mean over queries (float) or per-query float64 tensor (Q,).
+    denominator : {"min_k_r", "r", "k", "hits"}, default "min_k_r"
+        The normaliser :math:`n_i` above; ``"pytorch-metric-learning"`` and
+        ``"torchmetrics"`` are accepted as aliases of ``"r"`` and ``"hits"``.
 
     Returns
     -------
@@ -328,13 +355,30 @@ def map_at_k(
     ------
     TypeError, ValueError
         As :func:`precision_at_k`; also ``ValueError`` if a query has no relevant gallery
-        item (its AP is undefined).
+        item (its AP is undefined) or ``denominator`` is unknown.
+
+    Examples
+    --------
+    One query with R = 3 relevant items, at ranks 1, 3 and 5; within k = 2 there is one
+    hit, at rank 1 (precision 1), so the sum is 1 and the four normalisers are 2, 3, 2, 1:
+
+    >>> import torch
+    >>> d = torch.arange(5.0)[None]  # distances: gallery order is the ranking
+    >>> y_q, y_g = [0], [0, 1, 0, 1, 0]
+    >>> [round(map_at_k(d, y_q, y_g, k=2, denominator=n), 4) for n in ("min_k_r", "r", "k", "hits")]
+    [0.5, 0.3333, 0.5, 1.0]
 
     Notes
     -----
     Standard AP@k (e.g. Manning et al., *Introduction to Information Retrieval*, §8.4);
     MAP@R: Musgrave, Belongie & Lim (2020), *A metric learning reality check*.
     """
+    denominator = _MAP_ALIASES.get(denominator, denominator)
+    if denominator not in MAP_DENOMINATORS:
+        raise ValueError(
+            f"denominator must be one of {list(MAP_DENOMINATORS)} (or 'pytorch-metric-learning', 'torchmetrics'), "
+            f"got {denominator!r}"
+        )
     order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
     R = _relevant(yq, yg, tree, level).gather(1, order) & valid
     _require_relevant(R, "MAP")
@@ -349,8 +393,72 @@ def map_at_k(
         k = _check_k(k, int(n_valid.min()))
         cut = torch.full_like(n_rel, k)
     within = torch.arange(G)[None, :] < cut[:, None]
-    denom = torch.minimum(cut, n_rel).double()
-    return _mean_or_none((prec * Rf * within).sum(1) / denom, reduction)
+    summed = (prec * Rf * within).sum(1)
+    if denominator == "min_k_r":
+        denom = torch.minimum(cut, n_rel).double()
+    elif denominator == "r":
+        denom = n_rel.double()
+    elif denominator == "k":
+        denom = cut.double()
+    else:  # "hits": 0 / 0 -> 0 for a query without a hit in its top k
+        denom = (Rf * within).sum(1).clamp_min(1.0)
+    return _mean_or_none(summed / denom, reduction)
+
+
+def r_precision(
+    scores: Any,
+    query_labels: Any,
+    gallery_labels: Any,
+    tree: LabelTree | None = None,
+    *,
+    kind: str = "distance",
+    level: int | None = None,
+    exclude_self: bool = False,
+    reduction: str = "mean",
+) -> float | torch.Tensor:
+    r"""R-precision: precision at :math:`R_i`, the number of relevant gallery items of each query.
+
+    Parameters
+    ----------
+    scores : torch.Tensor or array-like, shape (Q, G), float
+        Query-gallery distances (``kind="distance"``) or similarities (``kind="score"``).
+    query_labels, gallery_labels : array-like of int, shapes (Q,) and (G,)
+        Leaf (class) indices.
+    tree : LabelTree or None, default None
+        Needed for ``level`` and to range-check labels.
+    kind : {"distance", "score"}, default "distance"
+    level : int or None, default None
+        Relevance at the leaf (``None``) or at tree level ℓ.
+    exclude_self : bool, default False
+        Leave-one-out on a square matrix.
+    reduction : {"mean", "none"}, default "mean"
+
+    Returns
+    -------
+    float or torch.Tensor
+        In [0, 1].
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`map_at_k` (a query without a relevant item has no R-precision).
+
+    Examples
+    --------
+    >>> round(r_precision([[0.0, 1.0, 2.0, 3.0]], [0], [0, 1, 0, 1]), 4)  # R = 2, one hit in the top 2
+    0.5
+
+    Notes
+    -----
+    Manning, Raghavan & Schütze, *Introduction to Information Retrieval* (2008), §8.4;
+    Musgrave, Belongie & Lim (2020), *A metric learning reality check*.
+    """
+    order, valid, yq, yg, _ = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
+    R = _relevant(yq, yg, tree, level).gather(1, order) & valid
+    _require_relevant(R, "R-precision")
+    n_rel = R.sum(1)
+    within = torch.arange(R.shape[1])[None, :] < n_rel[:, None]
+    return _mean_or_none((R & within).sum(1).double() / n_rel.double(), reduction)
 
 
 # --------------------------------------------------------------------------- tree-graded metrics
