@@ -19,10 +19,12 @@ terms; methods (:mod:`hierviz.methods`) build objectives.
 from typing import Any
 
 from ._core import INPUT_KINDS, REDUCTIONS, SIMILARITIES, contrastive_log_prob
-from .hcl import HCLLoss, hcl_terms
+from .ahmlc import AHMLCLoss, LevelAttention
+from .ghmlc import GHMLCLoss, fit_gmm_1d, gmm_feature_masks
 from .hc_outside import HierarchicalContrastiveLoss, OutsideSoftmaxHCLoss
-from .hwc import OMEGA_MODES, HWCLoss, hwc_logit_gradient, hwc_omega
+from .hcl import HCLLoss, hcl_terms
 from .hmlc import HMLCLoss
+from .hwc import OMEGA_MODES, HWCLoss, hwc_logit_gradient, hwc_omega
 from .hxe import HXELoss
 from .lam import LAMLoss, default_margins
 from .objective import Objective, build_objective
@@ -49,6 +51,11 @@ __all__ = [
     "LAMLoss",
     "HXELoss",
     "HMLCLoss",
+    "GHMLCLoss",
+    "AHMLCLoss",
+    "LevelAttention",
+    "fit_gmm_1d",
+    "gmm_feature_masks",
     "SoftLabelLoss",
     "hwc_omega",
     "hwc_logit_gradient",

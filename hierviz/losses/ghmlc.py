@@ -1,0 +1,315 @@
+"""G-HMLC: hierarchical contrastive learning on GMM-selected features (Paper 02 (HMLC), §3, Fig. 2).
+
+Per image, a one-dimensional Gaussian mixture with one component per hierarchy level is fitted
+to that image's ``d`` feature values; the features assigned to component ``h`` form the hard
+mask ``M_h`` and level ``h``'s contrastive term compares ``z[M_h]`` only (Eq. 4 with
+``z_i → z_i[M_h]``). :func:`fit_gmm_1d` fits all ``B`` mixtures at once with a batched EM in
+torch (no Python loop over images; it runs on the embeddings' device), and :class:`GHMLCLoss`
+warm-starts each step's mixtures from the previous step's means (§3).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from ._validation import _check_embeddings, _check_real
+from .hmlc import HMLCLoss
+
+__all__ = ["GMM1D", "fit_gmm_1d", "gmm_feature_masks", "GHMLCLoss"]
+
+
+@dataclass
+class GMM1D:
+    """``B`` fitted one-dimensional Gaussian mixtures of ``K`` components (components sorted by mean, ascending).
+
+    Attributes
+    ----------
+    means, variances, weights : torch.Tensor, shape (B, K)
+        ``μ``, ``σ²`` (≥ ``reg_covar``) and mixing weights ``π`` (rows sum to 1).
+    resp : torch.Tensor, shape (B, n, K)
+        Responsibilities of the last E-step.
+    labels : torch.LongTensor, shape (B, n)
+        ``argmax_k resp``: the component of each value, in ``0..K-1``.
+    log_likelihood : torch.Tensor, shape (B,)
+        Mean log-likelihood per value at the last step.
+    n_iter : int
+        EM iterations run.
+    converged : torch.BoolTensor, shape (B,)
+        Mixtures whose mean log-likelihood changed by less than ``tol`` in the last step.
+    """
+
+    means: torch.Tensor
+    variances: torch.Tensor
+    weights: torch.Tensor
+    resp: torch.Tensor
+    labels: torch.Tensor
+    log_likelihood: torch.Tensor
+    n_iter: int
+    converged: torch.Tensor
+
+
+def _log_gauss(x: torch.Tensor, mu: torch.Tensor, var: torch.Tensor, pi: torch.Tensor) -> torch.Tensor:
+    # x (B, n, 1); mu, var, pi (B, 1, K) -> (B, n, K): log π_k + log N(x | μ_k, σ²_k)
+    return torch.log(pi) - 0.5 * (math.log(2 * math.pi) + torch.log(var) + (x - mu) ** 2 / var)
+
+
+@torch.no_grad()
+def fit_gmm_1d(
+    x: torch.Tensor,
+    n_components: int,
+    *,
+    init_means: torch.Tensor | None = None,
+    max_iter: int = 100,
+    tol: float = 1e-3,
+    reg_covar: float = 1e-6,
+) -> GMM1D:
+    """Fit ``B`` one-dimensional Gaussian mixtures at once by EM (Dempster et al. 1977), one per row of ``x``.
+
+    The same algorithm as ``sklearn.mixture.GaussianMixture(covariance_type="full")`` on
+    one feature (``reg_covar`` added to every variance, convergence on the change of the mean
+    log-likelihood), vectorised over the rows: every step is a few ``(B, n, K)`` tensor ops.
+    No gradient flows through the fit.
+
+    Parameters
+    ----------
+    x : torch.Tensor, shape (B, n), float
+        Row ``b`` holds the ``n`` values of mixture ``b``; ``n ≥ n_components``.
+    n_components : int, ≥ 1
+        ``K``.
+    init_means : torch.Tensor, shape (K,) or (B, K), optional
+        Starting means (a warm start). Default: the row quantiles at ``(k + ½)/K``.
+        Variances start at the row variance, weights at ``1/K``.
+    max_iter : int, default 100
+    tol : float, default 1e-3
+        Stop when every row's mean log-likelihood changes by less than ``tol`` (sklearn's
+        default).
+    reg_covar : float, default 1e-6
+        Added to each variance (keeps a component on one repeated value finite).
+
+    Returns
+    -------
+    GMM1D
+        Components sorted by mean (ascending) in every row.
+
+    Raises
+    ------
+    ValueError
+        ``x`` not 2-D, with NaN/inf, or with fewer values than components; bad
+        ``n_components``, ``max_iter``, ``tol``, ``reg_covar`` or ``init_means`` shape.
+
+    Examples
+    --------
+    >>> import torch
+    >>> x = torch.tensor([[0.0, 0.1, -0.1, 5.0, 5.1, 4.9], [1.0, 1.1, 0.9, -3.0, -3.1, -2.9]])
+    >>> gmm = fit_gmm_1d(x, 2)
+    >>> gmm.labels.tolist()
+    [[0, 0, 0, 1, 1, 1], [1, 1, 1, 0, 0, 0]]
+    >>> [round(m, 2) for m in gmm.means[0].tolist()]
+    [0.0, 5.0]
+    """
+    if not isinstance(x, torch.Tensor) or not torch.is_floating_point(x) or x.ndim != 2:
+        raise ValueError(f"x must be a floating tensor of shape (B, n), got {getattr(x, 'shape', type(x))}")
+    if isinstance(n_components, bool) or not isinstance(n_components, int) or n_components < 1:
+        raise ValueError(f"n_components must be an integer >= 1, got {n_components!r}")
+    B, n = x.shape
+    K = n_components
+    if n < K:
+        raise ValueError(f"x has n={n} values per row, fewer than n_components={K}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("x contains NaN or inf")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    tol = _check_real(tol, "tol", low=0.0)
+    reg_covar = _check_real(reg_covar, "reg_covar", low=0.0, strict=True)
+    xs = x.unsqueeze(-1)  # (B, n, 1)
+    if init_means is None:
+        q = (torch.arange(K, dtype=x.dtype, device=x.device) + 0.5) / K
+        mu = torch.quantile(x, q, dim=1).T  # (B, K)
+    else:
+        mu = torch.as_tensor(init_means, dtype=x.dtype, device=x.device)
+        if mu.shape not in ((K,), (B, K)):
+            raise ValueError(f"init_means must have shape ({K},) or ({B}, {K}), got {tuple(mu.shape)}")
+        mu = mu.expand(B, K).clone()
+    mu = mu.unsqueeze(1)  # (B, 1, K)
+    var = (x.var(dim=1, unbiased=False) + reg_covar)[:, None, None].expand(B, 1, K).clone()
+    pi = torch.full((B, 1, K), 1.0 / K, dtype=x.dtype, device=x.device)
+    prev = torch.full((B,), -math.inf, dtype=x.dtype, device=x.device)
+    converged = torch.zeros(B, dtype=torch.bool, device=x.device)
+    it = 0
+    for _ in range(max_iter):  # EM iterations (all B mixtures advance together)
+        it += 1
+        logp = _log_gauss(xs, mu, var, pi)
+        norm = torch.logsumexp(logp, dim=-1, keepdim=True)
+        resp = torch.exp(logp - norm)  # E-step
+        ll = norm.squeeze(-1).mean(dim=1)
+        converged = (ll - prev).abs() < tol
+        prev = ll
+        if bool(converged.all()):
+            break
+        nk = resp.sum(dim=1, keepdim=True) + 10 * torch.finfo(x.dtype).eps  # M-step
+        mu = (resp * xs).sum(dim=1, keepdim=True) / nk
+        var = (resp * (xs - mu) ** 2).sum(dim=1, keepdim=True) / nk + reg_covar
+        pi = nk / n
+    logp = _log_gauss(xs, mu, var, pi)
+    norm = torch.logsumexp(logp, dim=-1, keepdim=True)
+    resp = torch.exp(logp - norm)
+    order = mu.squeeze(1).argsort(dim=-1)  # sort components by mean
+    mu, var, pi = (t.squeeze(1).gather(1, order) for t in (mu, var, pi))
+    resp = resp.gather(2, order[:, None, :].expand(B, n, K))
+    return GMM1D(
+        means=mu,
+        variances=var,
+        weights=pi,
+        resp=resp,
+        labels=resp.argmax(dim=-1),
+        log_likelihood=norm.squeeze(-1).mean(dim=1),
+        n_iter=it,
+        converged=converged,
+    )
+
+
+def gmm_feature_masks(gmm: GMM1D) -> torch.Tensor:
+    """Hard per-level feature masks ``M_h`` from fitted mixtures (Paper 02 (HMLC), §3).
+
+    Level ``h`` (column ``h-1`` of the level labels) takes the component with the
+    ``h``-th *largest* mean: the first level gets the features with the largest values.
+    The paper does not say which component belongs to which level; this fixed rule keeps the
+    assignment stable across steps and images.
+
+    Parameters
+    ----------
+    gmm : GMM1D
+        ``B`` mixtures of ``K`` components over ``d`` values.
+
+    Returns
+    -------
+    torch.Tensor, shape (K, B, d), float 0/1
+        ``masks[h, b, j] = 1`` iff feature ``j`` of image ``b`` belongs to level ``h+1``;
+        every feature is in exactly one mask. No gradient (the masks are constants of the
+        loss).
+
+    Examples
+    --------
+    >>> import torch
+    >>> gmm = fit_gmm_1d(torch.tensor([[0.0, 0.1, 5.0, 5.1]]), 2)
+    >>> gmm_feature_masks(gmm)[:, 0].tolist()  # level 1 = the large values
+    [[0.0, 0.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0]]
+    """
+    K = gmm.means.shape[1]
+    level_of = (K - 1) - gmm.labels  # component sorted ascending -> level index (largest mean first)
+    return torch.nn.functional.one_hot(level_of, K).permute(2, 0, 1).to(gmm.means.dtype)
+
+
+class GHMLCLoss(nn.Module):
+    """G-HMLC: HMCE on per-level feature subsets chosen by per-image 1-D GMMs (Paper 02 (HMLC), §3, Eq. 4).
+
+    Each step: (1) for every image, the mean of its ``V`` view embeddings gives ``d`` values;
+    (2) :func:`fit_gmm_1d` fits ``L`` components to them, all images at once, warm-started
+    from the previous step's means; (3) :func:`gmm_feature_masks` turns the assignments into
+    hard masks ``M_h`` (``L, B, d``), shared by the views of an image; (4) the level-``h``
+    SupCon of :class:`HMLCLoss` (``"paper"`` mode) compares ``z ⊙ M_h`` (the dot product over
+    the selected features, ``z_i[M_h] · z_p[M_h]``, not re-normalised).
+
+    The masks carry no gradient: the fit runs under ``torch.no_grad`` on detached
+    embeddings, so gradients reach ``z`` only through the masked dot products.
+
+    Our readings where the paper is silent: the mixture is 1-D over the feature values of the
+    view-mean (the paper's Fig. 2 text mentions a 2-D plane of the two views); the warm start
+    is the batch mean of the previous step's sorted component means (images differ from step
+    to step, so per-image means cannot carry over); the component with the largest mean is
+    level 1.
+
+    Parameters
+    ----------
+    tree : LabelTree, optional
+        To derive the level labels from leaf labels (``order``); or pass ``(B, L)`` labels.
+    temperature : float, > 0, default 0.1
+    loss_type : {"hmc", "hce", "hmce"}, default "hmce"
+        Eq. 4 (HMCE) in the paper.
+    layer_penalty : {"exp", "pow2", "linear"}, default "linear"
+        "a linear scaling was employed" (§3).
+    order : {"class", "category"}, default "class"
+    max_iter : int, default 100
+        EM iterations per step (a warm start usually converges in a few).
+    tol : float, default 1e-3
+    warm_start : bool, default True
+
+    Attributes
+    ----------
+    means : torch.Tensor, shape (L,) or (0,)
+        The warm start for the next step (a non-persistent buffer: empty until the first
+        call, not saved in checkpoints).
+    last_masks : torch.Tensor or None
+        ``(L, B, d)`` masks of the last call (for figures).
+
+    Raises
+    ------
+    ValueError
+        As :class:`HMLCLoss` and :func:`fit_gmm_1d` (e.g. ``d < L``).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.losses import GHMLCLoss
+    >>> g = torch.Generator().manual_seed(0)
+    >>> z = torch.nn.functional.normalize(torch.randn(4, 2, 8, generator=g), dim=-1)
+    >>> y = torch.tensor([[0, 0], [1, 0], [2, 1], [2, 1]])
+    >>> loss = GHMLCLoss(temperature=0.5)
+    >>> bool(loss(z, y) > 0), tuple(loss.last_masks.shape), tuple(loss.means.shape)
+    (True, (2, 4, 8), (2,))
+    """
+
+    input_kind = "embeddings"
+
+    def __init__(
+        self,
+        tree: Any = None,
+        *,
+        temperature: float = 0.1,
+        loss_type: str = "hmce",
+        layer_penalty: str = "linear",
+        order: str = "class",
+        max_iter: int = 100,
+        tol: float = 1e-3,
+        warm_start: bool = True,
+        similarity: Any = None,
+    ):
+        super().__init__()
+        self.hmlc = HMLCLoss(
+            loss_type, layer_penalty, temperature, mode="paper", tree=tree, order=order, similarity=similarity
+        )
+        self.max_iter = int(max_iter)
+        self.tol = _check_real(tol, "tol", low=0.0)
+        self.warm_start = bool(warm_start)
+        self.register_buffer("means", torch.zeros(0), persistent=False)
+        self.last_masks: torch.Tensor | None = None
+
+    def masks(self, z: torch.Tensor, levels: int) -> torch.Tensor:
+        """Hard masks ``(L, B, d)`` for a batch ``z`` (B, V, d), updating the warm start; no gradient."""
+        with torch.no_grad():
+            x = z.detach().mean(dim=1)
+            init = self.means if self.warm_start and self.means.numel() == levels else None
+            gmm = fit_gmm_1d(x, levels, init_means=init, max_iter=self.max_iter, tol=self.tol)
+            self.means = gmm.means.mean(dim=0)
+            masks = gmm_feature_masks(gmm)
+        self.last_masks = masks
+        return masks
+
+    def forward(self, z: torch.Tensor, labels: Any) -> torch.Tensor:
+        """Loss of one batch: ``z`` (B, V, d), ``labels`` (B, L) level labels or (B,) leaf labels with ``tree``.
+
+        Returns
+        -------
+        torch.Tensor
+            Scalar ≥ 0, differentiable w.r.t. ``z`` (not through the masks).
+        """
+        _check_embeddings(z, None, min_views=1, who="GHMLCLoss")
+        y = self.hmlc.level_labels_of(labels, z.shape[0])
+        L = int(torch.as_tensor(y).shape[1]) if torch.as_tensor(y).ndim == 2 else 1
+        m = self.masks(z, L)
+        return self.hmlc(z, y, masks=m[:, :, None, :])
