@@ -341,3 +341,49 @@ def test_errors():
         HMLCLoss()(z, y, masks=torch.ones(3, 4, 2, 3))
     with pytest.raises(ValueError, match="NaN or inf"):
         HMLCLoss()(z * np.nan, y)
+
+
+# ---------------------------------------------------------------------------- methods
+
+
+def test_paper02_methods_build_and_match_their_losses(breakhis_tree):
+    from hierviz.methods import METHODS, build_objective, get_method
+
+    assert {"hmc", "hce", "hmce", "g-hmlc", "a-hmlc", "ce"} <= set(METHODS.names())
+    g = torch.Generator().manual_seed(7)
+    z = torch.nn.functional.normalize(torch.randn(8, 2, 6, generator=g), dim=-1)
+    leaf = torch.tensor([0, 1, 2, 3, 4, 5, 6, 7])
+    y = level_labels(breakhis_tree, leaf, "class")
+    for name in ("hmc", "hce", "hmce"):
+        assert get_method(name).needs.level_labels
+        loss, terms = build_objective(name, breakhis_tree, "euclidean", tau=0.2)(z, leaf)
+        penalty = "exp"
+        assert loss.item() == pytest.approx(HMLCLoss(name, penalty, 0.2)(z, y).item(), rel=1e-6)
+        assert list(terms) == [name]
+    off = build_objective("hmce", breakhis_tree, "euclidean", hmlc_mode="official", hmlc_penalty="pow2")
+    cols = torch.cat([level_labels(breakhis_tree, leaf, "category"), torch.arange(8)[:, None] + 50], dim=1)
+    assert off(z, leaf)[0].item() == pytest.approx(
+        SalesforceHMLC(temperature=0.1, layer_penalty=None)(z, cols).item(), rel=1e-5
+    )
+    cat_first = build_objective("hmce", breakhis_tree, "euclidean", level_order="category")(z, leaf)[0]
+    assert cat_first.item() == pytest.approx(
+        HMLCLoss("hmce", "exp", 0.1)(z, level_labels(breakhis_tree, leaf, "category")).item(), rel=1e-6
+    )
+    a = build_objective("a-hmlc", breakhis_tree, "euclidean")
+    assert get_method("a-hmlc").needs.modules == ("attention",)
+    a(z, leaf)[0].backward()
+    assert sum(p.numel() for p in a.parameters()) == 2 * (2 * 6 * 6 + 2 * 6)
+    gl = build_objective("g-hmlc", breakhis_tree, "euclidean", gmm_max_iter=20)
+    assert torch.isfinite(gl(z, leaf)[0])
+    with pytest.raises(ValueError, match="only defined in the Euclidean geometry"):
+        build_objective("g-hmlc", breakhis_tree, "poincare")
+
+
+def test_ce_method_is_cross_entropy(breakhis_tree):
+    from hierviz.methods import build_objective, get_method
+
+    assert get_method("ce").needs.logits
+    logits = torch.randn(5, 8, dtype=torch.float64)
+    leaf = torch.tensor([0, 3, 7, 2, 2])
+    loss, _ = build_objective("ce", breakhis_tree, "euclidean")(None, leaf, logits=logits)
+    assert loss.item() == pytest.approx(torch.nn.functional.cross_entropy(logits, leaf).item(), rel=1e-10)

@@ -5,8 +5,11 @@ Built-in methods register themselves when their module is imported: :mod:`.paper
 registers more with :func:`register_method`; ``hierviz compare --import MODULE`` imports it.
 """
 
-from hierviz.methods import paper01  # noqa: E402,F401  (registers the built-ins)
-from hierviz.methods import paper03  # noqa: E402,F401  (HCL, Paper 03)
+from hierviz.methods import (
+    paper01,  # noqa: E402,F401  (registers the built-ins)
+    paper02,  # noqa: E402,F401  (HMC/HCE/HMCE, G-HMLC, A-HMLC, CE: Paper 02)
+    paper03,  # noqa: E402,F401  (HCL, Paper 03)
+)
 from hierviz.methods.registry import (
     LOSS_HPARAMS,
     METHODS,

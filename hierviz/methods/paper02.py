@@ -1,0 +1,122 @@
+"""Paper 02 methods (*Feature identification for hierarchical contrastive learning*): HMC/HCE/HMCE, G-HMLC, A-HMLC, CE.
+
+==============  ==============================================================================
+name            objective
+==============  ==============================================================================
+``"ce"``        plain cross-entropy on classifier logits over the leaves (Table 1's "Cross
+                Entropy"; HXE with α = 0, which is exactly CE)
+``"hmc"``       HMC (Paper 02 (HMLC), Eq. 2): per-level SupCon with penalties ``λ_h``
+``"hce"``       HCE: Eq. 4 without penalties
+``"hmce"``      HMCE (Eq. 4), Zhang et al. 2022's method, the paper's baseline
+``"g-hmlc"``    G-HMLC: HMCE on per-image GMM feature masks (§3), linear penalties
+``"a-hmlc"``    A-HMLC: HMCE on per-level attention masks (§3, Eq. 5), linear penalties; the
+                attention heads are trainable modules of the objective
+==============  ==============================================================================
+
+The objectives take leaf labels from the training loop and derive the per-level labels from
+their tree (:func:`hierviz.hierarchy.level_labels`, ``loss.level_order``; ``Needs(level_labels=True)``).
+``"supcon"`` (Table 1's SupCon) is registered by :mod:`.paper01`.
+
+Hyperparameters (``loss.*``): ``tau`` (τ, shared), ``level_order`` (``"class"`` first, Table 2's
+main order, or ``"category"``), ``hmlc_penalty`` (None = the paper's choice: ``"exp"`` for
+HMC/HMCE, ``"linear"`` for G-HMLC/A-HMLC), ``hmlc_mode`` (``"paper"`` or ``"official"``, HMC/HCE/HMCE
+only), ``base_temperature`` (None: no τ/τ_b factor in paper mode, 0.07 in official mode),
+``gmm_max_iter`` (EM iterations per step of G-HMLC).
+
+Geometry: the contrastive terms use the dot product of Eq. 3 (the cosine on the unit sphere of
+the Euclidean geometry) and, in a hyperbolic geometry, the geometry's similarity (−d). G-HMLC
+and A-HMLC mask coordinates, which only makes sense in Euclidean space; they refuse a
+hyperbolic geometry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hierviz.losses import AHMLCLoss, GHMLCLoss, HMLCLoss, HXELoss, Objective
+from hierviz.methods.registry import Needs, register_hparam, register_method
+
+__all__: list[str] = []
+
+_PAPER = "Paper 02 (HMLC)"
+
+for _name, _default, _doc in (
+    ("level_order", "class", "Paper 02 level order: 'class' first (finest level first) or 'category' first"),
+    ("hmlc_penalty", None, "HMLC level penalty λ_h = f(1/h): 'exp', 'pow2', 'linear' (None = the paper's per method)"),
+    ("hmlc_mode", "paper", "HMC/HCE/HMCE: 'paper' (Eqs. 2-4) or 'official' (salesforce code, bit for bit)"),
+    ("base_temperature", None, "HMLC τ_b: each level's loss × τ/τ_b (None = 1 in paper mode, 0.07 in official mode)"),
+    ("gmm_max_iter", 100, "G-HMLC: EM iterations per training step (warm-started, >= 1)"),
+):
+    register_hparam(_name, _default, _doc)
+
+_HMLC = ("tau", "level_order", "hmlc_penalty", "hmlc_mode", "base_temperature")
+_FEATURE = ("tau", "level_order", "hmlc_penalty")
+
+
+def _similarity(geometry: Any) -> Any:
+    return geometry.similarity if getattr(geometry, "hyperbolic", False) else None
+
+
+def _euclidean_only(name: str, geometry: Any) -> None:
+    if getattr(geometry, "hyperbolic", False):
+        raise ValueError(
+            f"method {name!r} masks embedding coordinates, which is only defined in the Euclidean geometry; "
+            "run it with --geometries euclidean"
+        )
+
+
+def _hmlc(loss_type: str, default_penalty: str):
+    def build(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
+        loss = HMLCLoss(
+            loss_type,
+            hp["hmlc_penalty"] or default_penalty,
+            hp["tau"],
+            hp["base_temperature"],
+            hp["hmlc_mode"],
+            similarity=_similarity(geometry),
+            tree=tree,
+            order=hp["level_order"],
+        )
+        return Objective(loss_type, {loss_type: loss})
+
+    return build
+
+
+_NEEDS = Needs(level_labels=True)
+
+register_method("hmc", display_name="HMC", hparams=_HMLC, needs=_NEEDS, paper=_PAPER)(_hmlc("hmc", "exp"))
+register_method("hce", display_name="HCE", hparams=_HMLC, needs=_NEEDS, paper=_PAPER)(_hmlc("hce", "exp"))
+register_method("hmce", display_name="HMCE", hparams=_HMLC, needs=_NEEDS, paper=_PAPER)(_hmlc("hmce", "exp"))
+
+
+@register_method("g-hmlc", display_name="G-HMLC", hparams=(*_FEATURE, "gmm_max_iter"), needs=_NEEDS, paper=_PAPER)
+def g_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
+    _euclidean_only("g-hmlc", geometry)
+    loss = GHMLCLoss(
+        tree,
+        temperature=hp["tau"],
+        layer_penalty=hp["hmlc_penalty"] or "linear",
+        order=hp["level_order"],
+        max_iter=int(hp["gmm_max_iter"]),
+    )
+    return Objective("g-hmlc", {"ghmlc": loss})
+
+
+@register_method(
+    "a-hmlc",
+    display_name="A-HMLC",
+    hparams=_FEATURE,
+    needs=Needs(level_labels=True, modules=("attention",)),
+    paper=_PAPER,
+)
+def a_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
+    _euclidean_only("a-hmlc", geometry)
+    loss = AHMLCLoss(
+        tree, temperature=hp["tau"], layer_penalty=hp["hmlc_penalty"] or "linear", order=hp["level_order"]
+    )
+    return Objective("a-hmlc", {"ahmlc": loss})
+
+
+@register_method("ce", display_name="Cross-entropy", needs=Needs(logits=True), embedding="features", paper=_PAPER)
+def ce(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
+    return Objective("ce", {"ce": HXELoss(tree, alpha=0.0)}, requires_logits=True)
