@@ -180,7 +180,7 @@ def evaluate_model(
     batch_size: int = 256,
     device: str | torch.device | None = None,
     num_workers: int = 0,
-    mean_steps: int = 3,
+    mean_steps: int = 10,
 ) -> ClassificationRecord:
     """Frozen encoder -> embeddings -> :func:`hierviz.metrics.hierarchy_report` (paper 01 §4.4).
 
@@ -201,7 +201,7 @@ def evaluate_model(
         Probe seed.
     batch_size, device, num_workers
         See :func:`embed_dataset`.
-    mean_steps : int, default 3
+    mean_steps : int, default 10
         Karcher steps for hyperbolic prototypes (paper 01 §4.2, T_mean = 3).
 
     Returns
@@ -254,7 +254,7 @@ def classification_protocol(
     device: Any = None,
     num_workers: int = 0,
     batch_size: int = 256,
-    mean_steps: int = 3,
+    mean_steps: int = 10,
 ) -> ClassificationRecord:
     """Paper 01 §4.4: a balanced linear probe on frozen embeddings + the hierarchy metrics.
 

@@ -233,6 +233,8 @@ def _run_one(
             num_classes=tree.num_leaves if method.needs.logits else None,
             pretrained=cfg.model.pretrained,
             clip_r=cfg.model.clip_r,
+            scale_init=cfg.model.scale_init,
+            learn_scale=cfg.model.learn_scale,
         )
     t = cfg.train
     train_config = TrainConfig(

@@ -358,6 +358,7 @@ class Geometry(abc.ABC):
         weights: Any = None,
         allow_empty: bool = False,
         beta: float = 1.0,
+        tol: float | None = None,
     ) -> Tensor | tuple[Tensor, Tensor]:
         r"""Per-group Fréchet/Karcher means, all groups at once (paper 01 Eq. 3).
 
@@ -396,7 +397,13 @@ class Geometry(abc.ABC):
             Step size :math:`\beta` of Eq. 3. Halved per group, at most 8 times, while
             the step would increase the Fréchet objective :math:`\sum_i w_i d^2(\mu_g, x_i)`
             (plain Eq. 3 with :math:`\beta=1` can overshoot across the origin for a spread
-            group near the boundary); see ``_karcher_step``.
+            group near the boundary); see ``_karcher_step``. A step that raises the
+            objective is never taken.
+        tol : float, optional
+            Stop before ``steps`` once every non-empty group's Fréchet gradient norm
+            :math:`\|\bar v_g\|_{\mu_g}` (:func:`hierviz.geometry.frechet.riemannian_grad_norm`)
+            is at most ``tol``. ``None`` (default): run exactly ``steps`` steps (no host
+            synchronisation; what training uses).
 
         Returns
         -------
@@ -415,7 +422,16 @@ class Geometry(abc.ABC):
             For non-integer ``index``/``num_groups``/``steps``.
         """
         return _frechet.group_mean(
-            self, x, index, num_groups, steps=steps, init=init, weights=weights, allow_empty=allow_empty, beta=beta
+            self,
+            x,
+            index,
+            num_groups,
+            steps=steps,
+            init=init,
+            weights=weights,
+            allow_empty=allow_empty,
+            beta=beta,
+            tol=tol,
         )
 
     def _karcher_step(

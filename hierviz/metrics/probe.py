@@ -146,7 +146,7 @@ def hierarchy_report(
     seed: int = 0,
     *,
     level: int | None = None,
-    steps: int = 3,
+    steps: int = 10,
 ) -> dict[str, float]:
     """All hierarchy-faithfulness numbers of paper 01 for one embedding, as one table row.
 
@@ -177,8 +177,9 @@ def hierarchy_report(
         Seed of the probe.
     level : int or None, default None
         Parent level for violations / PC-Order.
-    steps : int, default 3
-        Karcher steps for hyperbolic prototypes (paper 01: :math:`T_{mean} = 3`).
+    steps : int, default 10
+        Karcher steps for hyperbolic prototypes (paper 01 uses :math:`T_{mean} = 3`; see
+        :func:`~hierviz.metrics.parent_prototypes` for the measured choice of 10).
 
     Returns
     -------

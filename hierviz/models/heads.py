@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -97,33 +99,80 @@ class L2Normalize(nn.Module):
 
 
 class HyperbolicHead(nn.Module):
-    """Feature clipping + exponential map at the origin: tangent vectors -> hyperbolic points.
+    r"""Learnable feature scale + outlier clipping + exponential map at the origin.
 
-    ``v <- min(1, r / ||v||) v`` (feature clipping, Guo et al. CVPR 2022, Eq. 6), then
-    ``z = geometry.proj(geometry.expmap0(v))`` (paper 03 §2.2, ``h = beta exp_0(e)``;
-    paper 01 §3.1 "clip norms to < 1/sqrt(-kappa) - eps").  With curvature ``-c`` the
-    Poincaré radius of the output is at most ``tanh(sqrt(c) r) / sqrt(c)``, so the
-    embeddings stay away from the boundary where distances explode.  For the Lorentz
-    model ``expmap0`` adds the time coordinate: ``(..., d) -> (..., d+1)``.
+    .. math::
+        v \leftarrow e^{s}\,v, \qquad v \leftarrow \min(1, r/\|v\|)\,v, \qquad
+        z = \operatorname{proj}(\exp_0(v)),
+
+    with ``s`` a learnable log-scale (HyILR, paper 05 §5.1: "learnable scalars α in log space,
+    initialised at 1/√h"), ``r`` the feature-clipping radius (Guo et al., CVPR 2022, Eq. 6)
+    and ``exp_0`` the geometry's exponential map (paper 01 §3.1; paper 03 §2.2). For the
+    Lorentz model ``expmap0`` adds the time coordinate: ``(..., d) -> (..., d+1)``.
+
+    Why the scale: a projection head's raw outputs are long (norm ≫ 1). In hierviz 0.1 the
+    head clipped them at ``r = 2``, so every Poincaré embedding sat on the sphere of radius
+    ``tanh(2) = 0.964`` and the radial direction, the one that carries the hierarchy, was
+    unused. Initialising ``e^s = 1/sqrt(d)`` puts the initial points well inside the ball
+    and lets training choose the radius; ``r`` then only catches outliers
+    (:func:`hierviz.metrics.radius_report` reports the fraction of points at the clip radius).
+    ``learn_scale=False, scale_init=1`` is the 0.1 head exactly.
 
     The computation runs with autocast disabled, in float32 (float64 inputs stay float64),
-    as DESIGN "Numerics" asks of every hyperbolic op.
+    as DESIGN "Numerics" asks of every hyperbolic op; it is
+    ``geometry.to_manifold(e^s v, clip_r)``.
 
     Parameters
     ----------
     geometry : hierviz.geometry.Geometry
-        A hyperbolic geometry (``name`` "poincare" or "lorentz").
-    clip_r : float, default 2.0
-        Maximal tangent norm ``r > 0``; ``None`` or ``inf`` disables clipping (then only
-        ``geometry.proj`` keeps points inside the ball).
+        A hyperbolic geometry (``geometry.hyperbolic`` is true).
+    clip_r : float or None, default 4.0
+        Maximal tangent norm ``r > 0`` after scaling; ``None`` or ``inf`` disables clipping
+        (then only ``geometry.proj`` keeps points inside the ball).
+    dim : int, optional
+        Input dimension ``d``; sets the default ``scale_init = 1/sqrt(d)``.
+    scale_init : float, optional
+        Initial feature scale ``e^s > 0``. Default ``1/sqrt(dim)``, or 1 when ``dim`` is
+        not given.
+    learn_scale : bool, default True
+        Train ``s`` (an ``nn.Parameter`` named ``log_scale``); else it is a fixed buffer.
+
+    Attributes
+    ----------
+    scale : torch.Tensor
+        ``e^s``, a 0-d tensor.
+    max_radius : float
+        Geodesic distance from the origin of a point at the clip radius
+        (:func:`hierviz.metrics.max_radius`): ``2r`` on the Poincaré ball, ``r`` on the
+        hyperboloid, capped by ``proj``.
 
     Raises
     ------
     ValueError
-        If ``geometry`` is Euclidean (use :class:`L2Normalize`) or ``clip_r <= 0``.
+        If ``geometry`` is Euclidean (use :class:`L2Normalize`), ``clip_r <= 0``,
+        ``scale_init <= 0`` or ``dim < 1``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import PoincareBall
+    >>> head = HyperbolicHead(PoincareBall(1.0), dim=64)
+    >>> round(float(head.scale), 4)  # 1/sqrt(64)
+    0.125
+    >>> z = head(torch.full((1, 64), 1.0)).detach()  # raw norm 8 -> tangent norm 1 -> |z| = tanh(1)
+    >>> round(float(z.norm()), 4)
+    0.7616
     """
 
-    def __init__(self, geometry, clip_r: float | None = 2.0) -> None:
+    def __init__(
+        self,
+        geometry,
+        clip_r: float | None = 4.0,
+        *,
+        dim: int | None = None,
+        scale_init: float | None = None,
+        learn_scale: bool = True,
+    ) -> None:
         super().__init__()
         if not getattr(geometry, "hyperbolic", False):
             raise ValueError(
@@ -132,16 +181,40 @@ class HyperbolicHead(nn.Module):
             )
         if clip_r is not None and not (float(clip_r) > 0):
             raise ValueError(f"clip_r must be > 0 (or None to disable clipping), got {clip_r!r}")
+        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
+            raise ValueError(f"dim must be a positive integer, got {dim!r}")
+        if scale_init is None:
+            scale_init = 1.0 if dim is None else dim**-0.5
+        if not (math.isfinite(float(scale_init)) and float(scale_init) > 0):
+            raise ValueError(f"scale_init must be a finite number > 0 (e.g. 1/sqrt(d)), got {scale_init!r}")
         self.geometry = geometry
         self.clip_r = None if clip_r is None else float(clip_r)
+        log_s = torch.tensor(math.log(float(scale_init)), dtype=torch.float32)
+        if learn_scale:
+            self.log_scale = nn.Parameter(log_s)
+        else:
+            self.register_buffer("log_scale", log_s)
+        self.learn_scale = bool(learn_scale)
+
+    @property
+    def scale(self) -> torch.Tensor:
+        """The feature scale ``e^s`` (0-d tensor)."""
+        return self.log_scale.detach().exp()
+
+    @property
+    def max_radius(self) -> float:
+        """Geodesic distance from the origin of the farthest point the head can output."""
+        from hierviz.metrics.radius import max_radius
+
+        return max_radius(self.geometry, self.clip_r)
 
     def forward(self, v: torch.Tensor) -> torch.Tensor:
-        """Map tangent vectors at the origin onto the manifold.
+        """Map raw head outputs onto the manifold.
 
         Parameters
         ----------
         v : torch.Tensor, shape (..., d)
-            Raw head outputs, read as tangent vectors at the origin.
+            Raw head outputs, read (after scaling) as tangent vectors at the origin.
 
         Returns
         -------
@@ -151,24 +224,37 @@ class HyperbolicHead(nn.Module):
         """
         with torch.autocast(device_type=v.device.type, enabled=False):
             v = v.to(_float_dtype(v))
-            if self.clip_r is not None and self.clip_r != float("inf"):
-                norm = v.norm(dim=-1, keepdim=True).clamp_min(1e-15)
-                v = v * torch.clamp(self.clip_r / norm, max=1.0)
-            return self.geometry.proj(self.geometry.expmap0(v))
+            v = v * self.log_scale.to(v.dtype).exp()  # exp(0) == 1 exactly: scale 1 is the identity
+            return self.geometry.to_manifold(v, clip_r=self.clip_r)
 
     def extra_repr(self) -> str:
-        return f"geometry={self.geometry.name}, c={getattr(self.geometry, 'c', None)}, clip_r={self.clip_r}"
+        return (
+            f"geometry={self.geometry.name}, c={getattr(self.geometry, 'c', None)}, clip_r={self.clip_r}, "
+            f"scale={float(self.scale):.4g}, learn_scale={self.learn_scale}"
+        )
 
 
-def manifold_head(geometry, clip_r: float | None = 2.0) -> nn.Module:
-    """The parameter-free map onto ``geometry``: :class:`L2Normalize` or :class:`HyperbolicHead`.
+def manifold_head(
+    geometry,
+    clip_r: float | None = 4.0,
+    *,
+    dim: int | None = None,
+    scale_init: float | None = None,
+    learn_scale: bool = True,
+) -> nn.Module:
+    """The map onto ``geometry``: :class:`L2Normalize` or :class:`HyperbolicHead`.
+
+    Chosen by ``geometry.hyperbolic``, never by the geometry's name.
 
     Parameters
     ----------
     geometry : hierviz.geometry.Geometry
         "euclidean", "poincare" or "lorentz".
-    clip_r : float, default 2.0
+    clip_r : float or None, default 4.0
         Feature-clipping radius for hyperbolic geometries.
+    dim, scale_init, learn_scale
+        The hyperbolic head's feature scale (see :class:`HyperbolicHead`); ignored on the
+        sphere, where the norm is divided out.
 
     Returns
     -------
@@ -177,10 +263,10 @@ def manifold_head(geometry, clip_r: float | None = 2.0) -> nn.Module:
     Raises
     ------
     ValueError
-        If ``geometry`` is not a hierviz Geometry.
+        If ``geometry`` is not a hierviz Geometry, or a bad head argument.
     """
     if not callable(getattr(geometry, "expmap0", None)):
         raise ValueError(f"geometry: expected a hierviz Geometry, got {type(geometry).__name__}")
     if getattr(geometry, "hyperbolic", False):
-        return HyperbolicHead(geometry, clip_r=clip_r)
+        return HyperbolicHead(geometry, clip_r=clip_r, dim=dim, scale_init=scale_init, learn_scale=learn_scale)
     return L2Normalize()

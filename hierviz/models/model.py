@@ -33,8 +33,13 @@ class EmbeddingModel(nn.Module):
         Euclidean (unit sphere), Poincaré ball or Lorentz hyperboloid.
     num_classes : int, optional
         Add ``nn.Linear(F, num_classes)`` on the encoder features.
-    clip_r : float, default 2.0
+    clip_r : float or None, default 4.0
         Feature-clipping radius of the :class:`HyperbolicHead`.
+    scale_init : float, optional
+        Initial feature scale of the hyperbolic head (default ``1/sqrt(d)``, ``d`` = the
+        head's ``out_dim``).
+    learn_scale : bool, default True
+        Learn the hyperbolic head's feature scale (a log-parameterised scalar).
 
     Raises
     ------
@@ -44,7 +49,15 @@ class EmbeddingModel(nn.Module):
     """
 
     def __init__(
-        self, encoder: nn.Module, head: nn.Module, geometry, num_classes: int | None = None, clip_r: float | None = 2.0
+        self,
+        encoder: nn.Module,
+        head: nn.Module,
+        geometry,
+        num_classes: int | None = None,
+        clip_r: float | None = 4.0,
+        *,
+        scale_init: float | None = None,
+        learn_scale: bool = True,
     ) -> None:
         super().__init__()
         out_dim = getattr(encoder, "out_dim", None)
@@ -57,7 +70,13 @@ class EmbeddingModel(nn.Module):
         self.encoder = encoder
         self.head = head
         self.geometry = geometry
-        self.to_manifold = manifold_head(geometry, clip_r=clip_r)
+        head_dim = getattr(head, "out_dim", None)
+        self.to_manifold = manifold_head(
+            geometry, clip_r=clip_r, dim=head_dim, scale_init=scale_init, learn_scale=learn_scale
+        )
+        # The encoder features of the logits methods (HXE) are mapped with a fixed scale 1/sqrt(F):
+        # nothing trains a scale there, and unscaled ReLU features would all land at the clip radius.
+        self.features_to_manifold = manifold_head(geometry, clip_r=clip_r, dim=out_dim, learn_scale=False)
         self.classifier = nn.Linear(out_dim, num_classes) if num_classes is not None else None
         self.feature_dim = out_dim
         self.num_classes = num_classes
@@ -67,8 +86,11 @@ class EmbeddingModel(nn.Module):
         return list(self.encoder.parameters())
 
     def head_parameters(self) -> list[nn.Parameter]:
-        """Projection head and classifier parameters (the 10x LR group of paper 01 §4.2)."""
-        params = list(self.head.parameters())
+        """Projection head (+ its manifold map's feature scale) and classifier parameters.
+
+        The 10x LR group of paper 01 §4.2.
+        """
+        params = list(self.head.parameters()) + list(self.to_manifold.parameters())
         if self.classifier is not None:
             params += list(self.classifier.parameters())
         return params
@@ -117,8 +139,8 @@ class EmbeddingModel(nn.Module):
         x : torch.Tensor, shape (B, 3, H, W)
         use : {"z", "features"}
             ``"z"``: the projection-head output (contrastive methods); ``"features"``: the
-            encoder (penultimate) features mapped into the geometry with the same
-            parameter-free map (HXE, paper 01 §4.3).
+            encoder (penultimate) features mapped into the geometry (HXE, paper 01 §4.3)
+            with a fixed feature scale ``1/sqrt(F)`` and the same clip radius.
 
         Returns
         -------
@@ -134,7 +156,7 @@ class EmbeddingModel(nn.Module):
         out = self.forward(x)
         if use == "z":
             return out["z"]
-        return self.to_manifold(out["features"])
+        return self.features_to_manifold(out["features"])
 
 
 def build_model(
@@ -147,7 +169,9 @@ def build_model(
     width: int = 32,
     small_input: bool = True,
     pretrained: str | Path | None = None,
-    clip_r: float | None = 2.0,
+    clip_r: float | None = 4.0,
+    scale_init: float | None = None,
+    learn_scale: bool = True,
 ) -> EmbeddingModel:
     """Build the paper 01 §4.2 model: encoder -> MLP head (F -> F -> d) -> manifold.
 
@@ -163,8 +187,12 @@ def build_model(
         Adds the HXE linear classifier.
     width, small_input, pretrained
         Passed to :func:`build_encoder`.
-    clip_r : float, default 2.0
+    clip_r : float or None, default 4.0
         Feature-clipping radius of the hyperbolic head.
+    scale_init : float, optional
+        Initial feature scale of the hyperbolic head (default ``1/sqrt(embed_dim)``).
+    learn_scale : bool, default True
+        Learn that scale.
 
     Returns
     -------
@@ -177,4 +205,6 @@ def build_model(
     """
     enc = build_encoder(encoder, width=width, small_input=small_input, pretrained=pretrained)
     head = ProjectionHead(enc.out_dim, hidden_dim or enc.out_dim, embed_dim)
-    return EmbeddingModel(enc, head, geometry, num_classes=num_classes, clip_r=clip_r)
+    return EmbeddingModel(
+        enc, head, geometry, num_classes=num_classes, clip_r=clip_r, scale_init=scale_init, learn_scale=learn_scale
+    )

@@ -1,0 +1,214 @@
+"""Hyperbolic fidelity (issue 10): a head that uses the ball, radius diagnostics, sound means."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.optimize
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hierviz.geometry import Lorentz, PoincareBall, get_geometry
+from hierviz.geometry.frechet import riemannian_grad_norm
+from hierviz.hierarchy import LabelTree
+from hierviz.metrics import max_radius, origin_distance, radius_report
+from hierviz.models import HyperbolicHead, build_model
+
+F64 = torch.float64
+
+
+# ----------------------------------------------------------------------------- the head
+def test_head_scale_init_is_one_over_sqrt_d_and_is_learned():
+    head = HyperbolicHead(PoincareBall(1.0), dim=16)
+    assert isinstance(head.log_scale, torch.nn.Parameter)
+    assert float(head.scale) == pytest.approx(0.25)
+    v = torch.randn(8, 16)
+    head(v).norm().backward()
+    assert head.log_scale.grad is not None and float(head.log_scale.grad.abs()) > 0
+
+
+def test_head_hand_computed_radius_and_clip_only_catches_outliers():
+    ball = PoincareBall(1.0)
+    head = HyperbolicHead(ball, clip_r=4.0, dim=4)  # scale 1/2
+    v = torch.tensor([[2.0, 0, 0, 0], [100.0, 0, 0, 0]], dtype=F64)
+    z = head(v).detach()
+    # raw norm 2 -> tangent 1 -> |z| = tanh(1); raw 100 -> tangent 50 -> clipped at 4 -> tanh(4)
+    torch.testing.assert_close(z.norm(dim=-1), torch.tensor([math.tanh(1.0), math.tanh(4.0)], dtype=F64))
+
+
+def test_head_with_fixed_unit_scale_is_the_01_head_bit_for_bit():
+    ball = PoincareBall(1.0)
+    head = HyperbolicHead(ball, clip_r=2.0, scale_init=1.0, learn_scale=False)
+    assert "log_scale" in dict(head.named_buffers())
+    v = torch.randn(32, 8) * 5
+    assert torch.equal(head(v), ball.to_manifold(v, clip_r=2.0))
+
+
+def test_head_rejects_bad_scale_and_dim():
+    with pytest.raises(ValueError, match="scale_init"):
+        HyperbolicHead(PoincareBall(), scale_init=0.0)
+    with pytest.raises(ValueError, match="dim"):
+        HyperbolicHead(PoincareBall(), dim=0)
+
+
+def test_model_head_params_include_the_scale_and_features_map_is_fixed():
+    model = build_model("small_cnn", PoincareBall(1.0), embed_dim=8, width=4, num_classes=3)
+    ids = {id(p) for p in model.head_parameters()}
+    assert id(model.to_manifold.log_scale) in ids
+    assert not any(p.requires_grad for p in model.features_to_manifold.parameters())
+    assert float(model.to_manifold.scale) == pytest.approx(8**-0.5, rel=1e-6)
+    assert float(model.features_to_manifold.scale) == pytest.approx(model.feature_dim**-0.5, rel=1e-6)
+
+
+def test_initial_embeddings_sit_well_inside_the_ball_and_spread_in_radius():
+    torch.manual_seed(0)
+    model = build_model("small_cnn", PoincareBall(1.0), embed_dim=32, width=8).eval()
+    with torch.no_grad():
+        z = model(torch.rand(64, 3, 32, 32))["z"]
+    r = origin_distance(z, PoincareBall(1.0))
+    top = max_radius(PoincareBall(1.0), clip_r=4.0)
+    assert float(r.max()) < 0.5 * top  # nothing near the clip radius at initialisation
+    assert float(z.norm(dim=-1).std()) > 0
+
+
+# ----------------------------------------------------------------------------- radius report
+def _two_level_tree():
+    return LabelTree.from_nested({"r": {"a": ["a1", "a2"], "b": ["b1", "b2"]}})
+
+
+def test_max_radius_hand_values():
+    # geoopt's ball: d(0, exp_0 v) = 2|v| for every c; the hyperboloid: |v|
+    assert max_radius(PoincareBall(1.0), clip_r=2.0) == pytest.approx(4.0, abs=1e-5)
+    assert max_radius(PoincareBall(4.0), clip_r=1.0) == pytest.approx(2.0, abs=1e-5)
+    assert max_radius(PoincareBall(1.0)) == pytest.approx(2 * math.atanh(1 - 4e-3), abs=1e-4)  # proj margin
+    assert max_radius(Lorentz(1.0), clip_r=3.0) == pytest.approx(3.0, abs=1e-4)
+    assert max_radius(Lorentz(1.0)) == math.inf
+    assert max_radius(get_geometry("euclidean")) is None
+    assert HyperbolicHead(PoincareBall(1.0), clip_r=1.5).max_radius == pytest.approx(3.0, abs=1e-5)
+
+
+def test_radius_report_midpoint_hand_computed():
+    # two points at distance 3 from the origin, angle θ apart: their Fréchet mean (the geodesic
+    # midpoint) has cosh r_m = cosh 3 / cosh(d/2), cosh d = cosh²3 − sinh²3 cos θ
+    ball = PoincareBall(1.0)
+    tree = _two_level_tree()
+    theta = 0.4
+    ang = torch.tensor([0.0, theta, 3.0, 3.0 + theta], dtype=F64)
+    z = ball.expmap0(1.5 * torch.stack([ang.cos(), ang.sin()], -1))
+    rep = radius_report(z, [0, 1, 2, 3], tree, ball, steps=30)
+    d = math.acosh(math.cosh(3) ** 2 - math.sinh(3) ** 2 * math.cos(theta))
+    r_mid = math.acosh(math.cosh(3) / math.cosh(d / 2))
+    rows = rep["radius_by_depth"]
+    assert [r["depth"] for r in rows] == [0, 1, 2]
+    assert rows[2]["sample_mean"] == pytest.approx(3.0) and rows[2]["n_samples"] == 4
+    assert rows[1]["proto_mean"] == pytest.approx(r_mid, abs=1e-6) and rows[1]["n_protos"] == 2
+    assert rows[0]["n_samples"] == 0 and rows[0]["sample_mean"] is None
+    assert rep["clip_fraction"] == 0.0 and rep["radius_mean"] == pytest.approx(3.0)
+
+
+def test_clip_fraction_counts_points_at_the_clip_radius():
+    ball = PoincareBall(1.0)
+    tree = _two_level_tree()
+    head = HyperbolicHead(ball, clip_r=2.0, scale_init=1.0)
+    v = torch.tensor([[50.0, 0], [0, 50.0], [0.1, 0], [0, -0.2]])
+    z = head(v).detach()
+    rep = radius_report(z, [0, 1, 2, 3], tree, ball, clip_r=2.0)
+    assert rep["clip_fraction"] == 0.5
+    assert rep["max_radius"] == pytest.approx(4.0, abs=1e-5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), spread=st.floats(0.2, 1.2), c=st.sampled_from([0.5, 1.0, 2.0]))
+def test_parents_prototypes_lie_nearer_the_origin_than_their_childrens(seed, spread, c):
+    # A synthetic tree embedded the hierarchical way: each parent direction at radius ~2,
+    # children around it at radius ~3.5. Fréchet means contract towards the origin, so on
+    # average the parent-level prototypes are nearer the origin than the leaf-level ones.
+    g = torch.Generator().manual_seed(seed)
+    ball = PoincareBall(c)
+    tree = LabelTree.from_nested({"r": {f"p{i}": [f"p{i}c{j}" for j in range(3)] for i in range(3)}})
+    rows, labels = [], []
+    for leaf in range(9):
+        p, j = divmod(leaf, 3)
+        base = 2 * math.pi * p / 3 + spread * (j - 1)
+        ang = base + 0.05 * torch.randn(20, generator=g, dtype=F64)
+        rad = (3.5 + 0.2 * torch.randn(20, generator=g, dtype=F64)) / 2 / c**0.5
+        rows.append(ball.expmap0(rad[:, None] * torch.stack([ang.cos(), ang.sin()], -1)))
+        labels += [leaf] * 20
+    rep = radius_report(torch.cat(rows), labels, tree, ball)
+    protos = [r["proto_mean"] for r in rep["radius_by_depth"]]
+    assert protos[0] < protos[1] < protos[2]
+
+
+def test_radius_report_lorentz_agrees_with_the_ball():
+    lor, ball = Lorentz(1.0), PoincareBall(1.0)
+    tree = _two_level_tree()
+    v = torch.randn(40, 3, dtype=F64, generator=torch.Generator().manual_seed(1))
+    y = torch.arange(40) % 4
+    a = radius_report(lor.expmap0(v), y, tree, lor)
+    b = radius_report(ball.expmap0(v / 2), y, tree, ball)  # same points: geoopt's ball has λ = 2
+    for ra, rb in zip(a["radius_by_depth"], b["radius_by_depth"]):
+        assert ra["proto_mean"] == pytest.approx(rb["proto_mean"], rel=1e-5)
+        assert (ra["sample_mean"] is None) == (rb["sample_mean"] is None)
+
+
+# ----------------------------------------------------------------------------- Karcher means
+def _spread_points(geom, n=40, d=6, spread=3.0, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    v = torch.randn(n, d, generator=g, dtype=F64)
+    v = v / v.norm(dim=1, keepdim=True) * spread * torch.rand(n, 1, generator=g, dtype=F64) ** 0.3
+    v[:, 0] += 0.5 * spread
+    return geom.expmap0(v / (2 if isinstance(geom, PoincareBall) else 1))
+
+
+def _brute_force_mean(geom, x):
+    """Minimise Σ d²(exp_0(u), x_i) over u with scipy's BFGS in float64 (a reference, not our iteration)."""
+
+    def f(u):
+        ut = torch.tensor(u, dtype=F64, requires_grad=True)
+        mu = geom.expmap0(ut)
+        val = (geom.dist(mu.expand_as(x), x) ** 2).sum()
+        (grad,) = torch.autograd.grad(val, ut)
+        return float(val.detach()), grad.numpy()
+
+    u0 = np.zeros(x.shape[1] - (geom.point_dim(1) - 1))
+    res = scipy.optimize.minimize(f, u0, jac=True, method="BFGS", options={"gtol": 1e-12, "maxiter": 5000})
+    return geom.expmap0(torch.tensor(res.x, dtype=F64))
+
+
+@pytest.mark.parametrize("geom", [PoincareBall(1.0), PoincareBall(0.5), Lorentz(1.0)], ids=str)
+@pytest.mark.parametrize("spread", [1.0, 3.0, 5.0])
+def test_karcher_mean_matches_a_brute_force_minimiser(geom, spread):
+    x = _spread_points(geom, spread=spread)
+    ref = _brute_force_mean(geom, x)
+    mu = geom.mean(x, steps=30)
+    assert float(geom.dist(mu[None], ref[None])[0]) < 1e-5
+    # optimality: the Riemannian gradient (mean log-map) vanishes at the returned mean
+    vbar = geom._log(mu[None].expand_as(x), x).mean(0, keepdim=True)
+    assert float(riemannian_grad_norm(geom, mu[None], vbar)[0]) < 1e-6
+
+
+@pytest.mark.parametrize("geom", [PoincareBall(1.0), Lorentz(1.0)], ids=str)
+def test_karcher_objective_never_increases(geom):
+    x = _spread_points(geom, spread=5.0, seed=3)
+
+    def objective(mu):
+        return float((geom.dist(mu.expand_as(x), x) ** 2).sum())
+
+    values = [objective(geom.mean(x, steps=k)) for k in range(0, 15)]
+    # never a rise beyond the float64 noise of evaluating the objective itself
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(values, values[1:])), values
+    assert values[-1] < values[0]
+
+
+def test_group_mean_tol_stops_early_at_the_same_answer():
+    ball = PoincareBall(1.0)
+    x = _spread_points(ball, spread=3.0)
+    idx = torch.zeros(x.shape[0], dtype=torch.long)
+    full = ball.group_mean(x, idx, 1, steps=60)
+    early = ball.group_mean(x, idx, 1, steps=60, tol=1e-9)
+    assert float(ball.dist(full, early)[0]) < 1e-8
+    with pytest.raises(ValueError, match="tol"):
+        ball.group_mean(x, idx, 1, tol=-1.0)
