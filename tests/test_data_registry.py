@@ -134,7 +134,7 @@ def test_every_01_name_is_registered_with_its_default_tree():
         "python data_scripts/download_medmnist.py organsmnist",
         "MedMNIST v2 organsmnist (28x28)",
     )
-    assert sorted(TREES) == sorted(TREES_01)
+    assert set(TREES_01) <= set(TREES)  # 0.1 trees kept; papers 02-05 add theirs (hier-mnist, 20news, ...)
 
 
 def test_deprecated_datasets_module_still_exports():

@@ -37,6 +37,7 @@ __all__ = [
     "DatasetInfo",
     "DatasetSpec",
     "EvalTransform",
+    "FeatureViews",
     "TransformDataset",
     "TwoViewTransform",
     "align_tree",
@@ -63,6 +64,7 @@ __all__ = [
 _TRANSFORMS = {
     "ContrastiveDataset",
     "EvalTransform",
+    "FeatureViews",
     "TransformDataset",
     "TwoViewTransform",
     "blur_kernel_size",

@@ -1,7 +1,7 @@
 """The in-memory dataset type, its provenance record, and where data files are found.
 
 Everything hierviz loads becomes an :class:`ArrayDataset` (uint8 ``(N, H, W, 3)`` images,
-int64 labels, class names, optional group ids for leak-free splits, citation and licence).
+or float ``(N, D)`` feature vectors for text and precomputed features; int64 labels, class names, optional group ids for leak-free splits, citation and licence).
 The loaders that build one live in :mod:`hierviz.data.loaders`, the name → loader registry
 in :mod:`hierviz.data.registry`.
 
@@ -164,12 +164,13 @@ def find_data_file(filename: str, data_dir: str | PathLike | None = None) -> Pat
 # ---------------------------------------------------------------------------------------------- dataset
 @dataclass(eq=False)
 class ArrayDataset:
-    """An image classification dataset held in memory as numpy arrays.
+    """An image (or feature-vector) classification dataset held in memory as numpy arrays.
 
     Parameters
     ----------
-    images : numpy.ndarray of uint8, shape (N, H, W, 3)
-        RGB images, values 0..255.
+    images : numpy.ndarray of uint8, shape (N, H, W, 3), or of float, shape (N, D)
+        RGB images, values 0..255; or a *vector dataset*: one float feature vector per
+        sample (e.g. TF-IDF of a text, precomputed features), stored as float32, finite.
     labels : numpy.ndarray of int, shape (N,)
         Class index per image, in ``0 .. len(classes) - 1`` (stored as int64).
     classes : list of str
@@ -185,10 +186,18 @@ class ArrayDataset:
     ids : numpy.ndarray of str, shape (N,), optional
         Per-image identifiers (HAM10000 ``image_id``, file paths of an image folder).
 
+    Notes
+    -----
+    Vector datasets (:attr:`is_vector`) run through the same pipeline as images: the
+    transforms hand each vector to the model as a ``(D, 1, 1)`` tensor (a 1 x 1 "image"
+    with D channels), views are feature-dropout copies (:class:`hierviz.data.FeatureViews`),
+    and the ``mlp`` encoder (:data:`hierviz.models.ENCODERS`) flattens it. ``image_size``
+    is then ``(D, 1)`` and :meth:`resized` is refused.
+
     Raises
     ------
     TypeError
-        ``images`` not uint8, labels not integers.
+        ``images`` neither uint8 nor float, labels not integers.
     ValueError
         Wrong shapes or lengths, labels outside ``0..C-1``, repeated class names,
         ``official_split`` values other than train/val/test.
@@ -201,6 +210,8 @@ class ArrayDataset:
     ArrayDataset('toy', N=4, 8x8, C=2)
     >>> ds.images.shape[1:], ds.classes[:2]
     ((8, 8, 3), ['a', 'b'])
+    >>> ArrayDataset(np.ones((3, 5)), np.array([0, 1, 0]), ["a", "b"], name="vec")
+    ArrayDataset('vec', N=3, D=5, C=2)
     """
 
     images: np.ndarray
@@ -215,10 +226,16 @@ class ArrayDataset:
 
     def __post_init__(self) -> None:
         im = np.asarray(self.images)
-        if im.dtype != np.uint8:
-            raise TypeError(f"images must be uint8 (0..255), got dtype {im.dtype}")
-        if im.ndim != 4 or im.shape[-1] != 3:
-            raise ValueError(f"images must have shape (N, H, W, 3), got {im.shape}")
+        if im.ndim == 2 and np.issubdtype(im.dtype, np.floating):  # a vector dataset (N, D)
+            im = im.astype(np.float32, copy=False)
+            if not np.isfinite(im).all():
+                raise ValueError("images: the feature vectors (N, D) hold NaN or inf")
+        elif im.dtype != np.uint8:
+            raise TypeError(
+                f"images must be uint8 (0..255) images or float (N, D) feature vectors, got dtype {im.dtype}"
+            )
+        elif im.ndim != 4 or im.shape[-1] != 3:
+            raise ValueError(f"images must have shape (N, H, W, 3) (or be float (N, D) vectors), got {im.shape}")
         y = np.asarray(self.labels)
         if y.ndim != 1 or y.shape[0] != im.shape[0]:
             raise ValueError(f"labels must have shape ({im.shape[0]},) to match images, got {y.shape}")
@@ -256,8 +273,9 @@ class ArrayDataset:
     def __repr__(self) -> str:
         h, w = self.image_size
         grp = f", groups={np.unique(self.groups).size}" if self.groups is not None else ""
+        size = f"D={h}" if self.is_vector else f"{h}x{w}"
         return (
-            f"ArrayDataset({self.name!r}, N={len(self)}, {h}x{w}, C={self.num_classes}{grp}"
+            f"ArrayDataset({self.name!r}, N={len(self)}, {size}, C={self.num_classes}{grp}"
             + (f", licence={self.licence!r}" if self.licence else "")
             + ")"
         )
@@ -268,8 +286,15 @@ class ArrayDataset:
         return len(self.classes)
 
     @property
+    def is_vector(self) -> bool:
+        """True for a vector dataset (float features ``(N, D)``), False for images."""
+        return self.images.ndim == 2
+
+    @property
     def image_size(self) -> tuple[int, int]:
-        """``(H, W)`` of the images."""
+        """``(H, W)`` of the images; ``(D, 1)`` for a vector dataset."""
+        if self.is_vector:
+            return int(self.images.shape[1]), 1
         return int(self.images.shape[1]), int(self.images.shape[2])
 
     def class_counts(self) -> np.ndarray:
@@ -362,9 +387,11 @@ class ArrayDataset:
         Raises
         ------
         ValueError
-            ``size`` < 1.
+            ``size`` < 1, or a vector dataset (nothing to resize).
         """
         size = _check_size(size)
+        if self.is_vector:
+            raise ValueError(f"size: dataset {self.name!r} holds feature vectors, not images; it cannot be resized")
         if self.image_size == (size, size):
             return self
         from PIL import Image

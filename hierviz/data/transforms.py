@@ -9,6 +9,11 @@ pixels of a 32 px image) and a blur kernel of about 10 % of the image side (odd,
 Inputs are uint8 ``(H, W, 3)`` numpy arrays (what :class:`~hierviz.data.ArrayDataset`
 holds), PIL images or uint8 ``(3, H, W)`` tensors; outputs are float32 ``(3, S, S)``
 tensors normalised with ``mean`` / ``std``.
+
+Vector datasets (float ``(N, D)`` features, :attr:`ArrayDataset.is_vector`) use
+:class:`FeatureViews` for training views (feature dropout) and pass through
+:class:`EvalTransform` unchanged; either way a vector becomes a ``(D, 1, 1)`` tensor (a 1 x 1
+image with D channels), so the model's ``(B, V, C, H, W)`` layout holds for both kinds.
 """
 
 from __future__ import annotations
@@ -227,11 +232,80 @@ class EvalTransform(_Base):
         self.pipeline = v2.Compose([v2.Resize(self.size, antialias=True), v2.CenterCrop(self.size)] + self._tail())
 
     def __call__(self, image: Any) -> torch.Tensor:
-        """``(3, size, size)`` float32 tensor of one image (inputs as :class:`TwoViewTransform`)."""
+        """``(3, size, size)`` float32 tensor of one image (inputs as :class:`TwoViewTransform`).
+
+        A float feature vector ``(D,)`` (a vector dataset) is returned as it is, as a
+        ``(D, 1, 1)`` float32 tensor.
+        """
+        if _is_vector(image):
+            return _vector_tensor(image)
         return self.pipeline(_to_image(image))
 
     def __repr__(self) -> str:
         return f"EvalTransform(size={self.size})"
+
+
+def _is_vector(x: Any) -> bool:
+    return isinstance(x, np.ndarray) and x.ndim == 1 and np.issubdtype(x.dtype, np.floating)
+
+
+def _vector_tensor(x: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).reshape(-1, 1, 1)
+
+
+class FeatureViews:
+    """One random view of a feature vector: inverted feature dropout, ``(D,)`` -> ``(D, 1, 1)``.
+
+    Each feature is zeroed with probability ``p`` and the others are scaled by
+    ``1 / (1 - p)`` (inverted dropout, Srivastava et al. 2014), so a view keeps the
+    vector's expected value. It is the "augmentation" of vector datasets (TF-IDF texts,
+    precomputed features), where image crops and colour jitter do not apply;
+    :class:`ContrastiveDataset` calls it once per view.
+
+    Parameters
+    ----------
+    p : float, default 0.2
+        Drop probability in [0, 1). ``p = 0`` returns the vector unchanged.
+
+    Raises
+    ------
+    ValueError
+        ``p`` outside [0, 1).
+    TypeError
+        An input that is not a 1-D float numpy array.
+
+    Notes
+    -----
+    Randomness comes from torch's global RNG (seeded per DataLoader worker), as for
+    :class:`TwoViewTransform`. Picklable.
+
+    Examples
+    --------
+    >>> v = FeatureViews(0.0)(np.array([1.0, 2.0], np.float32))
+    >>> v.shape, v.flatten().tolist()
+    (torch.Size([2, 1, 1]), [1.0, 2.0])
+    """
+
+    def __init__(self, p: float = 0.2) -> None:
+        if not 0.0 <= float(p) < 1.0:
+            raise ValueError(f"p (feature dropout) must be in [0, 1), got {p}")
+        self.p = float(p)
+
+    def __call__(self, x: Any) -> torch.Tensor:
+        """A ``(D, 1, 1)`` float32 view of the vector ``x`` (D,)."""
+        if not _is_vector(x):
+            raise TypeError(
+                f"FeatureViews takes a 1-D float feature vector, got {type(x).__name__} "
+                f"{getattr(x, 'shape', '')}; use TwoViewTransform for images"
+            )
+        v = _vector_tensor(x)
+        if self.p > 0:
+            keep = (torch.rand(v.shape) >= self.p).to(v.dtype)
+            v = v * keep / (1.0 - self.p)
+        return v
+
+    def __repr__(self) -> str:
+        return f"FeatureViews(p={self.p})"
 
 
 def eval_transform(

@@ -211,6 +211,8 @@ def _run_one(
     callbacks: Sequence = (),
 ) -> dict[str, Any]:
     """Train + evaluate one method × geometry × seed; write config.json, result.json, embeddings.npz."""
+    import torch
+
     from hierviz import __version__
     from hierviz.data import ContrastiveDataset, TwoViewTransform
     from hierviz.evaluation import PROTOCOLS
@@ -256,7 +258,14 @@ def _run_one(
     )
     views = method.needs.views
     image_size = int(cfg.data.image_size)
-    train_views = ContrastiveDataset(train_ds, TwoViewTransform(image_size, views=views), views=views)
+    if getattr(train_ds, "is_vector", False):  # float (N, D) features: dropout views, lazy encoder input size
+        from hierviz.data import FeatureViews
+
+        train_views = ContrastiveDataset(train_ds, FeatureViews(), views=views)
+        with torch.no_grad():  # the dry run that fixes the encoder's input size D (hierviz.models.MLPEncoder)
+            model.encoder(torch.zeros(1, train_ds.images.shape[1], 1, 1))
+    else:
+        train_views = ContrastiveDataset(train_ds, TwoViewTransform(image_size, views=views), views=views)
     batch_sampler = None
     if method.needs.sampler is not None:
         from hierviz.samplers import SAMPLERS
@@ -324,7 +333,8 @@ def _header(
         "Command": command,
         "Dataset": f"{getattr(ds, 'name', name) or name}: {len(ds.labels)} images"
         + (f" (subset of {n_all})" if len(ds.labels) != n_all else "")
-        + f", {len(ds.classes)} classes, {ds.images.shape[1]} px",
+        + f", {len(ds.classes)} classes, "
+        + (f"{ds.images.shape[1]} features" if getattr(ds, "is_vector", False) else f"{ds.images.shape[1]} px"),
         "Licence / citation": f"{getattr(ds, 'licence', '') or 'n/a'} — {getattr(ds, 'citation', '') or 'n/a'}",
         "Tree": f"{d.tree} (C = {tree.num_leaves} leaves, height L = {tree.height})\n{tree}",
         "Split": f"grouped by {'lesion/group id' if ds.groups is not None else 'image'}, seed {d.split_seed}: "

@@ -1,7 +1,7 @@
 """Encoders: a registry of image trunks that return pooled features.
 
 Registered: ``small_cnn`` (:class:`SmallCNN`), ``resnet18`` and ``resnet50`` (torchvision,
-small-image stem). A user encoder is one function registered with
+small-image stem), and ``mlp`` (:class:`MLPEncoder`, for vector datasets such as TF-IDF texts). A user encoder is one function registered with
 :func:`register_encoder`; it takes ``(width=, small_input=, pretrained=)`` keywords and
 returns a module with an integer ``out_dim``. Pretrained weights are never downloaded:
 ``pretrained`` is a local ``state_dict`` file.
@@ -16,7 +16,7 @@ from torch import nn
 
 from hierviz._registry import Registry
 
-__all__ = ["ENCODERS", "register_encoder", "SmallCNN", "resnet_encoder", "build_encoder"]
+__all__ = ["ENCODERS", "register_encoder", "SmallCNN", "MLPEncoder", "resnet_encoder", "build_encoder"]
 
 #: Encoder registry: name -> factory ``f(*, width, small_input, pretrained) -> nn.Module``.
 ENCODERS: Registry = Registry("encoder")
@@ -108,6 +108,64 @@ class SmallCNN(nn.Module):
         -------
         torch.Tensor, shape (B, out_dim)
             Pooled features.
+        """
+        return self.net(x)
+
+
+class MLPEncoder(nn.Module):
+    """A two-layer MLP encoder for feature vectors (vector datasets: TF-IDF, precomputed features).
+
+    ``Flatten -> Linear(D, h) -> LayerNorm -> ReLU -> Linear(h, h) -> LayerNorm -> ReLU``, h =
+    ``hidden``. The input size D is inferred on the first call (``torch.nn.LazyLinear``), so
+    the same registered encoder serves any D; run one forward pass (a "dry run") before
+    copying the module or loading weights into it (:func:`hierviz.experiments.compare` does).
+
+    Parameters
+    ----------
+    hidden : int, default 256
+        Width h (>= 1); ``out_dim = hidden``.
+
+    Attributes
+    ----------
+    out_dim : int
+
+    Raises
+    ------
+    ValueError
+        ``hidden`` is not a positive integer.
+
+    Examples
+    --------
+    >>> enc = MLPEncoder(hidden=16)
+    >>> enc(torch.zeros(4, 300, 1, 1)).shape  # vectors travel as (D, 1, 1) "images"
+    torch.Size([4, 16])
+    """
+
+    def __init__(self, hidden: int = 256) -> None:
+        super().__init__()
+        if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 1:
+            raise ValueError(f"hidden must be a positive integer, got {hidden!r}")
+        self.net = nn.Sequential(
+            nn.Flatten(),
+            nn.LazyLinear(hidden),
+            nn.LayerNorm(hidden),
+            nn.ReLU(inplace=True),
+            nn.Linear(hidden, hidden),
+            nn.LayerNorm(hidden),
+            nn.ReLU(inplace=True),
+        )
+        self.out_dim = int(hidden)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Encode vectors.
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (B, D, 1, 1) or (B, D), float
+
+        Returns
+        -------
+        torch.Tensor, shape (B, out_dim)
         """
         return self.net(x)
 
@@ -243,3 +301,14 @@ def _resnet18(*, width: int = 32, small_input: bool = True, pretrained=None) -> 
 @register_encoder("resnet50")
 def _resnet50(*, width: int = 32, small_input: bool = True, pretrained=None) -> nn.Module:
     return resnet_encoder("resnet50", small_input=small_input, pretrained=pretrained)
+
+
+@register_encoder("mlp")
+def _mlp(*, width: int = 32, small_input: bool = True, pretrained=None) -> nn.Module:
+    """:class:`MLPEncoder` with ``hidden = 8 * width`` (the feature size of ``small_cnn`` at that width)."""
+    if pretrained is not None:
+        raise ValueError(
+            "pretrained: the 'mlp' encoder infers its input size on the first batch; load weights into it "
+            "after a forward pass (torch.load + load_state_dict), not through model.pretrained"
+        )
+    return MLPEncoder(hidden=8 * int(width))

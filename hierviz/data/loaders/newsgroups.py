@@ -1,0 +1,181 @@
+"""20 Newsgroups (Lang 1995), "bydate" version, as a vector dataset of TF-IDF features.
+
+``"20news"`` reads ``text/20news-bydate.tar.gz`` from the data folder (the original layout
+``20news-bydate-{train,test}/<group>/<message id>``, 18,846 messages, 20 groups), drops each
+message's header block (it names the newsgroup, i.e. the label), and turns the bodies into
+TF-IDF vectors with scikit-learn's :class:`~sklearn.feature_extraction.text.TfidfVectorizer`
+**fitted on the official bydate-train messages only** (vocabulary and IDF come from them; no
+label is used). The result is an :class:`~hierviz.data.ArrayDataset` of float32 features
+``(N, D)`` (a vector dataset) with the official split in ``official_split``; its default tree
+``20news`` follows the dotted group names (``hierviz/data/trees/20news.json``). Nothing is
+downloaded: no pretrained text model, only word counts.
+
+Note that :func:`hierviz.experiments.compare` draws its own stratified split from all
+messages, so bydate-test messages may land in its training split and bydate-train ones in its
+test split; the TF-IDF statistics then saw the words (never the labels) of some test
+messages. Paper 04 uses audio, so this is our choice for a text stand-in.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from os import PathLike
+from pathlib import Path
+
+import numpy as np
+
+from hierviz.data.base import ArrayDataset, DatasetInfo, data_search_dirs, find_data_file
+from hierviz.data.registry import register_dataset
+
+__all__ = ["NEWS_CITATION", "NEWS_LICENCE", "NEWS_INFO", "load_20news", "read_20news_tar", "strip_header"]
+
+NEWS_CITATION = (
+    "Lang K. NewsWeeder: Learning to filter netnews. Proc. ICML 1995, 331-339. 'bydate' version: "
+    "J. Rennie, http://qwone.com/~jason/20Newsgroups/"
+)
+NEWS_LICENCE = "no explicit licence; freely redistributed for research for decades: research use only"
+NEWS_INFO = DatasetInfo(
+    "20news-bydate.tar.gz",
+    "custom",
+    "copy 20news-bydate.tar.gz into $HIERVIZ_DATA/text/ (the 'bydate' tarball of J. Rennie's 20 Newsgroups page)",
+    "20 Newsgroups bydate: 18,846 messages, 20 groups with a dotted-name tree, TF-IDF vectors",
+)
+
+
+def strip_header(text: str) -> str:
+    """The body of a Usenet message: everything after the first blank line.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    str
+        ``text`` without its header block (the whole text when it has no blank line).
+
+    Examples
+    --------
+    >>> strip_header("From: a\\nNewsgroups: sci.med\\n\\nHello\\n\\nworld")
+    'Hello\\n\\nworld'
+    """
+    head, sep, body = text.partition("\n\n")
+    return body if sep else text
+
+
+def read_20news_tar(path: str | PathLike) -> tuple[list[str], np.ndarray, list[str], np.ndarray]:
+    """Read the messages of a 20news-bydate tarball (latin-1, headers dropped).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        A ``.tar.gz`` holding ``20news-bydate-train/<group>/<id>`` and
+        ``20news-bydate-test/<group>/<id>`` files.
+
+    Returns
+    -------
+    texts : list of str
+        Message bodies, sorted by (split, group, member name).
+    labels : numpy.ndarray, shape (N,), int64
+        Index into ``groups``.
+    groups : list of str
+        The group names, sorted.
+    split : numpy.ndarray, shape (N,), str
+        ``"train"`` or ``"test"``.
+
+    Raises
+    ------
+    ValueError
+        Not a readable tarball, or no message in the expected layout (names the file).
+    """
+    try:
+        tar = tarfile.open(path, "r:*")
+    except (tarfile.TarError, OSError) as exc:
+        raise ValueError(f"{path}: not a readable tar archive ({exc}); expected 20news-bydate.tar.gz") from None
+    rows: list[tuple[str, str, str, str]] = []
+    with tar:
+        for m in tar.getmembers():
+            parts = m.name.strip("/").split("/")
+            if not m.isfile() or len(parts) != 3 or parts[0] not in ("20news-bydate-train", "20news-bydate-test"):
+                continue
+            f = tar.extractfile(m)
+            if f is None:  # pragma: no cover - isfile() members always have data
+                continue
+            text = strip_header(f.read().decode("latin-1"))
+            rows.append((parts[0].rsplit("-", 1)[1], parts[1], parts[2], text))
+    if not rows:
+        raise ValueError(
+            f"{path}: no message found under 20news-bydate-train/<group>/ or 20news-bydate-test/<group>/; "
+            "is it the 20news 'bydate' tarball?"
+        )
+    rows.sort(key=lambda r: (r[0] != "train", r[1], r[2]))
+    groups = sorted({r[1] for r in rows})
+    gi = {g: i for i, g in enumerate(groups)}
+    return (
+        [r[3] for r in rows],
+        np.array([gi[r[1]] for r in rows], dtype=np.int64),
+        groups,
+        np.array([r[0] for r in rows]),
+    )
+
+
+def _find_tarball(data_dir: str | PathLike | None) -> Path:
+    """``<folder>/text/20news-bydate.tar.gz`` or ``<folder>/20news-bydate.tar.gz``, folder by folder."""
+    for d in data_search_dirs(data_dir):
+        for p in (d / "text" / NEWS_INFO.filename, d / NEWS_INFO.filename):
+            if p.is_file():
+                return p
+    return find_data_file("text/" + NEWS_INFO.filename, data_dir)  # raises FileNotFoundError naming the folders
+
+
+@register_dataset("20news", default_tree="20news", info=NEWS_INFO)
+def load_20news(data_dir: str | PathLike | None = None, *, max_features: int = 2000) -> ArrayDataset:
+    """20 Newsgroups as TF-IDF vectors (a vector dataset; see the module notes).
+
+    Parameters
+    ----------
+    data_dir : str or PathLike, optional
+        Folder holding ``text/20news-bydate.tar.gz`` or ``20news-bydate.tar.gz``; default
+        ``$HIERVIZ_DATA``, then ``../shared/data``.
+    max_features : int, default 2000
+        Vocabulary size D (the most frequent terms of the training messages).
+
+    Returns
+    -------
+    ArrayDataset
+        ``images`` float32 ``(N, D)`` L2-normalised TF-IDF rows (sublinear tf, English stop
+        words removed, terms in >= 2 training messages), 20 classes (sorted group names),
+        ``official_split`` train/test, ``ids`` the message ids.
+
+    Raises
+    ------
+    FileNotFoundError
+        The tarball is missing (names the file and where it was looked for).
+    ValueError
+        An unreadable tarball, or ``max_features`` < 1.
+    """
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    if isinstance(max_features, bool) or not isinstance(max_features, int) or max_features < 1:
+        raise ValueError(f"max_features must be a positive integer, got {max_features!r}")
+    path = _find_tarball(data_dir)
+    texts, labels, groups, split = read_20news_tar(path)
+    train = split == "train"
+    vec = TfidfVectorizer(
+        max_features=max_features,
+        sublinear_tf=True,
+        stop_words="english",
+        min_df=2 if int(train.sum()) >= 50 else 1,
+        dtype=np.float32,
+    )
+    vec.fit([t for t, tr in zip(texts, train, strict=True) if tr])
+    X = vec.transform(texts).toarray().astype(np.float32)
+    return ArrayDataset(
+        X,
+        labels,
+        groups,
+        name="20news",
+        citation=NEWS_CITATION,
+        licence=NEWS_LICENCE,
+        official_split=split,
+    )
