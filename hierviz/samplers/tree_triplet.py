@@ -7,9 +7,10 @@ positive pairs come from every level of the tree, not only from one leaf.
 The rule of §II-B, for any tree: for every internal node ``n`` with at least two
 children, take every ordered pair ``(n_a, n_n)`` of distinct children of ``n``. If ``n_a``
 has fewer than two children (a leaf, or a single-child chain), anchor and positive are two
-different samples of ``M(n_a)``. If ``n_a`` has several children, every ordered pair
-``(c_a, c_p)`` of distinct children of ``n_a`` gives anchor from ``M(c_a)`` and positive from
-``M(c_p)`` (their LCA is then ``n_a``). The negative is drawn from ``M(n_n)``, so its leaf
+different samples of ``M(n_a)``. If ``n_a`` has several children, every pair
+``{c_a, c_p}`` of distinct children of ``n_a`` (unordered, first in node order is the anchor,
+as ``itertools.combinations`` in the authors' sampler, tiianhk/label-metric) gives anchor from
+``M(c_a)`` and positive from ``M(c_p)`` (their LCA is then ``n_a``). The negative is drawn from ``M(n_n)``, so its leaf
 lies outside the subtree of ``n_a`` and hence outside the anchor's and positive's LCA.
 ``M(n)`` is the set of samples whose leaf lies under ``n``; "sample from node n" draws
 uniformly from it.
@@ -22,6 +23,7 @@ epoch, as the paper's sampler.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -77,7 +79,7 @@ def triplet_templates(tree: Any, present: Any) -> np.ndarray:
     >>> from hierviz.hierarchy import LabelTree
     >>> t = LabelTree.from_nested({"r": {"a": ["x", "y"], "b": ["z"]}})
     >>> [[t.nodes[i] for i in row] for row in triplet_templates(t, [True, True, True])]
-    [['x', 'y', 'b'], ['y', 'x', 'b'], ['b', 'b', 'a'], ['x', 'x', 'y'], ['y', 'y', 'x']]
+    [['x', 'y', 'b'], ['b', 'b', 'a'], ['x', 'x', 'y'], ['y', 'y', 'x']]
     """
     present = np.asarray(present, dtype=bool).reshape(-1)
     if present.shape != (tree.num_leaves,):
@@ -95,7 +97,7 @@ def triplet_templates(tree: Any, present: Any) -> np.ndarray:
             continue
         for na in ch:
             sub = kids(na)
-            pairs = [(na, na)] if len(sub) < 2 else [(u, v) for u in sub for v in sub if u != v]
+            pairs = [(na, na)] if len(sub) < 2 else list(itertools.combinations(sub, 2))
             for nn in ch:
                 if nn == na:
                     continue
@@ -148,9 +150,9 @@ class TreeTripletSampler:
     >>> t = LabelTree.from_nested({"r": {"a": ["x", "y"], "b": ["z"]}})
     >>> s = TreeTripletSampler([0, 0, 1, 1, 2, 2], t, seed=0)
     >>> len(s)
-    5
+    4
     >>> sorted(len(set(trip)) for trip in s)  # anchor, positive, negative: three samples
-    [3, 3, 3, 3, 3]
+    [3, 3, 3, 3]
     """
 
     def __init__(
@@ -252,7 +254,7 @@ class TreeTripletBatchSampler:
     >>> t = LabelTree.from_nested({"r": {"a": ["x", "y"], "b": ["z"]}})
     >>> b = TreeTripletBatchSampler(TreeTripletSampler([0, 0, 1, 1, 2, 2], t), 2)
     >>> [len(x) for x in b]
-    [6, 6, 3]
+    [6, 6]
     """
 
     def __init__(self, sampler: TreeTripletSampler, triplets_per_batch: int, drop_last: bool = False) -> None:
