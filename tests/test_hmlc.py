@@ -375,8 +375,15 @@ def test_paper02_methods_build_and_match_their_losses(breakhis_tree):
     assert sum(p.numel() for p in a.parameters()) == 2 * (2 * 6 * 6 + 2 * 6)
     gl = build_objective("g-hmlc", breakhis_tree, "euclidean", gmm_max_iter=20)
     assert torch.isfinite(gl(z, leaf)[0])
-    with pytest.raises(ValueError, match="only defined in the Euclidean geometry"):
-        build_objective("g-hmlc", breakhis_tree, "poincare")
+    # hyperbolic: the masks act on log0(z), compared by the dot product
+    from hierviz.geometry import get_geometry
+    from hierviz.losses import GHMLCLoss
+
+    ball = get_geometry("poincare")
+    zb = ball.expmap0(0.3 * z.double())
+    hyp = build_objective("g-hmlc", breakhis_tree, ball)(zb, leaf)[0]
+    ref = GHMLCLoss(breakhis_tree)(ball.logmap0(zb), leaf)
+    assert hyp.item() == pytest.approx(ref.item(), rel=1e-6)
 
 
 def test_ce_method_is_cross_entropy(breakhis_tree):

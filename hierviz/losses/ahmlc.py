@@ -132,6 +132,10 @@ class AHMLCLoss(nn.Module):
     layer_penalty : {"exp", "pow2", "linear"}, default "linear"
         "a linear scaling was employed" (§3).
     order : {"class", "category"}, default "class"
+    features : callable or None, default None
+        Map applied to ``z`` (B, V, d) before masking, e.g. ``geometry.logmap0`` so that a
+        hyperbolic embedding is masked in the tangent space at the origin (what the
+        ``"g-hmlc"``/``"a-hmlc"`` methods do in a hyperbolic geometry; the paper is Euclidean).
 
     Attributes
     ----------
@@ -172,8 +176,12 @@ class AHMLCLoss(nn.Module):
         layer_penalty: str = "linear",
         order: str = "class",
         similarity: Any = None,
+        features: Any = None,
     ):
         super().__init__()
+        if not (features is None or callable(features)):
+            raise TypeError(f"features must be None or a callable z -> z', got {type(features).__name__}")
+        self.features = features
         if levels is None:
             if tree is None:
                 raise ValueError("AHMLCLoss needs tree= (L = tree.height) or levels= (the number of label columns)")
@@ -193,6 +201,8 @@ class AHMLCLoss(nn.Module):
             Scalar ≥ 0, differentiable w.r.t. ``z`` and the attention heads.
         """
         _check_embeddings(z, None, min_views=1, who="AHMLCLoss")
+        if self.features is not None:
+            z = self.features(z)
         y = self.hmlc.level_labels_of(labels, z.shape[0])
         ncol = torch.as_tensor(y).shape[-1] if torch.as_tensor(y).ndim == 2 else None
         if ncol != self.attention.levels:

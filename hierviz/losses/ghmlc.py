@@ -234,6 +234,10 @@ class GHMLCLoss(nn.Module):
     layer_penalty : {"exp", "pow2", "linear"}, default "linear"
         "a linear scaling was employed" (§3).
     order : {"class", "category"}, default "class"
+    features : callable or None, default None
+        Map applied to ``z`` (B, V, d) before masking, e.g. ``geometry.logmap0`` so that a
+        hyperbolic embedding is masked in the tangent space at the origin (what the
+        ``"g-hmlc"``/``"a-hmlc"`` methods do in a hyperbolic geometry; the paper is Euclidean).
     max_iter : int, default 100
         EM iterations per step (a warm start usually converges in a few).
     tol : float, default 1e-3
@@ -278,8 +282,12 @@ class GHMLCLoss(nn.Module):
         tol: float = 1e-3,
         warm_start: bool = True,
         similarity: Any = None,
+        features: Any = None,
     ):
         super().__init__()
+        if not (features is None or callable(features)):
+            raise TypeError(f"features must be None or a callable z -> z', got {type(features).__name__}")
+        self.features = features
         self.hmlc = HMLCLoss(
             loss_type, layer_penalty, temperature, mode="paper", tree=tree, order=order, similarity=similarity
         )
@@ -309,6 +317,8 @@ class GHMLCLoss(nn.Module):
             Scalar ≥ 0, differentiable w.r.t. ``z`` (not through the masks).
         """
         _check_embeddings(z, None, min_views=1, who="GHMLCLoss")
+        if self.features is not None:
+            z = self.features(z)
         y = self.hmlc.level_labels_of(labels, z.shape[0])
         L = int(torch.as_tensor(y).shape[1]) if torch.as_tensor(y).ndim == 2 else 1
         m = self.masks(z, L)

@@ -24,9 +24,10 @@ only), ``base_temperature`` (None: no τ/τ_b factor in paper mode, 0.07 in offi
 ``gmm_max_iter`` (EM iterations per step of G-HMLC).
 
 Geometry: the contrastive terms use the dot product of Eq. 3 (the cosine on the unit sphere of
-the Euclidean geometry) and, in a hyperbolic geometry, the geometry's similarity (−d). G-HMLC
-and A-HMLC mask coordinates, which only makes sense in Euclidean space; they refuse a
-hyperbolic geometry.
+the Euclidean geometry) and, in a hyperbolic geometry, the geometry's similarity (−d) for
+HMC/HCE/HMCE. G-HMLC and A-HMLC mask coordinates; in a hyperbolic geometry they mask the
+tangent vectors ``log₀(z)`` and compare them by the dot product (our extension: the paper is
+Euclidean).
 """
 
 from __future__ import annotations
@@ -57,12 +58,8 @@ def _similarity(geometry: Any) -> Any:
     return geometry.similarity if getattr(geometry, "hyperbolic", False) else None
 
 
-def _euclidean_only(name: str, geometry: Any) -> None:
-    if getattr(geometry, "hyperbolic", False):
-        raise ValueError(
-            f"method {name!r} masks embedding coordinates, which is only defined in the Euclidean geometry; "
-            "run it with --geometries euclidean"
-        )
+def _features(geometry: Any) -> Any:
+    return geometry.logmap0 if getattr(geometry, "hyperbolic", False) else None
 
 
 def _hmlc(loss_type: str, default_penalty: str):
@@ -91,13 +88,13 @@ register_method("hmce", display_name="HMCE", hparams=_HMLC, needs=_NEEDS, paper=
 
 @register_method("g-hmlc", display_name="G-HMLC", hparams=(*_FEATURE, "gmm_max_iter"), needs=_NEEDS, paper=_PAPER)
 def g_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
-    _euclidean_only("g-hmlc", geometry)
     loss = GHMLCLoss(
         tree,
         temperature=hp["tau"],
         layer_penalty=hp["hmlc_penalty"] or "linear",
         order=hp["level_order"],
         max_iter=int(hp["gmm_max_iter"]),
+        features=_features(geometry),
     )
     return Objective("g-hmlc", {"ghmlc": loss})
 
@@ -110,9 +107,12 @@ def g_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
     paper=_PAPER,
 )
 def a_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
-    _euclidean_only("a-hmlc", geometry)
     loss = AHMLCLoss(
-        tree, temperature=hp["tau"], layer_penalty=hp["hmlc_penalty"] or "linear", order=hp["level_order"]
+        tree,
+        temperature=hp["tau"],
+        layer_penalty=hp["hmlc_penalty"] or "linear",
+        order=hp["level_order"],
+        features=_features(geometry),
     )
     return Objective("a-hmlc", {"ahmlc": loss})
 
