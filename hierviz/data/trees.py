@@ -19,8 +19,6 @@ name                   C      L       taxonomy (source)
 ``cifar100``           100    2       CIFAR-100 20 superclasses -> 100 classes (paper 02)
 ``hier-mnist``         100    2       hierarchical MNIST: category digit -> (category, class)
                                       digit pair (paper 02 Fig. 3)
-``hier-mnist``         100    2       hierarchical MNIST: category digit -> (category, class)
-                                      digit pair (paper 02 Fig. 3)
 ``20news``             20     2..3    20 Newsgroups: first name token -> shared dotted prefix
                                       -> group (Lang 1995; paper 04 text stand-in)
 =====================  =====  ======  ==========================================================

@@ -10,7 +10,6 @@ module              registers / provides
                     group ids)
 ``image_folder``    :func:`load_image_folder`: one sub-folder per class
 ``hier_mnist``      ``"hier-mnist"`` (``mnist/t10k-*``; synthetic digits without it), paper 02 Fig. 3
-``hier_mnist``      ``"hier-mnist"`` (``mnist/t10k-*``; synthetic digits without it), paper 02 Fig. 3
 ``newsgroups``      ``"20news"`` (``text/20news-bydate.tar.gz``): TF-IDF vectors, a vector dataset
 ==================  ==========================================================================
 
@@ -21,7 +20,6 @@ Add a source: a new module here whose loader carries
 from hierviz.data.loaders import ham10000 as ham10000  # noqa: I001 (registration order = listing order)
 from hierviz.data.loaders import cifar100 as cifar100
 from hierviz.data.loaders import medmnist as medmnist
-from hierviz.data.loaders import hier_mnist as hier_mnist
 from hierviz.data.loaders import hier_mnist as hier_mnist
 from hierviz.data.loaders import newsgroups as newsgroups
 from hierviz.data.loaders.image_folder import IMAGE_EXTENSIONS, load_image_folder
