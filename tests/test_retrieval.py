@@ -98,3 +98,175 @@ def test_denominator_r_equals_pytorch_metric_learning():
         torch.eq,
     )
     assert map_at_k(dist, yq, yg, k=k, denominator="r") == pytest.approx(float(pml), abs=1e-12)
+
+
+# --------------------------------------------------------------------------- mapper, index, storage
+from hierviz.features import FeaturesData  # noqa: E402
+from hierviz.geometry import PoincareBall  # noqa: E402
+from hierviz.models import HyperbolicMapper  # noqa: E402
+from hierviz.retrieval import (  # noqa: E402
+    ReferenceIndex,
+    grouped_folds,
+    retrieval_metrics,
+    run_retrieval,
+    storage_distance_error,
+    train_mapper,
+)
+
+
+def test_mapper_is_the_papers_formula_and_reports_clip_fraction():
+    torch.manual_seed(0)
+    hm = HyperbolicMapper(5, 3, delta=0.1).double()
+    x = 3 * torch.randn(50, 5, dtype=torch.float64)
+    h = hm(x)
+    W1, b1, W2, b2 = hm.net[0].weight, hm.net[0].bias, hm.net[2].weight, hm.net[2].bias
+    e = torch.relu(x @ W1.T + b1) @ W2.T + b2
+    n = e.norm(dim=-1, keepdim=True)
+    p = torch.tanh(n) * e / n  # exp_0 at c = 1 (Paper 03 §2.2)
+    beta = torch.clamp(0.9 / p.norm(dim=-1, keepdim=True), max=1.0)
+    assert torch.allclose(h, beta * p, atol=1e-10)
+    assert hm.clip_fraction == pytest.approx(float((p.norm(dim=-1) > 0.9).double().mean()))
+    assert 0 < hm.clip_fraction < 1 and float(h.norm(dim=-1).max()) <= 0.9 + 1e-12
+    assert hm.net[0].out_features == 256 or hm.net[0].out_features == HyperbolicMapper(5, 3).net[0].out_features
+    assert HyperbolicMapper(5).net[0].out_features == 256 and HyperbolicMapper(5).dim_out == 32
+
+
+def test_mapper_errors():
+    with pytest.raises(ValueError, match="dim_in must be a positive integer"):
+        HyperbolicMapper(0)
+    with pytest.raises(ValueError, match=r"delta must be in \(0, 1\)"):
+        HyperbolicMapper(3, delta=1.0)
+    with pytest.raises(ValueError, match=r"x must have shape \(B, 3\)"):
+        HyperbolicMapper(3)(torch.zeros(2, 4))
+    with pytest.raises(ValueError, match="geometry must be a PoincareBall"):
+        HyperbolicMapper(3, geometry=__import__("hierviz.geometry", fromlist=["Euclidean"]).Euclidean())
+
+
+def _ball(n, d, seed, scale=1.0):
+    g = torch.Generator().manual_seed(seed)
+    return PoincareBall(1.0).expmap0(scale * torch.randn(n, d, generator=g, dtype=torch.float64)).float()
+
+
+@pytest.mark.parametrize("storage", ["fp32", "fp16", "fp16-ball"])
+def test_index_search_equals_brute_force_sort(storage):
+    ref, q = _ball(500, 32, 0), _ball(40, 32, 1)
+    index = ReferenceIndex(ref, storage=storage, query_batch=16, ref_chunk=64)  # many chunks and batches
+    d, i = index.search(q, k=7)
+    D = index.distances(q)
+    assert D.shape == (40, 500)
+    ref_d, _ = torch.sort(D, dim=1)
+    assert torch.allclose(d, ref_d[:, :7])
+    assert torch.allclose(D.gather(1, i), d)
+    assert index.bytes_per_item == (128 if storage == "fp32" else 64) and index.nbytes == 500 * index.bytes_per_item
+
+
+def test_index_fp32_distances_equal_the_geometry():
+    ref, q = _ball(30, 8, 2), _ball(5, 8, 3)
+    D = ReferenceIndex(ref, storage="fp32").distances(q)
+    ref_D = PoincareBall(1.0).dist(q.double()[:, None], ref.double()[None])
+    assert torch.allclose(D.double(), ref_D, rtol=1e-4, atol=1e-4)
+
+
+def test_fp16_tangents_beat_fp16_coordinates_near_the_boundary():
+    g = torch.Generator().manual_seed(0)
+    u = torch.nn.functional.normalize(torch.randn(2000, 32, generator=g, dtype=torch.float64), dim=-1)
+    x, y = 0.5 * u[:1000], 0.9999 * u[1000:]
+    tangent = np.quantile(storage_distance_error(x, y, "fp16"), 0.99)
+    ball = np.quantile(storage_distance_error(x, y, "fp16-ball"), 0.99)
+    assert tangent < 1e-3 < ball  # DESIGN.md measured 1.3e-4 vs 1.1e-2 at r = 0.9999
+    assert np.quantile(storage_distance_error(x, y, "fp32"), 0.99) < 1e-4
+
+
+def test_index_errors():
+    with pytest.raises(ValueError, match="outside the Poincaré ball"):
+        ReferenceIndex(torch.ones(3, 2))
+    with pytest.raises(ValueError, match=r"storage must be one of \['fp32', 'fp16', 'fp16-ball'\]"):
+        ReferenceIndex(torch.zeros(3, 2), storage="int8")
+    index = ReferenceIndex(torch.zeros(3, 2))
+    with pytest.raises(ValueError, match=r"k must be an integer in \[1, 3\]"):
+        index.search(torch.zeros(1, 2), k=4)
+    with pytest.raises(ValueError, match=r"queries must have shape \(Q, 2\)"):
+        index.search(torch.zeros(1, 3), k=1)
+
+
+@pytest.mark.gpu
+def test_index_on_gpu_equals_cpu():
+    ref, q = _ball(2000, 32, 4), _ball(100, 32, 5)
+    dc, ic = ReferenceIndex(ref, storage="fp16").search(q, k=10)
+    dg, ig = ReferenceIndex(ref, storage="fp16", device="cuda").search(q.cuda(), k=10)
+    assert torch.allclose(dc, dg.cpu(), atol=1e-4)
+
+
+# --------------------------------------------------------------------------- protocol
+def test_grouped_folds_keep_groups_together_and_cover_every_row():
+    y = np.arange(100) % 4
+    groups = np.arange(100) // 3
+    folds = grouped_folds(y, groups, 5, seed=0)
+    assert sorted(np.concatenate(folds).tolist()) == list(range(100))
+    owner = {}
+    for f, idx in enumerate(folds):
+        for gid in groups[idx]:
+            assert owner.setdefault(int(gid), f) == f
+    with pytest.raises(ValueError, match="folds=5 exceeds the number of groups"):
+        grouped_folds(y[:6], groups[:6], 5)
+
+
+def test_retrieval_metrics_agree_with_the_metric_functions():
+    g = np.random.default_rng(0)
+    D = g.random((20, 40))
+    yq, yg = g.integers(0, 3, 20), g.integers(0, 3, 40)
+    m = retrieval_metrics(D, yq, yg, ks=(1, 5), denominator="r")
+    assert m["map@5"] == pytest.approx(map_at_k(D, yq, yg, k=5, denominator="r"))
+    assert m["p@1"] == pytest.approx(precision_at_k(D, yq, yg, k=1))
+    assert retrieval_metrics(D, yq, yg, ks=(1,))["map@1"] == pytest.approx(m["p@1"])  # AP@1 / min(1, R) = P@1
+    assert m["r_precision"] == pytest.approx(r_precision(D, yq, yg))
+
+
+def _blobs(n=240, d=12, classes=4, seed=0):
+    g = np.random.default_rng(seed)
+    y = np.arange(n) % classes
+    centres = 3 * g.normal(size=(classes, d))
+    X = (centres[y] + g.normal(size=(n, d))).astype(np.float32)
+    return FeaturesData(X, y, groups=np.arange(n) // 2)
+
+
+def test_train_mapper_lowers_hcl_and_separates_classes():
+    f = _blobs()
+    mapper, hist = train_mapper(f.features, f.labels, dim_out=8, epochs=15, seed=0)
+    assert hist[-1] < hist[0]
+    with torch.no_grad():
+        h = mapper(torch.as_tensor(f.features))
+    D = PoincareBall(1.0).pairwise_dist(h)
+    same = f.labels[:, None] == f.labels[None]
+    assert float(D[torch.as_tensor(same)].mean()) < float(D[torch.as_tensor(~same)].mean())
+
+
+def test_run_retrieval_writes_tables_and_hyperbolic_beats_chance(tmp_path):
+    from hierviz.retrieval import RetrievalConfig
+
+    cfg = RetrievalConfig(reducers=("pca",), n_grid=(6,), folds=3, epochs=8, storages=("fp32", "fp16"), device="cpu")
+    res = run_retrieval(_blobs(), cfg, out=tmp_path, progress=False, verbose=False)
+    assert {p.name for p in res["paths"].values()} == {
+        "folds.csv",
+        "results.csv",
+        "results.md",
+        "config.json",
+        "examples.npz",
+    }
+    names = {(s["variant"], s["storage"]) for s in res["summary"]}
+    assert names == {("PCA(6)", "fp16"), ("Hyper-DINO(PCA(6), 32)", "fp32"), ("Hyper-DINO(PCA(6), 32)", "fp16")}
+    hd = {s["storage"]: s for s in res["summary"] if s["variant"].startswith("Hyper")}
+    assert hd["fp16"]["bytes"] == 64 and hd["fp32"]["bytes"] == 128
+    assert hd["fp16"]["map@20_mean"] > 0.5  # 4 well-separated classes: chance is 0.25
+    assert abs(hd["fp16"]["map@20_mean"] - hd["fp32"]["map@20_mean"]) < 0.02
+    assert "| PCA | 6 |" in res["markdown"] and len(res["rows"]) == 3 * 3
+    import csv
+
+    with open(tmp_path / "results.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {"map@1_mean", "map@5_mean", "map@10_mean", "map@20_mean", "map@20_std"} <= set(rows[0])
+
+
+def test_unknown_preset_is_one_line():
+    with pytest.raises(ValueError, match=r"--preset 'fast': unknown retrieval preset; choose one of \['paper'"):
+        run_retrieval(_blobs(), "fast")

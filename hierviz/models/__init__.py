@@ -16,6 +16,8 @@ Building blocks
 * :class:`HyperbolicHead` - feature clipping (Guo et al., CVPR 2022, "Clipped hyperbolic
   classifiers are super-hyperbolic classifiers") followed by ``expmap0`` and projection
   (paper 03 §2.2, the "Hyperbolic Mapper"), always computed in float32/float64.
+* :class:`HyperbolicMapper` - paper 03 §2.2's MLP from frozen features into the Poincaré
+  ball with a radius cap and its ``clip_fraction`` (``mapper.py``).
 * :class:`EmbeddingModel` - ties them together and returns
   ``dict(features=..., z=..., logits=...)``.
 
@@ -24,6 +26,7 @@ Pretrained weights are never downloaded: pass a local ``state_dict`` file.
 
 from hierviz.models.encoders import ENCODERS, SmallCNN, build_encoder, register_encoder, resnet_encoder
 from hierviz.models.heads import HyperbolicHead, L2Normalize, ProjectionHead, manifold_head
+from hierviz.models.mapper import HyperbolicMapper
 from hierviz.models.model import EmbeddingModel, build_model
 
 __all__ = [
@@ -38,4 +41,5 @@ __all__ = [
     "manifold_head",
     "EmbeddingModel",
     "build_model",
+    "HyperbolicMapper",
 ]

@@ -1,0 +1,41 @@
+"""Hyperbolic retrieval (Paper 03 (Hyper-DINO) §2.4, §3): the reference index and the protocol.
+
+* :mod:`.index`: :class:`ReferenceIndex` (exact Poincaré search in batches on CPU or GPU,
+  float16 ``log_0`` tangent storage: 64 bytes per image at d = 32),
+  :func:`storage_distance_error`;
+* :mod:`.protocol`: :func:`train_mapper` (HyperbolicMapper + HCL), :func:`retrieval_metrics`
+  (MAP@k, P@1, R-precision), :func:`grouped_folds`, :func:`run_retrieval` (the grid over
+  5 grouped folds, ``results.csv``) and :data:`RETRIEVAL_PRESETS`.
+
+From the shell: ``hierviz retrieval --features F.npz --preset quick --out DIR``.
+"""
+
+from hierviz.retrieval.index import STORAGES, ReferenceIndex, decode_points, encode_points, storage_distance_error
+from hierviz.retrieval.protocol import (
+    RETRIEVAL_PRESETS,
+    RetrievalConfig,
+    grouped_folds,
+    retrieval_metrics,
+    run_retrieval,
+    summarise,
+    table2_markdown,
+    train_mapper,
+    variant_name,
+)
+
+__all__ = [
+    "STORAGES",
+    "ReferenceIndex",
+    "encode_points",
+    "decode_points",
+    "storage_distance_error",
+    "RETRIEVAL_PRESETS",
+    "RetrievalConfig",
+    "retrieval_metrics",
+    "train_mapper",
+    "grouped_folds",
+    "run_retrieval",
+    "summarise",
+    "table2_markdown",
+    "variant_name",
+]

@@ -1,0 +1,290 @@
+r"""A reference index in the Poincaré ball with compact storage, searched in batches (CPU or GPU).
+
+Paper 03 (Hyper-DINO) §2.4 ranks the reference (training) images by Poincaré distance to
+each query; its §4 stresses the size: 32 float16 numbers, 64 bytes per image. Storing
+*ball coordinates* in float16 loses the points near the boundary (float16 keeps ~3
+digits, and :math:`1 - \|x\|` is what the distance depends on), so :class:`ReferenceIndex`
+stores :math:`\log_0` *tangent vectors* in float16 and maps them back with
+:math:`\exp_0` in float32 when searching (``DESIGN.md``, "fp16 storage of hyperbolic
+points"; :func:`storage_distance_error` measures both).
+
+Storage modes (``storage=``):
+
+* ``"fp32"``: ball coordinates, float32 (4·d bytes per image);
+* ``"fp16"``: :math:`\log_0` tangents, float16 (2·d bytes: 64 bytes at d = 32);
+* ``"fp16-ball"``: ball coordinates, float16 (2·d bytes; the naive choice, for comparison).
+
+Search walks the references in chunks (``ref_chunk``) and the queries in batches
+(``query_batch``), decoding one chunk at a time, so the memory beyond the stored index is
+``query_batch × ref_chunk`` distances.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["STORAGES", "ReferenceIndex", "encode_points", "decode_points", "storage_distance_error"]
+
+#: Storage modes of :class:`ReferenceIndex`.
+STORAGES = ("fp32", "fp16", "fp16-ball")
+
+
+def _geometry(geometry: Any):
+    if geometry is None:
+        from hierviz.geometry import PoincareBall
+
+        return PoincareBall(1.0)
+    return geometry
+
+
+def encode_points(x: torch.Tensor, storage: str, geometry: Any = None) -> torch.Tensor:
+    """Ball points → the stored tensor of a storage mode (see the module docstring).
+
+    Parameters
+    ----------
+    x : torch.Tensor, shape (n, d)
+        Points inside the ball.
+    storage : {"fp32", "fp16", "fp16-ball"}
+    geometry : PoincareBall, optional
+        Default ``PoincareBall(1.0)``.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, d)
+        float32 coordinates, float16 tangents or float16 coordinates.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``storage``; points outside the ball.
+    """
+    g = _geometry(geometry)
+    if storage not in STORAGES:
+        raise ValueError(f"storage must be one of {list(STORAGES)}, got {storage!r}")
+    if storage == "fp32":
+        return x.detach().to(torch.float32)
+    if storage == "fp16":
+        return g.logmap0(x.detach().to(torch.float64)).to(torch.float16)
+    return x.detach().to(torch.float16)
+
+
+def decode_points(
+    stored: torch.Tensor, storage: str, geometry: Any = None, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
+    """The stored tensor → ball points (``exp_0`` of fp16 tangents; a cast otherwise).
+
+    Parameters
+    ----------
+    stored : torch.Tensor, shape (n, d)
+    storage : {"fp32", "fp16", "fp16-ball"}
+    geometry : PoincareBall, optional
+    dtype : torch.dtype, default torch.float32
+        Arithmetic of ``exp_0``. In float32 geoopt keeps points at radius
+        ``<= (1 - 4e-3)/sqrt(c)``; points stored beyond that (e.g. r = 0.9999) need float64.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``storage``.
+    """
+    g = _geometry(geometry)
+    if storage not in STORAGES:
+        raise ValueError(f"storage must be one of {list(STORAGES)}, got {storage!r}")
+    if storage == "fp16":
+        return g.expmap0(stored.to(dtype))
+    x = stored.to(dtype)
+    if storage == "fp16-ball":  # rounding may land a point on or beyond the boundary
+        x = g.proj(x)
+    return x
+
+
+def storage_distance_error(x: torch.Tensor, y: torch.Tensor, storage: str, geometry: Any = None) -> np.ndarray:
+    """Relative error of the distances ``d(x_i, y_i)`` after a round trip through a storage mode.
+
+    Parameters
+    ----------
+    x, y : torch.Tensor, shape (n, d)
+        Pairs of points inside the ball (``y`` is stored, ``x`` is the float32 query).
+    storage : {"fp32", "fp16", "fp16-ball"}
+    geometry : PoincareBall, optional
+
+    Returns
+    -------
+    numpy.ndarray, shape (n,), float64
+        ``|d(x, decode(encode(y))) − d(x, y)| / d(x, y)``, everything but the storage in
+        float64: the error is the storage's alone.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import PoincareBall
+    >>> g = torch.Generator().manual_seed(0)
+    >>> u = torch.nn.functional.normalize(torch.randn(200, 32, generator=g, dtype=torch.float64), dim=-1)
+    >>> x, y = 0.5 * u[:100], 0.999 * u[100:]
+    >>> tangent, ball = (storage_distance_error(x, y, s) for s in ("fp16", "fp16-ball"))
+    >>> bool(tangent.max() < ball.max())
+    True
+    """
+    g = _geometry(geometry)
+    x64, y64 = x.to(torch.float64), y.to(torch.float64)
+    ref = g.dist(x64, y64)
+    back = decode_points(encode_points(y64, storage, g), storage, g, dtype=torch.float64)
+    got = g.dist(x64, g.proj(back))
+    return ((got - ref).abs() / ref.clamp_min(1e-12)).numpy()
+
+
+class ReferenceIndex:
+    """Reference embeddings in the Poincaré ball, searched by exact hyperbolic distance.
+
+    Parameters
+    ----------
+    points : torch.Tensor or array-like, shape (G, d)
+        Reference points inside the ball.
+    labels : array-like of int, shape (G,), optional
+        Kept for the caller (``index.labels``).
+    geometry : PoincareBall, optional
+        Default ``PoincareBall(1.0)``.
+    storage : {"fp32", "fp16", "fp16-ball"}, default "fp16"
+        See the module docstring; ``"fp16"`` stores float16 ``log_0`` tangents.
+    device : str or torch.device, default "cpu"
+        Where the index lives and distances are computed (``"cuda"`` for a GPU).
+    query_batch : int, default 256
+        Queries per batch.
+    ref_chunk : int, default 65536
+        References decoded at once.
+
+    Attributes
+    ----------
+    nbytes : int
+        Bytes of the stored embeddings.
+    bytes_per_item : int
+        ``nbytes / G``.
+
+    Raises
+    ------
+    ValueError
+        Bad shapes, points outside the ball, unknown ``storage``, non-positive batch sizes.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import PoincareBall
+    >>> ref = PoincareBall(1.0).expmap0(torch.randn(100, 32, generator=torch.Generator().manual_seed(0)))
+    >>> index = ReferenceIndex(ref, storage="fp16")
+    >>> index.bytes_per_item
+    64
+    >>> d, i = index.search(ref[:3], k=1)
+    >>> i.flatten().tolist()
+    [0, 1, 2]
+    """
+
+    def __init__(
+        self,
+        points: Any,
+        labels: Any = None,
+        *,
+        geometry: Any = None,
+        storage: str = "fp16",
+        device: str | torch.device = "cpu",
+        query_batch: int = 256,
+        ref_chunk: int = 65536,
+    ) -> None:
+        self.geometry = _geometry(geometry)
+        x = points if isinstance(points, torch.Tensor) else torch.as_tensor(np.asarray(points))
+        if x.ndim != 2 or x.shape[0] == 0:
+            raise ValueError(f"points must be a non-empty (G, d) array, got shape {tuple(x.shape)}")
+        for name, v in (("query_batch", query_batch), ("ref_chunk", ref_chunk)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        self.geometry.check_point(x, name="points")
+        self.storage = storage
+        self.device = torch.device(device)
+        self.stored = encode_points(x, storage, self.geometry).to(self.device)
+        self.labels = None if labels is None else np.asarray(labels)
+        self.query_batch, self.ref_chunk = query_batch, ref_chunk
+
+    def __len__(self) -> int:
+        return int(self.stored.shape[0])
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension d."""
+        return int(self.stored.shape[1])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the stored embeddings."""
+        return int(self.stored.element_size() * self.stored.numel())
+
+    @property
+    def bytes_per_item(self) -> int:
+        """Bytes per reference (64 for d = 32 in float16)."""
+        return int(self.stored.element_size() * self.dim)
+
+    def _queries(self, queries: Any) -> torch.Tensor:
+        q = queries if isinstance(queries, torch.Tensor) else torch.as_tensor(np.asarray(queries))
+        if q.ndim != 2 or q.shape[1] != self.dim:
+            raise ValueError(f"queries must have shape (Q, {self.dim}), got {tuple(q.shape)}")
+        self.geometry.check_point(q, name="queries")
+        return q.detach().to(self.device, torch.float32)
+
+    def distances(self, queries: Any) -> torch.Tensor:
+        """All query-reference distances, shape (Q, G), float32 on the index's device.
+
+        Raises
+        ------
+        ValueError
+            Queries of the wrong dimension or outside the ball.
+        """
+        q = self._queries(queries)
+        cols = []
+        for s in range(0, len(self), self.ref_chunk):
+            ref = decode_points(self.stored[s : s + self.ref_chunk], self.storage, self.geometry)
+            cols.append(torch.cat([self.geometry.pairwise_dist(qb, ref) for qb in q.split(self.query_batch)]))
+        return torch.cat(cols, dim=1)
+
+    @torch.no_grad()
+    def search(self, queries: Any, k: int = 20) -> tuple[torch.Tensor, torch.Tensor]:
+        """The k nearest references of each query by Poincaré distance.
+
+        Parameters
+        ----------
+        queries : torch.Tensor or array-like, shape (Q, d)
+            Points inside the ball (float32 is enough: only the references are compressed).
+        k : int, default 20
+            In ``[1, G]``.
+
+        Returns
+        -------
+        distances : torch.Tensor, shape (Q, k), float32
+            Ascending per row.
+        indices : torch.Tensor, shape (Q, k), int64
+            Reference rows (equal distances in no promised order).
+
+        Raises
+        ------
+        ValueError
+            ``k`` out of range, queries of the wrong dimension or outside the ball.
+        """
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(self):
+            raise ValueError(f"k must be an integer in [1, {len(self)}], got {k!r}")
+        q = self._queries(queries)
+        out_d, out_i = [], []
+        for qb in q.split(self.query_batch):
+            best_d = torch.full((len(qb), 0), float("inf"), device=self.device)
+            best_i = torch.zeros((len(qb), 0), dtype=torch.long, device=self.device)
+            for s in range(0, len(self), self.ref_chunk):
+                ref = decode_points(self.stored[s : s + self.ref_chunk], self.storage, self.geometry)
+                d = self.geometry.pairwise_dist(qb, ref)
+                kk = min(k, d.shape[1])
+                dv, di = torch.topk(d, kk, dim=1, largest=False, sorted=True)
+                cand_d = torch.cat([best_d, dv], dim=1)
+                cand_i = torch.cat([best_i, di + s], dim=1)
+                order = torch.argsort(cand_d, dim=1, stable=True)[:, :k]
+                best_d, best_i = cand_d.gather(1, order), cand_i.gather(1, order)
+            out_d.append(best_d)
+            out_i.append(best_i)
+        return torch.cat(out_d), torch.cat(out_i)
