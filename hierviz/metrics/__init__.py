@@ -12,7 +12,9 @@ Classification / embedding metrics of paper 01 (§3.5, §4.4):
 
 Retrieval metrics (papers 01 and 04): :func:`precision_at_k` (RP@k), :func:`recall_at_k`,
 :func:`map_at_k`, :func:`ndcg` (tree-graded relevance, :func:`tree_relevance`) and
-:func:`mean_normalised_rank` (MNR).
+:func:`mean_normalised_rank` (MNR). Paper 04's evaluation as the authors run it (leave-one-out,
+undefined terms left out): :func:`rp_at_k`, :func:`mnr`, :func:`ndcg_tree` and
+:func:`ranking_report` (:mod:`hierviz.metrics.ranking`).
 
 Labels are always leaf indices (``0 .. C-1``) in the tree's leaf order.
 """
@@ -29,6 +31,7 @@ from hierviz.metrics.hierarchy import (
 from hierviz.metrics.probe import REPORT_KEYS, hierarchy_report, linear_probe
 from hierviz.metrics.radius import max_radius, origin_distance, radius_report
 from hierviz.metrics.registry import METRIC_INFO, MetricInfo, register_metric  # noqa: E402
+from hierviz.metrics.ranking import RANKING_KEYS, mnr, ndcg_tree, ranking_report, rp_at_k
 from hierviz.metrics.retrieval import (
     MAP_DENOMINATORS,
     map_at_k,
@@ -41,6 +44,11 @@ from hierviz.metrics.retrieval import (
 )
 
 __all__ = [
+    "RANKING_KEYS",
+    "mnr",
+    "ndcg_tree",
+    "ranking_report",
+    "rp_at_k",
     "METRIC_INFO",
     "MetricInfo",
     "register_metric",

@@ -69,3 +69,17 @@ for _name, _label, _hib in (
     ("top1", "Top-1", True),
 ):
     register_metric(_name, _label, higher_is_better=_hib, source="Paper 01 (HWC + LAM) §3.5, §4.4")
+
+for _name, _label, _hib in (  # Paper 04: the seen/unseen protocol (hierviz.evaluation.unseen)
+    ("leaf_f1", "Leaf F1", True),
+    ("rp5", "Leaf RP@5", True),
+    ("mnr", "MNR ↓", False),
+    ("ndcg_sum", "NDCG_sum", True),
+    ("ndcg_max", "NDCG_max", True),
+    ("acc_blind", "Acc_blind", True),
+    ("acc_aware", "Acc_aware", True),
+    ("blind_over_aware", "Acc_blind / Acc_aware", True),
+    ("pred_ndcg_sum", "NDCG_sum (unseen)", True),
+    ("pred_ndcg_max", "NDCG_max (unseen)", True),
+):
+    register_metric(_name, _label, higher_is_better=_hib, source="Paper 04 (Generalised triplets) §III-D")
