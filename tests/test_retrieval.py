@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pytorch_metric_learning.utils.accuracy_calculator import mean_average_precision
 
-from hierviz.metrics import MAP_DENOMINATORS, map_at_k, precision_at_k, r_precision
+from hierviz.metrics import MAP_DENOMINATORS, flat_retrieval_report, map_at_k, precision_at_k, r_precision
 
 
 # --------------------------------------------------------------------------- brute-force references
@@ -63,6 +63,18 @@ def test_r_precision_equals_brute_force(case):
     dist, yq, yg, _ = case
     got = r_precision(dist, yq, yg, reduction="none")
     assert got.tolist() == pytest.approx([_r_precision_brute(dist[i], yq[i], yg) for i in range(len(yq))])
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=_retrieval_case(), denominator=st.sampled_from(MAP_DENOMINATORS))
+def test_one_sort_report_equals_the_single_metrics(case, denominator):
+    dist, yq, yg, _ = case
+    ks = tuple(sorted({1, len(yg) // 2 or 1, len(yg)}))
+    rep = flat_retrieval_report(dist, yq, yg, ks, denominator=denominator)
+    for k in ks:
+        assert rep[f"map@{k}"] == pytest.approx(map_at_k(dist, yq, yg, k=k, denominator=denominator), abs=1e-12)
+    assert rep["p@1"] == pytest.approx(precision_at_k(dist, yq, yg, k=1))
+    assert rep["r_precision"] == pytest.approx(r_precision(dist, yq, yg))
 
 
 def test_map_hand_values_and_aliases():

@@ -30,10 +30,11 @@ from hierviz.metrics.hierarchy import (
 )
 from hierviz.metrics.probe import REPORT_KEYS, hierarchy_report, linear_probe
 from hierviz.metrics.radius import max_radius, origin_distance, radius_report
-from hierviz.metrics.registry import METRIC_INFO, MetricInfo, register_metric  # noqa: E402
 from hierviz.metrics.ranking import RANKING_KEYS, mnr, ndcg_tree, ranking_report, rp_at_k
+from hierviz.metrics.registry import METRIC_INFO, MetricInfo, register_metric  # noqa: E402
 from hierviz.metrics.retrieval import (
     MAP_DENOMINATORS,
+    flat_retrieval_report,
     map_at_k,
     mean_normalised_rank,
     ndcg,
@@ -70,6 +71,7 @@ __all__ = [
     "map_at_k",
     "MAP_DENOMINATORS",
     "r_precision",
+    "flat_retrieval_report",
     "ndcg",
     "tree_relevance",
     "mean_normalised_rank",

@@ -36,6 +36,7 @@ __all__ = [
     "map_at_k",
     "MAP_DENOMINATORS",
     "r_precision",
+    "flat_retrieval_report",
     "ndcg",
     "tree_relevance",
     "mean_normalised_rank",
@@ -373,15 +374,25 @@ def map_at_k(
     Standard AP@k (e.g. Manning et al., *Introduction to Information Retrieval*, §8.4);
     MAP@R: Musgrave, Belongie & Lim (2020), *A metric learning reality check*.
     """
+    denominator = _check_denominator(denominator)
+    order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
+    R = _relevant(yq, yg, tree, level).gather(1, order) & valid
+    _require_relevant(R, "MAP")
+    return _mean_or_none(_average_precision(R, n_valid, k, denominator), reduction)
+
+
+def _check_denominator(denominator: str) -> str:
     denominator = _MAP_ALIASES.get(denominator, denominator)
     if denominator not in MAP_DENOMINATORS:
         raise ValueError(
             f"denominator must be one of {list(MAP_DENOMINATORS)} (or 'pytorch-metric-learning', 'torchmetrics'), "
             f"got {denominator!r}"
         )
-    order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
-    R = _relevant(yq, yg, tree, level).gather(1, order) & valid
-    _require_relevant(R, "MAP")
+    return denominator
+
+
+def _average_precision(R: torch.Tensor, n_valid: torch.Tensor, k: int | None, denominator: str) -> torch.Tensor:
+    """Per-query AP@k (Q,) float64 from the ranked relevance ``R`` (Q, G) bool (see :func:`map_at_k`)."""
     n_rel = R.sum(1)  # (Q,)
     G = R.shape[1]
     ranks = torch.arange(1, G + 1, dtype=torch.float64)
@@ -402,7 +413,57 @@ def map_at_k(
         denom = cut.double()
     else:  # "hits": 0 / 0 -> 0 for a query without a hit in its top k
         denom = (Rf * within).sum(1).clamp_min(1.0)
-    return _mean_or_none(summed / denom, reduction)
+    return summed / denom
+
+
+def flat_retrieval_report(
+    scores: Any,
+    query_labels: Any,
+    gallery_labels: Any,
+    ks: tuple[int, ...] = (1, 5, 10, 20),
+    *,
+    kind: str = "distance",
+    denominator: str = "min_k_r",
+) -> dict[str, float]:
+    """MAP@k for every k in ``ks``, P@1 and R-precision from one ranking (one sort).
+
+    The same numbers as :func:`map_at_k`, :func:`precision_at_k` (k = 1) and
+    :func:`r_precision`, without sorting the (Q, G) matrix once per metric.
+
+    Parameters
+    ----------
+    scores, query_labels, gallery_labels, kind
+        As :func:`map_at_k` (no tree, leaf relevance).
+    ks : tuple of int, default (1, 5, 10, 20)
+        MAP@k cut-offs (Paper 03 (Hyper-DINO) §3.1).
+    denominator : str, default "min_k_r"
+        As :func:`map_at_k`.
+
+    Returns
+    -------
+    dict
+        ``{"map@1": ..., ..., "p@1": ..., "r_precision": ...}``, floats in [0, 1].
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`map_at_k`.
+
+    Examples
+    --------
+    >>> flat_retrieval_report([[0.0, 1.0, 2.0], [2.0, 0.0, 1.0]], [0, 1], [0, 1, 0], ks=(1, 2))
+    {'map@1': 1.0, 'map@2': 0.75, 'p@1': 1.0, 'r_precision': 0.75}
+    """
+    denominator = _check_denominator(denominator)
+    order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, None, kind, False)
+    R = _relevant(yq, yg, None, None).gather(1, order) & valid
+    _require_relevant(R, "MAP")
+    out = {f"map@{k}": float(_average_precision(R, n_valid, k, denominator).mean()) for k in ks}
+    out["p@1"] = float(R[:, 0].double().mean())
+    n_rel = R.sum(1)
+    within = torch.arange(R.shape[1])[None, :] < n_rel[:, None]
+    out["r_precision"] = float(((R & within).sum(1).double() / n_rel.double()).mean())
+    return out
 
 
 def r_precision(

@@ -29,7 +29,7 @@ import torch
 
 from hierviz.features.io import FeaturesData
 from hierviz.features.reduce import reduce_features
-from hierviz.metrics.retrieval import map_at_k, precision_at_k, r_precision
+from hierviz.metrics.retrieval import flat_retrieval_report
 from hierviz.retrieval.index import ReferenceIndex
 
 __all__ = [
@@ -153,9 +153,7 @@ def retrieval_metrics(
     >>> retrieval_metrics(D, [0, 1], [0, 1, 0], ks=(1, 2))
     {'map@1': 1.0, 'map@2': 0.75, 'p@1': 1.0, 'r_precision': 0.75}
     """
-    out = {f"map@{k}": map_at_k(D, yq, yg, k=k, denominator=denominator) for k in ks}
-    out["p@1"] = precision_at_k(D, yq, yg, k=1)
-    out["r_precision"] = r_precision(D, yq, yg)
+    out = flat_retrieval_report(D, yq, yg, ks, denominator=denominator)  # one sort for all of them
     if tree is not None:
         from hierviz.metrics.retrieval import ndcg
 
