@@ -1,4 +1,4 @@
-"""Command line: ``hierviz compare``, ``hierviz report`` and ``hierviz config``.
+"""Command line: ``hierviz compare``, ``hierviz report``, ``hierviz config``, ``hierviz features``, ``hierviz retrieval``.
 
 A thin layer: parse → :class:`~hierviz.experiments.ExperimentConfig` → :mod:`hierviz.experiments`.
 
@@ -7,6 +7,9 @@ A thin layer: parse → :class:`~hierviz.experiments.ExperimentConfig` → :mod:
   ``report.html`` and one folder per run (with its resolved ``config.json``).
 * ``hierviz report --out runs/q`` rebuilds the tables and report from finished runs.
 * ``hierviz config --preset quick --set …`` prints the resolved config (``--keys``: every key).
+* ``hierviz features --run RUN_DIR --out F.npz`` exports frozen encoder features, and
+  ``hierviz retrieval --features F.npz --preset quick --out DIR`` runs Paper 03's retrieval
+  protocol on them (:mod:`hierviz.features`, :mod:`hierviz.retrieval`).
 
 Shortcuts (``--methods``, ``--geometry``, ``--dataset``, ``--data``, ``--tree``, ``--seeds``,
 ``--epochs``, ``--limit`` …) set the same keys as ``--set``; ``--set`` wins when both are
@@ -159,7 +162,156 @@ def build_parser() -> argparse.ArgumentParser:
     _config_options(g)
     g.add_argument("--keys", action="store_true", help="list every key with its value")
     g.add_argument("--debug", action="store_true", help="print full tracebacks")
+    _add_retrieval_commands(sub)
     return p
+
+
+def _add_retrieval_commands(sub: Any) -> None:
+    """``hierviz features`` and ``hierviz retrieval`` (Paper 03 (Hyper-DINO); :mod:`hierviz.retrieval`)."""
+    f = sub.add_parser(
+        "features",
+        help="export frozen encoder features (.npz) from a trained run or a local torchvision checkpoint",
+        description="Write a features .npz (features, labels, classes, groups, split) from the encoder of a "
+        "finished 'hierviz compare' run (--run) or a local torchvision ResNet state_dict (--checkpoint).",
+    )
+    src = f.add_mutually_exclusive_group(required=True)
+    src.add_argument("--run", metavar="RUN_DIR", help="a run folder <out>/runs/<name>, or an --out with one run")
+    src.add_argument("--checkpoint", metavar="PATH", help="a local torchvision ResNet state_dict file")
+    f.add_argument("--data", default="ham10000-sample", help="with --checkpoint: a dataset name or a file")
+    f.add_argument("--encoder", default="resnet18", help="with --checkpoint: resnet18 or resnet50")
+    f.add_argument("--image-size", type=int, dest="image_size", help="with --checkpoint: input side in pixels")
+    f.add_argument("--reduce", choices=("pca", "nca", "scaled"), help="standard scaling, then PCA/NCA (fit on train)")
+    f.add_argument("--n", type=int, dest="n_components", help="components N of --reduce pca|nca")
+    f.add_argument("--float16", action="store_true", help="store the features as float16 (Paper 03 §2.1)")
+    f.add_argument("--out", required=True, metavar="F.npz", help="the features file to write")
+    f.add_argument("--quiet", action="store_true", help="no progress bars")
+    f.add_argument("--debug", action="store_true", help="print full tracebacks")
+
+    r = sub.add_parser(
+        "retrieval",
+        help="train the Hyperbolic Mapper with HCL on a features file and report MAP@k over grouped folds",
+        description="Paper 03 (Hyper-DINO): PCA/NCA(N) base features, Hyper-DINO(., 32) in the Poincaré ball, "
+        "MAP@1/5/10/20 over grouped cross-validation folds; writes results.csv, folds.csv and results.md.",
+    )
+    r.add_argument("--features", required=True, metavar="F.npz", help="a features file ('hierviz features')")
+    r.add_argument("--preset", default="quick", help="smoke, quick or paper (default: quick)")
+    r.add_argument("--reducers", help="comma-separated pca,nca,scaled")
+    r.add_argument("--n-grid", dest="n_grid", help="comma-separated N of PCA(N)/NCA(N), e.g. 16,32,64")
+    r.add_argument("--dim-out", dest="dim_out", help="comma-separated mapper outputs: 32 and/or 'in' (= N)")
+    r.add_argument("--folds", type=int, help="grouped cross-validation folds (paper: 5)")
+    r.add_argument("--epochs", type=int, help="mapper training epochs (paper: 100)")
+    r.add_argument("--limit", type=int, help="a stratified subset of this many rows")
+    r.add_argument("--denominator", help="AP@k normaliser: min_k_r (default), r, k, hits")
+    r.add_argument("--device", help="auto, cpu, cuda")
+    r.add_argument("--out", required=True, help="output folder")
+    r.add_argument("--quiet", action="store_true", help="no progress bars")
+    r.add_argument("--debug", action="store_true", help="print full tracebacks")
+
+
+def _csv_option(text: str, name: str, cast: Any) -> tuple:
+    from hierviz.experiments import ConfigError
+
+    try:
+        values = tuple(cast(v.strip()) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise ConfigError(f"--{name} {text!r}: expected comma-separated values such as 16,32") from None
+    if not values:
+        raise ConfigError(f"--{name}: give at least one value")
+    return values
+
+
+def _run_retrieval_command(args: argparse.Namespace) -> int:
+    """Run ``hierviz features`` or ``hierviz retrieval`` (thin: parse → hierviz.features / hierviz.retrieval)."""
+    from dataclasses import replace
+
+    from hierviz.experiments import ConfigError
+
+    if args.command == "features":
+        from hierviz.features import FeaturesData, export_checkpoint, export_run, reduce_features, save_features
+
+        if args.image_size is not None and args.image_size < 1:
+            raise ConfigError(f"--image-size: must be >= 1, got {args.image_size}")
+        if args.reduce in ("pca", "nca") and args.n_components is None:
+            raise ConfigError(f"--reduce {args.reduce} needs --n N (the number of components)")
+        if args.run is not None:
+            data = export_run(args.run, progress=not args.quiet)
+        else:
+            from pathlib import Path
+
+            if not Path(args.checkpoint).is_file():
+                raise FileNotFoundError(
+                    f"--checkpoint {args.checkpoint}: no such file (a local torchvision ResNet state_dict saved with "
+                    "torch.save(model.state_dict(), path); nothing is downloaded)"
+                )
+            data = export_checkpoint(
+                args.checkpoint,
+                data=args.data,
+                encoder=args.encoder,
+                image_size=args.image_size,
+                progress=not args.quiet,
+            )
+        if args.reduce is not None:
+            train = data.rows("train")
+            _, x = reduce_features(
+                data.features[train],
+                data.labels[train],
+                [data.features],
+                method=args.reduce,
+                n_components=args.n_components,
+            )
+            data = FeaturesData(x, data.labels, data.classes, data.groups, data.split, source=data.source)
+        path = save_features(args.out, data, float16=args.float16)
+        print(
+            f"wrote {path}: {data.n} × {data.dim} features ({'float16' if args.float16 else 'float32'}) from {data.source}"
+        )
+        return 0
+
+    from hierviz.features import load_features
+    from hierviz.retrieval import RETRIEVAL_PRESETS, run_retrieval
+
+    if args.preset not in RETRIEVAL_PRESETS:
+        raise ConfigError(
+            f"--preset {args.preset!r}: unknown retrieval preset; choose one of {sorted(RETRIEVAL_PRESETS)}"
+        )
+    cfg = RETRIEVAL_PRESETS[args.preset]
+    changes: dict[str, Any] = {}
+    if args.reducers:
+        changes["reducers"] = _csv_option(args.reducers, "reducers", str)
+        bad = sorted(set(changes["reducers"]) - {"pca", "nca", "scaled"})
+        if bad:
+            raise ConfigError(f"--reducers: unknown {bad}; choose from pca, nca, scaled")
+    if args.n_grid:
+        changes["n_grid"] = _csv_option(args.n_grid, "n-grid", int)
+        if min(changes["n_grid"]) < 1:
+            raise ConfigError("--n-grid: every N must be >= 1")
+    if args.dim_out:
+        changes["dim_out"] = _csv_option(args.dim_out, "dim-out", lambda v: v if v == "in" else int(v))
+    for name in ("folds", "epochs", "limit"):
+        value = getattr(args, name)
+        if value is not None:
+            if value < (2 if name == "folds" else 1):
+                raise ConfigError(f"--{name}: must be >= {2 if name == 'folds' else 1}, got {value}")
+            changes[name] = value
+    if args.denominator:
+        from hierviz.metrics.retrieval import _check_denominator
+
+        try:
+            changes["denominator"] = _check_denominator(args.denominator)
+        except ValueError as exc:
+            raise ConfigError(f"--denominator: {exc}") from None
+    if args.device:
+        changes["device"] = args.device
+    from pathlib import Path
+
+    if not Path(args.features).is_file():
+        raise FileNotFoundError(
+            f"--features {args.features}: no such file; make one with 'hierviz features --run RUN_DIR'"
+        )
+    data = load_features(args.features)
+    result = run_retrieval(data, replace(cfg, **changes), out=args.out, progress=not args.quiet)
+    print(result["markdown"])
+    print(f"wrote {', '.join(str(p) for p in result['paths'].values())}")
+    return 0
 
 
 def _import_modules(names: Sequence[str]) -> None:
@@ -203,6 +355,8 @@ def _resolve(args: argparse.Namespace):
 
 def _run(args: argparse.Namespace, argv: Sequence[str], run_callbacks: dict | None) -> int:
     _import_modules(getattr(args, "imports", []))
+    if args.command in ("features", "retrieval"):
+        return _run_retrieval_command(args)
     if args.command == "compare":
         from hierviz.experiments import compare
 

@@ -282,3 +282,119 @@ def test_run_retrieval_writes_tables_and_hyperbolic_beats_chance(tmp_path):
 def test_unknown_preset_is_one_line():
     with pytest.raises(ValueError, match=r"--preset 'fast': unknown retrieval preset; choose one of \['paper'"):
         run_retrieval(_blobs(), "fast")
+
+
+# --------------------------------------------------------------------------- CLI
+from hierviz.cli import main  # noqa: E402
+from hierviz.features import load_features, save_features  # noqa: E402
+
+
+def _cli(capsys, argv, code):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    assert rc == code, (out, err)
+    return out, err
+
+
+def test_cli_features_then_retrieval_end_to_end(tmp_path, capsys):
+    from hierviz.experiments import compare, resolve_config
+
+    cfg = resolve_config(
+        "quick",
+        [
+            "data.limit=120",
+            "seeds=1",
+            "model.width=4",
+            "model.embed_dim=8",
+            "data.image_size=16",
+            "eval.projection=pca",
+            "train.batch_size=32",
+            "train.epochs=1",
+            "methods=supcon",
+            "geometries=euclidean",
+            f"out={tmp_path / 'run'}",
+        ],
+    )
+    compare(cfg, progress=False, verbose=False)
+    out, _ = _cli(
+        capsys,
+        [
+            "features",
+            "--run",
+            str(tmp_path / "run" / "runs" / "supcon-euclidean-s0"),
+            "--float16",
+            "--out",
+            str(tmp_path / "f.npz"),
+            "--quiet",
+        ],
+        0,
+    )
+    assert "120 × 32 features (float16)" in out
+    f = load_features(tmp_path / "f.npz")
+    assert f.features.dtype == np.float16 and f.groups is not None
+    out, _ = _cli(
+        capsys,
+        [
+            "retrieval",
+            "--features",
+            str(tmp_path / "f.npz"),
+            "--preset",
+            "smoke",
+            "--n-grid",
+            "4",
+            "--folds",
+            "2",
+            "--epochs",
+            "1",
+            "--out",
+            str(tmp_path / "ret"),
+            "--quiet",
+        ],
+        0,
+    )
+    assert "| PCA | 4 |" in out and (tmp_path / "ret" / "results.csv").is_file()
+
+
+def test_cli_features_reduce_pca(tmp_path, capsys):
+    save_features(tmp_path / "raw.npz", _blobs())
+    # --reduce pca without --n is refused before any work
+    _, err = _cli(
+        capsys, ["features", "--run", str(tmp_path / "nothing"), "--reduce", "pca", "--out", str(tmp_path / "x.npz")], 2
+    )
+    assert err == "hierviz: error: --reduce pca needs --n N (the number of components)\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["retrieval", "--features", "{tmp}/none.npz", "--out", "{tmp}/o"], "--features {tmp}/none.npz: no such file"),
+        (
+            ["retrieval", "--features", "{tmp}/raw.npz", "--preset", "fast", "--out", "{tmp}/o"],
+            "--preset 'fast': unknown",
+        ),
+        (
+            ["retrieval", "--features", "{tmp}/raw.npz", "--n-grid", "a,b", "--out", "{tmp}/o"],
+            "--n-grid 'a,b': expected",
+        ),
+        (["retrieval", "--features", "{tmp}/raw.npz", "--folds", "1", "--out", "{tmp}/o"], "--folds: must be >= 2"),
+        (["retrieval", "--features", "{tmp}/raw.npz", "--reducers", "lda", "--out", "{tmp}/o"], "--reducers: unknown"),
+        (
+            ["retrieval", "--features", "{tmp}/raw.npz", "--denominator", "x", "--out", "{tmp}/o"],
+            "--denominator: denominator must be one of",
+        ),
+        (
+            ["retrieval", "--features", "{tmp}/junk.npz", "--out", "{tmp}/o"],
+            "could not read {tmp}/junk.npz: not an .npz",
+        ),
+        (
+            ["features", "--checkpoint", "{tmp}/none.pt", "--out", "{tmp}/f.npz"],
+            "--checkpoint {tmp}/none.pt: no such file",
+        ),
+        (["features", "--run", "{tmp}/none", "--out", "{tmp}/f.npz"], "--run {tmp}/none: no such folder"),
+    ],
+)
+def test_cli_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, message):
+    save_features(tmp_path / "raw.npz", _blobs())
+    (tmp_path / "junk.npz").write_bytes(b"junk")
+    _, err = _cli(capsys, [a.format(tmp=tmp_path) for a in argv], 2)
+    assert err.startswith("hierviz: error: " + message.format(tmp=tmp_path)) and err.count("\n") == 1
