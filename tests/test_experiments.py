@@ -188,6 +188,13 @@ def test_compare_library_call_writes_runs_and_returns_the_table(tmp_path):
     assert saved["run"] == {"method": "supcon", "geometry": "poincare", "seed": 0} and saved["train"]["epochs"] == 1
     rec = json.loads((tmp_path / "runs" / "supcon-poincare-s0" / "result.json").read_text())
     assert rec["geometry_config"] == {"name": "poincare", "c": 1.0} and rec["method_display"] == "SupCon"
+    # radius diagnostics (issue 10): per depth of the two-step tree, the learned scale, the clip share
+    rad = rec["radius"]
+    assert [row["depth"] for row in rad["radius_by_depth"]] == [0, 1, 2, 3]
+    assert 0.0 <= rad["clip_fraction"] <= 1.0 and rad["scale"] > 0 and rad["radius_std"] > 0
+    eu = json.loads((tmp_path / "runs" / "supcon-euclidean-s0" / "result.json").read_text())
+    assert eu["radius"]["clip_fraction"] is None and eu["radius"]["max_radius"] is None
+    assert "**Radius**" in result.markdown and "SupCon (Poincaré, seed 0)" in result.markdown
 
 
 def test_cli_set_values_reach_the_run_config(tmp_path, capsys):

@@ -212,3 +212,75 @@ def test_group_mean_tol_stops_early_at_the_same_answer():
     assert float(ball.dist(full, early)[0]) < 1e-8
     with pytest.raises(ValueError, match="tol"):
         ball.group_mean(x, idx, 1, tol=-1.0)
+
+
+# ----------------------------------------------------------------------------- disk figures
+def test_reduce_to_disk_keeps_every_points_radius():
+    from hierviz.viz.disk import reduce_to_disk
+
+    g = torch.Generator().manual_seed(0)
+    ball = PoincareBall(1.0)
+    v = torch.randn(50, 8, generator=g, dtype=F64)
+    v = v / v.norm(dim=1, keepdim=True) * torch.linspace(0.1, 2.5, 50, dtype=F64)[:, None]
+    z = ball.expmap0(v).numpy()
+    z2, _ = reduce_to_disk(z, 1.0)
+    r = lambda a: 2 * np.arctanh(np.linalg.norm(a, axis=1))  # noqa: E731
+    np.testing.assert_allclose(r(z2), r(z), rtol=1e-9)
+    z2_old, _ = reduce_to_disk(z, 1.0, keep_radius=False)  # the plain projection shrinks radii
+    assert (r(z2_old) < r(z) - 1e-6).mean() > 0.5
+
+
+def test_disk_caption_says_saturated_and_shows_spread():
+    from hierviz.viz import plot_poincare_disk
+    from hierviz.viz.disk import disk_radius_caption
+
+    tree = _two_level_tree()
+    ang = np.linspace(0, 6, 40)
+    sat = 0.964 * np.stack([np.cos(ang), np.sin(ang)], 1)  # hierviz 0.1: every point at tanh(2)
+    assert "saturated" in disk_radius_caption(sat)
+    fig = plot_poincare_disk(sat, np.arange(40) % 4, tree)
+    assert "saturated" in fig.layout.meta["caption"]
+    spread = sat * np.linspace(0.1, 1.0, 40)[:, None]
+    cap = disk_radius_caption(spread)
+    assert "saturated" not in cap and cap.startswith("radius d(0, z) = ")
+
+
+# ----------------------------------------------------------------------------- report
+def test_report_has_a_radius_table_figure_and_flags_saturated_runs(tmp_path):
+    from hierviz.data import load_tree
+    from hierviz.report import build_report
+
+    tree = load_tree("two-step")
+    ball = PoincareBall(1.0)
+    y = np.arange(70) % 7
+    g = torch.Generator().manual_seed(0)
+    v = torch.randn(70, 4, generator=g, dtype=F64)
+    saturated = ball.to_manifold(v * 100, clip_r=2.0).float().numpy()  # the 0.1 head: all at tanh(2)
+    spread = ball.expmap0(v * torch.linspace(0.1, 1.0, 70, dtype=F64)[:, None]).float().numpy()
+    recs = []
+    for name, z, clip in (("supcon", saturated, 2.0), ("hwc", spread, 4.0)):
+        path = tmp_path / f"{name}.npz"
+        np.savez(path, z_test=z, y_test=y, prototypes=np.zeros((0, 4), np.float32), proto_nodes=np.zeros(0, np.int64))
+        rad = radius_report(z, y, tree, ball, clip_r=clip)
+        rad["scale"] = 1.0
+        metrics = {"top1": 0.1, "hf1": 0.2, "h_acc": 0.2, "violations": 0.5, "pc_order": 0.5}
+        recs.append(
+            {
+                "method": name,
+                "geometry": "poincare",
+                "geometry_config": {"name": "poincare", "c": 1.0},
+                "seed": 0,
+                "embeddings": str(path),
+                "metrics": metrics,
+                "radius": rad,
+            }
+        )
+    assert recs[0]["radius"]["clip_fraction"] == 1.0 and recs[1]["radius"]["clip_fraction"] == 0.0
+    paths = build_report(tmp_path / "out", recs, tree, header={"Dataset": "toy"}, projection="pca")
+    md = paths["markdown"].read_text(encoding="utf-8")
+    assert "**Radius**" in md and "| SupCon (Poincaré, seed 0) | 1 | 4.00 ± 0.00 | 1.00 ⚠ |" in md
+    assert "| HWC (Poincaré, seed 0) |" in md and "0.00 |" in md
+    html = paths["html"].read_text(encoding="utf-8")
+    assert "Radius by tree depth" in html and "<tr class='flag'>" in html
+    assert "SupCon (Poincaré, seed 0): 100 % of the test embeddings sit at the clip radius" in html
+    assert "saturated: every point sits on one sphere" in html  # the disk's caption

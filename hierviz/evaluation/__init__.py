@@ -16,6 +16,7 @@ from hierviz.evaluation.classification import (
     evaluate_model,
     register_protocol,
 )
+from hierviz.evaluation.radius import run_radius
 
 __all__ = [
     "PROTOCOLS",
@@ -25,4 +26,5 @@ __all__ = [
     "classification_protocol",
     "embed_dataset",
     "evaluate_model",
+    "run_radius",
 ]

@@ -290,6 +290,9 @@ def _run_one(
         mean_steps=cfg.eval.mean_steps,
     )
     np.savez_compressed(run_dir / "embeddings.npz", **ev.arrays())
+    from hierviz.evaluation import run_radius
+
+    radius = run_radius(model, ev.arrays(), tree, geometry, method.embedding)
     geo_cfg = geometry.config() if hasattr(geometry, "config") else {"name": geometry_name}
     record = {
         "name": run_dir.name,
@@ -301,6 +304,7 @@ def _run_one(
         "curvature": float(getattr(geometry, "c", 0.0) or 0.0),
         "seed": seed,
         "metrics": ev.metrics,
+        "radius": radius,
         "epochs": t.epochs,
         "train_seconds": result.train_seconds,
         "eval_seconds": ev.seconds,

@@ -44,6 +44,7 @@ th:first-child,td:first-child{text-align:left}thead th{background:#f3f3f3}
 pre{background:#f7f7f7;padding:8px;overflow-x:auto;font-size:12px}
 dl.header dt{font-weight:bold;float:left;clear:left;width:11em}dl.header dd{margin-left:12em;margin-bottom:4px}
 .fig{margin:1em 0;border-top:1px solid #eee;padding-top:.5em}
+tr.flag td{background:#fff1e6}
 """
 
 
@@ -213,6 +214,13 @@ def build_report(
         No records, or an unknown ``projection``.
     """
     from hierviz.geometry import get_geometry
+    from hierviz.report.radius import (
+        plot_radius_by_depth,
+        radius_flags,
+        radius_html_table,
+        radius_markdown,
+        radius_rows,
+    )
     from hierviz.viz import plot_loss_curves, plot_poincare_disk, plot_projection, plot_tree
     from hierviz.viz.curves import plot_metric_bars
     from hierviz.viz.projection import PROJECTIONS
@@ -236,11 +244,14 @@ def build_report(
     first = lambda key: str(header.get(key, "")).splitlines()[0] if header.get(key) else ""  # noqa: E731
     title_md = " — ".join(t for t in (f"**{title}**", first("Dataset"), first("Tree")) if t)
     md = results_markdown(rows, methods=methods, geometries=geometries, title=title_md)
+    rad_md = radius_markdown(recs)
+    if rad_md:
+        md += "\n" + rad_md
     paths["markdown"] = out_dir / "results.md"
     paths["markdown"].write_text(md, encoding="utf-8")
 
     figures: list = []
-    notes: list[str] = []
+    notes: list[str] = list(radius_flags(radius_rows(recs)))
     summary = summarise(rows)
     bar_rows = []
     for (meth, geo), vals in summary.items():
@@ -255,6 +266,13 @@ def build_report(
         notes,
     )
     _figure_or_note("Label tree", lambda: plot_tree(tree), figures, notes)
+    if radius_rows(recs):
+        _figure_or_note(
+            "Radius by tree depth: prototypes should move outwards with depth",
+            lambda: plot_radius_by_depth(recs),
+            figures,
+            notes,
+        )
 
     # one representative run (lowest seed) per method x geometry
     firsts: dict[tuple[str, str], dict] = {}
@@ -335,7 +353,7 @@ def build_report(
         out_dir / "report.html",
         title=title,
         header=header,
-        table_html=results_html_table(rows, methods=methods, geometries=geometries),
+        table_html=results_html_table(rows, methods=methods, geometries=geometries) + radius_html_table(recs),
         figures=figures,
         notes=notes,
     )

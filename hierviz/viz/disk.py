@@ -26,7 +26,15 @@ from hierviz.viz.tree import (
     node_colors,
 )
 
-__all__ = ["geodesic", "check_in_ball", "reduce_to_disk", "frechet_group_means", "node_positions", "plot_poincare_disk"]
+__all__ = [
+    "geodesic",
+    "check_in_ball",
+    "reduce_to_disk",
+    "frechet_group_means",
+    "node_positions",
+    "plot_poincare_disk",
+    "disk_radius_caption",
+]
 
 
 def check_in_ball(x: Any, c: float = 1.0, name: str = "z") -> np.ndarray:
@@ -121,16 +129,25 @@ def _geometry(c: float):
 
 
 def reduce_to_disk(
-    z: Any, c: float = 1.0, others: Sequence[Any] = (), max_fit: int = 20000, seed: int = 0
+    z: Any,
+    c: float = 1.0,
+    others: Sequence[Any] = (),
+    max_fit: int = 20000,
+    seed: int = 0,
+    keep_radius: bool = True,
 ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Map d-dimensional ball points to the 2-D disk: logmap₀ → PCA(2) → expmap₀.
+    """Map d-dimensional ball points to the 2-D disk, keeping each point's hyperbolic radius.
 
-    The principal directions are fitted on the tangent vectors ``logmap0(z)`` (at most
+    The principal directions are fitted on the tangent vectors ``v = logmap0(z)`` (at most
     ``max_fit`` of them) **without centring** (truncated SVD), so the origin — where the
-    root sits — stays at the centre, and a point's distance to the origin can only
-    shrink (d(0, x) = 2/√c · artanh(√c‖x‖) is monotone in the tangent norm, and a
-    projection never lengthens a vector). Distances between points are *not* preserved:
-    the disk shows directions and depths, not exact geometry.
+    root sits — stays at the centre. Each point is drawn in the *direction* of its
+    projected tangent vector ``Pv`` at its *own* radius: ``expmap0(‖v‖ · Pv/‖Pv‖)``, so
+    d(0, x) = 2/√c · artanh(√c‖x‖) is exactly the point's distance to the origin in d
+    dimensions. A plain projection would shrink every radius (a projection never
+    lengthens a vector), and a saturated embedding, all points on one sphere, would look
+    spread; here it shows as a ring. Distances between points are *not* preserved: the
+    disk shows directions and depths, not exact geometry. (hierviz ≤ 0.2 projected
+    ``v`` itself; ``keep_radius=False`` does that.)
 
     Parameters
     ----------
@@ -144,6 +161,9 @@ def reduce_to_disk(
         At most this many points (random, seeded) are used to fit the directions.
     seed : int
         Seed for that subsample.
+    keep_radius : bool, default True
+        Keep every point's distance to the origin (a point whose projected direction
+        vanishes, ``‖Pv‖ < 1e-12 ‖v‖``, is put on the first axis).
 
     Returns
     -------
@@ -181,7 +201,14 @@ def reduce_to_disk(
     comps = comps * flip[:, None]
 
     def to_disk(v: np.ndarray) -> np.ndarray:
-        x = geo.expmap0(torch.from_numpy(v @ comps.T)).numpy()
+        w = v @ comps.T
+        if keep_radius:
+            n_v = np.linalg.norm(v, axis=1, keepdims=True)
+            n_w = np.linalg.norm(w, axis=1, keepdims=True)
+            lost = n_w <= 1e-12 * np.maximum(n_v, 1e-300)
+            unit = np.where(lost, np.array([[1.0, 0.0]]), w / np.where(lost, 1.0, n_w))
+            w = unit * n_v
+        x = geo.expmap0(torch.from_numpy(w)).numpy()
         # guard the boundary in float64 (tanh saturates for very long tangent vectors)
         r = (1.0 - 1e-9) / np.sqrt(c)
         nrm = np.linalg.norm(x, axis=1, keepdims=True)
@@ -516,11 +543,12 @@ def plot_poincare_disk(
             )
         )
 
+    radius_note = disk_radius_caption(Z, c)
     if title is None:
         title = f"Poincaré disk, curvature −{c:g} (radius 1/√c = {R:.3g})"
         notes = []
         if reduced:
-            notes.append(f"d = {d} shown via logmap₀ → PCA(2) → expmap₀")
+            notes.append(f"d = {d} shown via logmap₀ → PCA(2) directions, each point at its own radius")
         if len(shown) < N:
             notes.append(f"{len(shown)} of {N} points shown")
         if notes:
@@ -534,7 +562,57 @@ def plot_poincare_disk(
         xaxis=dict(range=[-lim, lim], showgrid=False, zeroline=False, constrain="domain"),
         yaxis=dict(range=[-lim, lim], showgrid=False, zeroline=False, scaleanchor="x", scaleratio=1),
         hovermode="closest",
-        margin=dict(l=30, r=30, t=80, b=30),
-        meta={"c": c, "radius": R, "reduced": bool(reduced), "n_points": int(N), "n_shown": int(len(shown))},
+        margin=dict(l=30, r=30, t=80, b=60),
+        meta={
+            "c": c,
+            "radius": R,
+            "reduced": bool(reduced),
+            "n_points": int(N),
+            "n_shown": int(len(shown)),
+            "caption": radius_note,
+        },
+    )
+    fig.add_annotation(
+        text=radius_note, xref="paper", yref="paper", x=0.0, y=-0.02, showarrow=False, align="left", yanchor="top"
     )
     return fig
+
+
+def disk_radius_caption(z: Any, c: float = 1.0, boundary_tol: float = 1e-2) -> str:
+    """One line on how the points use the radial direction, for a disk figure's caption.
+
+    The geodesic radius ``d(0, z) = 2/√c · artanh(√c‖z‖)`` of the points: mean ± std, and
+    the share within ``boundary_tol`` (in ``√c‖z‖``) of the boundary. It says so when the
+    points sit on one sphere (saturated: std < 2 % of the mean) or at the centre.
+
+    Parameters
+    ----------
+    z : array-like, shape (N, d)
+        Points inside the ball of radius ``1/√c``.
+    c : float, default 1.0
+    boundary_tol : float, default 1e-2
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> disk_radius_caption(np.tile([[0.964, 0.0]], (5, 1)))  # hierviz 0.1's saturated head
+    'radius d(0, z) = 4.00 ± 0.00; 0 % within 1 % of the boundary — saturated: every point sits on one sphere, so the radial direction carries no information'
+    """
+    c = _check_positive(c, "c")
+    Z = check_in_ball(z, c, "z")
+    rc = np.sqrt(c) * np.linalg.norm(Z, axis=1)
+    r = 2.0 / np.sqrt(c) * np.arctanh(np.minimum(rc, 1 - 1e-16))
+    mean, std = float(r.mean()), float(r.std())
+    near = float((rc >= 1 - boundary_tol).mean())
+    text = (
+        f"radius d(0, z) = {mean:.2f} ± {std:.2f}; {100 * near:.0f} % within {100 * boundary_tol:.0f} % of the boundary"
+    )
+    if mean > 0 and std < 0.02 * mean:
+        text += " — saturated: every point sits on one sphere, so the radial direction carries no information"
+    elif mean < 0.05:
+        text += " — collapsed at the centre"
+    return text
