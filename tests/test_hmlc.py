@@ -394,3 +394,79 @@ def test_ce_method_is_cross_entropy(breakhis_tree):
     leaf = torch.tensor([0, 3, 7, 2, 2])
     loss, _ = build_objective("ce", breakhis_tree, "euclidean")(None, leaf, logits=logits)
     assert loss.item() == pytest.approx(torch.nn.functional.cross_entropy(logits, leaf).item(), rel=1e-10)
+
+
+@pytest.mark.parametrize("mode", ["paper", "official"])
+@pytest.mark.parametrize("loss_type", ["hmc", "hce", "hmce"])
+def test_level_terms_sum_to_the_loss(mode, loss_type):
+    z, y = _fixed_batch(4, seed=9)
+    loss = HMLCLoss(loss_type, "pow2", 0.1, mode=mode)
+    terms = loss.level_terms(z, y)
+    assert terms.shape == ((4,) if mode == "paper" else (3,))
+    assert terms.sum().item() == pytest.approx(loss(z, y).item(), rel=1e-6)
+    assert (terms > 0).all()
+
+
+# ---------------------------------------------------------------------------- figures and panel (viz/hmlc.py)
+
+
+def test_level_positives_figure_is_label_equality():
+    from hierviz.viz.hmlc import level_positives_figure
+
+    y = np.array([[0, 0], [1, 0], [1, 1], [2, 1]])
+    fig = level_positives_figure(y, ["class", "category"])
+    for h in range(2):
+        z = np.array(fig.data[h].z, dtype=float)
+        want = (y[:, h][:, None] == y[:, h][None, :]).astype(float)
+        np.fill_diagonal(want, np.nan)
+        np.testing.assert_array_equal(z, want)
+    with pytest.raises(ValueError, match=r"shape \(n, L\)"):
+        level_positives_figure([0, 1, 2])
+
+
+def test_hmlc_terms_figure_and_panel_read_the_loss():
+    from hierviz.losses.hmlc import layer_penalty_weights
+    from hierviz.viz.hmlc import hmlc_panel, hmlc_terms_figure
+
+    z, y = _fixed_batch(3, seed=11)
+    y = y[:, :2].flip(1)
+    fig = hmlc_terms_figure(z, y, 0.2, "pow2", ["class", "category"])
+    for bar, lt in zip(fig.data, ("hmc", "hce", "hmce"), strict=True):
+        want = HMLCLoss(lt, "pow2", 0.2).level_terms(z.double(), y)
+        np.testing.assert_allclose(bar.y, want.numpy(), rtol=1e-10)
+        assert f"total {want.sum().item():.3f}" in bar.name
+    assert f"{layer_penalty_weights('pow2', 2)[0].item():.2f}" in fig.layout.title.text
+    panel = hmlc_panel(z, y, tau=0.2, layer_penalty="pow2", column_names=["class", "category"])
+    assert panel.figure.to_dict() == fig.to_dict()
+    panel.controls["layer_penalty"].value = "linear"  # moving the slider rebuilds the figure
+    np.testing.assert_allclose(
+        panel.figure.data[0].y, HMLCLoss("hmc", "linear", 0.2).level_terms(z.double(), y).numpy(), rtol=1e-10
+    )
+
+
+def test_gmm_masks_and_attention_figures():
+    from hierviz.losses import LevelAttention, fit_gmm_1d, gmm_feature_masks
+    from hierviz.viz.hmlc import attention_figure, gmm_masks_figure
+
+    g = torch.Generator().manual_seed(12)
+    x = torch.randn(3, 16, generator=g, dtype=torch.float64)
+    fig = gmm_masks_figure(x, 2)
+    masks = gmm_feature_masks(fit_gmm_1d(x, 2))
+    for i in range(3):
+        for h in range(2):
+            tr = fig.data[2 * i + h]
+            np.testing.assert_array_equal(tr.x, np.flatnonzero(masks[h, i].numpy()))
+    a = LevelAttention(2, dim=5)(torch.randn(4, 5, dtype=torch.float32)).detach()
+    fa = attention_figure(a, ["class", "category"])
+    np.testing.assert_allclose(np.array(fa.data[1].z), 5 * a[1].numpy(), rtol=1e-6)
+
+
+def test_level_tsne_figure_points_and_colours():
+    from hierviz.viz.hmlc import level_tsne_figure
+
+    g = torch.Generator().manual_seed(13)
+    y = np.array([[i % 3, i % 2] for i in range(20)])
+    emb = {"HMCE": torch.randn(20, 6, generator=g).numpy(), "G-HMLC": torch.randn(20, 6, generator=g).numpy()}
+    fig = level_tsne_figure(emb, y, ["class", "category"])
+    assert len(fig.data) == 2 * (3 + 2)
+    assert sum(len(t.x) for t in fig.data) == 2 * 2 * 20

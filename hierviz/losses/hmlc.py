@@ -233,6 +233,7 @@ class HMLCLoss(nn.Module):
         if tree is not None and not hasattr(tree, "leaf_paths"):
             raise TypeError(f"tree must be a hierviz LabelTree, got {type(tree).__name__}")
         self.tree = tree
+        self._terms = False
 
     def extra_repr(self) -> str:
         return (
@@ -312,6 +313,37 @@ class HMLCLoss(nn.Module):
             return self._official(torch.as_tensor(z), labels)
         return self._paper(torch.as_tensor(z), labels, masks)
 
+    def level_terms(self, z: torch.Tensor, level_labels: Any, masks: torch.Tensor | None = None) -> torch.Tensor:
+        """The per-level terms whose sum is :meth:`forward` (for plots and teaching).
+
+        Parameters
+        ----------
+        z, level_labels, masks
+            As :meth:`forward`.
+
+        Returns
+        -------
+        torch.Tensor
+            ``"paper"``: shape ``(L,)``, entry ``h-1`` = ``λ_h · L_h / H`` (HCE/HMCE: with
+            the bound of Eq. 4 applied). ``"official"``: shape ``(L-1,)``, one entry per
+            step ``l``, ``λ_l · L̃_l / L``. ``level_terms(...).sum() == forward(...)``.
+
+        Examples
+        --------
+        >>> import torch
+        >>> z = torch.nn.functional.normalize(torch.randn(6, 2, 4), dim=-1)
+        >>> y = torch.tensor([[0, 0], [0, 0], [1, 0], [2, 1], [2, 1], [3, 1]])
+        >>> loss = HMLCLoss("hmc", "pow2", 0.5)
+        >>> terms = loss.level_terms(z, y)
+        >>> terms.shape, torch.allclose(terms.sum(), loss(z, y))
+        (torch.Size([2]), True)
+        """
+        self._terms = True
+        try:
+            return self(z, level_labels, masks)
+        finally:
+            self._terms = False
+
     # ------------------------------------------------------------------ paper mode (Eqs. 2-4)
     def _sim(self, x: torch.Tensor) -> torch.Tensor:
         if self.similarity is None:
@@ -357,7 +389,8 @@ class HMLCLoss(nn.Module):
             lam = torch.ones(H, dtype=z.dtype, device=z.device)
         else:
             lam = layer_penalty_weights(self.layer_penalty, H, z.dtype).to(z.device)
-        return (lam * level_loss).sum() / H
+        terms = lam * level_loss / H
+        return terms if self._terms else terms.sum()
 
     # ------------------------------------------------------------------ official mode
     def _official_supcon(self, feats: torch.Tensor, pos_b: torch.Tensor) -> torch.Tensor:
@@ -380,6 +413,7 @@ class HMLCLoss(nn.Module):
         L = labels.shape[1]
         penalty = _penalty_fn(self.layer_penalty)
         cumulative = features.new_zeros(())
+        terms = []
         max_lower = torch.tensor(float("-inf"), dtype=features.dtype, device=features.device)
         for step in range(1, L):  # a loop over levels (at most L-1), never over the batch
             prefix = labels[:, : L - step]
@@ -387,14 +421,16 @@ class HMLCLoss(nn.Module):
             layer_loss = self._official_supcon(features, pos_b)
             if self.loss_type == "hmc":
                 w = penalty(torch.tensor(1 / step).type(torch.float)).to(layer_loss.device)
-                cumulative = cumulative + w * layer_loss
+                term = w * layer_loss
             elif self.loss_type == "hce":
                 layer_loss = torch.max(max_lower, layer_loss)
-                cumulative = cumulative + layer_loss
+                term = layer_loss
             else:
                 layer_loss = torch.max(max_lower, layer_loss)
                 w = penalty(torch.tensor(1 / step).type(torch.float)).to(layer_loss.device)
-                cumulative = cumulative + w * layer_loss
+                term = w * layer_loss
+            cumulative = cumulative + term
+            terms.append(term / L)
             # keep the first row of every distinct (zero-padded) label row, in sorted order
             _, inverse = torch.unique(prefix, sorted=True, return_inverse=True, dim=0)
             n_unique = int(inverse.max()) + 1
@@ -403,4 +439,6 @@ class HMLCLoss(nn.Module):
             max_lower = torch.max(max_lower, layer_loss)
             labels = labels[first]
             features = features[first]
+        if self._terms:
+            return torch.stack(terms) if terms else features.new_zeros(0)
         return cumulative / L
