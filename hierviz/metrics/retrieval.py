@@ -458,11 +458,24 @@ def flat_retrieval_report(
     order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, None, kind, False)
     R = _relevant(yq, yg, None, None).gather(1, order) & valid
     _require_relevant(R, "MAP")
-    out = {f"map@{k}": float(_average_precision(R, n_valid, k, denominator).mean()) for k in ks}
-    out["p@1"] = float(R[:, 0].double().mean())
     n_rel = R.sum(1)
-    within = torch.arange(R.shape[1])[None, :] < n_rel[:, None]
-    out["r_precision"] = float(((R & within).sum(1).double() / n_rel.double()).mean())
+    Rf = R.double()
+    hits = Rf.cumsum(1)  # hits within the top j
+    ap_sum = (hits / torch.arange(1, R.shape[1] + 1, dtype=torch.float64) * Rf).cumsum(1)  # Σ_{j' <= j} r P@j'
+    del Rf
+    out = {}
+    for k in ks:
+        k = _check_k(k, int(n_valid.min()))
+        denom = {
+            "min_k_r": n_rel.clamp(max=k).double(),
+            "r": n_rel.double(),
+            "k": torch.full_like(n_rel, k).double(),
+            "hits": hits[:, k - 1].clamp_min(1.0),
+        }[denominator]
+        out[f"map@{k}"] = float((ap_sum[:, k - 1] / denom).mean())
+    out["p@1"] = float(R[:, 0].double().mean())
+    at_r = hits.gather(1, (n_rel - 1).clamp_min(0)[:, None]).squeeze(1)  # hits within the top R
+    out["r_precision"] = float((at_r / n_rel.double()).mean())
     return out
 
 

@@ -10,7 +10,14 @@
 From the shell: ``hierviz retrieval --features F.npz --preset quick --out DIR``.
 """
 
-from hierviz.retrieval.index import STORAGES, ReferenceIndex, decode_points, encode_points, storage_distance_error
+from hierviz.retrieval.index import (
+    STORAGES,
+    ReferenceIndex,
+    decode_points,
+    encode_points,
+    storage_distance_error,
+    storage_error_curve,
+)
 from hierviz.retrieval.protocol import (
     RETRIEVAL_PRESETS,
     RetrievalConfig,
@@ -29,6 +36,7 @@ __all__ = [
     "encode_points",
     "decode_points",
     "storage_distance_error",
+    "storage_error_curve",
     "RETRIEVAL_PRESETS",
     "RetrievalConfig",
     "retrieval_metrics",

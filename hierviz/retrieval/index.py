@@ -26,7 +26,14 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["STORAGES", "ReferenceIndex", "encode_points", "decode_points", "storage_distance_error"]
+__all__ = [
+    "STORAGES",
+    "ReferenceIndex",
+    "encode_points",
+    "decode_points",
+    "storage_distance_error",
+    "storage_error_curve",
+]
 
 #: Storage modes of :class:`ReferenceIndex`.
 STORAGES = ("fp32", "fp16", "fp16-ball")
@@ -288,3 +295,57 @@ class ReferenceIndex:
             out_d.append(best_d)
             out_i.append(best_i)
         return torch.cat(out_d), torch.cat(out_i)
+
+
+def storage_error_curve(
+    radii: Any = (0.5, 0.9, 0.99, 0.999, 0.9999),
+    *,
+    dim: int = 32,
+    n: int = 2000,
+    query_radius: float = 0.5,
+    quantile: float = 0.99,
+    seed: int = 0,
+) -> dict[str, list[float]]:
+    """The ``quantile`` of the relative distance error of each storage mode, for stored points at each radius.
+
+    Stored points lie at norm ``r`` in random directions, queries at ``query_radius``
+    (c = 1); see :func:`storage_distance_error`.
+
+    Parameters
+    ----------
+    radii : sequence of float in (0, 1)
+        Norms of the stored points.
+    dim : int, default 32
+    n : int, default 2000
+        Pairs per radius.
+    query_radius : float, default 0.5
+    quantile : float, default 0.99
+    seed : int, default 0
+
+    Returns
+    -------
+    dict
+        ``{"radius": [...], "fp32": [...], "fp16": [...], "fp16-ball": [...]}``.
+
+    Raises
+    ------
+    ValueError
+        A radius outside (0, 1).
+
+    Examples
+    --------
+    >>> curve = storage_error_curve((0.9999,), n=500)
+    >>> curve["fp16"][0] < 1e-3 < curve["fp16-ball"][0]
+    True
+    """
+    radii = [float(r) for r in radii]
+    if any(not 0.0 < r < 1.0 for r in radii):
+        raise ValueError(f"radii must lie in (0, 1), got {radii}")
+    g = torch.Generator().manual_seed(seed)
+    out: dict[str, list[float]] = {"radius": radii, **{s: [] for s in STORAGES}}
+    for r in radii:
+        u = torch.nn.functional.normalize(torch.randn(2 * n, dim, generator=g, dtype=torch.float64), dim=-1)
+        x, y = query_radius * u[:n], r * u[n:]
+        for s in STORAGES:
+            out[s].append(float(np.quantile(storage_distance_error(x, y, s), quantile)))
+    return out
