@@ -398,3 +398,50 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, message):
     (tmp_path / "junk.npz").write_bytes(b"junk")
     _, err = _cli(capsys, [a.format(tmp=tmp_path) for a in argv], 2)
     assert err.startswith("hierviz: error: " + message.format(tmp=tmp_path)) and err.count("\n") == 1
+
+
+# --------------------------------------------------------------------------- figures and the HCL panel
+from hierviz.viz.retrieval import (  # noqa: E402
+    hcl_figure,
+    hcl_panel,
+    map_vs_n_figure,
+    query_gallery_figure,
+    storage_error_figure,
+)
+
+
+def test_hcl_panel_numbers_come_from_hcl_loss():
+    from hierviz.losses import HCLLoss
+    from hierviz.viz.retrieval import hcl_toy_features
+
+    x, y = hcl_toy_features(seed=0)
+    fig = hcl_figure(1.0, 0.2, 0.05, x=x, y=y, steps=10, seed=0)
+    h = np.array([[px, py] for tr in fig.data if tr.name and tr.name.startswith("class") for px, py in zip(tr.x, tr.y)])
+    yy = np.concatenate(
+        [np.full(len(tr.x), int(tr.name.split()[1])) for tr in fig.data if tr.name and tr.name.startswith("class")]
+    )
+    loss = HCLLoss(m0=1.0, alpha=0.2, lam=0.05)
+    loss(torch.as_tensor(h), torch.as_tensor(yy))
+    for key in ("pos", "neg", "norm", "margin"):
+        assert fig.layout.meta[key] == pytest.approx(loss.last_terms[key], rel=1e-5)
+    panel = hcl_panel(steps=5)
+    assert set(panel.controls) == {"m0", "alpha", "lam"}
+    panel.controls["m0"].value = 2.0  # moving a slider redraws with the new margin
+    assert panel.figure.layout.meta["margin"] >= 2.0
+
+
+def test_retrieval_figures():
+    imgs = np.zeros((3, 8, 8, 3), np.uint8)
+    fig = query_gallery_figure(imgs[0], imgs, 1, [1, 0, 1], [0.1, 0.2, 0.3], classes=["a", "b"])
+    assert len(fig.data) == 4 and "b ✓" in fig.layout.annotations[1].text and "a ✗" in fig.layout.annotations[2].text
+    with pytest.raises(ValueError, match="differ in length"):
+        query_gallery_figure(imgs[0], imgs, 1, [1, 0], [0.1, 0.2, 0.3])
+    summary = [
+        {"base": "pca", "n": n, "dim_out": d, "storage": s, "map@20_mean": v, "map@20_std": 0.01}
+        for n, v in ((8, 0.5), (16, 0.6))
+        for d, s in (("", "fp16"), (32, "fp16"), (32, "fp32"))
+    ]
+    fig = map_vs_n_figure(summary)
+    assert {t.name for t in fig.data} == {"PCA(N)", "Hyper-DINO(PCA(N), 32)"} and list(fig.data[0].x) == [8, 16]
+    curve = {"radius": [0.5, 0.99], "fp32": [1e-8, 1e-7], "fp16": [1e-4, 1e-4], "fp16-ball": [1e-4, 1e-2]}
+    assert len(storage_error_figure(curve).data) == 3
