@@ -30,6 +30,7 @@ EXPECTED = {
     "03_hwc": dict(figures=3, text=["violations"]),
     "04_lam": dict(figures=3, text=["violations"]),
     "05_compare": dict(figures=2, text=["hf1", "violations", "pc_order"]),
+    "07_hyperbolic_retrieval": dict(figures=6, text=["MAP@20", "Hyper-DINO", "clip fraction"]),
 }
 
 _RUNNER = textwrap.dedent(
