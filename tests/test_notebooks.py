@@ -31,6 +31,7 @@ EXPECTED = {
     "04_lam": dict(figures=3, text=["violations"]),
     "05_compare": dict(figures=2, text=["hf1", "violations", "pc_order"]),
     "07_hyperbolic_retrieval": dict(figures=6, text=["MAP@20", "Hyper-DINO", "clip fraction"]),
+    "06_hmlc": dict(figures=6, text=["top1", "official (salesforce) mode", "attention heads"]),
 }
 
 _RUNNER = textwrap.dedent(

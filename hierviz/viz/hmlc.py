@@ -307,14 +307,23 @@ def level_tsne(z: Any, seed: int = 0, perplexity: float = 30.0) -> np.ndarray:
     Returns
     -------
     numpy.ndarray, shape (n, 2)
+
+    Raises
+    ------
+    ValueError
+        ``z`` not (n ≥ 4, d).
     """
     from sklearn.manifold import TSNE
+    from threadpoolctl import threadpool_limits
 
     x = np.asarray(z, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] < 4:
         raise ValueError(f"z must have shape (n >= 4, d), got {x.shape}")
     p = float(min(perplexity, (x.shape[0] - 1) / 3))
-    return TSNE(2, perplexity=p, init="pca", random_state=seed).fit_transform(x)
+    # one BLAS/OpenMP thread: on a small shared CPU the threaded gradient of a few hundred points
+    # spins for tens of seconds (measured 51 s for 60 points vs 2 s with one thread, 2-core VM)
+    with threadpool_limits(1):
+        return TSNE(2, perplexity=p, init="pca", random_state=seed, n_jobs=1).fit_transform(x)
 
 
 def level_tsne_figure(
