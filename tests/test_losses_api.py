@@ -13,6 +13,7 @@ import hierviz.losses as losses
 from hierviz.geometry import get_geometry
 from hierviz.losses import (
     INPUT_KINDS,
+    HCLLoss,
     HierarchicalContrastiveLoss,
     HWCLoss,
     HXELoss,
@@ -23,7 +24,7 @@ from hierviz.losses import (
     SupConLoss,
 )
 
-EMBEDDING_LOSSES = [SupConLoss, SimCLRLoss, HWCLoss, OutsideSoftmaxHCLoss, LAMLoss]
+EMBEDDING_LOSSES = [SupConLoss, SimCLRLoss, HWCLoss, OutsideSoftmaxHCLoss, LAMLoss, HCLLoss]
 LOGIT_LOSSES = [HXELoss, SoftLabelLoss]
 
 
