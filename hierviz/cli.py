@@ -71,6 +71,8 @@ SHORTCUTS = {
     "device": "train.device",
     "threads": "train.threads",
     "projection": "eval.projection",
+    "protocol": "eval.protocol",
+    "fold": "eval.fold",
     "out": "out",
 }
 
@@ -125,6 +127,8 @@ def _config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, help="DataLoader workers (data.workers)")
     p.add_argument("--threads", type=int, help="torch CPU threads (train.threads)")
     p.add_argument("--projection", help="tsne, umap or pca (eval.projection)")
+    p.add_argument("--protocol", help="evaluate every method with this protocol, e.g. unseen (eval.protocol)")
+    p.add_argument("--fold", type=int, help="fold 0-4 of the unseen protocol (eval.fold)")
     p.add_argument("--device", help="auto, cpu, cuda, cuda:1 (train.device)")
     p.add_argument("--no-amp", action="store_true", dest="no_amp", help="train.amp=false")
     p.add_argument("--out", help="output folder (out)")

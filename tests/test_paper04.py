@@ -1,8 +1,9 @@
-"""Paper 04 (generalised triplets) pieces: the vector-data path and 20news, losses, methods, unseen protocol."""
+"""Paper 04 (Generalised triplets) pieces: the vector-data path and 20news, losses, methods, unseen protocol."""
 
 from __future__ import annotations
 
 import io
+import json
 import tarfile
 
 import numpy as np
@@ -195,3 +196,291 @@ def test_compare_runs_on_a_vector_dataset(tmp_path, monkeypatch, capsys):
     assert header["Dataset"].startswith("20news: 160 images") and " features" in header["Dataset"], header["Dataset"]
     with np.load(out / "runs" / "supcon-euclidean-s0" / "embeddings.npz") as f:
         assert f["z_test"].shape[1] == 8 and np.isfinite(f["z_test"]).all()
+
+
+# ------------------------------------------------------------------------------------- losses
+from hierviz.geometry import get_geometry  # noqa: E402
+from hierviz.hierarchy import LabelTree  # noqa: E402
+from hierviz.losses import BinaryLoss, LeafLoss, PerLevelLoss, TripletLoss  # noqa: E402
+from hierviz.losses.hier_cls import binary_targets, per_level_targets, pl_levels  # noqa: E402
+from hierviz.metrics.ranking import mnr_levels  # noqa: E402
+
+# unbalanced: w is a shallow leaf (depth 2) next to the depth-3 leaves
+TREE4 = LabelTree.from_nested({"r": {"a": {"a1": ["x", "y"], "w": None}, "b": {"b1": ["z"], "b2": ["v", "u"]}}})
+
+
+def _loop_triplet(z, margin, dist):
+    total, n = 0.0, 0
+    for i in range(z.shape[0] // 3):
+        for v in range(z.shape[1]):
+            a, p, q = z[3 * i, v], z[3 * i + 1, v], z[3 * i + 2, v]
+            total += max(0.0, float(dist(a, p) - dist(a, q)) + margin)
+            n += 1
+    return total / n
+
+
+def test_triplet_loss_equals_the_loop_for_cosine_and_geometry():
+    g = torch.Generator().manual_seed(0)
+    z = torch.nn.functional.normalize(torch.randn(12, 2, 5, generator=g, dtype=torch.float64), dim=-1)
+    y = torch.zeros(12, dtype=torch.long)
+    cos = lambda a, b: -float(a @ b / (a.norm() * b.norm()))  # noqa: E731
+    assert float(TripletLoss(margin=0.3)(z, y)) == pytest.approx(_loop_triplet(z, 0.3, cos), abs=1e-12)
+    ball = get_geometry("poincare")
+    zb = ball.expmap0(0.5 * torch.randn(12, 2, 5, generator=g, dtype=torch.float64))
+    want = _loop_triplet(zb, 0.2, lambda a, b: float(ball.dist(a, b)))
+    got = TripletLoss(None, ball, margin=0.2, distance="geometry")(zb, y)
+    assert float(got) == pytest.approx(want, rel=1e-5)
+
+
+def test_triplet_loss_hand_case_and_limits():
+    a, p, n = [1.0, 0.0], [0.8, 0.6], [0.6, 0.8]
+    z = torch.tensor([[a], [p], [n]])
+    assert float(TripletLoss(margin=0.3)(z)) == pytest.approx(0.1)  # -0.8 + 0.6 + 0.3
+    assert float(TripletLoss(margin=0.0)(z)) == 0.0  # the positive is closer: no loss without margin
+    assert float(TripletLoss(margin=0.3)(torch.tensor([[a], [n], [p]]))) == pytest.approx(0.5)  # swapped
+
+
+def test_triplet_gradcheck():
+    z = torch.nn.functional.normalize(torch.randn(6, 1, 4, dtype=torch.float64), dim=-1).requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: TripletLoss(margin=2.0)(t), (z,))
+
+
+def test_targets_from_the_tree():
+    targets, classes = per_level_targets(TREE4)
+    names = [[TREE4.nodes[i] for i in c] for c in classes]
+    assert pl_levels(TREE4) == mnr_levels(TREE4) == [1, 2, 3]
+    assert names[0] == ["a", "b"] and set(names[1]) == {"a1", "w", "b1", "b2"}
+    assert set(names[2]) == set(TREE4.leaves)  # the deepest level holds every leaf (w joins it)
+    w = TREE4.leaf_index["w"]
+    assert names[1][targets[w, 1]] == "w" and names[2][targets[w, 2]] == "w"
+    B = binary_targets(TREE4)
+    non_root = [n for n in TREE4.nodes if n != TREE4.root]
+    x = TREE4.leaf_index["x"]
+    assert {non_root[j] for j in np.flatnonzero(B[x].numpy())} == {"a", "a1", "x"}
+
+
+def _loop_per_level(logits, y, targets, classes):
+    sizes = [len(c) for c in classes]
+    total = 0.0
+    for i in range(len(y)):
+        start = 0
+        for j, n in enumerate(sizes):
+            row = logits[i, start : start + n]
+            total += float(-torch.log_softmax(row, 0)[targets[y[i], j]])
+            start += n
+    return total / len(y)
+
+
+def _loop_binary(logits, y, B):
+    total = 0.0
+    for i in range(len(y)):
+        for k in range(B.shape[1]):
+            p = torch.sigmoid(logits[i, k])
+            t = B[y[i], k]
+            total += float(-(t * torch.log(p) + (1 - t) * torch.log(1 - p)))
+    return total / (len(y) * B.shape[1])
+
+
+@torch.no_grad()
+def test_classification_losses_equal_their_loops():
+    g = torch.Generator().manual_seed(1)
+    z = torch.randn(5, 2, 6, generator=g, dtype=torch.float64)
+    y = torch.tensor([0, 2, 4, 5, 3])
+    yy = y.repeat_interleave(2)
+    flat = z.reshape(10, 6)
+    pl = PerLevelLoss(TREE4).double()
+    got = float(pl(z, y))
+    targets, classes = per_level_targets(TREE4)
+    assert got == pytest.approx(_loop_per_level(pl.logits(flat), yy, targets, classes), abs=1e-10)
+    b = BinaryLoss(TREE4).double()
+    assert float(b(z, y)) == pytest.approx(_loop_binary(b.logits(flat), yy, binary_targets(TREE4)), abs=1e-10)
+    leaf = LeafLoss(TREE4).double()
+    val = float(leaf(z, y))
+    lg = leaf.logits(flat)
+    want = float(np.mean([-torch.log_softmax(lg[i], 0)[yy[i]] for i in range(10)]))
+    assert val == pytest.approx(want, abs=1e-10)
+
+
+@torch.no_grad()
+def test_per_level_on_a_flat_tree_is_the_leaf_loss():
+    flat = LabelTree.from_nested({"r": ["p", "q", "s"]})
+    z = torch.randn(4, 1, 3, dtype=torch.float64)
+    y = torch.tensor([0, 1, 2, 1])
+    pl, leaf = PerLevelLoss(flat).double(), LeafLoss(flat).double()
+    pl(z, y), leaf(z, y)  # fix the input sizes
+    leaf.head.load_state_dict(pl.head.state_dict())
+    assert float(pl(z, y)) == pytest.approx(float(leaf(z, y)), abs=1e-12)
+
+
+@pytest.mark.parametrize("cls", [LeafLoss, PerLevelLoss, BinaryLoss])
+def test_classification_gradcheck(cls):
+    loss = cls(TREE4).double()
+    z = torch.randn(4, 1, 5, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0, 3, 5, 2])
+    loss(z, y)
+    assert torch.autograd.gradcheck(lambda t: loss(t, y), (z,))
+
+
+def test_hyperbolic_heads_read_the_tangent_space():
+    ball = get_geometry("poincare")
+    loss = PerLevelLoss(TREE4, ball)
+    z = ball.expmap0(0.3 * torch.randn(4, 1, 5))
+    assert torch.isfinite(loss(z, torch.tensor([0, 1, 2, 3])))
+    assert torch.allclose(loss.logits(z[:, 0]), loss.head(ball.logmap0(z[:, 0])), atol=1e-5)
+
+
+def test_loss_errors():
+    with pytest.raises(ValueError, match="not a multiple of 3"):
+        TripletLoss()(torch.randn(4, 1, 3))
+    with pytest.raises(ValueError, match="margin must be >= 0"):
+        TripletLoss(margin=-0.1)
+    with pytest.raises(ValueError, match="distance must be one of"):
+        TripletLoss(distance="l1")
+    with pytest.raises(ValueError, match="needs a geometry"):
+        TripletLoss(distance="geometry")
+    with pytest.raises(ValueError, match="labels has values outside"):
+        LeafLoss(TREE4)(torch.randn(2, 1, 3), torch.tensor([0, 9]))
+    with pytest.raises(ValueError, match="no level with more than one node"):
+        PerLevelLoss(LabelTree.from_nested({"r": {"a": ["x"]}}))
+
+
+# ------------------------------------------------------------------------------------- methods
+PAPER04 = ["l", "pl", "b", "t", "t+l", "t+pl", "t+b", "pl+b", "t+pl+b"]
+
+
+def test_methods_are_registered_with_sampler_and_protocol():
+    from hierviz.methods import build_objective, get_method
+
+    z = torch.nn.functional.normalize(torch.randn(6, 1, 4), dim=-1)
+    y = torch.tensor([0, 1, 5, 2, 3, 4])
+    for name in PAPER04:
+        m = get_method(name)
+        assert m.needs.sampler == "tree-triplet" and m.needs.views == 1 and m.protocol == "unseen"
+        obj = build_objective(name, TREE4, "euclidean", triplet_margin=0.5)
+        loss, terms = obj(z, y)
+        want = {"t", "l", "pl", "b"} & set(name.split("+"))
+        assert set(terms) == want and float(loss) == pytest.approx(sum(float(v) for v in terms.values()))
+        if "t" in want:
+            assert obj.term("t").margin == 0.5
+    assert get_method("t+pl").display_name == "T+PL"
+
+
+# ------------------------------------------------------------------------------------- unseen protocol
+def test_unseen_split_rules():
+    from hierviz.evaluation.unseen import unseen_split
+
+    counts = [30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 5, 9]  # the last two leaves are rare
+    y = np.repeat(np.arange(12), counts)
+    held = []
+    for fold in range(5):
+        s = unseen_split(y, num_leaves=12, seed=3, fold=fold)
+        un = set(s["unseen_leaves"].tolist())
+        assert {10, 11} <= un and len(un - {10, 11}) == 2  # 10 common leaves / 5 folds
+        held.append(un - {10, 11})
+        assert not set(y[s["train"]]) & un  # training never sees an unseen leaf
+        assert set(y[s["predict"]]) == un
+        assert set(s["predict"]) <= set(s["test"]) and set(s["predict"]) <= set(s["val"])
+        seen_test = np.setdiff1d(s["test"], s["predict"])
+        assert abs(len(seen_test) - 0.1 * (len(y) - len(s["predict"]))) <= 8  # ~8:1:1 within seen leaves
+        assert not set(s["train"]) & set(s["test"])
+    assert set().union(*held) == set(range(10)) and sum(len(h) for h in held) == 10  # 5-fold rotation
+    with pytest.raises(ValueError, match="fold\\) must be in \\[0, 4\\]"):
+        unseen_split(y, num_leaves=12, fold=5)
+
+
+def test_lsa_accuracies_hand_case():
+    from hierviz.evaluation.unseen import lsa_accuracies
+
+    # seen: x, z, v, u; unseen: y (LSA a1), w (LSA a: a1 has x), b1's z seen
+    seen = [TREE4.leaf_index[n] for n in ("x", "z", "v", "u")]
+    L = TREE4.leaf_index
+    true = [L["y"], L["y"], L["w"], L["w"]]
+    pred = [L["x"], L["z"], L["x"], L["v"]]  # right, wrong, right (x under a), wrong
+    ni = TREE4.node_index
+    aware = [ni["a1"], ni["a1"], ni["b"], ni["a"]]  # right, right, wrong, right
+    r = lsa_accuracies(pred, true, seen, TREE4, aware_pred=aware)
+    assert [TREE4.nodes[i] for i in r["lsa"]] == ["a1", "a1", "a", "a"]
+    assert r["acc_blind"] == 0.5 and r["acc_aware"] == 0.75
+
+
+def test_unseen_protocol_on_a_toy_model():
+    from hierviz.evaluation.unseen import UnseenRecord, unseen_protocol
+
+    rng = np.random.default_rng(0)
+    C = TREE4.num_leaves
+    centres = rng.normal(size=(C, 8)) * 3
+    y = np.repeat(np.arange(C), 12)
+    X = (centres[y] + rng.normal(size=(len(y), 8))).astype(np.float32)
+    ds = ArrayDataset(X, y, TREE4.leaves)
+    unseen = np.isin(y, [TREE4.leaf_index["y"], TREE4.leaf_index["u"]])
+    idx = np.arange(len(y))
+    train, test = ds.subset(idx[~unseen & (idx % 4 != 0)]), ds.subset(idx[unseen | (idx % 4 == 0)])
+
+    class Identity(torch.nn.Module):  # "embeds" the vector itself, normalised
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+
+        def embed(self, x, use="z"):
+            return torch.nn.functional.normalize(x.flatten(1), dim=-1)
+
+    rec = unseen_protocol(Identity(), train, test, TREE4, get_geometry("euclidean"), image_size=8)
+    assert isinstance(rec, UnseenRecord)
+    m = rec.metrics
+    # well separated clusters: perfect leaf F1; 3 test samples per leaf, so at most 2 of the top 5 match
+    assert m["leaf_f1"] == 1.0 and m["rp5"] == pytest.approx(2 / 5)
+    assert m["n_unseen_leaves"] == 2 and m["n_predict"] == 24
+    assert 0 <= m["acc_blind"] <= 1 and 0 <= m["acc_aware"] <= 1
+    assert set(rec.arrays()) >= {"z_test", "y_test", "unseen_leaves", "lsa", "prototypes"}
+
+
+def test_compare_unseen_protocol_on_the_synthetic_corpus(tmp_path, monkeypatch, capsys):
+    import csv
+
+    from hierviz.cli import main
+
+    make_corpus(tmp_path / "20news-bydate.tar.gz", n_train=14, n_test=4)
+    monkeypatch.setenv("HIERVIZ_DATA", str(tmp_path))
+    out = tmp_path / "out"
+    argv = ["compare", "--dataset", "20news", "--encoder", "mlp", "--width", "2", "--embed-dim", "8"]
+    argv += ["--methods", "t+pl,t+b", "--protocol", "unseen", "--geometry", "euclidean", "--seeds", "1"]
+    argv += ["--epochs", "1", "--batch-size", "48", "--projection", "pca", "--out", str(out), "--quiet"]
+    assert main(argv) == 0, capsys.readouterr().err
+    with open(out / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["method"] for r in rows] == ["t+pl", "t+b"]
+    for r in rows:
+        for k in ("leaf_f1", "rp5", "mnr", "ndcg_sum", "ndcg_max", "acc_blind", "acc_aware", "hf1"):
+            assert 0.0 <= float(r[k]) <= 1.0, (k, r[k])
+    rec = json.loads((out / "runs" / "t_pl-euclidean-s0" / "result.json").read_text())
+    assert rec["protocol"] == "unseen"
+    header = json.loads((out / "compare.json").read_text())["header"]
+    assert "unseen leaves 4 (fold 0)" in header["Split"]  # 20 leaves, 18 samples each: 20 % of them
+
+
+def test_config_errors_for_protocol_and_fold(tmp_path, capsys):
+    from hierviz.cli import main
+
+    for opt, val, msg in (
+        (
+            "--protocol",
+            "unseenn",
+            "--protocol (eval.protocol): unknown protocol 'unseenn'; valid: classification, unseen",
+        ),
+        ("--fold", "7", "--fold (eval.fold): must be an integer in [0, 4]"),
+    ):
+        rc = main(["compare", "--quick", opt, val, "--out", str(tmp_path / "o"), "--quiet"])
+        err = capsys.readouterr().err
+        assert rc == 2 and msg in err, err
+
+
+def test_losses_declare_their_input_and_never_read_the_geometry_name():
+    import inspect
+
+    import hierviz.losses.hier_cls as hc
+    import hierviz.losses.triplet as tr
+
+    for cls in (TripletLoss, LeafLoss, PerLevelLoss, BinaryLoss):
+        assert cls.input_kind == "embeddings"
+    for mod in (hc, tr):
+        assert "geometry.name" not in inspect.getsource(mod)

@@ -2,9 +2,11 @@
 
 ``classification`` (paper 01 §4.4): embed train/test with the frozen encoder, fit a
 balanced linear probe, compute the hierarchy metrics and parent prototypes
-(:class:`ClassificationRecord`). A method names its protocol
-(:attr:`hierviz.methods.Method.protocol`); a new protocol is one function registered with
-:func:`register_protocol`.
+(:class:`ClassificationRecord`). ``unseen`` (paper 04 §III): seen/unseen leaves, leaf F1,
+ranking metrics, Acc_blind / Acc_aware on the lowest seen ancestor (:class:`UnseenRecord`).
+A method names its protocol (:attr:`hierviz.methods.Method.protocol`); a new protocol is one
+function registered with :func:`register_protocol`; a protocol function with a
+``make_split`` attribute also chooses the train/test split (``unseen`` does).
 """
 
 from hierviz.evaluation.classification import (
@@ -17,6 +19,7 @@ from hierviz.evaluation.classification import (
     register_protocol,
 )
 from hierviz.evaluation.radius import run_radius
+from hierviz.evaluation.unseen import UnseenRecord, unseen_protocol, unseen_split  # registers "unseen"
 
 __all__ = [
     "PROTOCOLS",
@@ -27,4 +30,7 @@ __all__ = [
     "embed_dataset",
     "evaluate_model",
     "run_radius",
+    "UnseenRecord",
+    "unseen_protocol",
+    "unseen_split",
 ]

@@ -274,7 +274,8 @@ def _run_one(
             labels=np.asarray(train_ds.labels), tree=tree, batch_size=t.batch_size, seed=seed
         )
     result = fit(train_config, model, objective, train_views, callbacks=callbacks, batch_sampler=batch_sampler)
-    protocol = PROTOCOLS.get(method.protocol)
+    protocol_name = cfg.eval.protocol or method.protocol
+    protocol = PROTOCOLS.get(protocol_name)
     ev = protocol(
         result.model,
         train_ds,
@@ -309,7 +310,7 @@ def _run_one(
         "train_seconds": result.train_seconds,
         "eval_seconds": ev.seconds,
         "eval_embedding": method.embedding,
-        "protocol": method.protocol,
+        "protocol": protocol_name,
         "device": str(result.device),
         "history": result.history,
         "step_history": result.step_history,
@@ -342,7 +343,13 @@ def _header(
         "Licence / citation": f"{getattr(ds, 'licence', '') or 'n/a'} — {getattr(ds, 'citation', '') or 'n/a'}",
         "Tree": f"{d.tree} (C = {tree.num_leaves} leaves, height L = {tree.height})\n{tree}",
         "Split": f"grouped by {'lesion/group id' if ds.groups is not None else 'image'}, seed {d.split_seed}: "
-        f"train {len(split['train'])}, val {len(split['val'])} (unused), test {len(split['test'])}",
+        f"train {len(split['train'])}, val {len(split['val'])} (unused), test {len(split['test'])}"
+        + (
+            f"; unseen leaves {len(split['unseen_leaves'])} (fold {cfg.eval.fold}), prediction set "
+            f"{len(split['predict'])} (in val and test)"
+            if "unseen_leaves" in split
+            else ""
+        ),
         "Model": f"{m.encoder}"
         + (f" (width {m.width})" if m.encoder == "small_cnn" else "")
         + f", d = {m.embed_dim}, image {d.image_size} px, pretrained: {m.pretrained or 'none'}",
@@ -442,13 +449,37 @@ def _compare(
     split = grouped_split(
         np.asarray(ds.labels), None if ds.groups is None else np.asarray(ds.groups), seed=cfg.data.split_seed
     )
-    train_ds, test_ds = ds.subset(split["train"]), ds.subset(split[cfg.eval.split])
+    from hierviz.evaluation import PROTOCOLS
+    from hierviz.methods import get_method
+
+    splits: dict[str, tuple] = {}
+
+    def data_for(protocol_name: str) -> tuple:
+        """(split, train, test) of a protocol: its own ``make_split`` (e.g. unseen leaves) or the default split."""
+        if protocol_name not in splits:
+            maker = getattr(PROTOCOLS.get(protocol_name), "make_split", None)
+            sp = split
+            if maker is not None:
+                with _option_named("eval.fold", "fold", value=cfg.eval.fold):
+                    sp = maker(
+                        np.asarray(ds.labels),
+                        None if ds.groups is None else np.asarray(ds.groups),
+                        num_leaves=tree.num_leaves,
+                        seed=cfg.data.split_seed,
+                        fold=cfg.eval.fold,
+                    )
+            splits[protocol_name] = (sp, ds.subset(sp["train"]), ds.subset(sp[cfg.eval.split]))
+        return splits[protocol_name]
+
     atomic_write_text(out / "config.json", json.dumps(cfg.to_dict(), indent=1, default=json_default))
     atomic_write_text(out / "tree.json", json.dumps(tree.to_dict(), indent=1, default=json_default))
 
     plan = [(m, g, s) for m in cfg.methods for g in cfg.geometries for s in range(cfg.seeds)]
-    records = []
+    records, header_split = [], split
     for i, (method, geo, seed) in enumerate(plan, 1):
+        run_split, train_ds, test_ds = data_for(cfg.eval.protocol or get_method(method).protocol)
+        if i == 1:
+            header_split = run_split  # the header describes the first run's split
         run_dir = out / "runs" / run_name(method, geo, seed)
         run_cfg = cfg.run_config(method, geo, seed)
         fp = fingerprint(run_cfg)
@@ -495,7 +526,7 @@ def _compare(
         records.append(rec)
 
     total = time.perf_counter() - t_start
-    header = _header(cfg, argv, ds, tree, n_all, split, records, total)
+    header = _header(cfg, argv, ds, tree, n_all, header_split, records, total)
     atomic_write_text(
         out / "compare.json",
         json.dumps(

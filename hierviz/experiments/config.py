@@ -186,12 +186,19 @@ class EvalConfig:
         Inference batch size.
     split : {"test", "val"}, default "test"
         The held-out split that is scored (paper 01 Fig. 2 tunes τ on "val").
+    protocol : str or None, default None
+        Evaluate every method with this protocol (:data:`hierviz.evaluation.PROTOCOLS`, e.g.
+        ``"unseen"``, paper 04 §III) instead of the one each method declares.
+    fold : int, default 0
+        Fold of the ``unseen`` protocol's 5-fold rotation of unseen leaves, in [0, 4].
     """
 
     projection: str = "tsne"
     mean_steps: int = 10
     batch_size: int = 256
     split: str = "test"
+    protocol: str | None = None
+    fold: int = 0
 
 
 def _default_loss() -> dict[str, Any]:
@@ -496,6 +503,14 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         cfg.data.dataset,
     )
     _check(cfg.eval.split in ("test", "val"), "eval.split", '"test" or "val"', cfg.eval.split)
+    from hierviz.evaluation import PROTOCOLS
+
+    if cfg.eval.protocol is not None and cfg.eval.protocol not in PROTOCOLS:
+        raise ConfigError(
+            f"eval.protocol: unknown protocol {cfg.eval.protocol!r}; valid: {', '.join(PROTOCOLS)} (or null = "
+            "each method's own)"
+        )
+    _check(0 <= cfg.eval.fold <= 4, "eval.fold", "an integer in [0, 4] (the unseen protocol's 5 folds)", cfg.eval.fold)
     tau = cfg.loss.get("tau")
     _check(tau is None or tau > 0, "loss.tau", "> 0", tau)
     return cfg

@@ -23,6 +23,7 @@ from .ahmlc import AHMLCLoss, LevelAttention
 from .ghmlc import GHMLCLoss, fit_gmm_1d, gmm_feature_masks
 from .hc_outside import HierarchicalContrastiveLoss, OutsideSoftmaxHCLoss
 from .hcl import HCLLoss, hcl_terms
+from .hier_cls import BinaryLoss, LeafLoss, PerLevelLoss
 from .hmlc import HMLCLoss
 from .hwc import OMEGA_MODES, HWCLoss, hwc_logit_gradient, hwc_omega
 from .hxe import HXELoss
@@ -31,6 +32,7 @@ from .objective import Objective, build_objective
 from .simclr import SimCLRLoss
 from .soft_label import SoftLabelLoss
 from .supcon import SupConLoss
+from .triplet import TripletLoss
 
 __all__ = [
     "OBJECTIVES",
@@ -61,6 +63,10 @@ __all__ = [
     "hwc_logit_gradient",
     "contrastive_log_prob",
     "default_margins",
+    "TripletLoss",
+    "LeafLoss",
+    "PerLevelLoss",
+    "BinaryLoss",
 ]
 
 

@@ -9,6 +9,7 @@ from hierviz.methods import (
     paper01,  # noqa: E402,F401  (registers the built-ins)
     paper02,  # noqa: E402,F401  (HMC/HCE/HMCE, G-HMLC, A-HMLC, CE: Paper 02)
     paper03,  # noqa: E402,F401  (HCL, Paper 03)
+    paper04,  # noqa: E402,F401  (T, L, PL, B and hybrids, Paper 04)
 )
 from hierviz.methods.registry import (
     LOSS_HPARAMS,

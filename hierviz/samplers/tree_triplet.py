@@ -1,4 +1,4 @@
-"""Tree triplets: Paper 04 (generalised triplets) §II-B, as a PyTorch sampler.
+"""Tree triplets: Paper 04 (Generalised triplets) §II-B, as a PyTorch sampler.
 
 A *generalised triplet* ``(x_a, x_p, x_n)`` takes the anchor and the positive from one
 subtree and the negative from outside the lowest common ancestor (LCA) of their leaves, so
@@ -54,7 +54,7 @@ def _dfs_leaves(tree: Any) -> list[str]:
 
 
 def triplet_templates(tree: Any, present: Any) -> np.ndarray:
-    """The node triples of Paper 04 §II-B for the leaves that have samples.
+    """The node triples of Paper 04 (Generalised triplets) §II-B for the leaves that have samples.
 
     Parameters
     ----------
@@ -106,7 +106,7 @@ def triplet_templates(tree: Any, present: Any) -> np.ndarray:
 
 
 class TreeTripletSampler:
-    """Tree triplets of dataset indices, one epoch per iteration (Paper 04 §II-B).
+    """Tree triplets of dataset indices, one epoch per iteration (Paper 04 (Generalised triplets) §II-B).
 
     Parameters
     ----------

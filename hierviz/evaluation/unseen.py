@@ -1,0 +1,395 @@
+"""The seen/unseen protocol of Paper 04 (Generalised triplets) §III-B and §III-D.
+
+**Split** (:func:`unseen_split`, used by :func:`hierviz.experiments.compare` before training
+when the protocol is ``unseen``): leaves with fewer than ``min_samples`` (10) samples are
+always unseen; the other leaves are shuffled with the split seed and dealt into ``n_folds``
+(5) folds, and fold ``fold`` is unseen too (about 20 %; 5-fold rotation). The samples of each
+seen leaf are split 8:1:1 into train, val and test (grouped and stratified,
+:func:`hierviz.data.grouped_split`). The samples of unseen leaves, the *prediction set*, are
+added to both val and test; training never sees an unseen leaf.
+
+**Evaluation** (:func:`unseen_protocol`, registered as ``"unseen"``), with the frozen model:
+
+* on the seen test samples: leaf F1 (macro) of a balanced linear probe on the training
+  embeddings (the paper reads the L/PL heads; hierviz evaluates every method by frozen
+  probes, as paper 01), leaf RP@5, MNR, NDCG_sum and NDCG_max (:mod:`hierviz.metrics.ranking`,
+  leave-one-out, cosine similarity in a Euclidean run, minus the geodesic distance in a
+  hyperbolic one);
+* on the prediction set, with each unseen leaf's lowest seen ancestor (LSA,
+  :meth:`LabelTree.lowest_seen_ancestor`): **Acc_blind**, the share of samples whose
+  predicted (seen) leaf has the true LSA as its ancestor at the LSA's level, and
+  **Acc_aware**, the accuracy of a probe trained at the LSA's level (targets: the training
+  samples' ancestors at that level) that predicts the LSA directly; their ratio; NDCG_sum
+  and NDCG_max among the prediction samples. Samples whose LSA is the root (no seen leaf
+  below any lower ancestor) are left out of both accuracies (any prediction is "right").
+
+The protocol finds the unseen leaves itself: a test leaf absent from the training data is
+unseen, so it needs no argument beyond the usual ones.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from hierviz.evaluation.classification import embed_dataset, register_protocol
+
+__all__ = ["UnseenRecord", "unseen_split", "unseen_leaves", "unseen_protocol", "lsa_accuracies"]
+
+
+def unseen_leaves(
+    labels: Any, num_leaves: int, *, seed: int = 0, fold: int = 0, n_folds: int = 5, min_samples: int = 10
+) -> np.ndarray:
+    """The unseen leaves of one fold (Paper 04 (Generalised triplets) §III-B).
+
+    Parameters
+    ----------
+    labels : array-like of int, shape (N,)
+        Leaf index per sample.
+    num_leaves : int
+        C.
+    seed : int, default 0
+        Shuffles the leaves before dealing them into folds.
+    fold : int, default 0
+        In ``[0, n_folds)``.
+    n_folds : int, default 5
+    min_samples : int, default 10
+        Leaves with fewer samples (but at least one) are always unseen.
+
+    Returns
+    -------
+    numpy.ndarray, int64, sorted
+        Leaf indices that have samples and are unseen in this fold.
+
+    Raises
+    ------
+    ValueError
+        ``fold`` outside ``[0, n_folds)``, ``n_folds`` < 2 or ``min_samples`` < 0.
+
+    Examples
+    --------
+    >>> y = np.repeat(np.arange(6), [12, 12, 12, 12, 12, 3])
+    >>> [unseen_leaves(y, 6, fold=f).tolist() for f in range(5)]
+    [[2, 5], [4, 5], [3, 5], [0, 5], [1, 5]]
+    """
+    if isinstance(n_folds, bool) or int(n_folds) < 2:
+        raise ValueError(f"n_folds must be an integer >= 2, got {n_folds!r}")
+    if isinstance(fold, bool) or not 0 <= int(fold) < int(n_folds):
+        raise ValueError(f"eval.fold (fold) must be in [0, {int(n_folds) - 1}], got {fold!r}")
+    if int(min_samples) < 0:
+        raise ValueError(f"min_samples must be >= 0, got {min_samples!r}")
+    counts = np.bincount(np.asarray(labels, dtype=np.int64), minlength=int(num_leaves))
+    rare = np.flatnonzero((counts > 0) & (counts < int(min_samples)))
+    rest = np.flatnonzero(counts >= int(min_samples))
+    rest = rest[np.random.default_rng(int(seed)).permutation(len(rest))]
+    held = np.array_split(rest, int(n_folds))[int(fold)]
+    return np.sort(np.concatenate([rare, held]).astype(np.int64))
+
+
+def unseen_split(
+    labels: Any,
+    groups: Any = None,
+    *,
+    num_leaves: int,
+    seed: int = 0,
+    fold: int = 0,
+    n_folds: int = 5,
+    min_samples: int = 10,
+    val: float = 0.1,
+    test: float = 0.1,
+) -> dict[str, np.ndarray]:
+    """Train / val / test indices with unseen leaves held out of training (§III-B).
+
+    Parameters
+    ----------
+    labels : array-like of int, shape (N,)
+    groups : array-like, shape (N,), optional
+        Group ids (no group crosses train/val/test among seen samples).
+    num_leaves : int
+    seed, fold, n_folds, min_samples
+        See :func:`unseen_leaves`; ``seed`` also seeds the 8:1:1 split.
+    val, test : float, default 0.1
+        Fractions of each seen leaf's samples for val and test.
+
+    Returns
+    -------
+    dict[str, numpy.ndarray]
+        ``"train"``, ``"val"``, ``"test"`` (sorted int64 indices; val and test include the
+        prediction set), ``"predict"`` (the unseen samples) and ``"unseen_leaves"``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`unseen_leaves`, or fewer than two seen leaves.
+
+    Examples
+    --------
+    >>> y = np.repeat(np.arange(6), [20, 20, 20, 20, 20, 3])
+    >>> s = unseen_split(y, num_leaves=6, fold=0)
+    >>> s["unseen_leaves"].tolist(), np.unique(y[s["train"]]).tolist(), len(s["predict"])
+    ([2, 5], [0, 1, 3, 4], 23)
+    """
+    from hierviz.data.splits import grouped_split
+
+    y = np.asarray(labels, dtype=np.int64)
+    out_leaves = unseen_leaves(y, num_leaves, seed=seed, fold=fold, n_folds=n_folds, min_samples=min_samples)
+    unseen = np.isin(y, out_leaves)
+    seen_idx = np.flatnonzero(~unseen)
+    if np.unique(y[seen_idx]).size < 2:
+        raise ValueError(
+            f"only {np.unique(y[seen_idx]).size} seen leaf is left in fold {fold}; the unseen protocol needs two "
+            "or more (use more data or a larger tree)"
+        )
+    g = None if groups is None else np.asarray(groups)[seen_idx]
+    parts = grouped_split(y[seen_idx], g, val=val, test=test, seed=seed)
+    predict = np.flatnonzero(unseen).astype(np.int64)
+    return {
+        "train": np.sort(seen_idx[parts["train"]]),
+        "val": np.sort(np.concatenate([seen_idx[parts["val"]], predict])),
+        "test": np.sort(np.concatenate([seen_idx[parts["test"]], predict])),
+        "predict": predict,
+        "unseen_leaves": out_leaves,
+    }
+
+
+def _probe(z_tr: np.ndarray, y_tr: np.ndarray, z_te: np.ndarray, geometry: Any, seed: int) -> np.ndarray:
+    """Balanced linear probe (hierviz.metrics.linear_probe); a single training class predicts itself."""
+    from hierviz.metrics import linear_probe
+
+    if len(z_te) == 0:
+        return np.zeros(0, dtype=np.int64)
+    classes = np.unique(y_tr)
+    if classes.size == 1:
+        return np.full(len(z_te), classes[0], dtype=np.int64)
+    return linear_probe(z_tr, y_tr, z_te, geometry, seed=seed)
+
+
+def lsa_accuracies(
+    pred_leaf: Any, true_leaf: Any, seen_leaves: Any, tree: Any, aware_pred: Any = None
+) -> dict[str, Any]:
+    """Acc_blind (and Acc_aware) on unseen leaves (Paper 04 (Generalised triplets) §III-D.1).
+
+    Parameters
+    ----------
+    pred_leaf : array-like of int, shape (n,)
+        Predicted (seen) leaf of each prediction sample.
+    true_leaf : array-like of int, shape (n,)
+        True (unseen) leaf.
+    seen_leaves : array-like of int
+        Leaves seen in training.
+    tree : LabelTree
+    aware_pred : array-like of int, shape (n,), optional
+        Node index (``tree.nodes``) predicted at the LSA's level by a level classifier.
+
+    Returns
+    -------
+    dict
+        ``acc_blind``, ``acc_aware`` (NaN without ``aware_pred``), ``lsa`` (n,) node index of
+        each sample's LSA, ``lsa_depth`` (n,), ``counted`` (n,) bool: LSA below the root.
+        Accuracies are NaN when no sample counts.
+
+    Examples
+    --------
+    >>> from hierviz.hierarchy import LabelTree
+    >>> t = LabelTree.from_nested({"r": {"a": ["x", "y"], "b": ["z", "w"]}})
+    >>> # y (1) is unseen: its LSA is a; predicting x (0) is right, z (2) wrong
+    >>> lsa_accuracies([0, 2], [1, 1], [0, 2, 3], t)["acc_blind"]
+    0.5
+    """
+    pred = np.asarray(pred_leaf, dtype=np.int64)
+    true = np.asarray(true_leaf, dtype=np.int64)
+    seen = [int(s) for s in np.asarray(seen_leaves).tolist()]
+    ni = tree.node_index
+    lsa_of = {int(c): ni[tree.lowest_seen_ancestor(tree.leaves[int(c)], seen)] for c in np.unique(true)}
+    lsa = np.array([lsa_of[int(c)] for c in true], dtype=np.int64)
+    depth = tree.node_depth.numpy()[lsa] if len(lsa) else np.zeros(0, dtype=np.int64)
+    paths = tree.leaf_paths.numpy()
+    blind_ok = paths[pred, depth] == lsa if len(pred) else np.zeros(0, dtype=bool)
+    counted = depth > 0
+    acc_blind = float(blind_ok[counted].mean()) if counted.any() else float("nan")
+    acc_aware = float("nan")
+    if aware_pred is not None and counted.any():
+        acc_aware = float((np.asarray(aware_pred, dtype=np.int64) == lsa)[counted].mean())
+    return {"acc_blind": acc_blind, "acc_aware": acc_aware, "lsa": lsa, "lsa_depth": depth, "counted": counted}
+
+
+@dataclass
+class UnseenRecord:
+    """The typed record of the unseen protocol.
+
+    Attributes
+    ----------
+    metrics : dict[str, float]
+        ``top1, hf1, h_acc, violations, pc_order`` (:func:`hierviz.metrics.hierarchy_report`
+        on the seen test samples), ``leaf_f1, rp5, mnr, ndcg_sum, ndcg_max`` (seen test set), ``acc_blind, acc_aware,
+        blind_over_aware, pred_ndcg_sum, pred_ndcg_max`` (prediction set), ``n_unseen_leaves``,
+        ``n_predict``; NaN where undefined (e.g. no prediction sample).
+    z_train, z_test : numpy.ndarray, float32
+        Frozen embeddings (test: the seen test samples then the prediction set).
+    y_train, y_test : numpy.ndarray, int64
+    unseen_leaves : numpy.ndarray, int64
+    lsa : numpy.ndarray, int64
+        LSA node of each prediction sample (in the order of ``z_test[~seen_test]``).
+    prototypes, proto_nodes : numpy.ndarray
+        Parent prototypes of the training embeddings and their nodes, as
+        :class:`~hierviz.evaluation.ClassificationRecord` (for the report's figures).
+    use : str
+    seconds : float
+    """
+
+    metrics: dict[str, float]
+    z_train: np.ndarray
+    y_train: np.ndarray
+    z_test: np.ndarray
+    y_test: np.ndarray
+    unseen_leaves: np.ndarray
+    lsa: np.ndarray
+    prototypes: np.ndarray
+    proto_nodes: np.ndarray
+    use: str
+    seconds: float
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """What a run folder's ``embeddings.npz`` keeps."""
+        return {
+            "z_test": self.z_test,
+            "y_test": self.y_test,
+            "z_train": self.z_train,
+            "y_train": self.y_train,
+            "unseen_leaves": self.unseen_leaves,
+            "lsa": self.lsa,
+            "prototypes": self.prototypes,
+            "proto_nodes": self.proto_nodes,
+        }
+
+
+def _pred_ndcg(z: np.ndarray, y: np.ndarray, tree: Any, geometry: Any) -> dict[str, float]:
+    from hierviz.metrics.ranking import ndcg_tree
+
+    out = {"pred_ndcg_sum": float("nan"), "pred_ndcg_max": float("nan")}
+    if len(y) < 2:
+        return out
+    S = geometry.similarity(torch.as_tensor(z, dtype=torch.float32)).double()
+    for rel in ("sum", "max"):
+        try:
+            out[f"pred_ndcg_{rel}"] = ndcg_tree(S, y, y, tree, rel, exclude_self=True)
+        except ValueError as exc:
+            if "undefined for every query" not in str(exc):
+                raise
+    return out
+
+
+@register_protocol("unseen")
+def unseen_protocol(
+    model: nn.Module,
+    train_data: Any,
+    test_data: Any,
+    tree: Any,
+    geometry: Any,
+    *,
+    embedding: str = "z",
+    seed: int = 0,
+    image_size: int,
+    device: Any = None,
+    num_workers: int = 0,
+    batch_size: int = 256,
+    mean_steps: int = 3,
+) -> UnseenRecord:
+    """Paper 04 (Generalised triplets) §III-D on a frozen model (see the module docstring).
+
+    Parameters
+    ----------
+    model : hierviz.models.EmbeddingModel
+    train_data : ArrayDataset
+        The training split (seen leaves only).
+    test_data : ArrayDataset
+        Seen test samples plus the prediction set (leaves absent from ``train_data``).
+    tree : LabelTree
+    geometry : Geometry
+    embedding : {"z", "features"}
+    seed : int
+        Probe seed.
+    image_size, device, num_workers, batch_size
+        See :func:`hierviz.evaluation.embed_dataset`.
+    mean_steps : int
+        Karcher steps of the hyperbolic parent prototypes (the hierarchy report).
+
+    Returns
+    -------
+    UnseenRecord
+
+    Raises
+    ------
+    ValueError
+        Fewer than two seen leaves in ``train_data``, or errors of the embedding.
+    """
+    from sklearn.metrics import f1_score
+
+    from hierviz.metrics import hierarchy_report, parent_prototypes
+    from hierviz.metrics.ranking import ranking_report
+
+    t0 = time.perf_counter()
+    with torch.jit.optimized_execution(False):
+        z_tr, y_tr = embed_dataset(
+            model, train_data, image_size, use=embedding, batch_size=batch_size, device=device, num_workers=num_workers
+        )
+        z_te, y_te = embed_dataset(
+            model, test_data, image_size, use=embedding, batch_size=batch_size, device=device, num_workers=num_workers
+        )
+    seen = np.unique(y_tr)
+    if seen.size < 2:
+        raise ValueError("the unseen protocol needs two or more seen leaves in the training data")
+    is_seen = np.isin(y_te, seen)
+    order = np.concatenate([np.flatnonzero(is_seen), np.flatnonzero(~is_seen)])
+    z_te, y_te, is_seen = z_te[order], y_te[order], is_seen[order]
+    zs, ys, zp, yp = z_te[is_seen], y_te[is_seen], z_te[~is_seen], y_te[~is_seen]
+    metrics: dict[str, float] = {}
+    leaf_pred = _probe(z_tr, y_tr, np.concatenate([zs, zp]), geometry, seed)
+    metrics["leaf_f1"] = float(f1_score(ys, leaf_pred[: len(ys)], average="macro")) if len(ys) else float("nan")
+    if len(ys) >= 2:
+        metrics.update(ranking_report(zs, ys, tree, geometry=geometry, k=5))
+    else:
+        metrics.update({k: float("nan") for k in ("rp5", "mnr", "ndcg_sum", "ndcg_max")})
+    # paper 01's hierarchy report on the seen test samples too, so the standard tables and report apply
+    if len(ys):
+        metrics.update(hierarchy_report(z_tr, y_tr, zs, ys, tree, geometry, seed=seed, steps=mean_steps))
+    protos, nodes = parent_prototypes(torch.as_tensor(z_tr), torch.as_tensor(y_tr), tree, geometry, steps=mean_steps)
+    lsa = np.zeros(0, dtype=np.int64)
+    metrics.update({"acc_blind": float("nan"), "acc_aware": float("nan"), "blind_over_aware": float("nan")})
+    if len(yp):
+        acc = lsa_accuracies(leaf_pred[len(ys) :], yp, seen, tree)
+        lsa, depth = acc["lsa"], acc["lsa_depth"]
+        aware = np.full(len(yp), -1, dtype=np.int64)
+        paths = tree.leaf_paths.numpy()
+        for lv in np.unique(depth[acc["counted"]]):  # one level probe per LSA level (<= L of them)
+            rows = depth == lv
+            aware[rows] = _probe(z_tr, paths[y_tr, lv], zp[rows], geometry, seed)
+        acc = lsa_accuracies(leaf_pred[len(ys) :], yp, seen, tree, aware_pred=aware)
+        metrics["acc_blind"], metrics["acc_aware"] = acc["acc_blind"], acc["acc_aware"]
+        if acc["acc_aware"] > 0:
+            metrics["blind_over_aware"] = acc["acc_blind"] / acc["acc_aware"]
+    metrics.update(_pred_ndcg(zp, yp, tree, geometry))
+    metrics["n_unseen_leaves"] = float(np.unique(yp).size)
+    metrics["n_predict"] = float(len(yp))
+    return UnseenRecord(
+        metrics=metrics,
+        z_train=z_tr,
+        y_train=y_tr,
+        z_test=z_te,
+        y_test=y_te,
+        unseen_leaves=np.unique(yp).astype(np.int64),
+        lsa=lsa,
+        prototypes=torch.as_tensor(protos).detach().float().cpu().numpy(),
+        proto_nodes=torch.as_tensor(nodes).long().cpu().numpy(),
+        use=embedding,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+#: The split the experiment runner uses for this protocol (see :func:`hierviz.experiments.compare`).
+unseen_protocol.make_split = unseen_split  # type: ignore[attr-defined]
