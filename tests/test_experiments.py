@@ -113,7 +113,14 @@ def test_every_method_hyperparameter_is_a_key():
         ("train.epochs=abc", "--set train.epochs=abc: expected an integer, got 'abc'"),
         ("train.epochs=0", "train.epochs: must be an integer >= 1, got 0"),
         ("data.limit=1.5", "--set data.limit=1.5: expected an integer, got 1.5"),
-        ("model.curvature=-1", "model.curvature: must be > 0 (c of curvature -c), got -1.0"),
+        (
+            "model.curvature=-1",
+            "model.curvature: must be in [1e-07, 500] (c of curvature -c; outside it the maps are wrong), got -1.0",
+        ),
+        (
+            "model.curvature=1000",
+            "model.curvature: must be in [1e-07, 500] (c of curvature -c; outside it the maps are wrong), got 1000.0",
+        ),
         ("model.clip_r=0", "model.clip_r: must be > 0 (or null), got 0.0"),
         ("loss.tau=0", "loss.tau: must be > 0, got 0.0"),
         ("loss.eta=abc", "--set loss.eta=abc: expected a finite number, got 'abc'"),

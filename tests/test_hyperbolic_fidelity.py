@@ -284,3 +284,42 @@ def test_report_has_a_radius_table_figure_and_flags_saturated_runs(tmp_path):
     assert "Radius by tree depth" in html and "<tr class='flag'>" in html
     assert "SupCon (Poincaré, seed 0): 100 % of the test embeddings sit at the clip radius" in html
     assert "saturated: every point sits on one sphere" in html  # the disk's caption
+
+
+# ----------------------------------------------------------------------------- Lorentz numerics
+@pytest.mark.parametrize("R", [2.0, 5.0, 8.0, 12.0])
+def test_lorentz_float32_inputs_are_accurate_far_from_the_origin(R):
+    # close pairs at distance R from the origin: float32 coordinates, float64 reference
+    lor = Lorentz(1.0)
+    g = torch.Generator().manual_seed(0)
+    u = torch.nn.functional.normalize(torch.randn(100, 8, generator=g, dtype=F64), dim=1)
+    w = torch.nn.functional.normalize(u + 2e-3 * torch.randn(100, 8, generator=g, dtype=F64), dim=1)
+    x64, y64 = lor.expmap0(R * u), lor.expmap0(R * w)
+    x32, y32 = lor.expmap0((R * u).float()), lor.expmap0((R * w).float())
+    assert x32.dtype == torch.float32
+    ref = lor.dist(x64, y64)
+    for d32 in (lor.dist(x32, y32), lor.pairwise_dist(x32, y32).diagonal()):
+        assert d32.dtype == torch.float32
+        assert float(((d32.double() - ref).abs() / ref).max()) < 1e-3  # hierviz 0.2: up to 3e-2
+    m32, m64 = lor.mean(x32[:50], steps=10), lor.mean(x64[:50], steps=10)
+    assert m32.dtype == torch.float32 and bool(torch.isfinite(m32).all())
+    assert float(lor.dist(m32.double()[None], m64[None])[0]) < 1e-5
+
+
+@pytest.mark.parametrize("c", [1e-9, 710.0, 1e4])
+@pytest.mark.parametrize("name", ["poincare", "lorentz"])
+def test_curvature_outside_the_representable_range_is_refused(name, c):
+    with pytest.raises(ValueError, match="outside the curvature range"):
+        get_geometry(name, c=c)
+
+
+@pytest.mark.parametrize("c", [1e-7, 1e-3, 50.0, 500.0])
+def test_poincare_distance_is_exact_across_the_accepted_range(c):
+    ball = PoincareBall(c)
+    v = torch.tensor([[0.3, 0.1], [-0.2, 0.4]], dtype=F64) / c**0.5
+    x = ball.expmap0(v)
+    xs = x * c**0.5  # the same points on the unit ball
+    ref = math.acosh(
+        1 + 2 * float((xs[0] - xs[1]).pow(2).sum() / ((1 - xs[0].pow(2).sum()) * (1 - xs[1].pow(2).sum())))
+    )
+    assert float(ball.dist(x[0], x[1])) * c**0.5 == pytest.approx(ref, rel=1e-6)

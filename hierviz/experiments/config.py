@@ -478,7 +478,14 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     _check(cfg.data.limit is None or cfg.data.limit >= 2, "data.limit", "an integer >= 2 (or null)", cfg.data.limit)
     _check(cfg.data.workers >= 0, "data.workers", "an integer >= 0", cfg.data.workers)
     _check(cfg.data.split_seed >= 0, "data.split_seed", "an integer >= 0", cfg.data.split_seed)
-    _check(cfg.model.curvature > 0, "model.curvature", "> 0 (c of curvature -c)", cfg.model.curvature)
+    from hierviz.geometry._checks import C_MAX, C_MIN
+
+    _check(
+        C_MIN <= cfg.model.curvature <= C_MAX,
+        "model.curvature",
+        f"in [{C_MIN:g}, {C_MAX:g}] (c of curvature -c; outside it the maps are wrong)",
+        cfg.model.curvature,
+    )
     _check(cfg.model.clip_r is None or cfg.model.clip_r > 0, "model.clip_r", "> 0 (or null)", cfg.model.clip_r)
     _check(
         cfg.model.scale_init is None or cfg.model.scale_init > 0,

@@ -15,24 +15,60 @@ functions in :mod:`hierviz.geometry.lorentz.math`.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import Any
 
 import geoopt
+import numpy as np
 import torch
 
+from hierviz.geometry._checks import full_precision
 from hierviz.geometry.base import (
     Geometry,
     Tensor,
     _check_finite,
-    _fp32,
     _segment_sum,
     as_float_tensor,
     check_curvature,
 )
 from hierviz.geometry.lorentz import math as lmath
 from hierviz.geometry.registry import register_geometry
+
+
+def _out_dtype(args: tuple, kwargs: dict) -> torch.dtype:
+    """float64 if any floating input is float64, else float32 (the dtype a Lorentz op returns)."""
+    for a in (*args, *kwargs.values()):
+        dt = getattr(a, "dtype", None)
+        if dt in (torch.float64, np.float64):
+            return torch.float64
+    return torch.float32
+
+
+def _float64_inside(fn):
+    """Run a Lorentz op in float64 and return floating results in the inputs' dtype.
+
+    On the hyperboloid the coordinates grow like ``e^{√c r}/2`` with the distance ``r``
+    from the origin, and ``arcosh(−c⟨x, y⟩)`` of two close points cancels ``x_0 y_0`` against
+    ``x_s·y_s``; in float32 distances of close points were off by 1–3 % from ``r ≈ 2``
+    on and the Karcher mean went NaN near ``r = 12`` (hierviz 0.2). Points are therefore
+    re-projected in float64 (``x_0 = sqrt(1/c + ‖x_s‖²)`` from the float32 spatial part,
+    which float32 stores to relative precision) and every formula runs in float64.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        dtype = _out_dtype(args, kwargs)
+        with full_precision():
+            out = fn(self, *args, **kwargs)
+        if isinstance(out, Tensor) and out.is_floating_point():
+            return out.to(dtype)
+        if isinstance(out, tuple):
+            return tuple(o.to(dtype) if isinstance(o, Tensor) and o.is_floating_point() else o for o in out)
+        return out
+
+    return wrapper
 
 
 @register_geometry("lorentz")
@@ -186,7 +222,30 @@ class Lorentz(Geometry):
                     f"map tangent vectors with expmap0() or fix the time coordinate with proj()"
                 )
 
-    @_fp32
+    def _points(self, x: Any, name: str, min_dim: int = 1) -> Tensor:
+        """Validate in the input's dtype, then float64 with the time coordinate recomputed."""
+        t = super()._points(x, name, min_dim)
+        if t.dim() == 0 or t.shape[-1] < 2:
+            return t
+        return self.manifold.projx(t.double())
+
+    @_float64_inside
+    def group_mean(self, *args: Any, **kwargs: Any) -> Any:
+        return super().group_mean(*args, **kwargs)
+
+    @_float64_inside
+    def mean(self, *args: Any, **kwargs: Any) -> Tensor:
+        return super().mean(*args, **kwargs)
+
+    @_float64_inside
+    def ema_step(self, *args: Any, **kwargs: Any) -> Tensor:
+        return super().ema_step(*args, **kwargs)
+
+    group_mean.__doc__ = Geometry.group_mean.__doc__
+    mean.__doc__ = Geometry.mean.__doc__
+    ema_step.__doc__ = Geometry.ema_step.__doc__
+
+    @_float64_inside
     def proj(self, x: Any) -> Tensor:
         r"""Recompute the time coordinate, :math:`x_0 = \sqrt{1/c + \|x_s\|^2}` (``geoopt.Lorentz.projx``).
 
@@ -209,10 +268,10 @@ class Lorentz(Geometry):
         _check_finite(t, "x")
         if t.dim() == 0 or t.shape[-1] < 2:
             raise ValueError(f"x must have shape (..., d+1) with d >= 1, got {tuple(t.shape)}")
-        return self.manifold.projx(t)
+        return self.manifold.projx(t.double())
 
     # ------------------------------------------------------------------ distances
-    @_fp32
+    @_float64_inside
     def dist(self, x: Any, y: Any) -> Tensor:
         r"""Geodesic distance :math:`\frac{1}{\sqrt c}\operatorname{arcosh}(-c\langle x,y\rangle_{\mathcal L})` (``geoopt.Lorentz.dist``).
 
@@ -233,7 +292,7 @@ class Lorentz(Geometry):
         xt, yt = self._pair(x, y)
         return self.manifold.dist(xt, yt)
 
-    @_fp32
+    @_float64_inside
     def pairwise_dist(self, x: Any, y: Any = None) -> Tensor:
         r"""All-pairs distances in closed form over a Minkowski Gram matrix.
 
@@ -264,7 +323,7 @@ class Lorentz(Geometry):
         return lmath.pairwise_dist(xt, yt, self.c)
 
     # ------------------------------------------------------------------ maps
-    @_fp32
+    @_float64_inside
     def expmap0(self, v: Any) -> Tensor:
         r"""Exponential map at the origin :math:`o = (1/\sqrt c, 0, \dots, 0)`.
 
@@ -292,9 +351,9 @@ class Lorentz(Geometry):
             raise ValueError("v must have shape (..., d), got a scalar")
         if self.validate:
             _check_finite(t, "v")
-        return self.manifold.expmap0(lmath._pad(t))
+        return self.manifold.expmap0(lmath._pad(t.double()))
 
-    @_fp32
+    @_float64_inside
     def logmap0(self, x: Any) -> Tensor:
         r"""Logarithmic map at the origin, spatial part (inverse of :meth:`expmap0`).
 
@@ -318,7 +377,7 @@ class Lorentz(Geometry):
         """
         return self._log0(self._points(x, "x"))[..., 1:]
 
-    @_fp32
+    @_float64_inside
     def expmap(self, x: Any, v: Any) -> Tensor:
         r"""Exponential map at ``x``, :math:`\cosh(\sqrt c\|v\|_{\mathcal L})\,x + \frac{\sinh(\sqrt c\|v\|_{\mathcal L})}{\sqrt c\|v\|_{\mathcal L}}\,v`.
 
@@ -351,7 +410,7 @@ class Lorentz(Geometry):
             raise ValueError(f"v must be an ambient tangent vector with {xt.shape[-1]} coordinates, got {vt.shape[-1]}")
         return self._exp(xt, vt.to(xt.dtype))
 
-    @_fp32
+    @_float64_inside
     def logmap(self, x: Any, y: Any) -> Tensor:
         r"""Logarithmic map of ``y`` at ``x``, ambient coordinates (closed form).
 
@@ -399,7 +458,7 @@ class Lorentz(Geometry):
         return o
 
     # ------------------------------------------------------------------ ball conversion
-    @_fp32
+    @_float64_inside
     def to_ball(self, x: Any) -> Tensor:
         r"""Map to the Poincaré ball of the same curvature: :math:`p = x_s/(1 + \sqrt c\,x_0)`.
 
@@ -423,7 +482,7 @@ class Lorentz(Geometry):
         xt = self._points(x, "x")
         return lmath.to_ball(xt, self.c)
 
-    @_fp32
+    @_float64_inside
     def from_ball(self, p: Any) -> Tensor:
         r"""Inverse of :meth:`to_ball`: :math:`x = \big(\frac{1 + c\|p\|^2}{\sqrt c(1 - c\|p\|^2)},\ \frac{2p}{1 - c\|p\|^2}\big)`.
 
@@ -442,7 +501,7 @@ class Lorentz(Geometry):
         ValueError
             Points outside the ball or non-finite.
         """
-        pt = as_float_tensor(p, "p")
+        pt = as_float_tensor(p, "p").double()
         _check_finite(pt, "p")
         if pt.dim() == 0:
             raise ValueError("p must have shape (..., d), got a scalar")
