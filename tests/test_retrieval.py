@@ -355,6 +355,19 @@ def test_cli_features_then_retrieval_end_to_end(tmp_path, capsys):
     assert "| PCA | 4 |" in out and (tmp_path / "ret" / "results.csv").is_file()
 
 
+def test_cli_features_from_a_checkpoint_with_pca(tmp_path, capsys):
+    import torchvision
+
+    torch.manual_seed(0)
+    torch.save(torchvision.models.resnet18(weights=None).state_dict(), tmp_path / "r18.pt")
+    argv = ["features", "--checkpoint", str(tmp_path / "r18.pt"), "--image-size", "32", "--reduce", "pca", "--n", "8"]
+    out, _ = _cli(capsys, [*argv, "--out", str(tmp_path / "f.npz"), "--quiet"], 0)
+    f = load_features(tmp_path / "f.npz")
+    assert f.dim == 8 and "× 8 features (float32)" in out
+    train = f.rows("train")
+    assert np.allclose(f.features[train].mean(0), 0, atol=1e-4)  # PCA of scaled features, fitted on train
+
+
 def test_cli_features_reduce_pca(tmp_path, capsys):
     save_features(tmp_path / "raw.npz", _blobs())
     # --reduce pca without --n is refused before any work
