@@ -487,7 +487,9 @@ def test_hxe_alpha_zero_is_cross_entropy(breakhis_tree, unbalanced_tree):
         C = tree.num_leaves
         logits = 3 * torch.randn(7, C, generator=g, dtype=torch.float64)
         y = torch.randint(0, C, (7,), generator=g)
-        assert HXELoss(tree, alpha=0.0)(logits, y).item() == pytest.approx(F.cross_entropy(logits, y).item(), rel=1e-12)
+        assert HXELoss(tree, alpha=0.0, normalize=False)(logits, y).item() == pytest.approx(
+            F.cross_entropy(logits, y).item(), rel=1e-12
+        )
 
 
 def test_hxe_hand_value(breakhis_tree):
@@ -498,10 +500,16 @@ def test_hxe_hand_value(breakhis_tree):
     y = 1  # fibroadenoma, parent benign (leaves 0-3)
     p_parent = sum(p[:4])
     expected = -(math.exp(-alpha) * math.log(p_parent) + math.exp(-2 * alpha) * math.log(p[y] / p_parent))
-    assert HXELoss(breakhis_tree, alpha=alpha)(logits, torch.tensor([y])).item() == pytest.approx(expected, rel=1e-12)
+    assert HXELoss(breakhis_tree, alpha=alpha, normalize=False)(logits, torch.tensor([y])).item() == pytest.approx(
+        expected, rel=1e-12
+    )
     # authors' normalisation: Σ over all 11 nodes (root e^0, 2 parents e^{-α}, 8 leaves e^{-2α})
     total = 1 + 2 * math.exp(-alpha) + 8 * math.exp(-2 * alpha)
     assert HXELoss(breakhis_tree, alpha=alpha, normalize=True)(logits, torch.tensor([y])).item() == pytest.approx(
+        expected / total, rel=1e-12
+    )
+    # the default is the authors' scale (issue 10; 0.1's default was 5.9× it here)
+    assert HXELoss(breakhis_tree, alpha=alpha)(logits, torch.tensor([y])).item() == pytest.approx(
         expected / total, rel=1e-12
     )
 
@@ -514,7 +522,9 @@ def test_hxe_unbalanced_and_stable(unbalanced_tree):
     logits[0, c] = 2.0
     p = torch.softmax(logits, 1)[0]
     expected = -math.exp(-0.3) * math.log(p[c].item())
-    assert HXELoss(unbalanced_tree, alpha=0.3)(logits, torch.tensor([c])).item() == pytest.approx(expected, rel=1e-12)
+    assert HXELoss(unbalanced_tree, alpha=0.3, normalize=False)(logits, torch.tensor([c])).item() == pytest.approx(
+        expected, rel=1e-12
+    )
     big = torch.full((2, C), -1e4)
     big[:, 0] = 1e4
     val = HXELoss(unbalanced_tree, alpha=0.3)(big.requires_grad_(True), torch.tensor([0, 1]))

@@ -51,7 +51,11 @@ for _name, _default, _doc in (
     ("omega", "pair", "HWC ω: 'pair' (per pair, Eq. 5) or 'constant' (its batch mean ω̄)"),
     ("similarity", None, "None (geometry default: cosine / -d), 'cosine' or 'neg_dist'"),
     ("hxe_alpha", 0.1, "HXE α: edge weights exp(-α·height) (Bertinetto et al. 2020, >= 0)"),
-    ("hxe_normalize", False, "HXE: normalise the edge weights to sum to 1 per path"),
+    (
+        "hxe_normalize",
+        True,
+        "HXE: divide the edge weights by their sum over all nodes (authors' scale; false = CE scale)",
+    ),
     ("soft_beta", 10.0, "soft-labels β: target ∝ exp(-β·d), d = height of lca(y, j) above the true leaf / L (> 0)"),
 ):
     register_hparam(_name, _default, _doc)

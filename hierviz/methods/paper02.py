@@ -119,4 +119,4 @@ def a_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
 
 @register_method("ce", display_name="Cross-entropy", needs=Needs(logits=True), embedding="features", paper=_PAPER)
 def ce(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
-    return Objective("ce", {"ce": HXELoss(tree, alpha=0.0)}, requires_logits=True)
+    return Objective("ce", {"ce": HXELoss(tree, alpha=0.0, normalize=False)}, requires_logits=True)

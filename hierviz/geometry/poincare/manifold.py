@@ -168,6 +168,8 @@ class PoincareBall(Geometry):
         -------
         Tensor, shape (...)
             ``(2/sqrt(c))·artanh(sqrt(c)·‖(−x) ⊕_c y‖)`` — paper 01 Eq. 2 (times ``1/sqrt(c)``).
+            geoopt clamps the artanh argument at ``1 − 1e-7``, so distances saturate at
+            ``≈ 16.8/√c`` in any dtype; :meth:`pairwise_dist` has no cap.
 
         Raises
         ------
@@ -200,9 +202,13 @@ class PoincareBall(Geometry):
         -------
         Tensor, shape (..., B, M)
             Non-negative distances (float32 or float64). Agrees with geoopt's ``dist``
-            to ~3e-5 (float32) / ~1e-12 (float64) for distances up to ~6/√c, and stays
-            within ~2e-5 of the float64 value beyond that, where geoopt's float32 artanh
-            saturates (near 16/√c). Near-duplicate pairs close to the boundary lose digits
+            (and :meth:`dist`) to ~3e-5 (float32) / ~1e-12 (float64) below
+            ``2·artanh(1 − 1e-7)/√c ≈ 16.8/√c``. Beyond that geoopt's ``dist`` is capped by
+            the clamp of its artanh argument, in float32 and float64 alike (not a float32
+            effect); this closed form has no cap (two float64 points at norm ``1 − 1e-9``
+            on opposite sides: 42.8 here, 16.8 from geoopt). In float32 the ball's
+            ``proj`` margin keeps every point within ``2·artanh(1 − 4e-3)/√c ≈ 6.2/√c``
+            of the origin, so no float32 distance reaches the cap. Near-duplicate pairs close to the boundary lose digits
             in float32 (Gram cancellation: error ~ sqrt(1e-7)/(1 − c‖x‖²)); use float64
             there. With ``y=None`` the diagonal is exactly 0.
 
