@@ -57,6 +57,14 @@ class HyperbolicMapper(nn.Module):
         Non-positive sizes, ``delta`` outside (0, 1), a non-hyperbolic geometry, or at call
         time an input of the wrong shape or with NaN/inf.
 
+    Notes
+    -----
+    The cap has no gradient in the radial direction: for a capped point :math:`\|h\| = r`
+    whatever :math:`\|e\|`, so neither HCL's hinge nor its norm penalty
+    :math:`\lambda\,\|h\|` can pull it back inside; only its direction still learns. On
+    HAM10000 features (``docs/results/paper03.md``) some folds end with every point at the
+    cap within 5 epochs, even with :math:`\lambda = 0.1`: watch :attr:`clip_fraction`.
+
     Examples
     --------
     >>> import torch
