@@ -331,3 +331,11 @@ def test_geoopt_dist_caps_near_16_8_in_float64_too_and_pairwise_does_not():
     exact = 4 * math.atanh(1 - 1e-9)  # two points at radius 2 artanh(1 - 1e-9) on opposite sides
     assert float(ball.dist(x[0], x[1])) == pytest.approx(2 * math.atanh(1 - 1e-7), rel=1e-6)  # the cap, 16.8
     assert float(ball.pairwise_dist(x)[0, 1]) == pytest.approx(exact, rel=1e-6)
+
+
+def test_disk_caption_tells_a_collapsed_embedding_from_a_saturated_one():
+    from hierviz.viz.disk import disk_radius_caption
+
+    spot = np.tile([[0.3, 0.4]], (20, 1))
+    assert "collapsed" in disk_radius_caption(spot) and "saturated" not in disk_radius_caption(spot)
+    assert "near the centre" in disk_radius_caption(np.random.default_rng(0).normal(0, 0.005, (20, 2)))

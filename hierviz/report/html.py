@@ -215,7 +215,7 @@ def build_report(
     """
     from hierviz.geometry import get_geometry
     from hierviz.report.radius import (
-        plot_radius_by_depth,
+        plot_runs_radius_by_depth,
         radius_flags,
         radius_html_table,
         radius_markdown,
@@ -269,7 +269,7 @@ def build_report(
     if radius_rows(recs):
         _figure_or_note(
             "Radius by tree depth: prototypes should move outwards with depth",
-            lambda: plot_radius_by_depth(recs),
+            lambda: plot_runs_radius_by_depth(recs),
             figures,
             notes,
         )

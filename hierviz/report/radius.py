@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from hierviz.metrics.radius import CLIP_FLAG
 from hierviz.report.tables import geometry_label, method_label
 
-__all__ = ["radius_rows", "radius_markdown", "radius_html_table", "plot_radius_by_depth", "radius_flags"]
+__all__ = ["radius_rows", "radius_markdown", "radius_html_table", "plot_runs_radius_by_depth", "radius_flags"]
 
 _COLS = ("Run", "Feature scale", "Radius d(0, z)", "Clip fraction", "Prototype radius by depth (root → leaves)")
 
@@ -110,7 +110,7 @@ def radius_html_table(records: Sequence[Mapping[str, Any]]) -> str:
     return f"<h2>Radius</h2><table class='results'><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def plot_radius_by_depth(records: Sequence[Mapping[str, Any]], title: str | None = None) -> go.Figure:
+def plot_runs_radius_by_depth(records: Sequence[Mapping[str, Any]], title: str | None = None) -> go.Figure:
     """Prototype and sample radius against tree depth, one line per hyperbolic run.
 
     Parameters

@@ -583,7 +583,8 @@ def disk_radius_caption(z: Any, c: float = 1.0, boundary_tol: float = 1e-2) -> s
 
     The geodesic radius ``d(0, z) = 2/√c · artanh(√c‖z‖)`` of the points: mean ± std, and
     the share within ``boundary_tol`` (in ``√c‖z‖``) of the boundary. It says so when the
-    points sit on one sphere (saturated: std < 2 % of the mean) or at the centre.
+    points sit at one spot (collapsed), on one sphere (saturated: std < 2 % of the mean)
+    or near the centre.
 
     Parameters
     ----------
@@ -599,7 +600,8 @@ def disk_radius_caption(z: Any, c: float = 1.0, boundary_tol: float = 1e-2) -> s
     Examples
     --------
     >>> import numpy as np
-    >>> disk_radius_caption(np.tile([[0.964, 0.0]], (5, 1)))  # hierviz 0.1's saturated head
+    >>> a = np.linspace(0, 6, 5)
+    >>> disk_radius_caption(0.964 * np.stack([np.cos(a), np.sin(a)], 1))  # hierviz 0.1's saturated head
     'radius d(0, z) = 4.00 ± 0.00; 0 % within 1 % of the boundary — saturated: every point sits on one sphere, so the radial direction carries no information'
     """
     c = _check_positive(c, "c")
@@ -611,8 +613,13 @@ def disk_radius_caption(z: Any, c: float = 1.0, boundary_tol: float = 1e-2) -> s
     text = (
         f"radius d(0, z) = {mean:.2f} ± {std:.2f}; {100 * near:.0f} % within {100 * boundary_tol:.0f} % of the boundary"
     )
-    if mean > 0 and std < 0.02 * mean:
+    spot = float(np.linalg.norm(Z - Z.mean(0), axis=1).max()) <= 1e-3 * max(
+        float(np.linalg.norm(Z, axis=1).max()), 1e-12
+    )
+    if spot:
+        text += " — collapsed: every point sits at (nearly) one spot, so the picture shows nothing"
+    elif mean > 0 and std < 0.02 * mean:
         text += " — saturated: every point sits on one sphere, so the radial direction carries no information"
     elif mean < 0.05:
-        text += " — collapsed at the centre"
+        text += " — near the centre, where the ball is almost flat"
     return text
