@@ -32,6 +32,7 @@ EXPECTED = {
     "05_compare": dict(figures=2, text=["hf1", "violations", "pc_order"]),
     "07_hyperbolic_retrieval": dict(figures=6, text=["MAP@20", "Hyper-DINO", "clip fraction"]),
     "06_hmlc": dict(figures=6, text=["top1", "official (salesforce) mode", "attention heads"]),
+    "08_triplets_unseen": dict(figures=5, text=["triplets per epoch", "acc_blind", "n_unseen_leaves", "ndcg_sum"]),
 }
 
 _RUNNER = textwrap.dedent(

@@ -484,3 +484,55 @@ def test_losses_declare_their_input_and_never_read_the_geometry_name():
         assert cls.input_kind == "embeddings"
     for mod in (hc, tr):
         assert "geometry.name" not in inspect.getsource(mod)
+
+
+# ------------------------------------------------------------------------------------- notebook 08 figures
+def test_triplet_step_figure_and_panel():
+    from hierviz.samplers import TreeTripletSampler
+    from hierviz.viz.triplets import triplet_panel, triplet_step_figure
+
+    y = np.repeat(np.arange(TREE4.num_leaves), 2)
+    trip = TreeTripletSampler(y, TREE4, seed=0).epoch_triplets()
+    a, p, n = (TREE4.leaves[y[i]] for i in trip[2])
+    fig = triplet_step_figure(TREE4, y, step=2)
+    title = fig.layout.title.text
+    assert f"anchor {a}, positive {p}" in title and f"negative {n}" in title
+    lca = TREE4.nodes[int(TREE4.lca(torch.tensor([y[trip[2][0]]]), torch.tensor([y[trip[2][1]]]))[0])]
+    assert f"(LCA {lca})" in title
+    panel = triplet_panel(TREE4, y)
+    assert panel.controls["step"].max == len(trip) - 1
+    panel.controls["step"].value = 2
+    assert panel.figure.layout.title.text == title
+
+
+def test_triplet_margin_figure_matches_the_loss():
+    from hierviz.viz.triplets import toy_triplet_embedding, triplet_margin_figure, triplet_margin_panel
+
+    z, y = toy_triplet_embedding(TREE4, n_per_leaf=4)
+    assert z.shape[0] == 3 * (len(y) // 3) and z.shape[1:] == (1, 2)
+    for m in (0.0, 0.3, 1.0):
+        fig = triplet_margin_figure(z, m)
+        want = float(TripletLoss(margin=m)(torch.as_tensor(z, dtype=torch.float64)))
+        assert f"mean loss {want:.3f}" in fig.layout.title.text
+        pts = fig.data[1]
+        assert np.allclose(np.asarray(pts.y), np.maximum(0.0, m - np.asarray(pts.x)))
+    panel = triplet_margin_panel(z, 0.3)
+    panel.controls["margin"].value = 1.0
+    assert panel.figure.layout.title.text.startswith("margin α = 1.00")
+
+
+def test_unseen_and_ranking_figures():
+    from hierviz.metrics.ranking import mnr, ndcg_tree, rp_at_k
+    from hierviz.viz.triplets import ranking_figure, unseen_figure
+
+    y = np.repeat(np.arange(TREE4.num_leaves), 4)
+    z = np.random.default_rng(0).normal(size=(len(y), 5))
+    un = [TREE4.leaf_index["y"]]
+    fig = unseen_figure(z, y, un, TREE4)
+    names = [t.name for t in fig.data]
+    assert "y (unseen, LSA a1)" in names and "x" in names and len(names) == TREE4.num_leaves
+    s, g = [0.9, 0.7, 0.6, 0.5], [0, 1, 2, 0]
+    title = ranking_figure(s, 0, g, TREE4, k=2).layout.title.text
+    S = np.asarray([s])
+    assert f"RP@2 {rp_at_k(S, [0], g, TREE4, 2):.3f}" in title
+    assert f"MNR {mnr(S, [0], g, TREE4):.3f}" in title and f"NDCG_max {ndcg_tree(S, [0], g, TREE4, 'max'):.3f}" in title
