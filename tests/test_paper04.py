@@ -536,3 +536,32 @@ def test_unseen_and_ranking_figures():
     S = np.asarray([s])
     assert f"RP@2 {rp_at_k(S, [0], g, TREE4, 2):.3f}" in title
     assert f"MNR {mnr(S, [0], g, TREE4):.3f}" in title and f"NDCG_max {ndcg_tree(S, [0], g, TREE4, 'max'):.3f}" in title
+
+
+def test_unseen_protocol_hierarchy_columns_equal_hierarchy_report():
+    from hierviz.evaluation.unseen import unseen_protocol
+    from hierviz.metrics import hierarchy_report
+
+    rng = np.random.default_rng(1)
+    C = TREE4.num_leaves
+    y = np.repeat(np.arange(C), 10)
+    X = (rng.normal(size=(C, 6))[y] * 2 + rng.normal(size=(len(y), 6))).astype(np.float32)
+    ds = ArrayDataset(X, y, TREE4.leaves)
+    idx = np.arange(len(y))
+    train, test = ds.subset(idx[idx % 3 != 0]), ds.subset(idx[idx % 3 == 0])
+
+    class Norm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+
+        def embed(self, x, use="z"):
+            return torch.nn.functional.normalize(x.flatten(1), dim=-1)
+
+    g = get_geometry("euclidean")
+    rec = unseen_protocol(Norm(), train, test, TREE4, g, image_size=8, mean_steps=10)
+    zn = lambda d: torch.nn.functional.normalize(torch.as_tensor(d.images), dim=-1)  # noqa: E731
+    want = hierarchy_report(zn(train), train.labels, zn(test), test.labels, TREE4, g, seed=0)
+    for k, v in want.items():
+        assert rec.metrics[k] == pytest.approx(v, abs=1e-9), k
+    assert np.isnan(rec.metrics["acc_blind"]) and rec.metrics["n_predict"] == 0  # every leaf seen
