@@ -258,7 +258,7 @@ def test_config_command_prints_resolved_config_and_keys(capsys):
         "loss.eta": "0.05",
         "loss.hxe_alpha": "0.1",
         "model.curvature": "1.0",
-        "model.clip_r": "4.0",
+        "model.clip_r": "3.0",
     }
     assert list(listed) == config_keys()  # every key, in order
     assert "# λ_LAM: weight of the LAM term" in out

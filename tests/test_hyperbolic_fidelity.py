@@ -21,10 +21,10 @@ F64 = torch.float64
 
 
 # ----------------------------------------------------------------------------- the head
-def test_head_scale_init_is_one_over_sqrt_d_and_is_learned():
-    head = HyperbolicHead(PoincareBall(1.0), dim=16)
-    assert isinstance(head.log_scale, torch.nn.Parameter)
-    assert float(head.scale) == pytest.approx(0.25)
+def test_head_scale_is_a_learned_log_parameter():
+    head = HyperbolicHead(PoincareBall(1.0))
+    assert isinstance(head.log_scale, torch.nn.Parameter) and head.clip_r == 3.0
+    assert float(head.scale) == 1.0 and float(HyperbolicHead(PoincareBall(), scale_init=0.25).scale) == 0.25
     v = torch.randn(8, 16)
     head(v).norm().backward()
     assert head.log_scale.grad is not None and float(head.log_scale.grad.abs()) > 0
@@ -32,7 +32,7 @@ def test_head_scale_init_is_one_over_sqrt_d_and_is_learned():
 
 def test_head_hand_computed_radius_and_clip_only_catches_outliers():
     ball = PoincareBall(1.0)
-    head = HyperbolicHead(ball, clip_r=4.0, dim=4)  # scale 1/2
+    head = HyperbolicHead(ball, clip_r=4.0, scale_init=0.5)
     v = torch.tensor([[2.0, 0, 0, 0], [100.0, 0, 0, 0]], dtype=F64)
     z = head(v).detach()
     # raw norm 2 -> tangent 1 -> |z| = tanh(1); raw 100 -> tangent 50 -> clipped at 4 -> tanh(4)
@@ -47,11 +47,10 @@ def test_head_with_fixed_unit_scale_is_the_01_head_bit_for_bit():
     assert torch.equal(head(v), ball.to_manifold(v, clip_r=2.0))
 
 
-def test_head_rejects_bad_scale_and_dim():
-    with pytest.raises(ValueError, match="scale_init"):
-        HyperbolicHead(PoincareBall(), scale_init=0.0)
-    with pytest.raises(ValueError, match="dim"):
-        HyperbolicHead(PoincareBall(), dim=0)
+def test_head_rejects_bad_scale():
+    for bad in (0.0, -1.0, float("nan"), True, "1"):
+        with pytest.raises(ValueError, match="scale_init"):
+            HyperbolicHead(PoincareBall(), scale_init=bad)
 
 
 def test_model_head_params_include_the_scale_and_features_map_is_fixed():
@@ -59,7 +58,7 @@ def test_model_head_params_include_the_scale_and_features_map_is_fixed():
     ids = {id(p) for p in model.head_parameters()}
     assert id(model.to_manifold.log_scale) in ids
     assert not any(p.requires_grad for p in model.features_to_manifold.parameters())
-    assert float(model.to_manifold.scale) == pytest.approx(8**-0.5, rel=1e-6)
+    assert float(model.to_manifold.scale) == 1.0
     assert float(model.features_to_manifold.scale) == pytest.approx(model.feature_dim**-0.5, rel=1e-6)
 
 
@@ -69,7 +68,7 @@ def test_initial_embeddings_sit_well_inside_the_ball_and_spread_in_radius():
     with torch.no_grad():
         z = model(torch.rand(64, 3, 32, 32))["z"]
     r = origin_distance(z, PoincareBall(1.0))
-    top = max_radius(PoincareBall(1.0), clip_r=4.0)
+    top = max_radius(PoincareBall(1.0), clip_r=3.0)
     assert float(r.max()) < 0.5 * top  # nothing near the clip radius at initialisation
     assert float(z.norm(dim=-1).std()) > 0
 

@@ -129,11 +129,11 @@ class ModelConfig:
         A local ``state_dict`` file for the encoder (never downloaded).
     curvature : float, default 1.0
         c > 0 of the hyperbolic geometries (sectional curvature −c).
-    clip_r : float or None, default 4.0
+    clip_r : float or None, default 3.0
         Feature-clipping radius of the hyperbolic head, in tangent norm after the feature
         scale (None = no clipping); it only catches outliers.
-    scale_init : float or None, default None
-        Initial feature scale of the hyperbolic head (None = 1/sqrt(embed_dim)).
+    scale_init : float, default 1.0
+        Initial feature scale of the hyperbolic head (sweep: docs/hyperbolic-fidelity.md).
     learn_scale : bool, default True
         Learn that scale (log-parameterised); false with ``scale_init=1, clip_r=2`` is the
         hierviz 0.1 head.
@@ -145,8 +145,8 @@ class ModelConfig:
     hidden_dim: int | None = None
     pretrained: str | None = None
     curvature: float = 1.0
-    clip_r: float | None = 4.0
-    scale_init: float | None = None
+    clip_r: float | None = 3.0
+    scale_init: float = 1.0
     learn_scale: bool = True
 
 
@@ -487,12 +487,7 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         cfg.model.curvature,
     )
     _check(cfg.model.clip_r is None or cfg.model.clip_r > 0, "model.clip_r", "> 0 (or null)", cfg.model.clip_r)
-    _check(
-        cfg.model.scale_init is None or cfg.model.scale_init > 0,
-        "model.scale_init",
-        "> 0 (or null = 1/sqrt(embed_dim))",
-        cfg.model.scale_init,
-    )
+    _check(cfg.model.scale_init > 0, "model.scale_init", "> 0", cfg.model.scale_init)
     _check(cfg.train.lr_backbone > 0, "train.lr_backbone", "> 0", cfg.train.lr_backbone)
     _check(cfg.train.lr_head is None or cfg.train.lr_head > 0, "train.lr_head", "> 0 (or null)", cfg.train.lr_head)
     _check(

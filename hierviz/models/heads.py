@@ -105,18 +105,22 @@ class HyperbolicHead(nn.Module):
         v \leftarrow e^{s}\,v, \qquad v \leftarrow \min(1, r/\|v\|)\,v, \qquad
         z = \operatorname{proj}(\exp_0(v)),
 
-    with ``s`` a learnable log-scale (HyILR, paper 05 §5.1: "learnable scalars α in log space,
-    initialised at 1/√h"), ``r`` the feature-clipping radius (Guo et al., CVPR 2022, Eq. 6)
+    with ``s`` a learnable log-scale (as HyILR's text/label scales, paper 05 §5.1), ``r`` the
+    feature-clipping radius (Guo et al., CVPR 2022, Eq. 6)
     and ``exp_0`` the geometry's exponential map (paper 01 §3.1; paper 03 §2.2). For the
     Lorentz model ``expmap0`` adds the time coordinate: ``(..., d) -> (..., d+1)``.
 
     Why the scale: a projection head's raw outputs are long (norm ≫ 1). In hierviz 0.1 the
     head clipped them at ``r = 2``, so every Poincaré embedding sat on the sphere of radius
     ``tanh(2) = 0.964`` and the radial direction, the one that carries the hierarchy, was
-    unused. Initialising ``e^s = 1/sqrt(d)`` puts the initial points well inside the ball
-    and lets training choose the radius; ``r`` then only catches outliers
-    (:func:`hierviz.metrics.radius_report` reports the fraction of points at the clip radius).
-    ``learn_scale=False, scale_init=1`` is the 0.1 head exactly.
+    unused. Here the initial points sit well inside the ball and training chooses the
+    radius through ``s``; ``r`` only catches outliers (:func:`hierviz.metrics.radius_report`
+    reports the fraction of points at the clip radius). The defaults (``scale_init = 1``,
+    ``r = 3``) come from a sweep on the quick and medium presets
+    (``docs/hyperbolic-fidelity.md``): HyILR's ``1/sqrt(d)`` kept the embeddings at norm
+    ≈ 0.1, where the ball is nearly flat, and ``scale_init ≥ 1.4`` drove every point to the
+    clip radius within three epochs. ``learn_scale=False, scale_init=1, clip_r=2`` is the
+    0.1 head exactly.
 
     The computation runs with autocast disabled, in float32 (float64 inputs stay float64),
     as DESIGN "Numerics" asks of every hyperbolic op; it is
@@ -126,14 +130,12 @@ class HyperbolicHead(nn.Module):
     ----------
     geometry : hierviz.geometry.Geometry
         A hyperbolic geometry (``geometry.hyperbolic`` is true).
-    clip_r : float or None, default 4.0
-        Maximal tangent norm ``r > 0`` after scaling; ``None`` or ``inf`` disables clipping
-        (then only ``geometry.proj`` keeps points inside the ball).
-    dim : int, optional
-        Input dimension ``d``; sets the default ``scale_init = 1/sqrt(d)``.
-    scale_init : float, optional
-        Initial feature scale ``e^s > 0``. Default ``1/sqrt(dim)``, or 1 when ``dim`` is
-        not given.
+    clip_r : float or None, default 3.0
+        Maximal tangent norm ``r > 0`` after scaling (geodesic radius ``2r`` on the ball:
+        6.0, just inside float32's ``proj`` margin at 6.2); ``None`` or ``inf`` disables
+        clipping (then only ``geometry.proj`` keeps points inside the ball).
+    scale_init : float, default 1.0
+        Initial feature scale ``e^s > 0`` (HyILR: ``1/sqrt(d)``).
     learn_scale : bool, default True
         Train ``s`` (an ``nn.Parameter`` named ``log_scale``); else it is a fixed buffer.
 
@@ -149,15 +151,15 @@ class HyperbolicHead(nn.Module):
     Raises
     ------
     ValueError
-        If ``geometry`` is Euclidean (use :class:`L2Normalize`), ``clip_r <= 0``,
-        ``scale_init <= 0`` or ``dim < 1``.
+        If ``geometry`` is Euclidean (use :class:`L2Normalize`), ``clip_r <= 0`` or
+        ``scale_init <= 0``.
 
     Examples
     --------
     >>> import torch
     >>> from hierviz.geometry import PoincareBall
-    >>> head = HyperbolicHead(PoincareBall(1.0), dim=64)
-    >>> round(float(head.scale), 4)  # 1/sqrt(64)
+    >>> head = HyperbolicHead(PoincareBall(1.0), scale_init=0.125)
+    >>> float(head.scale)
     0.125
     >>> z = head(torch.full((1, 64), 1.0)).detach()  # raw norm 8 -> tangent norm 1 -> |z| = tanh(1)
     >>> round(float(z.norm()), 4)
@@ -167,10 +169,9 @@ class HyperbolicHead(nn.Module):
     def __init__(
         self,
         geometry,
-        clip_r: float | None = 4.0,
+        clip_r: float | None = 3.0,
         *,
-        dim: int | None = None,
-        scale_init: float | None = None,
+        scale_init: float = 1.0,
         learn_scale: bool = True,
     ) -> None:
         super().__init__()
@@ -181,10 +182,8 @@ class HyperbolicHead(nn.Module):
             )
         if clip_r is not None and not (float(clip_r) > 0):
             raise ValueError(f"clip_r must be > 0 (or None to disable clipping), got {clip_r!r}")
-        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
-            raise ValueError(f"dim must be a positive integer, got {dim!r}")
-        if scale_init is None:
-            scale_init = 1.0 if dim is None else dim**-0.5
+        if isinstance(scale_init, bool) or not isinstance(scale_init, (int, float)):
+            raise ValueError(f"scale_init must be a finite number > 0, got {scale_init!r}")
         if not (math.isfinite(float(scale_init)) and float(scale_init) > 0):
             raise ValueError(f"scale_init must be a finite number > 0 (e.g. 1/sqrt(d)), got {scale_init!r}")
         self.geometry = geometry
@@ -236,10 +235,9 @@ class HyperbolicHead(nn.Module):
 
 def manifold_head(
     geometry,
-    clip_r: float | None = 4.0,
+    clip_r: float | None = 3.0,
     *,
-    dim: int | None = None,
-    scale_init: float | None = None,
+    scale_init: float = 1.0,
     learn_scale: bool = True,
 ) -> nn.Module:
     """The map onto ``geometry``: :class:`L2Normalize` or :class:`HyperbolicHead`.
@@ -250,9 +248,9 @@ def manifold_head(
     ----------
     geometry : hierviz.geometry.Geometry
         "euclidean", "poincare" or "lorentz".
-    clip_r : float or None, default 4.0
+    clip_r : float or None, default 3.0
         Feature-clipping radius for hyperbolic geometries.
-    dim, scale_init, learn_scale
+    scale_init, learn_scale
         The hyperbolic head's feature scale (see :class:`HyperbolicHead`); ignored on the
         sphere, where the norm is divided out.
 
@@ -268,5 +266,5 @@ def manifold_head(
     if not callable(getattr(geometry, "expmap0", None)):
         raise ValueError(f"geometry: expected a hierviz Geometry, got {type(geometry).__name__}")
     if getattr(geometry, "hyperbolic", False):
-        return HyperbolicHead(geometry, clip_r=clip_r, dim=dim, scale_init=scale_init, learn_scale=learn_scale)
+        return HyperbolicHead(geometry, clip_r=clip_r, scale_init=scale_init, learn_scale=learn_scale)
     return L2Normalize()

@@ -33,11 +33,10 @@ class EmbeddingModel(nn.Module):
         Euclidean (unit sphere), Poincaré ball or Lorentz hyperboloid.
     num_classes : int, optional
         Add ``nn.Linear(F, num_classes)`` on the encoder features.
-    clip_r : float or None, default 4.0
+    clip_r : float or None, default 3.0
         Feature-clipping radius of the :class:`HyperbolicHead`.
-    scale_init : float, optional
-        Initial feature scale of the hyperbolic head (default ``1/sqrt(d)``, ``d`` = the
-        head's ``out_dim``).
+    scale_init : float, default 1.0
+        Initial feature scale of the hyperbolic head.
     learn_scale : bool, default True
         Learn the hyperbolic head's feature scale (a log-parameterised scalar).
 
@@ -54,9 +53,9 @@ class EmbeddingModel(nn.Module):
         head: nn.Module,
         geometry,
         num_classes: int | None = None,
-        clip_r: float | None = 4.0,
+        clip_r: float | None = 3.0,
         *,
-        scale_init: float | None = None,
+        scale_init: float = 1.0,
         learn_scale: bool = True,
     ) -> None:
         super().__init__()
@@ -70,13 +69,10 @@ class EmbeddingModel(nn.Module):
         self.encoder = encoder
         self.head = head
         self.geometry = geometry
-        head_dim = getattr(head, "out_dim", None)
-        self.to_manifold = manifold_head(
-            geometry, clip_r=clip_r, dim=head_dim, scale_init=scale_init, learn_scale=learn_scale
-        )
+        self.to_manifold = manifold_head(geometry, clip_r=clip_r, scale_init=scale_init, learn_scale=learn_scale)
         # The encoder features of the logits methods (HXE) are mapped with a fixed scale 1/sqrt(F):
         # nothing trains a scale there, and unscaled ReLU features would all land at the clip radius.
-        self.features_to_manifold = manifold_head(geometry, clip_r=clip_r, dim=out_dim, learn_scale=False)
+        self.features_to_manifold = manifold_head(geometry, clip_r=clip_r, scale_init=out_dim**-0.5, learn_scale=False)
         self.classifier = nn.Linear(out_dim, num_classes) if num_classes is not None else None
         self.feature_dim = out_dim
         self.num_classes = num_classes
@@ -169,8 +165,8 @@ def build_model(
     width: int = 32,
     small_input: bool = True,
     pretrained: str | Path | None = None,
-    clip_r: float | None = 4.0,
-    scale_init: float | None = None,
+    clip_r: float | None = 3.0,
+    scale_init: float = 1.0,
     learn_scale: bool = True,
 ) -> EmbeddingModel:
     """Build the paper 01 §4.2 model: encoder -> MLP head (F -> F -> d) -> manifold.
@@ -187,10 +183,10 @@ def build_model(
         Adds the HXE linear classifier.
     width, small_input, pretrained
         Passed to :func:`build_encoder`.
-    clip_r : float or None, default 4.0
+    clip_r : float or None, default 3.0
         Feature-clipping radius of the hyperbolic head.
-    scale_init : float, optional
-        Initial feature scale of the hyperbolic head (default ``1/sqrt(embed_dim)``).
+    scale_init : float, default 1.0
+        Initial feature scale of the hyperbolic head.
     learn_scale : bool, default True
         Learn that scale.
 
