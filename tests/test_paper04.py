@@ -565,3 +565,69 @@ def test_unseen_protocol_hierarchy_columns_equal_hierarchy_report():
     for k, v in want.items():
         assert rec.metrics[k] == pytest.approx(v, abs=1e-9), k
     assert np.isnan(rec.metrics["acc_blind"]) and rec.metrics["n_predict"] == 0  # every leaf seen
+
+
+# ------------------------------------------------------------------------------------- data_scripts/orchideasol.py
+def _orchidea():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    scripts = Path(__file__).resolve().parents[1] / "data_scripts"
+    if str(scripts) not in sys.path:
+        sys.path.insert(0, str(scripts))
+    spec = importlib.util.spec_from_file_location("hv_scripts_orchideasol", scripts / "orchideasol.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_log_mel_front_end():
+    o = _orchidea()
+    fb = o.mel_filterbank()
+    # triangles of peak 1, sampled on the 21.5 Hz FFT grid (the narrow low filters peak between bins)
+    assert fb.shape == (128, 1025) and fb.max() <= 1.0 and (fb.max(1) > 0.6).all() and (fb[64:].max(1) > 0.9).all()
+    t = np.arange(o.SR) / o.SR
+    spec = o.log_mel(np.sin(2 * np.pi * 1000.0 * t))
+    assert spec.shape == (128, 1 + o.SR // o.HOP) and spec.dtype == np.float32
+    centres = o.mel_to_hz(np.linspace(o.hz_to_mel(0.0), o.hz_to_mel(o.SR / 2), 130))[1:-1]
+    peak = centres[spec[:, 40].argmax()]
+    assert abs(peak - 1000.0) < 60.0  # the 1 kHz tone lands in the filter centred near 1 kHz
+    assert spec.max() - spec.min() <= 80.0 + 1e-4  # top_db = 80
+    # the vectorised STFT equals a frame-by-frame loop
+    x = np.random.default_rng(0).normal(size=4096)
+    pad = np.pad(x, 1024, mode="reflect")
+    w = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(2048) / 2048)
+    frames = [np.abs(np.fft.rfft(pad[i * 512 : i * 512 + 2048] * w)) ** 2 for i in range(1 + 4096 // 512)]
+    want = 10 * np.log10(np.maximum(fb @ np.array(frames).T, 1e-10))
+    want = np.maximum(want, want.max() - 80)
+    assert np.allclose(o.log_mel(x), want, atol=1e-3)
+    assert np.allclose(o.mel_to_hz(o.hz_to_mel(np.array([0.0, 440.0, 8000.0]))), [0.0, 440.0, 8000.0])
+
+
+def test_orchideasol_conversion_on_local_files(tmp_path):
+    from scipy.io import wavfile
+
+    o = _orchidea()
+    root = tmp_path / "OrchideaSOL2020"
+    specs = [("Brass", "Horn", "ordinario", "ord", 440), ("Brass", "Horn", "Sordina", "ord", 660)]
+    specs += [("Strings", "Violin", "ordinario", "pizz", 880)]
+    for fam, ins, mute, tech, f in specs:
+        d = root / fam / ins / mute / tech
+        d.mkdir(parents=True)
+        for k in range(2):
+            t = np.arange(11025) / 22050  # 0.5 s at 22.05 kHz, stereo int16: resampled, mono, padded
+            x = (0.3 * np.sin(2 * np.pi * (f + 5 * k) * t) * 32767).astype(np.int16)
+            wavfile.write(d / f"{ins}-{tech}-{k}.wav", 22050, np.stack([x, x], 1))
+    a = o.read_audio(root / "Brass/Horn/ordinario/ord/Horn-ord-0.wav")
+    assert a.shape == (44100,) and np.all(a[22100:] == 0) and 0.25 < np.abs(a[:22000]).max() < 0.35
+    npz, tree_file = o.convert(root, tmp_path / "out")
+    with np.load(npz) as f:
+        assert f["features"].shape == (6, 128, 87)
+        classes = list(f["classes"])
+        assert classes == ["Brass/Horn/Sordina/ord", "Brass/Horn/ordinario/ord", "Strings/Violin/ordinario/pizz"]
+        ds = ArrayDataset(f["features"].reshape(6, -1), f["labels"], classes)
+    tree = LabelTree.from_json(tree_file)
+    assert tree.leaves == classes and tree.height == 4 and tree.parent("Brass/Horn/Sordina/ord") == "Brass/Horn/Sordina"
+    assert ds.is_vector and ds.num_classes == 3
+    assert o.main(["--from-dir", str(tmp_path / "nothing")]) == 2
