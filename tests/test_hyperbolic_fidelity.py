@@ -338,3 +338,58 @@ def test_disk_caption_tells_a_collapsed_embedding_from_a_saturated_one():
     spot = np.tile([[0.3, 0.4]], (20, 1))
     assert "collapsed" in disk_radius_caption(spot) and "saturated" not in disk_radius_caption(spot)
     assert "near the centre" in disk_radius_caption(np.random.default_rng(0).normal(0, 0.005, (20, 2)))
+
+
+# ----------------------------------------------------------------------------- learnable curvature
+@pytest.mark.parametrize("name", ["poincare", "lorentz"])
+def test_learnable_curvature_gets_gradients_through_every_distance(name):
+    g = get_geometry(name, c=0.7, learnable=True)
+    assert g.learnable and torch.is_tensor(g.c) and float(g.c.detach()) == pytest.approx(0.7)
+    v = torch.randn(6, 3, dtype=F64, generator=torch.Generator().manual_seed(0)) * 0.5
+    x = g.expmap0(v)
+    loss = g.pairwise_dist(x).sum() + g.dist(x[0], x[1]) + g.mean(x, steps=3).sum()
+    (param,) = list(g.manifold.parameters())
+    (grad,) = torch.autograd.grad(loss, param)
+    assert torch.isfinite(grad) and float(grad.abs()) > 0
+    # the same numbers as a fixed geometry of that curvature
+    fixed = get_geometry(name, c=0.7)
+    torch.testing.assert_close(g.pairwise_dist(x).detach(), fixed.pairwise_dist(x), rtol=1e-10, atol=1e-10)
+    assert get_geometry("euclidean", c=2.0, learnable=True).name == "euclidean"  # ignored, like c
+
+
+def test_learnable_curvature_pairwise_gradient_matches_finite_differences():
+    # d/dc of the closed-form pairwise distances, against a central difference in c (float64)
+    v = torch.randn(5, 3, dtype=F64, generator=torch.Generator().manual_seed(1)) * 0.4
+    g = PoincareBall(1.3, learnable=True)
+    x = g.expmap0(v).detach()
+    (grad,) = torch.autograd.grad(g.pairwise_dist(x).sum(), g.manifold.isp_c)
+    dc_disp = torch.sigmoid(g.manifold.isp_c.detach())  # dc/d isp_c of c = softplus(isp_c)
+    h = 1e-6
+    fd = (PoincareBall(1.3 + h).pairwise_dist(x).sum() - PoincareBall(1.3 - h).pairwise_dist(x).sum()) / (2 * h)
+    assert float(grad) == pytest.approx(float(fd * dc_disp), rel=1e-5)
+
+
+def test_learn_curvature_trains_c_and_records_it(tmp_path):
+    from hierviz.experiments import compare, resolve_config
+
+    cfg = resolve_config(
+        "quick",
+        [
+            "data.limit=60",
+            "train.epochs=1",
+            "train.batch_size=32",
+            "methods=supcon",
+            "geometries=poincare",
+            "seeds=1",
+            "model.learn_curvature=true",
+            f"out={tmp_path}",
+        ],
+    )
+    res = compare(cfg, progress=False, verbose=False)
+    rec = res.record("supcon", "poincare", 0)
+    assert rec["curvature"] != 1.0 and 0.5 < rec["curvature"] < 2.0  # moved from its initial value
+    assert rec["geometry_config"]["c"] == pytest.approx(rec["curvature"])
+    from hierviz.training.checkpoint import load_checkpoint
+
+    ckpt = load_checkpoint(tmp_path / "runs" / "supcon-poincare-s0" / "checkpoint.pt")
+    assert any(k.endswith("curvature.isp_c") for k in ckpt["model"])

@@ -222,7 +222,7 @@ def _run_one(
     from hierviz.training import TrainConfig, fit, seed_everything
 
     method = get_method(method_name)
-    geometry = get_geometry(geometry_name, c=cfg.model.curvature)
+    geometry = get_geometry(geometry_name, c=cfg.model.curvature, learnable=cfg.model.learn_curvature)
     objective = build_objective(method_name, tree, geometry, **cfg.loss)
     seed_everything(seed)
     with _option_named("model.pretrained", "pretrained"):
@@ -302,7 +302,7 @@ def _run_one(
         "geometry": geometry_name,
         "geometry_display": getattr(geometry, "display_name", geometry_name),
         "geometry_config": geo_cfg,
-        "curvature": float(getattr(geometry, "c", 0.0) or 0.0),
+        "curvature": 0.0 - float(getattr(geometry, "curvature", 0.0)),  # c (learned with model.learn_curvature)
         "seed": seed,
         "metrics": ev.metrics,
         "radius": radius,

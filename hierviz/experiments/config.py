@@ -137,6 +137,9 @@ class ModelConfig:
     learn_scale : bool, default True
         Learn that scale (log-parameterised); false with ``scale_init=1, clip_r=2`` is the
         hierviz 0.1 head.
+    learn_curvature : bool, default False
+        Train the curvature c of the hyperbolic geometries (geoopt's ``learnable=True``;
+        ``model.curvature`` is its initial value); the learned c is in each run's record.
     """
 
     encoder: str = "resnet18"
@@ -148,6 +151,7 @@ class ModelConfig:
     clip_r: float | None = 3.0
     scale_init: float = 1.0
     learn_scale: bool = True
+    learn_curvature: bool = False
 
 
 @dataclass

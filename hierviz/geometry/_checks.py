@@ -140,6 +140,11 @@ def check_curvature(value: Any, name: str = "c") -> float:
     return value
 
 
+def scalar(v: Any) -> float:
+    """``float(v)``; a tensor is detached first (a learnable curvature carries gradient)."""
+    return float(v.detach()) if isinstance(v, Tensor) else float(v)
+
+
 def _check_finite(x: Tensor, name: str) -> None:
     with torch.no_grad():
         x = x.detach()

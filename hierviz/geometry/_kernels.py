@@ -96,8 +96,10 @@ def scaled_asinh_sqrt(q: Tensor, eps: float, scale: float, zero_diag: bool = Fal
         Non-negative (up to rounding) squared quantities, float32/float64.
     eps : float
         Floor on ``q``; keeps the derivative ``1/(2 sqrt(q) sqrt(1+q))`` finite.
-    scale : float
-        Output scale (``2/sqrt(c)`` for a ball of curvature ``-c``).
+    scale : float or 0-d Tensor
+        Output scale (``2/sqrt(c)`` for a ball of curvature ``-c``); a tensor that requires
+        grad (a learnable curvature) is multiplied outside the fused kernel so its gradient
+        flows.
     zero_diag : bool
         Set the diagonal of the last two dims to exactly 0 (``B == M``).
 
@@ -105,4 +107,9 @@ def scaled_asinh_sqrt(q: Tensor, eps: float, scale: float, zero_diag: bool = Fal
     -------
     Tensor, shape (..., B, M)
     """
-    return _ScaledAsinhSqrt.apply(q, float(eps), float(scale), bool(zero_diag))
+    if isinstance(scale, Tensor) and scale.requires_grad:
+        return _ScaledAsinhSqrt.apply(
+            q, float(eps.detach()) if isinstance(eps, Tensor) else float(eps), 1.0, bool(zero_diag)
+        ) * scale.to(q.dtype)
+    eps = float(eps.detach()) if isinstance(eps, Tensor) else float(eps)
+    return _ScaledAsinhSqrt.apply(q, eps, float(scale), bool(zero_diag))

@@ -36,6 +36,7 @@ from hierviz.geometry._checks import (  # noqa: F401  (0.1 import paths: hierviz
     as_float_tensor,
     check_curvature,
     full_precision,
+    scalar,
 )
 from hierviz.geometry._kernels import (  # noqa: F401  (0.1 import paths)
     SQ_EPS,
@@ -99,7 +100,7 @@ class Geometry(abc.ABC):
 
     # ------------------------------------------------------------------ helpers
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(c={self.c:g})"
+        return f"{type(self).__name__}(c={scalar(self.c):g})"
 
     @property
     def curvature(self) -> float:
@@ -111,7 +112,7 @@ class Geometry(abc.ABC):
         >>> Lorentz(c=0.5).curvature, Euclidean().curvature
         (-0.5, 0.0)
         """
-        return -float(self.c) if self.c else 0.0
+        return -scalar(self.c) if self.c else 0.0
 
     def to_manifold(self, v: Any, clip_r: float | None = None) -> Tensor:
         r"""Map head outputs onto the manifold: clip the norm at ``clip_r``, then ``proj(expmap0(v))``.
@@ -169,14 +170,18 @@ class Geometry(abc.ABC):
         """
         out = {"name": self.name}
         if getattr(self, "hyperbolic", False):
-            out["c"] = float(self.c)
+            out["c"] = scalar(self.c)
         return out
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and float(self.c) == float(other.c)  # type: ignore[attr-defined]
+        if getattr(self, "learnable", False) or getattr(other, "learnable", False):
+            return self is other  # a trainable curvature changes: only the same object is equal
+        return type(self) is type(other) and scalar(self.c) == scalar(other.c)  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash((type(self).__name__, float(self.c)))
+        if getattr(self, "learnable", False):
+            return id(self)
+        return hash((type(self).__name__, scalar(self.c)))
 
     def point_dim(self, d: int) -> int:
         """Number of coordinates of a point whose tangent space has dimension ``d``.

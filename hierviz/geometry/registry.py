@@ -43,7 +43,8 @@ def get_geometry(name: Any, c: float | None = None, **kwargs: Any):
         the class's default (1.0 for the built-ins). Ignored by non-hyperbolic geometries
         (the unit sphere), so a config can carry ``c`` for every geometry.
     **kwargs
-        Further constructor arguments.
+        Further constructor arguments (``learnable=True``: a trainable curvature; ignored,
+        like ``c``, by non-hyperbolic geometries).
 
     Returns
     -------
@@ -74,4 +75,6 @@ def get_geometry(name: Any, c: float | None = None, **kwargs: Any):
     cls = GEOMETRIES.get(name)
     if c is not None and getattr(cls, "hyperbolic", False):
         kwargs["c"] = c
+    if not getattr(cls, "hyperbolic", False):
+        kwargs.pop("learnable", None)  # like c: the sphere has no curvature to learn
     return cls(**kwargs)

@@ -139,6 +139,11 @@ class HyperbolicHead(nn.Module):
     learn_scale : bool, default True
         Train ``s`` (an ``nn.Parameter`` named ``log_scale``); else it is a fixed buffer.
 
+    A geometry built with ``learnable=True`` (a trainable curvature, geoopt's
+    ``learnable=True``) has its parameter registered here as the submodule ``curvature``, so
+    the optimiser trains it with the head and checkpoints save it; the losses hold the same
+    geometry object and see the same value.
+
     Attributes
     ----------
     scale : torch.Tensor
@@ -187,6 +192,9 @@ class HyperbolicHead(nn.Module):
         if not (math.isfinite(float(scale_init)) and float(scale_init) > 0):
             raise ValueError(f"scale_init must be a finite number > 0 (e.g. 1/sqrt(d)), got {scale_init!r}")
         self.geometry = geometry
+        if getattr(geometry, "learnable", False):
+            # the trainable curvature (geoopt's parameter) is trained and checkpointed with the head
+            self.curvature = geometry.manifold
         self.clip_r = None if clip_r is None else float(clip_r)
         log_s = torch.tensor(math.log(float(scale_init)), dtype=torch.float32)
         if learn_scale:
@@ -228,7 +236,8 @@ class HyperbolicHead(nn.Module):
 
     def extra_repr(self) -> str:
         return (
-            f"geometry={self.geometry.name}, c={getattr(self.geometry, 'c', None)}, clip_r={self.clip_r}, "
+            f"geometry={self.geometry.name}, c={float(self.geometry.c.detach() if torch.is_tensor(self.geometry.c) else self.geometry.c):g}, "
+            f"learnable_c={getattr(self.geometry, 'learnable', False)}, clip_r={self.clip_r}, "
             f"scale={float(self.scale):.4g}, learn_scale={self.learn_scale}"
         )
 

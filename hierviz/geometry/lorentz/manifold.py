@@ -24,7 +24,7 @@ import geoopt
 import numpy as np
 import torch
 
-from hierviz.geometry._checks import full_precision
+from hierviz.geometry._checks import full_precision, scalar
 from hierviz.geometry.base import (
     Geometry,
     Tensor,
@@ -90,6 +90,10 @@ class Lorentz(Geometry):
     k : float, optional, keyword only
         Deprecated (hierviz 0.1) name of ``c`` — the same number, not geoopt's ``k``;
         warns with DeprecationWarning. Passing both ``c`` and ``k`` raises TypeError.
+    learnable : bool, default False
+        Make the curvature trainable, geoopt's ``Lorentz(learnable=True)`` (its ``k = 1/c``
+        is the parameter); it lives in :attr:`manifold`, which the model's
+        :class:`~hierviz.models.HyperbolicHead` registers so it is trained and checkpointed.
 
     Attributes
     ----------
@@ -132,7 +136,9 @@ class Lorentz(Geometry):
     hyperbolic = True
     display_name = "Lorentz hyperboloid"
 
-    def __init__(self, c: float | None = None, validate: bool = True, *, k: float | None = None) -> None:
+    def __init__(
+        self, c: float | None = None, validate: bool = True, *, k: float | None = None, learnable: bool = False
+    ) -> None:
         if k is not None:
             if c is not None:
                 raise TypeError("Lorentz: pass the curvature once, as c (k is its deprecated 0.1 name)")
@@ -144,12 +150,24 @@ class Lorentz(Geometry):
             )
             c = k
         super().__init__(validate=validate)
-        self.c = check_curvature(1.0 if c is None else c, "c")
-        self.k = self.c  # hierviz 0.1 name, kept for reading
-        self.manifold = geoopt.Lorentz(k=torch.tensor(1.0 / self.c, dtype=torch.float64))
+        c0 = check_curvature(1.0 if c is None else c, "c")
+        self.learnable = bool(learnable)
+        self.manifold = geoopt.Lorentz(k=torch.tensor(1.0 / c0, dtype=torch.float64), learnable=self.learnable)
+        self._c = c0
+
+    @property
+    def c(self) -> Any:
+        """The curvature magnitude: a float, or with ``learnable=True`` ``1/k`` of geoopt's
+        trainable ``k``, a 0-d float64 tensor that carries gradient."""
+        return 1.0 / self.manifold.k if self.learnable else self._c
+
+    @property
+    def k(self) -> float:
+        """hierviz 0.1's name of ``c`` (the same number; not geoopt's ``k``), kept for reading."""
+        return scalar(self.c)
 
     def __repr__(self) -> str:
-        return f"Lorentz(c={self.c:g})"
+        return f"Lorentz(c={scalar(self.c):g})"
 
     def point_dim(self, d: int) -> int:
         """``d + 1``: ambient coordinates of a point with ``d`` intrinsic dimensions.
@@ -218,7 +236,7 @@ class Lorentz(Geometry):
                 off = viol > 1.0
                 raise ValueError(
                     f"{name}: {int(off.sum())} point(s) are off the hyperboloid <x,x>_L = -1/c "
-                    f"(c={self.c:g}; worst |c<x,x>_L + 1| = {float(err.max()):.3g}); "
+                    f"(c={scalar(self.c):g}; worst |c<x,x>_L + 1| = {float(err.max()):.3g}); "
                     f"map tangent vectors with expmap0() or fix the time coordinate with proj()"
                 )
 
@@ -454,7 +472,7 @@ class Lorentz(Geometry):
         Tensor, shape (d+1,)
         """
         o = torch.zeros(int(d) + 1, dtype=dtype or torch.get_default_dtype(), device=device)
-        o[0] = self.c**-0.5
+        o[0] = scalar(self.c) ** -0.5
         return o
 
     # ------------------------------------------------------------------ ball conversion
@@ -507,7 +525,9 @@ class Lorentz(Geometry):
             raise ValueError("p must have shape (..., d), got a scalar")
         p2 = pt.pow(2).sum(-1, keepdim=True)
         if bool((p2.detach() * self.c >= 1.0).any()):
-            raise ValueError(f"p: point(s) lie outside the Poincaré ball of radius 1/sqrt(c) = {self.c**-0.5:.6g}")
+            raise ValueError(
+                f"p: point(s) lie outside the Poincaré ball of radius 1/sqrt(c) = {scalar(self.c) ** -0.5:.6g}"
+            )
         return lmath.from_ball(pt, self.c)
 
     def _initial_means(self, x: Tensor, idx: Tensor, wcol: Tensor, denom: Tensor, K: int) -> Tensor:

@@ -27,6 +27,7 @@ from typing import Any
 import geoopt
 import torch
 
+from hierviz.geometry._checks import scalar
 from hierviz.geometry.base import (
     Geometry,
     Tensor,
@@ -55,6 +56,11 @@ class PoincareBall(Geometry):
         curvature ``-c`` (paper 01: :math:`\kappa = -c`, default :math:`\kappa=-1`).
     validate : bool, default True
         Check that inputs lie strictly inside the ball and are finite.
+    learnable : bool, default False
+        Make ``c`` a trainable parameter, geoopt's ``PoincareBall(learnable=True)``
+        (``c = softplus(isp_c)``); the parameter lives in :attr:`manifold`, which the
+        model's :class:`~hierviz.models.HyperbolicHead` registers so it is trained and
+        checkpointed. Every distance and map then differentiates with respect to ``c``.
 
     Attributes
     ----------
@@ -87,12 +93,24 @@ class PoincareBall(Geometry):
     hyperbolic = True
     display_name = "Poincaré ball"
 
-    def __init__(self, c: float = 1.0, validate: bool = True) -> None:
+    def __init__(self, c: float = 1.0, validate: bool = True, *, learnable: bool = False) -> None:
         super().__init__(validate=validate)
-        self.c = check_curvature(c, "c")
-        self.radius = self.c**-0.5
+        c0 = check_curvature(c, "c")
+        self.learnable = bool(learnable)
         # float64 curvature: geoopt stores softplus^{-1}(c); in float32 c=1e-6 would become 9.5e-7.
-        self.manifold = geoopt.PoincareBall(c=torch.tensor(self.c, dtype=torch.float64))
+        self.manifold = geoopt.PoincareBall(c=torch.tensor(c0, dtype=torch.float64), learnable=self.learnable)
+        self._c = c0
+
+    @property
+    def c(self) -> Any:
+        """The curvature magnitude: a float, or with ``learnable=True`` geoopt's
+        ``softplus(isp_c)``, a 0-d float64 tensor that carries gradient."""
+        return self.manifold.c if self.learnable else self._c
+
+    @property
+    def radius(self) -> float:
+        """``1/sqrt(c)``, the ball's Euclidean radius."""
+        return scalar(self.c) ** -0.5
 
     # ------------------------------------------------------------------ checks
     def check_point(self, x: Any, name: str = "x") -> None:
@@ -127,7 +145,7 @@ class PoincareBall(Geometry):
                 worst = top**0.5
                 raise ValueError(
                     f"{name}: {int(bad.sum())} point(s) lie outside the Poincaré ball of curvature "
-                    f"-{self.c:g} (max norm {worst:.6g} >= radius 1/sqrt(c) = {self.radius:.6g}); "
+                    f"-{scalar(self.c):g} (max norm {worst:.6g} >= radius 1/sqrt(c) = {self.radius:.6g}); "
                     f"map raw features with expmap0() or clip them with proj()"
                 )
 
