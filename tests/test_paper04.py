@@ -359,7 +359,7 @@ def test_methods_are_registered_with_sampler_and_protocol():
         obj = build_objective(name, TREE4, "euclidean", triplet_margin=0.5)
         loss, terms = obj(z, y)
         want = {"t", "l", "pl", "b"} & set(name.split("+"))
-        assert set(terms) == want and float(loss) == pytest.approx(sum(float(v) for v in terms.values()))
+        assert set(terms) == want and float(loss.detach()) == pytest.approx(sum(float(v) for v in terms.values()))
         if "t" in want:
             assert obj.term("t").margin == 0.5
     assert get_method("t+pl").display_name == "T+PL"
