@@ -393,3 +393,18 @@ def test_learn_curvature_trains_c_and_records_it(tmp_path):
 
     ckpt = load_checkpoint(tmp_path / "runs" / "supcon-poincare-s0" / "checkpoint.pt")
     assert any(k.endswith("curvature.isp_c") for k in ckpt["model"])
+
+
+def test_hierarchy_report_with_radius():
+    from hierviz.data import load_tree
+    from hierviz.metrics import REPORT_KEYS, hierarchy_report
+
+    tree = load_tree("two-step")
+    ball = PoincareBall(1.0)
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(140) % 7
+    z = ball.expmap0(torch.randn(140, 4, generator=g, dtype=F64) * 0.5 + torch.nn.functional.one_hot(y % 4, 4))
+    plain = hierarchy_report(z[:70], y[:70], z[70:], y[70:], tree, ball)
+    rich = hierarchy_report(z[:70], y[:70], z[70:], y[70:], tree, ball, with_radius=True, clip_r=3.0)
+    assert tuple(plain) == tuple(REPORT_KEYS) and {k: rich[k] for k in plain} == plain
+    assert rich["radius"] == radius_report(z[70:], y[70:], tree, ball, clip_r=3.0)

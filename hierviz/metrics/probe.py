@@ -147,7 +147,9 @@ def hierarchy_report(
     *,
     level: int | None = None,
     steps: int = 10,
-) -> dict[str, float]:
+    with_radius: bool = False,
+    clip_r: float | None = None,
+) -> dict[str, Any]:
     """All hierarchy-faithfulness numbers of paper 01 for one embedding, as one table row.
 
     1. ``top1``: leaf accuracy of :func:`linear_probe` (fit on train, scored on test).
@@ -181,11 +183,18 @@ def hierarchy_report(
         Karcher steps for hyperbolic prototypes (paper 01 uses :math:`T_{mean} = 3`; see
         :func:`~hierviz.metrics.parent_prototypes` for the measured choice of 10).
 
+    with_radius : bool, default False
+        Add ``"radius"``: :func:`hierviz.metrics.radius_report` of the test embeddings (radius
+        by depth of samples and prototypes, ``clip_fraction``), a dict.
+    clip_r : float, optional
+        The head's clip radius, for ``clip_fraction`` (see :func:`~hierviz.metrics.max_radius`).
+
     Returns
     -------
-    dict[str, float]
+    dict
         Keys exactly ``{"top1", "hf1", "h_acc", "violations", "pc_order"}`` (in that order),
-        each a float in [0, 1]; violations is lower-is-better, the others higher-is-better.
+        each a float in [0, 1]; violations is lower-is-better, the others higher-is-better;
+        plus ``"radius"`` (a dict) with ``with_radius=True``.
 
     Raises
     ------
@@ -215,4 +224,8 @@ def hierarchy_report(
         "violations": parent_violations(z_te, y_te, protos, node_ids, tree, geometry, level=level),
         "pc_order": pc_order(z_te, y_te, protos, node_ids, tree, geometry, level=level),
     }
+    if with_radius:
+        from hierviz.metrics.radius import radius_report
+
+        out["radius"] = radius_report(z_te, y_te, tree, geometry, clip_r=clip_r, steps=steps)
     return out
