@@ -631,3 +631,16 @@ def test_orchideasol_conversion_on_local_files(tmp_path):
     assert tree.leaves == classes and tree.height == 4 and tree.parent("Brass/Horn/Sordina/ord") == "Brass/Horn/Sordina"
     assert ds.is_vector and ds.num_classes == 3
     assert o.main(["--from-dir", str(tmp_path / "nothing")]) == 2
+
+
+def test_compare_refuses_an_image_encoder_on_vectors(tmp_path, monkeypatch, capsys):
+    from hierviz.cli import main
+
+    make_corpus(tmp_path / "20news-bydate.tar.gz", n_train=2, n_test=1)
+    monkeypatch.setenv("HIERVIZ_DATA", str(tmp_path))
+    rc = main(["compare", "--dataset", "20news", "--encoder", "small_cnn", "--out", str(tmp_path / "o"), "--quiet"])
+    err = capsys.readouterr().err
+    assert (
+        rc == 2
+        and "--encoder (model.encoder): 'small_cnn' encodes images, but the dataset holds feature vectors" in err
+    ), err

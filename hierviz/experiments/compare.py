@@ -440,6 +440,14 @@ def _compare(
     out = Path(cfg.out)
     _check_writable(out)
     ds, tree, n_all = load_data(cfg)
+    from hierviz.models import ENCODERS
+
+    if getattr(ds, "is_vector", False) and not getattr(ENCODERS.get(cfg.model.encoder), "vectors", False):
+        raise ConfigError(
+            f"model.encoder: {cfg.model.encoder!r} encodes images, but the dataset holds feature vectors "
+            f"(N, D) = {ds.images.shape}; use --encoder mlp (or an encoder registered with a 'vectors = True' "
+            "attribute)"
+        )
     if cfg.data.image_size is None:
         cfg.data.image_size = int(ds.images.shape[1])
     if cfg.data.tree is None:

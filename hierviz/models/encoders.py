@@ -305,10 +305,17 @@ def _resnet50(*, width: int = 32, small_input: bool = True, pretrained=None) -> 
 
 @register_encoder("mlp")
 def _mlp(*, width: int = 32, small_input: bool = True, pretrained=None) -> nn.Module:
-    """:class:`MLPEncoder` with ``hidden = 8 * width`` (the feature size of ``small_cnn`` at that width)."""
+    """:class:`MLPEncoder` with ``hidden = 8 * width`` (the feature size of ``small_cnn`` at that width).
+
+    Its ``vectors = True`` attribute tells :func:`hierviz.experiments.compare` that it takes
+    vector datasets; image encoders have none.
+    """
     if pretrained is not None:
         raise ValueError(
             "pretrained: the 'mlp' encoder infers its input size on the first batch; load weights into it "
             "after a forward pass (torch.load + load_state_dict), not through model.pretrained"
         )
     return MLPEncoder(hidden=8 * int(width))
+
+
+_mlp.vectors = True  # type: ignore[attr-defined]  (compare: this encoder takes vector datasets)
