@@ -329,7 +329,11 @@ def test_missing_data_path(tmp_path, capsys):
     [
         (["--epochs", "0"], "--epochs (train.epochs): must be an integer >= 1, got 0"),
         (["--limit", "1"], "--limit (data.limit): must be an integer >= 2 (or null), got 1"),
-        (["--curvature", "-1"], "--curvature (model.curvature): must be > 0 (c of curvature -c), got -1.0"),
+        (
+            ["--curvature", "-1"],
+            "--curvature (model.curvature): must be in [1e-07, 500] (c of curvature -c; outside it the maps are wrong), "
+            "got -1.0",
+        ),
         (["--seeds", "0"], "--seeds (seeds): must be an integer >= 1, got 0"),
         (["--threads", "0"], "--threads (train.threads): must be an integer >= 1 (or null), got 0"),
         (["--tau", "0"], "--tau (loss.tau): must be > 0, got 0.0"),
