@@ -36,6 +36,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
+from hierviz.training import distributed as _dist
 from hierviz.training.checkpoint import CHECKPOINT_NAME, atomic_save, load_checkpoint, rng_state, set_rng_state
 from hierviz.training.config import TrainConfig, check_resume_config
 
@@ -195,6 +196,8 @@ def _make_loader(
     n = len(dataset)  # type: ignore[arg-type]
     if n < 1:
         raise ValueError("train_data is empty")
+    if _dist.is_distributed():  # every rank draws the same global batches and keeps its slice
+        return _sharded_loader(dataset, config, gen, device, batch_sampler)
     if batch_sampler is not None:  # a method's own batches (e.g. tree triplets, paper 04)
         return DataLoader(
             dataset,
@@ -209,6 +212,35 @@ def _make_loader(
         batch_size=bs,
         shuffle=True,
         drop_last=n >= config.batch_size,
+        num_workers=config.num_workers,
+        generator=gen,
+        pin_memory=device.type == "cuda",
+        persistent_workers=False,
+    )
+
+
+def _sharded_loader(
+    dataset: Dataset, config: TrainConfig, gen: torch.Generator, device: torch.device, batch_sampler: Any
+) -> DataLoader:
+    """The loader of one rank: its contiguous slice of the same global batches as one process.
+
+    The default path draws the permutation from ``gen`` as ``DataLoader(shuffle=True,
+    generator=gen)`` does (base seed first, then the sampler's seed), so the global batches
+    are those of a single-process run with the same seed and ``batch_size``.
+    """
+    from torch.utils.data import BatchSampler, RandomSampler
+
+    from hierviz.samplers import TreeTripletBatchSampler
+
+    n = len(dataset)  # type: ignore[arg-type]
+    if batch_sampler is None:
+        bs = min(config.batch_size, n)
+        batch_sampler = BatchSampler(RandomSampler(dataset, generator=gen), bs, drop_last=n >= config.batch_size)
+    block = 3 if isinstance(batch_sampler, TreeTripletBatchSampler) else 1
+    shard = _dist.ShardedBatchSampler(batch_sampler, _dist.get_world_size(), _dist.get_rank(), block=block)
+    return DataLoader(
+        dataset,
+        batch_sampler=shard,
         num_workers=config.num_workers,
         generator=gen,
         pin_memory=device.type == "cuda",
@@ -342,6 +374,19 @@ def fit(
 
     model.to(device)
     objective.to(device)
+    distributed = _dist.is_distributed()
+    main = _dist.is_main_process()
+    train_model: nn.Module = model
+    if distributed:  # DDP averages gradients; the loss is computed on the gathered batch (distributed.py)
+        if device.type == "cuda":
+            model = nn.SyncBatchNorm.convert_sync_batchnorm(model)  # global batch statistics (CUDA only)
+        # static_graph: parameters the loss never reaches (the projection head under HXE's
+        # logits-only loss) are found on the first step instead of stalling the reduction
+        train_model = nn.parallel.DistributedDataParallel(
+            model,
+            device_ids=[device.index] if device.type == "cuda" and device.index is not None else None,
+            static_graph=True,
+        )
 
     # parameter groups: backbone vs head (10x LR)
     if hasattr(model, "backbone_parameters"):
@@ -407,7 +452,7 @@ def fit(
     bar = tqdm(
         total=total_steps,
         initial=global_step,
-        disable=not config.progress,
+        disable=not (config.progress and main),
         desc="train",
         unit="step",
         leave=False,
@@ -434,7 +479,9 @@ def fit(
                 x = x.to(device, non_blocking=True)
                 y = torch.as_tensor(y).to(device, non_blocking=True).long()
                 with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=use_amp):
-                    out = model(x)
+                    out = train_model(x)
+                if distributed:  # negatives from every rank: the objective sees the global batch
+                    out, y = _dist.gather_batch(out, y)
                 loss, terms = _objective_loss(objective, out, y, requires_logits)
                 values = {"loss": float(loss.detach())}
                 values.update(
@@ -450,6 +497,7 @@ def fit(
                 scaler.step(optimizer)
                 scaler.update()
                 scheduler.step()
+                _dist.broadcast_buffers(objective)  # e.g. LAM prototypes: rank 0's on every rank
                 if ema is not None:
                     ema.update_parameters(model)
                 global_step += 1
@@ -463,7 +511,7 @@ def fit(
                 history.setdefault(k, []).append(v / n)
             history.setdefault("lr_head", []).append(float(optimizer.param_groups[-1]["lr"]))
             elapsed = prior_seconds + (time.perf_counter() - t0)
-            if ckpt_path is not None:
+            if ckpt_path is not None and main:  # rank 0 alone writes
                 atomic_save(
                     {
                         "epoch": epoch + 1,
@@ -482,6 +530,7 @@ def fit(
                     },
                     ckpt_path,
                 )
+            _dist.barrier()  # the checkpoint is on disk before any rank goes on
             for cb in callbacks:
                 cb(epoch, {"history": history, "step_history": step_history, "model": model, "checkpoint": ckpt_path})
     finally:

@@ -1,0 +1,381 @@
+"""Data-parallel training (hierviz.training.distributed): 2 gloo processes vs one process.
+
+Each rank holds DIFFERENT data (rank 1's batch lacks leaves 1 and 2).  For every registered
+method, in float64: the loss, the gradients of the model's and the objective's parameters,
+the parameters after one AdamW step and the objective's buffers (LAM prototypes) equal one
+process on the concatenated batch to 1e-6.  The processes are spawned once per module (a
+file store in tmp_path) and run every case; each test checks one case's record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import nn
+
+from hierviz.hierarchy import LabelTree
+from hierviz.methods import METHODS, build_objective, get_method
+from hierviz.training import distributed as hd
+
+WORLD = 2
+D_IN, HIDDEN, DIM = 5, 8, 4
+TOL = 1e-6
+# rank r's leaf labels: rank 1 lacks leaves 1 and 2; triplet methods read (a, p, n) blocks of 3
+LABELS = {0: [0, 0, 2, 1, 1, 3], 1: [3, 3, 0, 3, 3, 0]}
+GEOMETRIES = {
+    "supcon": ("euclidean", "poincare"),
+    "hwc+lam": ("euclidean", "poincare"),
+    "hcl": ("euclidean", "poincare"),
+}
+CASES = [(m, g) for m in METHODS.names() for g in GEOMETRIES.get(m, ("euclidean",))]
+
+
+def _tree() -> LabelTree:
+    return LabelTree.from_nested({"root": {"a": ["a1", "a2"], "b": ["b1", "b2"]}})
+
+
+class TinyModel(nn.Module):
+    """features -> z on the manifold (-> leaf logits): the shape of hierviz.models.EmbeddingModel's output."""
+
+    def __init__(self, geometry, num_classes: int | None) -> None:
+        super().__init__()
+        self.geometry = geometry
+        self.encoder = nn.Linear(D_IN, HIDDEN)
+        self.head = nn.Linear(HIDDEN, DIM)
+        self.classifier = None if num_classes is None else nn.Linear(HIDDEN, num_classes)
+
+    def forward(self, x: torch.Tensor) -> dict:
+        h = torch.tanh(self.encoder(x))
+        z = self.geometry.expmap0(0.5 * torch.tanh(self.head(h)))
+        return {"features": h, "z": z, "logits": None if self.classifier is None else self.classifier(h)}
+
+
+def _data(rank: int, views: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(100 + rank)
+    y = torch.tensor(LABELS[rank], dtype=torch.long)
+    return torch.randn(len(y), views, D_IN, generator=g, dtype=torch.float64), y
+
+
+def _build(method: str, geometry: str):
+    from hierviz.geometry import get_geometry
+
+    tree = _tree()
+    geo = get_geometry(geometry)
+    torch.manual_seed(0)
+    needs = get_method(method).needs
+    model = TinyModel(geo, tree.num_leaves if needs.logits else None).double()
+    obj = build_objective(method, tree, geo).double()
+    return model, obj
+
+
+def _loss(obj, out, y):
+    """loss_from_output without its float32 cast (the tests run in float64)."""
+    from hierviz.losses.objective import mean_over_view_logits
+
+    if getattr(obj, "requires_logits", False):
+        return mean_over_view_logits(obj, out["z"], y, out["logits"])
+    return obj(out["z"], y)
+
+
+def _step(model, obj, train_model, x, y, distributed: bool):
+    params = [p for p in model.parameters()] + [p for p in obj.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-2, weight_decay=1e-4)
+    out = train_model(x)
+    if distributed:
+        out, y = hd.gather_batch(out, y)
+    loss, _ = _loss(obj, out, y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    grads.update({"obj." + n: p.grad.clone() for n, p in obj.named_parameters() if p.grad is not None})
+    opt.step()
+    if distributed:
+        hd.broadcast_buffers(obj)
+    after = {n: p.detach().clone() for n, p in model.named_parameters()}
+    after.update({"obj." + n: p.detach().clone() for n, p in obj.named_parameters()})
+    bufs = {n: b.clone() for n, b in obj.named_buffers() if b.is_floating_point()}
+    return float(loss), grads, after, bufs
+
+
+def _max_diff(a: dict, b: dict) -> float:
+    if set(a) != set(b):
+        raise AssertionError(f"different keys: {sorted(set(a) ^ set(b))}")
+    return max([0.0] + [float((a[k] - b[k]).abs().max()) if a[k].numel() else 0.0 for k in a])
+
+
+def _case(method: str, geometry: str, rank: int) -> dict:
+    views = get_method(method).needs.views
+    xs, ys = zip(*(_data(r, views) for r in range(WORLD)))
+    # one process on the concatenated batch
+    model, obj = _build(method, geometry)
+    ref = _step(model, obj, model, torch.cat(xs), torch.cat(ys), distributed=False)
+    # this rank's data, DDP, the loss on the gathered batch
+    model, obj = _build(method, geometry)
+    ddp = nn.parallel.DistributedDataParallel(model, static_graph=True)
+    got = _step(model, obj, ddp, xs[rank], ys[rank], distributed=True)
+    return {
+        "loss": abs(got[0] - ref[0]),
+        "loss_value": got[0],
+        "grad": _max_diff(got[1], ref[1]),
+        "grad_norm": float(sum(g.abs().sum() for g in ref[1].values())),
+        "param": _max_diff(got[2], ref[2]),
+        "buffer": _max_diff(got[3], ref[3]),
+        "buffers": sorted(ref[3]),
+    }
+
+
+def _worker(rank: int, store: str, out_dir: str) -> None:
+    import datetime
+
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo", init_method=f"file://{store}", rank=rank, world_size=WORLD, timeout=datetime.timedelta(seconds=120)
+    )
+    try:
+        records = {}
+        for method, geometry in CASES:
+            try:
+                records[f"{method}/{geometry}"] = _case(method, geometry, rank)
+            except Exception:  # recorded; the test of this case fails with it
+                records[f"{method}/{geometry}"] = {"error": traceback.format_exc()}
+        # the gather alone, with uneven batches (3 and 5 rows) and its gradient
+        x = torch.arange(3 + 2 * rank, dtype=torch.float64).mul(rank + 1).requires_grad_()
+        y = hd.all_gather_with_grad(x)
+        w = torch.arange(1, 9, dtype=torch.float64)
+        (w * y).sum().backward()  # every rank: the same loss of the global vector
+        records["uneven"] = {"gathered": y.tolist(), "grad": x.grad.tolist()}
+        Path(out_dir, f"rank{rank}.json").write_text(json.dumps(records))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory) -> list[dict]:
+    tmp = tmp_path_factory.mktemp("ddp")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    mp.spawn(_worker, args=(str(tmp / "store"), str(tmp)), nprocs=WORLD, join=True)
+    return [json.loads((tmp / f"rank{r}.json").read_text()) for r in range(WORLD)]
+
+
+@pytest.mark.parametrize("method,geometry", CASES, ids=[f"{m}-{g}" for m, g in CASES])
+def test_loss_gradients_and_step_equal_one_process(records, method, geometry):
+    for rank, rec in enumerate(records):
+        r = rec[f"{method}/{geometry}"]
+        assert "error" not in r, f"rank {rank}: {r.get('error')}"
+        assert np.isfinite(r["loss_value"])
+        assert r["grad_norm"] > 0  # a case with no gradient could not fail
+        assert r["loss"] < TOL, (rank, r)
+        assert r["grad"] < TOL, (rank, r)
+        assert r["param"] < TOL, (rank, r)
+        assert r["buffer"] < TOL, (rank, r)
+    if method in ("lam", "hwc+lam"):
+        assert "terms.lam.prototypes" in records[0][f"{method}/{geometry}"]["buffers"]
+
+
+def test_every_registered_method_is_covered():
+    assert {m for m, _ in CASES} == set(METHODS.names())
+
+
+def test_uneven_gather_and_its_gradient(records):
+    # rank 0 holds [0, 1, 2], rank 1 holds 2 * [0, 1, 2, 3, 4]; the loss is sum(w * y) on every rank
+    for rec in records:
+        assert rec["uneven"]["gathered"] == [0, 1, 2, 0, 2, 4, 6, 8]
+    # d/dx_r of sum(w * y), summed over ranks, averaged by DDP (/2): the rank's slice of w
+    assert records[0]["uneven"]["grad"] == [2 * w for w in (1, 2, 3)]
+    assert records[1]["uneven"]["grad"] == [2 * w for w in (4, 5, 6, 7, 8)]
+
+
+def test_sharded_batch_sampler_partitions_each_global_batch():
+    from torch.utils.data import BatchSampler, RandomSampler
+
+    def shards(epoch: int, world: int) -> list[list[list[int]]]:
+        out = []
+        for r in range(world):
+            g = torch.Generator().manual_seed(7)
+            s = hd.ShardedBatchSampler(BatchSampler(RandomSampler(range(23), generator=g), 8, True), world, r)
+            s.set_epoch(epoch)
+            out.append(list(s))
+        return out
+
+    for world in (1, 2, 3):
+        ranks = shards(0, world)
+        g = torch.Generator().manual_seed(7)
+        single = list(BatchSampler(RandomSampler(range(23), generator=g), 8, True))
+        for b, batch in enumerate(single):
+            # the ranks' slices in rank order are the single-process batch: no overlap, nothing lost
+            assert sum((ranks[r][b] for r in range(world)), []) == batch
+        assert shards(0, world) == ranks  # reproducible
+
+
+def test_sharded_batch_sampler_keeps_triplets_and_follows_epochs():
+    from hierviz.samplers import TreeTripletBatchSampler, TreeTripletSampler
+
+    tree = _tree()
+    labels = [0, 0, 1, 1, 2, 2, 3, 3]
+
+    def run(epoch: int, r: int) -> list[list[int]]:
+        s = hd.ShardedBatchSampler(TreeTripletBatchSampler(TreeTripletSampler(labels, tree, seed=3), 4), 2, r, block=3)
+        s.set_epoch(epoch)
+        return list(s)
+
+    whole = TreeTripletBatchSampler(TreeTripletSampler(labels, tree, seed=3), 4)
+    for epoch in (0, 1):
+        whole.set_epoch(epoch)
+        for b, batch in enumerate(whole):
+            a, c = run(epoch, 0)[b], run(epoch, 1)[b]
+            assert a + c == batch and len(a) % 3 == 0 and len(c) % 3 == 0
+    assert run(0, 0) != run(1, 0)  # a new epoch, new triplets
+    assert run(1, 1) == run(1, 1)
+
+
+def test_tree_triplet_sampler_shards_without_overlap():
+    from hierviz.samplers import TreeTripletSampler
+
+    tree = _tree()
+    labels = [0, 0, 1, 1, 2, 2, 3, 3]
+    whole = TreeTripletSampler(labels, tree, seed=5)
+    whole.set_epoch(2)
+    parts = []
+    for r in range(2):
+        s = TreeTripletSampler(labels, tree, seed=5, num_replicas=2, rank=r)
+        s.set_epoch(2)
+        parts.append(s.epoch_triplets())
+    total = whole.epoch_triplets()
+    n = len(total)
+    joined = np.empty((2 * len(parts[0]), 3), dtype=total.dtype)
+    joined[0::2], joined[1::2] = parts
+    # interleaved shards give back the epoch's triplets (the tail padded by wrapping)
+    # the interleaved shards are the epoch's triplets, each position on exactly one rank
+    # (a shard is padded by wrapping when the count is odd)
+    np.testing.assert_array_equal(joined[:n], total)
+    assert len(joined) - n < 2
+
+
+def test_single_process_helpers_are_identity():
+    x = torch.randn(3, 2, requires_grad=True)
+    assert hd.all_gather_with_grad(x) is x
+    out, y = hd.gather_batch({"z": x, "logits": None}, torch.tensor([0, 1, 2]))
+    assert out["z"] is x and y.tolist() == [0, 1, 2]
+    assert not hd.is_distributed() and hd.is_main_process() and hd.get_world_size() == 1
+    assert hd.init_distributed() is False or hd.launched_by_torchrun()
+
+
+@pytest.mark.parametrize(
+    "kw", [{"num_replicas": 0, "rank": 0}, {"num_replicas": 2, "rank": 2}, {"num_replicas": 2, "rank": -1}]
+)
+def test_sharded_batch_sampler_rejects_bad_ranks(kw):
+    with pytest.raises(ValueError, match="ShardedBatchSampler"):
+        hd.ShardedBatchSampler([[0, 1]], **kw)
+
+
+def test_sharded_batch_sampler_rejects_split_blocks():
+    with pytest.raises(ValueError, match="block=3"):
+        list(hd.ShardedBatchSampler([[0, 1, 2, 3]], 2, 0, block=3))
+
+
+# --------------------------------------------------------------------------- fit under 2 ranks
+
+FIT_N, FIT_BATCH = 20, 8  # two global batches of 8 per epoch (4 per rank)
+
+
+class _Views(torch.utils.data.Dataset):
+    """Deterministic two-view items (no augmentation RNG), leaf labels cycling over 4 leaves."""
+
+    def __init__(self) -> None:
+        g = torch.Generator().manual_seed(11)
+        self.x = torch.randn(FIT_N, 2, D_IN, generator=g)
+        self.y = [i % 4 for i in range(FIT_N)]
+
+    def __len__(self) -> int:
+        return FIT_N
+
+    def __getitem__(self, i: int):
+        return self.x[i], self.y[i]
+
+
+def _fit(method: str, ckpt: str | None, *, resume: bool = False, stop_after: int | None = None) -> dict:
+    from hierviz.training import TrainConfig, fit, seed_everything
+
+    tree = _tree()
+    from hierviz.geometry import get_geometry
+
+    geo = get_geometry("euclidean")
+    seed_everything(0)
+    model = TinyModel(geo, None)
+    obj = build_objective(method, tree, geo)
+    cfg = TrainConfig(
+        epochs=2, batch_size=FIT_BATCH, warmup_epochs=0.5, ema_decay=None, amp=False, device="cpu",
+        lr_backbone=1e-2, progress=False, checkpoint_dir=ckpt, resume=resume, seed=3,
+    )  # fmt: skip
+
+    def stop(epoch: int, info: dict) -> None:
+        if stop_after is not None and epoch + 1 >= stop_after:
+            raise KeyboardInterrupt  # an interrupted run (its checkpoint is on disk)
+
+    try:
+        res = fit(cfg, model, obj, _Views(), callbacks=[stop])
+    except KeyboardInterrupt:
+        return {}
+    state = {k: v.detach().clone() for k, v in res.model.state_dict().items()}
+    state.update({"obj." + k: v.detach().clone() for k, v in obj.state_dict().items() if v.is_floating_point()})
+    return {"state": state, "loss": res.step_history["loss"]}
+
+
+def _fit_worker(rank: int, store: str, out_dir: str) -> None:
+    import datetime
+
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo", init_method=f"file://{store}", rank=rank, world_size=WORLD, timeout=datetime.timedelta(seconds=120)
+    )
+    try:
+        out = {}
+        for method in ("supcon", "hwc+lam"):
+            out[method] = _fit(method, str(Path(out_dir, f"full-{method}")))
+            _fit(method, str(Path(out_dir, f"half-{method}")), stop_after=1)  # interrupted after epoch 1
+        torch.save(out, Path(out_dir, f"fit{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def fit_runs(tmp_path_factory) -> tuple[Path, list[dict]]:
+    tmp = tmp_path_factory.mktemp("ddpfit")
+    mp.spawn(_fit_worker, args=(str(tmp / "store"), str(tmp)), nprocs=WORLD, join=True)
+    return tmp, [torch.load(tmp / f"fit{r}.pt") for r in range(WORLD)]
+
+
+@pytest.mark.parametrize("method", ["supcon", "hwc+lam"])
+def test_fit_on_two_ranks_equals_one_process_with_the_same_global_batch(fit_runs, method, tmp_path):
+    tmp, runs = fit_runs
+    one = _fit(method, str(tmp_path / "one"))
+    for rank, run in enumerate(runs):
+        r = run[method]
+        np.testing.assert_allclose(r["loss"], one["loss"], rtol=1e-5, atol=1e-6, err_msg=f"rank {rank}")
+        assert set(r["state"]) == set(one["state"])
+        for k, v in one["state"].items():
+            torch.testing.assert_close(r["state"][k], v, rtol=1e-5, atol=1e-6, msg=f"rank {rank}: {k}")
+    assert len(one["loss"]) == 4  # 2 epochs x 2 global batches
+    # rank 0 alone wrote the checkpoint (one file set per run directory)
+    assert (tmp / f"full-{method}" / "checkpoint.pt").is_file()
+
+
+@pytest.mark.parametrize("method", ["supcon", "hwc+lam"])
+def test_resume_a_two_rank_checkpoint_in_one_process(fit_runs, method, tmp_path):
+    tmp, _ = fit_runs
+    import shutil
+
+    shutil.copytree(tmp / f"half-{method}", tmp_path / "half")
+    resumed = _fit(method, str(tmp_path / "half"), resume=True)
+    one = _fit(method, str(tmp_path / "one"))
+    np.testing.assert_allclose(resumed["loss"], one["loss"], rtol=1e-5, atol=1e-6)
+    for k, v in one["state"].items():
+        torch.testing.assert_close(resumed["state"][k], v, rtol=1e-5, atol=1e-6, msg=k)
