@@ -379,3 +379,46 @@ def test_resume_a_two_rank_checkpoint_in_one_process(fit_runs, method, tmp_path)
     np.testing.assert_allclose(resumed["loss"], one["loss"], rtol=1e-5, atol=1e-6)
     for k, v in one["state"].items():
         torch.testing.assert_close(resumed["state"][k], v, rtol=1e-5, atol=1e-6, msg=k)
+
+
+# --------------------------------------------------------------------------- hierviz compare under torchrun
+
+CLI_ARGS = [
+    "compare", "--quick", "--limit", "80", "--epochs", "2", "--seeds", "2", "--methods", "supcon",
+    "--geometry", "euclidean", "--encoder", "small_cnn", "--width", "4", "--embed-dim", "8",
+    "--image-size", "16", "--batch-size", "32", "--projection", "pca", "--quiet", "--set", "data.workers=0",
+]  # fmt: skip
+
+
+def test_compare_under_torchrun_resumes_a_one_process_run(tmp_path):
+    """Seed 1 is interrupted in one process; torchrun with 2 ranks resumes it; rank 0 alone writes."""
+    import csv
+    import subprocess
+    import sys
+
+    from hierviz.cli import main
+
+    def crash(epoch: int, info: dict) -> None:
+        if epoch == 0:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "run"
+    assert main([*CLI_ARGS, "--out", str(out)], _run_callbacks={"supcon-euclidean-s1": [crash]}) == 130
+    assert not (out / "runs" / "supcon-euclidean-s1" / "result.json").exists()
+    first = json.loads((out / "runs" / "supcon-euclidean-s0" / "result.json").read_text())
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "hierviz"]
+    proc = subprocess.run(
+        [*cmd, *CLI_ARGS, "--out", str(out), "--resume"], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rec = json.loads((out / "runs" / "supcon-euclidean-s1" / "result.json").read_text())
+    # the same global batches per epoch as one process: the second epoch ran on 2 ranks
+    assert len(rec["step_history"]["loss"]) == len(first["step_history"]["loss"]) >= 2
+    assert all(np.isfinite(rec["step_history"]["loss"]))
+    with open(out / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["method"], r["seed"]) for r in rows] == [("supcon", "0"), ("supcon", "1")]
+    # seed 0 was reused, not retrained
+    assert json.loads((out / "runs" / "supcon-euclidean-s0" / "result.json").read_text()) == first
+    assert proc.stdout.count("finished earlier, reusing") == 1  # printed by rank 0 only

@@ -209,8 +209,12 @@ def _run_one(
     resume: bool,
     progress: bool,
     callbacks: Sequence = (),
-) -> dict[str, Any]:
-    """Train + evaluate one method × geometry × seed; write config.json, result.json, embeddings.npz."""
+) -> dict[str, Any] | None:
+    """Train + evaluate one method × geometry × seed; write config.json, result.json, embeddings.npz.
+
+    Under torchrun every rank trains (DDP, :mod:`hierviz.training.distributed`); ranks other
+    than 0 return None after training.
+    """
     import torch
 
     from hierviz import __version__
@@ -274,6 +278,10 @@ def _run_one(
             labels=np.asarray(train_ds.labels), tree=tree, batch_size=t.batch_size, seed=seed
         )
     result = fit(train_config, model, objective, train_views, callbacks=callbacks, batch_sampler=batch_sampler)
+    from hierviz.training.distributed import is_main_process
+
+    if not is_main_process():
+        return None  # under torchrun rank 0 alone evaluates and writes
     protocol_name = cfg.eval.protocol or method.protocol
     protocol = PROTOCOLS.get(protocol_name)
     ev = protocol(
@@ -414,6 +422,9 @@ def compare(
     """
     import torch
 
+    from hierviz.training.distributed import init_distributed
+
+    init_distributed()  # under torchrun: join the process group (nothing in one process)
     cfg = validate(config.copy())
     saved_threads = torch.get_num_threads()
     if cfg.train.threads is not None:
@@ -434,8 +445,11 @@ def _compare(
 ) -> CompareResult:
     from hierviz.data import grouped_split
     from hierviz.report import build_report
+    from hierviz.training import distributed as hd
 
-    say = print if verbose else (lambda *a, **k: None)
+    main = hd.is_main_process()  # under torchrun rank 0 alone evaluates, prints and writes
+    say = print if verbose and main else (lambda *a, **k: None)
+    progress = progress and main
     t_start = time.perf_counter()
     out = Path(cfg.out)
     _check_writable(out)
@@ -479,8 +493,9 @@ def _compare(
             splits[protocol_name] = (sp, ds.subset(sp["train"]), ds.subset(sp[cfg.eval.split]))
         return splits[protocol_name]
 
-    atomic_write_text(out / "config.json", json.dumps(cfg.to_dict(), indent=1, default=json_default))
-    atomic_write_text(out / "tree.json", json.dumps(tree.to_dict(), indent=1, default=json_default))
+    if main:
+        atomic_write_text(out / "config.json", json.dumps(cfg.to_dict(), indent=1, default=json_default))
+        atomic_write_text(out / "tree.json", json.dumps(tree.to_dict(), indent=1, default=json_default))
 
     plan = [(m, g, s) for m in cfg.methods for g in cfg.geometries for s in range(cfg.seeds)]
     records, header_split = [], split
@@ -492,6 +507,7 @@ def _compare(
         run_cfg = cfg.run_config(method, geo, seed)
         fp = fingerprint(run_cfg)
         tag = f"[{i}/{len(plan)}] {method} · {geo} · seed {seed}"
+        hd.barrier()  # rank 0's files of the previous run are on disk: every rank decides alike
         res_file, cfg_file = run_dir / "result.json", run_dir / "config.json"
         if resume and cfg_file.is_file():
             saved = json.loads(cfg_file.read_text(encoding="utf-8"))
@@ -506,10 +522,12 @@ def _compare(
             rec = json.loads(res_file.read_text(encoding="utf-8"))
             say(f"{tag}: finished earlier, reusing {res_file}", flush=True)
         else:
-            if not resume and run_dir.exists():
-                shutil.rmtree(run_dir)
-            run_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(cfg_file, json.dumps({**run_cfg, "fingerprint": fp}, indent=1, default=json_default))
+            if main:
+                if not resume and run_dir.exists():
+                    shutil.rmtree(run_dir)
+                run_dir.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(cfg_file, json.dumps({**run_cfg, "fingerprint": fp}, indent=1, default=json_default))
+            hd.barrier()
             rec = _run_one(
                 cfg,
                 method,
@@ -523,6 +541,8 @@ def _compare(
                 progress=progress,
                 callbacks=callbacks.get(run_dir.name, ()),
             )
+            if rec is None:  # a rank other than 0: it trained, rank 0 evaluates and writes
+                continue
             m = rec["metrics"]
             say(
                 f"{tag}: train {rec['train_seconds']:.1f} s, eval {rec['eval_seconds']:.1f} s | "
@@ -533,6 +553,20 @@ def _compare(
         rec["config"], rec["folder"] = run_cfg, str(run_dir)
         records.append(rec)
 
+    if not main:
+        hd.barrier()  # rank 0 writes the tables and the report
+        from hierviz.report import read_results_csv
+
+        paths = {"csv": out / "results.csv", "markdown": out / "results.md", "html": out / "report.html"}
+        return CompareResult(
+            rows=read_results_csv(paths["csv"]),
+            records=load_records(out),
+            markdown=paths["markdown"].read_text(encoding="utf-8"),
+            paths=paths,
+            out=out,
+            config=cfg,
+            tree=tree,
+        )
     total = time.perf_counter() - t_start
     header = _header(cfg, argv, ds, tree, n_all, header_split, records, total)
     atomic_write_text(
@@ -566,6 +600,7 @@ def _compare(
     )
     from hierviz.report import read_results_csv
 
+    hd.barrier()  # the other ranks read the tables now
     return CompareResult(
         rows=read_results_csv(paths["csv"]),
         records=records,
