@@ -282,6 +282,10 @@ def test_report_has_a_radius_table_figure_and_flags_saturated_runs(tmp_path):
     html = paths["html"].read_text(encoding="utf-8")
     assert "Radius by tree depth" in html and "<tr class='flag'>" in html
     assert "SupCon (Poincaré, seed 0): 100 % of the test embeddings sit at the clip radius" in html
+    from hierviz.report import read_results_csv
+
+    csv_rows = read_results_csv(paths["csv"])
+    assert [float(r["clip_fraction"]) for r in csv_rows] == [1.0, 0.0]
     assert "saturated: every point sits on one sphere" in html  # the disk's caption
 
 

@@ -239,6 +239,9 @@ def build_report(
         for k in ("curvature", "epochs", "train_seconds", "eval_seconds", "eval_embedding"):
             if k in r:
                 row[k] = r[k]
+        rad = r.get("radius") or {}
+        if rad.get("clip_fraction") is not None:  # hyperbolic runs: radius columns in results.csv
+            row["radius_mean"], row["clip_fraction"] = float(rad["radius_mean"]), float(rad["clip_fraction"])
         rows.append(row)
     paths = {"csv": write_results_csv(rows, out_dir / "results.csv")}
     first = lambda key: str(header.get(key, "")).splitlines()[0] if header.get(key) else ""  # noqa: E731
