@@ -19,7 +19,7 @@ from __future__ import annotations
 import csv
 import json
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -104,7 +104,6 @@ class RetrievalConfig:
     seed: int = 0
     device: str = "auto"
     threads: int | None = 1
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 #: Named settings: ``smoke`` (tests, notebook), ``quick`` (README, minutes on 2 CPU cores),
@@ -347,7 +346,8 @@ def run_retrieval(
     Raises
     ------
     ValueError
-        Unknown preset, folds beyond the groups, an N larger than the features allow.
+        Unknown preset, or more folds than groups. (An N beyond the feature dimension is
+        cut to it.)
     """
 
     if isinstance(config, str):
@@ -478,6 +478,13 @@ def _run_retrieval(data, cfg, out, tree, progress, verbose):
 def summarise(rows: list[dict[str, Any]], ks: tuple[int, ...]) -> list[dict[str, Any]]:
     """Mean and standard deviation over folds of each (variant, storage).
 
+    Parameters
+    ----------
+    rows : list of dict
+        ``run_retrieval(...)["rows"]``: one dict per fold, variant and storage.
+    ks : tuple of int
+        The MAP@k cut-offs of the rows (kept for the signature; every metric column is summarised).
+
     Returns
     -------
     list of dict
@@ -506,6 +513,18 @@ def table2_markdown(summary: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 
 
     MAP@k in percent, mean ± std over folds; the Hyper-DINO columns use ``storage``
     references (fp16 tangents by default: the 64-byte claim).
+
+    Parameters
+    ----------
+    summary : list of dict
+        :func:`summarise` output.
+    ks : tuple of int, default (1, 5, 10, 20)
+    storage : str, default "fp16"
+
+    Returns
+    -------
+    str
+        A Markdown table; ``–`` where a variant was not run.
     """
 
     def cell(s: dict[str, Any] | None, k: int) -> str:
