@@ -93,7 +93,8 @@ def origin_distance(z: torch.Tensor, geometry: Geometry) -> torch.Tensor:
     z64 = z.double()
     d = z64.shape[-1] - (geometry.point_dim(1) - 1)  # intrinsic dimension (Lorentz: D - 1)
     o = geometry.origin(d, dtype=torch.float64, device=z.device)
-    return geometry.dist(z64, o.expand_as(z64))
+    with torch.no_grad():  # a learnable curvature would otherwise attach a graph
+        return geometry.dist(z64, o.expand_as(z64))
 
 
 def radius_report(
@@ -178,7 +179,8 @@ def radius_report(
         row: dict[str, Any] = {"depth": depth, "n_samples": int(at.sum()), "n_protos": int(uniq.numel())}
         row.update(_stats(r[at], "sample"))
         if uniq.numel():
-            protos = geometry.group_mean(zt[members], inv, int(uniq.numel()), steps=steps)
+            with torch.no_grad():
+                protos = geometry.group_mean(zt[members], inv, int(uniq.numel()), steps=steps)
             row.update(_stats(origin_distance(protos, geometry), "proto"))
         else:
             row.update({"proto_mean": None, "proto_std": None})
