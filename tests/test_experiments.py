@@ -587,3 +587,11 @@ def test_report_input_errors_are_one_line(tmp_path, capsys):
         f"hierviz: error: {run}: no config.json (written by hierviz 0.1?); rerun it with this version "
         "or report it from its own --out folder\n"
     )
+
+
+def test_another_dataset_on_the_command_line_takes_its_own_default_tree():
+    cfg = resolve_config("quick", ["data.dataset=hier-mnist"])  # quick pins two-step, HAM10000's tree
+    assert cfg.data.tree is None
+    cfg = resolve_config("quick", ["data.dataset=hier-mnist", "data.tree=hier-mnist"])
+    assert cfg.data.tree == "hier-mnist"
+    assert resolve_config("quick", ["train.epochs=1"]).data.tree == "two-step"

@@ -410,6 +410,9 @@ def _set_key(cfg: ExperimentConfig, key: str, value: Any, where: str) -> None:
 def apply_overrides(cfg: ExperimentConfig, overrides: Sequence[str] | Mapping[str, Any]) -> ExperimentConfig:
     """Apply ``key=value`` strings (or a ``{key: value}`` mapping) in place and return ``cfg``.
 
+    Changing ``data.dataset`` or ``data.path`` without setting ``data.tree`` resets the tree
+    to ``None``: the new dataset's default tree (a tree JSON is required with ``data.path``).
+
     Raises
     ------
     ConfigError
@@ -424,8 +427,14 @@ def apply_overrides(cfg: ExperimentConfig, overrides: Sequence[str] | Mapping[st
                 raise ConfigError(f"--set {text}: expected key=value, e.g. --set train.epochs=5")
             k, v = str(text).split("=", 1)
             items.append((k.strip(), _parse_value(v), f"--set {text}"))
+    before = (cfg.data.dataset, cfg.data.path)
     for key, value, where in items:
         _set_key(cfg, key, value, where)
+    keys = {k for k, _, _ in items}
+    if (cfg.data.dataset, cfg.data.path) != before and "data.tree" not in keys:
+        # another dataset without a tree: its own default tree, not the preset's (a preset's tree
+        # belongs to the preset's dataset; e.g. --preset quick --dataset hier-mnist)
+        cfg.data.tree = None
     return cfg
 
 
