@@ -14,6 +14,12 @@ import pytest  # noqa: E402  (after the thread-count variables are set)
 
 REPO = Path(__file__).resolve().parents[1]
 
+# tests/toy_method.py registers a user method (and loss.toy_scale) when imported: under
+# --doctest-modules collection would import it in every worker, and every run config would then
+# carry loss.toy_scale until a test that cleans it up ran (a torchrun child, which never imports it,
+# then refused --resume). The tests that need it import it themselves.
+collect_ignore = ["toy_method.py"]
+
 
 def shared_data_dir() -> Path | None:
     """The real-data folder if present: $HIERVIZ_DATA, else ../shared/data beside the checkout."""
