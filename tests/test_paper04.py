@@ -644,3 +644,32 @@ def test_compare_refuses_an_image_encoder_on_vectors(tmp_path, monkeypatch, caps
         rc == 2
         and "--encoder (model.encoder): 'small_cnn' encodes images, but the dataset holds feature vectors" in err
     ), err
+
+
+def test_20news_falls_back_to_a_synthetic_stand_in_only_when_allowed(tmp_path, monkeypatch):
+    from hierviz.data.loaders.newsgroups import synthetic_corpus
+
+    texts, labels, groups, split = synthetic_corpus(5, seed=0)
+    assert len(texts) == 100 and sorted(groups) == groups and set(labels.tolist()) == set(range(20))
+    assert synthetic_corpus(5, seed=0)[0] == texts  # seeded
+    ds = load_20news(synthetic=True, max_features=300)
+    assert ds.name == "20news (synthetic stand-in)" and ds.images.dtype == np.float32
+    monkeypatch.setenv("HIERVIZ_DATA", str(tmp_path))  # no tarball anywhere searched
+    monkeypatch.setattr("hierviz.data.loaders.newsgroups._find_tarball", _raise_missing)
+    assert load_20news().name == "20news (synthetic stand-in)"  # no folder named: the stand-in
+    with pytest.raises(FileNotFoundError):
+        load_20news(synthetic=False)
+    with pytest.raises(FileNotFoundError):
+        load_20news(tmp_path)  # a folder named: never a silent stand-in
+    # the tree is learnable: a group's messages share more words with its sibling than with others
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    X = (CountVectorizer().fit_transform(synthetic_corpus(20)[0]).toarray() > 0).astype(float)
+    ys = synthetic_corpus(20)[1]
+    cent = np.stack([X[ys == g].mean(0) for g in range(20)])
+    i, j, k = groups.index("rec.sport.baseball"), groups.index("rec.sport.hockey"), groups.index("sci.space")
+    assert cent[i] @ cent[j] > cent[i] @ cent[k]
+
+
+def _raise_missing(data_dir):
+    raise FileNotFoundError("20news-bydate.tar.gz not found")

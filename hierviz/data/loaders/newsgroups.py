@@ -14,6 +14,12 @@ Note that :func:`hierviz.experiments.compare` draws its own stratified split fro
 messages, so bydate-test messages may land in its training split and bydate-train ones in its
 test split; the TF-IDF statistics then saw the words (never the labels) of some test
 messages. Paper 04 uses audio, so this is our choice for a text stand-in.
+
+When the tarball is absent and no folder was named, :func:`load_20news` falls back to
+:func:`synthetic_corpus`: made-up messages whose words are drawn along each group's path in the
+``20news`` tree (so the tree is learnable), named ``"20news (synthetic stand-in)"``. The tests and
+the notebooks' SMOKE runs use it on machines without the data; numbers from it say nothing
+about 20 Newsgroups.
 """
 
 from __future__ import annotations
@@ -27,7 +33,15 @@ import numpy as np
 from hierviz.data.base import ArrayDataset, DatasetInfo, data_search_dirs, find_data_file
 from hierviz.data.registry import register_dataset
 
-__all__ = ["NEWS_CITATION", "NEWS_LICENCE", "NEWS_INFO", "load_20news", "read_20news_tar", "strip_header"]
+__all__ = [
+    "NEWS_CITATION",
+    "NEWS_LICENCE",
+    "NEWS_INFO",
+    "load_20news",
+    "read_20news_tar",
+    "strip_header",
+    "synthetic_corpus",
+]
 
 NEWS_CITATION = (
     "Lang K. NewsWeeder: Learning to filter netnews. Proc. ICML 1995, 331-339. 'bydate' version: "
@@ -128,8 +142,73 @@ def _find_tarball(data_dir: str | PathLike | None) -> Path:
     return find_data_file("text/" + NEWS_INFO.filename, data_dir)  # raises FileNotFoundError naming the folders
 
 
+def synthetic_corpus(
+    n_per_group: int = 60, seed: int = 0, words: int = 40
+) -> tuple[list[str], np.ndarray, list[str], np.ndarray]:
+    """Made-up messages for the 20 groups, with words drawn along each group's path in the tree.
+
+    Every node of the ``20news`` tree (root excluded) owns 12 pseudo-words; a message of group
+    ``g`` draws ``words`` tokens: from the nodes on g's path with weight growing with depth
+    (the group's own words most often), and a quarter from a shared pool of 60 words. Groups
+    under one parent therefore share words, and the tree is learnable from the text.
+
+    Parameters
+    ----------
+    n_per_group : int, default 60
+        Messages per group (>= 2); 60 % go to ``"train"``, the rest to ``"test"``.
+    seed : int, default 0
+    words : int, default 40
+        Tokens per message (>= 1).
+
+    Returns
+    -------
+    texts, labels, groups, split
+        As :func:`read_20news_tar`: ``labels`` int64 ``(N,)`` into the sorted ``groups``.
+
+    Raises
+    ------
+    ValueError
+        ``n_per_group < 2`` or ``words < 1``.
+
+    Examples
+    --------
+    >>> texts, labels, groups, split = synthetic_corpus(3, seed=1)
+    >>> len(groups), len(texts), sorted(set(split.tolist()))
+    (20, 60, ['test', 'train'])
+    """
+    from hierviz.data.trees import load_tree
+
+    for name, v, low in (("n_per_group", n_per_group, 2), ("words", words, 1)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+    tree = load_tree("20news")
+    groups = sorted(tree.leaves)
+    rng = np.random.default_rng(seed)
+    shared = [f"common{k}" for k in range(60)]
+    vocab = {n: [f"n{i}w{k}" for k in range(12)] for i, n in enumerate(tree.nodes) if n != tree.root}
+    texts: list[str] = []
+    labels: list[int] = []
+    split: list[str] = []
+    for gi, g in enumerate(groups):
+        path = [n for n in tree.ancestors(g) if n != tree.root]  # root side first, the group last
+        weights = np.arange(1, len(path) + 1, dtype=float)
+        weights /= weights.sum()
+        for i in range(n_per_group):
+            n_shared = words // 4
+            nodes = rng.choice(len(path), size=words - n_shared, p=weights)
+            toks = [vocab[path[j]][rng.integers(12)] for j in nodes]
+            toks += [shared[rng.integers(len(shared))] for _ in range(n_shared)]
+            rng.shuffle(toks)
+            texts.append(" ".join(toks))
+            labels.append(gi)
+            split.append("train" if i < int(0.6 * n_per_group) else "test")
+    return texts, np.asarray(labels, dtype=np.int64), groups, np.asarray(split)
+
+
 @register_dataset("20news", default_tree="20news", info=NEWS_INFO)
-def load_20news(data_dir: str | PathLike | None = None, *, max_features: int = 2000) -> ArrayDataset:
+def load_20news(
+    data_dir: str | PathLike | None = None, *, max_features: int = 2000, synthetic: bool | None = None
+) -> ArrayDataset:
     """20 Newsgroups as TF-IDF vectors (a vector dataset; see the module notes).
 
     Parameters
@@ -139,6 +218,10 @@ def load_20news(data_dir: str | PathLike | None = None, *, max_features: int = 2
         ``$HIERVIZ_DATA``, then ``../shared/data``.
     max_features : int, default 2000
         Vocabulary size D (the most frequent terms of the training messages).
+    synthetic : bool or None, default None
+        ``None``: the tarball if found, else (only when ``data_dir`` is not given)
+        :func:`synthetic_corpus`; ``True``: always the synthetic stand-in; ``False``: the
+        tarball or ``FileNotFoundError``.
 
     Returns
     -------
@@ -150,7 +233,8 @@ def load_20news(data_dir: str | PathLike | None = None, *, max_features: int = 2
     Raises
     ------
     FileNotFoundError
-        The tarball is missing (names the file and where it was looked for).
+        The tarball is missing (names the file and where it was looked for) and no synthetic
+        stand-in is allowed (``synthetic=False``, or a ``data_dir`` was named).
     ValueError
         An unreadable tarball, or ``max_features`` < 1.
     """
@@ -158,8 +242,20 @@ def load_20news(data_dir: str | PathLike | None = None, *, max_features: int = 2
 
     if isinstance(max_features, bool) or not isinstance(max_features, int) or max_features < 1:
         raise ValueError(f"max_features must be a positive integer, got {max_features!r}")
-    path = _find_tarball(data_dir)
-    texts, labels, groups, split = read_20news_tar(path)
+    name = "20news"
+    if synthetic:
+        texts, labels, groups, split = synthetic_corpus()
+        name = "20news (synthetic stand-in)"
+    else:
+        try:
+            path = _find_tarball(data_dir)
+        except FileNotFoundError:
+            if synthetic is False or data_dir is not None:
+                raise
+            texts, labels, groups, split = synthetic_corpus()
+            name = "20news (synthetic stand-in)"
+        else:
+            texts, labels, groups, split = read_20news_tar(path)
     train = split == "train"
     vec = TfidfVectorizer(
         max_features=max_features,
@@ -174,7 +270,7 @@ def load_20news(data_dir: str | PathLike | None = None, *, max_features: int = 2
         X,
         labels,
         groups,
-        name="20news",
+        name=name,
         citation=NEWS_CITATION,
         licence=NEWS_LICENCE,
         official_split=split,
