@@ -109,7 +109,7 @@ def _step(model, obj, train_model, x, y, distributed: bool):
     after = {n: p.detach().clone() for n, p in model.named_parameters()}
     after.update({"obj." + n: p.detach().clone() for n, p in obj.named_parameters()})
     bufs = {n: b.clone() for n, b in obj.named_buffers() if b.is_floating_point()}
-    return float(loss), grads, after, bufs
+    return float(loss.detach()), grads, after, bufs
 
 
 def _max_diff(a: dict, b: dict) -> float:
@@ -139,6 +139,29 @@ def _case(method: str, geometry: str, rank: int) -> dict:
     }
 
 
+def _teardown() -> None:
+    """Free the DDP wrappers (their reducers hold gloo work) and leave the group together."""
+    import gc
+
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def _spawn(fn, tmp: Path, outputs: list[str]) -> None:
+    """``mp.spawn`` the ranks; a rank killed by SIGABRT *after* writing its results is accepted.
+
+    gloo can abort a process while it exits ("terminate called without an active exception",
+    seen once in 4 suite runs under pytest-xdist on 2 cores), after the rank finished its work;
+    the results it wrote are complete, so only a missing output counts as a failure.
+    """
+    try:
+        mp.spawn(fn, args=(str(tmp / "store"), str(tmp)), nprocs=WORLD, join=True)
+    except mp.ProcessExitedException as exc:
+        if exc.signal_name != "SIGABRT" or not all((tmp / name).is_file() for name in outputs):
+            raise
+
+
 def _worker(rank: int, store: str, out_dir: str) -> None:
     import datetime
 
@@ -161,14 +184,14 @@ def _worker(rank: int, store: str, out_dir: str) -> None:
         records["uneven"] = {"gathered": y.tolist(), "grad": x.grad.tolist()}
         Path(out_dir, f"rank{rank}.json").write_text(json.dumps(records))
     finally:
-        dist.destroy_process_group()
+        _teardown()
 
 
 @pytest.fixture(scope="module")
 def records(tmp_path_factory) -> list[dict]:
     tmp = tmp_path_factory.mktemp("ddp")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    mp.spawn(_worker, args=(str(tmp / "store"), str(tmp)), nprocs=WORLD, join=True)
+    _spawn(_worker, tmp, [f"rank{r}.json" for r in range(WORLD)])
     return [json.loads((tmp / f"rank{r}.json").read_text()) for r in range(WORLD)]
 
 
@@ -351,13 +374,13 @@ def _fit_worker(rank: int, store: str, out_dir: str) -> None:
             _fit(method, str(Path(out_dir, f"half-{method}")), stop_after=1)  # interrupted after epoch 1
         torch.save(out, Path(out_dir, f"fit{rank}.pt"))
     finally:
-        dist.destroy_process_group()
+        _teardown()
 
 
 @pytest.fixture(scope="module")
 def fit_runs(tmp_path_factory) -> tuple[Path, list[dict]]:
     tmp = tmp_path_factory.mktemp("ddpfit")
-    mp.spawn(_fit_worker, args=(str(tmp / "store"), str(tmp)), nprocs=WORLD, join=True)
+    _spawn(_fit_worker, tmp, [f"fit{r}.pt" for r in range(WORLD)])
     return tmp, [torch.load(tmp / f"fit{r}.pt") for r in range(WORLD)]
 
 
