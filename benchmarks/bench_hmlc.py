@@ -24,14 +24,16 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import statistics
-import time
+import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from hierviz.losses import HMLCLoss, SupConLoss, fit_gmm_1d
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_losses import _time_round_robin  # noqa: E402  (interleaved rounds, median ratio to the first)
 
 
 def _salesforce():
@@ -40,22 +42,6 @@ def _salesforce():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.SalesforceHMLC
-
-
-def _time_round_robin(fns: dict, repeats: int, warmup: int = 1) -> dict[str, tuple[float, float]]:
-    """Median seconds of each callable and its median per-round ratio to the first entry."""
-    names = list(fns)
-    for _ in range(warmup):
-        for k in names:
-            fns[k]()
-    times: dict[str, list[float]] = {k: [] for k in names}
-    for _ in range(repeats):
-        for k in names:
-            t0 = time.perf_counter()
-            fns[k]()
-            times[k].append(time.perf_counter() - t0)
-    base = times[names[0]]
-    return {k: (statistics.median(v), statistics.median([a / b for a, b in zip(v, base)])) for k, v in times.items()}
 
 
 def bench_losses(batch: int, d: int, repeats: int, seed: int = 0) -> dict[str, tuple[float, float]]:
@@ -84,6 +70,7 @@ def bench_losses(batch: int, d: int, repeats: int, seed: int = 0) -> dict[str, t
             "HMCE salesforce loop": run(lambda z: sf(z, cols)),
         },
         repeats,
+        warmup=1,
     )
 
 
@@ -106,7 +93,7 @@ def bench_gmm(batch: int, d: int, k: int, repeats: int, seed: int = 0) -> tuple[
     def sk():
         out["sk"] = np.stack([GaussianMixture(k, random_state=0).fit_predict(row[:, None]) for row in x])
 
-    times = _time_round_robin({"batched EM (torch)": ours, "sklearn loop": sk}, repeats)
+    times = _time_round_robin({"batched EM (torch)": ours, "sklearn loop": sk}, repeats, warmup=1)
     ari = float(np.mean([adjusted_rand_score(a, b) for a, b in zip(out["ours"], out["sk"])]))
     return times, ari
 

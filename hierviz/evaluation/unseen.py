@@ -298,7 +298,7 @@ def unseen_protocol(
     device: Any = None,
     num_workers: int = 0,
     batch_size: int = 256,
-    mean_steps: int = 3,
+    mean_steps: int = 10,
 ) -> UnseenRecord:
     """Paper 04 (Generalised triplets) §III-D on a frozen model (see the module docstring).
 

@@ -298,10 +298,11 @@ def _run_one(
         batch_size=cfg.eval.batch_size,
         mean_steps=cfg.eval.mean_steps,
     )
-    np.savez_compressed(run_dir / "embeddings.npz", **ev.arrays())
+    arrays = ev.arrays()
+    np.savez_compressed(run_dir / "embeddings.npz", **arrays)
     from hierviz.evaluation import run_radius
 
-    radius = run_radius(model, ev.arrays(), tree, geometry, method.embedding)
+    radius = run_radius(model, arrays, tree, geometry, method.embedding)
     geo_cfg = geometry.config() if hasattr(geometry, "config") else {"name": geometry_name}
     record = {
         "name": run_dir.name,

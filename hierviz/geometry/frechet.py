@@ -188,13 +188,19 @@ def karcher_step(
         xd, wd, vd, mud = x.detach(), w.detach(), vbar.detach(), mu.detach()
         best_f = _segment_sum(wd * geometry._dist_rows(mud[idx], xd) ** 2, idx, K)
         step = torch.zeros(K, dtype=x.dtype, device=x.device)  # 0 = stay: never a rise of F_g
+        passed = torch.zeros(K, dtype=torch.bool, device=x.device)
         t = float(beta)
         for _ in range(max_halvings + 1):
             trial = geometry._exp(mud, t * vd)
             f1 = _segment_sum(wd * geometry._dist_rows(trial[idx], xd) ** 2, idx, K)
-            better = f1 < best_f  # NaN compares False: never taken
+            better = (f1 < best_f) & ~passed  # NaN compares False: never taken
+            # F_g is geodesically convex, so along the ray it rises again once past its minimum:
+            # a group that improved earlier and not now needs no smaller trial step
+            passed |= ~better & (step > 0)
             step = torch.where(better, torch.full_like(step, t), step)
             best_f = torch.where(better, f1, best_f)
+            if bool(passed.all()):
+                break
             t /= 2
     return geometry._exp(mu, step.unsqueeze(-1) * vbar)
 

@@ -236,7 +236,7 @@ class HyperbolicHead(nn.Module):
 
     def extra_repr(self) -> str:
         return (
-            f"geometry={self.geometry.name}, c={float(self.geometry.c.detach() if torch.is_tensor(self.geometry.c) else self.geometry.c):g}, "
+            f"geometry={self.geometry.name}, c={-self.geometry.curvature:g}, "
             f"learnable_c={getattr(self.geometry, 'learnable', False)}, clip_r={self.clip_r}, "
             f"scale={float(self.scale):.4g}, learn_scale={self.learn_scale}"
         )

@@ -130,6 +130,8 @@ def plot_runs_radius_by_depth(records: Sequence[Mapping[str, Any]], title: str |
     ValueError
         No record has a radius of a hyperbolic geometry.
     """
+    from hierviz.viz.radius import add_radius_traces
+
     fig = go.Figure()
     n = 0
     for r in records:
@@ -138,24 +140,7 @@ def plot_runs_radius_by_depth(records: Sequence[Mapping[str, Any]], title: str |
             continue
         n += 1
         label = f"{method_label(r['method'])} ({geometry_label(r['geometry'])}, seed {r['seed']})"
-        rows = rad.get("radius_by_depth", [])
-        d = [row["depth"] for row in rows if row.get("proto_mean") is not None]
-        p = [row["proto_mean"] for row in rows if row.get("proto_mean") is not None]
-        fig.add_trace(go.Scatter(x=d, y=p, mode="lines+markers", name=f"{label}: prototypes", legendgroup=label))
-        ds = [row["depth"] for row in rows if row.get("sample_mean") is not None]
-        s = [row["sample_mean"] for row in rows if row.get("sample_mean") is not None]
-        e = [row.get("sample_std") or 0.0 for row in rows if row.get("sample_mean") is not None]
-        fig.add_trace(
-            go.Scatter(
-                x=ds,
-                y=s,
-                error_y=dict(type="data", array=e, visible=True),
-                mode="markers",
-                marker=dict(symbol="circle-open", size=10),
-                name=f"{label}: samples (± std)",
-                legendgroup=label,
-            )
-        )
+        add_radius_traces(fig, rad.get("radius_by_depth", []), label)
     if n == 0:
         raise ValueError("records: no run of a hyperbolic geometry has a radius record")
     fig.update_layout(

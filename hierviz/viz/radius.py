@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from hierviz.metrics.radius import radius_report
 
-__all__ = ["plot_radius_by_depth"]
+__all__ = ["plot_radius_by_depth", "add_radius_traces"]
 
 
 def plot_radius_by_depth(
@@ -70,32 +70,7 @@ def plot_radius_by_depth(
     [0.07, 2.19, 3.0]
     """
     rep = radius_report(z, labels, tree, geometry, clip_r=clip_r)
-    rows = rep["radius_by_depth"]
-    prefix = f"{name}: " if name else ""
-    fig = fig if fig is not None else go.Figure()
-    d = [r["depth"] for r in rows if r["proto_mean"] is not None]
-    fig.add_trace(
-        go.Scatter(
-            x=d,
-            y=[r["proto_mean"] for r in rows if r["proto_mean"] is not None],
-            mode="lines+markers",
-            name=f"{prefix}prototypes",
-            legendgroup=name or None,
-            hovertemplate="depth %{x}: prototype radius %{y:.3f}<extra></extra>",
-        )
-    )
-    s = [r for r in rows if r["sample_mean"] is not None]
-    fig.add_trace(
-        go.Scatter(
-            x=[r["depth"] for r in s],
-            y=[r["sample_mean"] for r in s],
-            error_y=dict(type="data", array=[r["sample_std"] or 0.0 for r in s], visible=True),
-            mode="markers",
-            marker=dict(symbol="circle-open", size=11),
-            name=f"{prefix}samples (± std)",
-            legendgroup=name or None,
-        )
-    )
+    fig = add_radius_traces(fig if fig is not None else go.Figure(), rep["radius_by_depth"], name)
     top = rep["max_radius"]
     if top is not None and top != float("inf"):
         fig.add_hline(y=top, line=dict(dash="dash", color="#999999"), annotation_text="clip radius")
@@ -107,5 +82,49 @@ def plot_radius_by_depth(
         yaxis=dict(title="geodesic distance to the origin", rangemode="tozero"),
         height=420,
         meta=rep,
+    )
+    return fig
+
+
+def add_radius_traces(fig: go.Figure, rows: list[dict], name: str = "") -> go.Figure:
+    """Add the prototype line and the sample markers of one ``radius_by_depth`` list to ``fig``.
+
+    Parameters
+    ----------
+    fig : plotly Figure
+    rows : list of dict
+        ``radius_report(...)["radius_by_depth"]`` (``depth``, ``proto_mean``, ``sample_mean``,
+        ``sample_std``); entries that are ``None`` are skipped.
+    name : str
+        Legend prefix and legend group.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        ``fig``, with traces ``"<name>: prototypes"`` and ``"<name>: samples (± std)"``.
+    """
+    prefix = f"{name}: " if name else ""
+    p = [r for r in rows if r.get("proto_mean") is not None]
+    fig.add_trace(
+        go.Scatter(
+            x=[r["depth"] for r in p],
+            y=[r["proto_mean"] for r in p],
+            mode="lines+markers",
+            name=f"{prefix}prototypes",
+            legendgroup=name or None,
+            hovertemplate="depth %{x}: prototype radius %{y:.3f}<extra></extra>",
+        )
+    )
+    smp = [r for r in rows if r.get("sample_mean") is not None]
+    fig.add_trace(
+        go.Scatter(
+            x=[r["depth"] for r in smp],
+            y=[r["sample_mean"] for r in smp],
+            error_y=dict(type="data", array=[r.get("sample_std") or 0.0 for r in smp], visible=True),
+            mode="markers",
+            marker=dict(symbol="circle-open", size=11),
+            name=f"{prefix}samples (± std)",
+            legendgroup=name or None,
+        )
     )
     return fig
