@@ -22,6 +22,7 @@ import io
 import os
 import random
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,7 @@ def rng_state(gen: torch.Generator) -> dict[str, Any]:
         "loader": gen.get_state(),
     }
     if torch.cuda.is_available():
-        state["cuda"] = [s.cpu() for s in torch.cuda.get_rng_state_all()]
+        state["cuda"] = [s.detach().cpu() for s in torch.cuda.get_rng_state_all()]
     return state
 
 
@@ -93,19 +94,59 @@ def set_rng_state(state: dict[str, Any], gen: torch.Generator) -> None:
 
     Every tensor goes through ``.cpu()`` first (a checkpoint loaded with
     ``map_location="cuda"`` holds CUDA tensors, which ``.numpy()`` and ``set_rng_state``
-    refuse), and CUDA states are restored per device, for as many devices as both the
-    checkpoint and this machine have.
+    refuse; some loaders hand back other integer dtypes), and CUDA states are restored per
+    device with ``torch.cuda.set_rng_state_all``, for as many devices as both the checkpoint
+    and this machine have.
+
+    Parameters
+    ----------
+    state : dict
+        As returned by :func:`rng_state` (possibly loaded with any ``map_location``).
+    gen : torch.Generator
+        The DataLoader's shuffling generator (restored in place).
+
+    Warns
+    -----
+    UserWarning
+        The checkpoint holds CUDA states for a different number of devices than this
+        machine has (the common devices are restored, the rest keep their seeds), or CUDA
+        states while CUDA is unavailable (resuming a GPU run on a CPU: the CPU streams are
+        restored, the CUDA ones are dropped).
     """
     py = state["python"]
     random.setstate((py[0], tuple(py[1]), py[2]))
     n = state["numpy"]
     key = torch.as_tensor(n["key"]).cpu().numpy().astype(np.uint32)
     np.random.set_state((n["kind"], key, n["pos"], n["has_gauss"], n["cached_gaussian"]))
-    torch.set_rng_state(torch.as_tensor(state["torch"]).cpu().to(torch.uint8))
-    gen.set_state(torch.as_tensor(state["loader"]).cpu().to(torch.uint8))
-    if "cuda" in state and torch.cuda.is_available():
-        for i, s in enumerate(list(state["cuda"])[: torch.cuda.device_count()]):
-            torch.cuda.set_rng_state(torch.as_tensor(s).cpu().to(torch.uint8), device=i)
+    torch.set_rng_state(_cpu_uint8(state["torch"]))
+    gen.set_state(_cpu_uint8(state["loader"]))
+    saved = [_cpu_uint8(s) for s in state.get("cuda") or ()]
+    if not saved:
+        return
+    if not torch.cuda.is_available():
+        warnings.warn(
+            f"rng: the checkpoint holds CUDA RNG states of {len(saved)} device(s) but CUDA is not available "
+            "here; the CPU streams are restored and GPU-side randomness will differ from the interrupted run",
+            stacklevel=2,
+        )
+        return
+    have = torch.cuda.device_count()
+    if have != len(saved):
+        warnings.warn(
+            f"rng: the checkpoint holds CUDA RNG states of {len(saved)} device(s) but {have} are visible; "
+            f"restoring the first {min(have, len(saved))}; GPU-side randomness may differ from the interrupted run",
+            stacklevel=2,
+        )
+    if have <= len(saved):
+        torch.cuda.set_rng_state_all(saved[:have])
+    else:
+        for i, s in enumerate(saved):
+            torch.cuda.set_rng_state(s, device=i)
+
+
+def _cpu_uint8(t: Any) -> torch.Tensor:
+    """An RNG state as ``set_rng_state`` wants it: a CPU ByteTensor, whatever device/dtype it came as."""
+    return torch.as_tensor(t).detach().cpu().to(torch.uint8)
 
 
 # --------------------------------------------------------------------------- files
