@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
+import json
 
 import ipywidgets
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 import torch
 
 from hierviz.viz import omega_matrix, plot_omega
 from hierviz.viz.widgets import (
+    PLOTLY_MIME,
     Panel,
     curvature_figure,
     curvature_panel,
+    figure_bundle,
     lam_figure,
     lam_hinges,
     lam_panel,
@@ -27,6 +28,16 @@ from hierviz.viz.widgets import (
     tau_panel,
     toy_tangent_points,
 )
+
+
+def arr(v):
+    """A plotly JSON array: a list, or plotly >= 6's typed-array spec {"dtype", "bdata"[, "shape"]}."""
+    if isinstance(v, dict):
+        import base64
+
+        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
+        return a.reshape([int(n) for n in str(v["shape"]).split(",")]) if "shape" in v else a
+    return np.asarray(v)
 
 
 def names(fig):
@@ -156,15 +167,45 @@ def test_omega_panel_slider_updates_figure(breakhis_tree):
     p = omega_panel(breakhis_tree)
     assert isinstance(p, Panel) and isinstance(p, ipywidgets.VBox)
     assert set(p.controls) == {"alpha", "gamma"}
-    if importlib.util.find_spec("anywidget") is None:  # plotly's FigureWidget needs anywidget
-        assert isinstance(p.view, ipywidgets.Output)
-    else:
-        assert isinstance(p.view, go.FigureWidget)
+    assert isinstance(p.view, ipywidgets.Output) and "hierviz-panel" in p._dom_classes
     before = np.asarray(p.figure.data[0].z).copy()
     p.controls["gamma"].value = 1.5
     after = np.asarray(p.figure.data[0].z)
     assert not np.allclose(before, after)
     np.testing.assert_allclose(after, omega_matrix(breakhis_tree, 0.5, 1.5))
+    # what the front end draws: one display_data in the panel's own Output, the new figure's bundle
+    (out,) = p.view.outputs
+    assert out["output_type"] == "display_data" and set(out["data"]) == {PLOTLY_MIME, "text/plain"}
+    np.testing.assert_allclose(arr(out["data"][PLOTLY_MIME]["data"][0]["z"]), omega_matrix(breakhis_tree, 0.5, 1.5))
+
+
+def test_panel_output_is_one_bundle_per_change_and_never_the_cell(breakhis_tree, monkeypatch):
+    """The regression of issue 17: the figure goes into the panel's Output, never through display()."""
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: shown.append(a))
+    p = tau_panel(breakhis_tree)
+    for tau in (0.2, 0.3, 0.4):
+        p.controls["tau"].value = tau
+        assert len(p.view.outputs) == 1
+        spec = p.view.outputs[0]["data"][PLOTLY_MIME]
+        np.testing.assert_allclose(arr(spec["data"][0]["y"]), np.asarray(tau_figure(breakhis_tree, tau).data[0].y))
+        assert spec["layout"]["title"]["text"] == p.figure.layout.title.text
+    assert shown == []
+    json.dumps(p.view.outputs)  # the comm can send it as is
+
+
+def test_figure_bundle_is_plotlys_own_mimebundle(breakhis_tree):
+    import plotly.io as pio
+
+    fig = omega_figure(breakhis_tree, 0.3, 0.7)
+    ref = pio.renderers["plotly_mimetype"].to_mimebundle(fig.to_dict())[PLOTLY_MIME]  # peer: plotly's renderer
+    got = figure_bundle(fig)[PLOTLY_MIME]
+    assert set(got) >= {"data", "layout"} and got["data"] == ref["data"] and got["layout"] == ref["layout"]
+    assert figure_bundle(fig)["text/plain"] == "Figure(1 trace: heatmap)"
+    with pytest.raises(TypeError, match="plotly.graph_objects.Figure"):
+        figure_bundle({"data": []})
 
 
 def test_curvature_margin_tau_panels(breakhis_tree):
@@ -181,17 +222,6 @@ def test_curvature_margin_tau_panels(breakhis_tree):
     tp.controls["tau"].value = 0.5
     assert not np.allclose(y0, tp.figure.data[0].y)
     assert tp.values()["tau"] == 0.5
-
-
-def test_sync_figure_replaces_traces_and_layout(breakhis_tree):
-    from hierviz.viz.widgets import _sync_figure
-
-    target = omega_figure(breakhis_tree, 0.1, 0.1)
-    new = tau_figure(breakhis_tree, 0.3)
-    _sync_figure(target, new)  # the FigureWidget path, exercised on a plain go.Figure
-    assert names(target) == names(new)
-    assert target.layout.title.text == new.layout.title.text
-    np.testing.assert_allclose(target.data[0].y, new.data[0].y)
 
 
 def test_panel_bad_input(breakhis_tree):

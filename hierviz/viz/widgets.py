@@ -5,13 +5,20 @@ figure from the slider values (:func:`curvature_figure`, :func:`omega_figure`,
 :func:`margin_figure`, :func:`tau_figure`). Tests and papermill runs call those
 functions directly, so nothing waits for a browser; a panel only wires sliders to them.
 
-The figure is shown in a ``plotly.graph_objects.FigureWidget`` when plotly can build one
-(it needs the ``anywidget`` package), otherwise in an ``ipywidgets.Output`` that is
-re-rendered with ``IPython.display.display`` on every change.
+How a panel shows its figure: the panel owns one ``ipywidgets.Output``, and every change
+replaces that Output's ``outputs`` with a single ``display_data`` holding the figure's plotly
+mimebundle (``application/vnd.plotly.v1+json``, see :func:`figure_bundle`). The front end's
+own plotly renderer draws it (``jupyterlab-plotly``, shipped in the ``plotly`` wheel, in
+JupyterLab 4 and Notebook 7; VS Code's built-in one), so the same code path works in all of
+them, needs no ``anywidget``, and redraws from a slider callback (which runs outside any cell).
+Never ``Output.append_display_data(fig)`` or ``display(fig)``: plotly's ``_ipython_display_``
+then prints the figure into the *cell* (once, at creation) and later changes go nowhere.
+docs/widgets.md has the troubleshooting notes and the measured redraw times.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,6 +33,8 @@ from hierviz.viz.tree import _as_points, _check_nonneg, _check_positive, _leaf_l
 
 __all__ = [
     "Panel",
+    "PLOTLY_MIME",
+    "figure_bundle",
     "toy_tangent_points",
     "curvature_figure",
     "curvature_panel",
@@ -482,39 +491,56 @@ def tau_figure(
 
 
 # --------------------------------------------------------------------------- panels
-def _in_kernel() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover
-        return False
-    return get_ipython() is not None
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
 
-def _figure_widget(fig: go.Figure):
-    """A FigureWidget for ``fig``, or None if plotly cannot build one (no anywidget)."""
-    import importlib.util
+def figure_bundle(fig: go.Figure) -> dict[str, Any]:
+    """The mimebundle a front end draws a plotly figure from (what plotly's ``plotly_mimetype`` renderer emits).
 
-    if importlib.util.find_spec("anywidget") is None:  # plotly >= 6 needs it; skip the slow failing import
-        return None
-    try:
-        return go.FigureWidget(fig)
-    except ImportError:
-        return None
+    Parameters
+    ----------
+    fig : plotly.graph_objects.Figure
 
+    Returns
+    -------
+    dict
+        ``{PLOTLY_MIME: {"data": [...], "layout": {...}}, "text/plain": str}``, JSON-safe
+        (numpy arrays become lists), ready for an ``Output`` widget's ``outputs``.
 
-def _sync_figure(target, fig: go.Figure) -> None:
-    """Replace ``target``'s traces and layout by ``fig``'s in place (FigureWidget update).
+    Raises
+    ------
+    TypeError
+        ``fig`` is not a plotly figure.
 
-    Works on any plotly figure object (``go.Figure`` or ``go.FigureWidget``).
+    Examples
+    --------
+    >>> import plotly.graph_objects as go
+    >>> b = figure_bundle(go.Figure(go.Bar(x=["a"], y=[1.0]), layout={"title": "t"}))
+    >>> b[PLOTLY_MIME]["data"][0]["type"], b[PLOTLY_MIME]["layout"]["title"]["text"], b["text/plain"]
+    ('bar', 't', 'Figure(1 trace: bar)')
     """
-    target.data = ()
-    with target.batch_update():
-        target.add_traces(list(fig.data))
-        target.layout = fig.layout
+    if not isinstance(fig, go.Figure):
+        raise TypeError(f"figure_bundle needs a plotly.graph_objects.Figure, got {type(fig).__name__}")
+    import plotly.io as pio
+
+    spec = json.loads(pio.to_json(fig, validate=False, remove_uids=False))
+    kinds = ", ".join(dict.fromkeys(t.get("type", "scatter") for t in spec.get("data", [])))
+    n = len(spec.get("data", []))
+    return {PLOTLY_MIME: spec, "text/plain": f"Figure({n} trace{'s' * (n != 1)}: {kinds})"}
 
 
 class Panel(widgets.VBox):
-    """An ``ipywidgets.VBox`` of sliders wired to a plain figure function.
+    """An ``ipywidgets.VBox`` of sliders wired to a plain figure function; it redraws its own figure.
+
+    The figure lives in the panel's own ``ipywidgets.Output`` (``panel.view``): on every
+    value change the figure function runs and the Output's ``outputs`` is *replaced* by
+    one ``display_data`` with the figure's plotly mimebundle (:func:`figure_bundle`). The
+    front end's plotly renderer draws it in place: one figure per panel, redrawn in
+    JupyterLab 4, classic Notebook 7 and VS Code alike, without ``anywidget``. (A plotly
+    ``FigureWidget`` needs ``anywidget`` and a second widget model; writing the bundle
+    needs nothing beyond ipywidgets and plotly, and setting ``outputs`` directly never
+    routes through the kernel's display hook, which kept papermill runs from stalling.)
+    Measured redraw times are in docs/widgets.md.
 
     Parameters
     ----------
@@ -531,28 +557,32 @@ class Panel(widgets.VBox):
     controls : dict
     figure : plotly.graph_objects.Figure
         The most recent figure (rebuilt synchronously when a slider moves).
-    view : plotly.graph_objects.FigureWidget or ipywidgets.Output
-        What shows the figure: a FigureWidget when plotly can build one (needs
-        ``anywidget``), else an Output re-rendered on every change (only inside an
-        IPython kernel; plain Python just keeps ``figure``).
+    view : ipywidgets.Output
+        Holds exactly one output, the current figure's bundle.
+
+    Raises
+    ------
+    TypeError
+        ``update`` does not return a plotly figure.
+
+    Notes
+    -----
+    The panel's DOM node carries the CSS class ``hierviz-panel`` (the browser tests find
+    panels by it).
     """
 
     def __init__(self, controls: dict[str, Any], update: Callable[..., go.Figure], title: str = ""):
         super().__init__()
         self.controls = dict(controls)
         self._figure_fn = update
+        self.view = widgets.Output()
         self.figure = update(**self.values())
-        fw = _figure_widget(self.figure)
-        self._live = fw is not None  # (isinstance(.., go.FigureWidget) would trigger plotly's slow lazy import)
-        if fw is not None:
-            self.view = fw
-        else:
-            self.view = widgets.Output()
-            self._render_output()
+        self._render_output()
         for w in self.controls.values():
             w.observe(self._on_change, names="value")
         head = [widgets.HTML(f"<b>{title}</b>")] if title else []
         self.children = head + [widgets.HBox(list(self.controls.values())), self.view]
+        self.add_class("hierviz-panel")
 
     def values(self) -> dict[str, Any]:
         """Current slider values, keyword → value."""
@@ -561,21 +591,17 @@ class Panel(widgets.VBox):
     def refresh(self) -> go.Figure:
         """Rebuild the figure from the current slider values and show it."""
         self.figure = self._figure_fn(**self.values())
-        if self._live:
-            _sync_figure(self.view, self.figure)
-        else:
-            self._render_output()
+        self._render_output()
         return self.figure
 
     def _render_output(self) -> None:
-        if not _in_kernel():  # plain python / tests: keep the figure, print nothing
-            return
-        # Replace the Output's contents directly. ``with self.view: display(...)`` routes the
-        # display through the kernel's output hook and, under ipykernel 7 + nbclient 0.11,
-        # intermittently leaves papermill waiting for the cell's reply (measured: 9 stalls in
-        # 26 headless runs); setting ``outputs`` never stalled (0 in 8).
-        self.view.outputs = ()
-        self.view.append_display_data(self.figure)
+        # Replace the Output's contents directly with the figure's mimebundle. Not
+        # ``append_display_data(fig)`` (plotly's _ipython_display_ prints into the cell, not the
+        # Output) and not ``with self.view: display(...)``: that routes through the kernel's
+        # output hook and, under ipykernel 7 + nbclient 0.11, intermittently left papermill
+        # waiting for the cell's reply (measured: 9 stalls in 26 headless runs); setting
+        # ``outputs`` never stalled (0 in 8).
+        self.view.outputs = ({"output_type": "display_data", "data": figure_bundle(self.figure), "metadata": {}},)
 
     def _on_change(self, change) -> None:
         self.refresh()
