@@ -1,0 +1,516 @@
+r"""HyILR (Paper 05 (HyILR)): text–label contrastive loss on a Lorentz hyperboloid with hierarchy negatives.
+
+Three pieces, each a plain function of tensors so they can be used (and gathered across
+ranks) without a model:
+
+* :class:`HyperbolicScales` — the learnable scalars of §5.1 (curvature ``k``, text and label
+  scales ``α_t``, ``α_l``, all learned in log space) and the projection of Eq. 12,
+  ``T_H = φ(α_t T_[CLS])``, ``L_H = φ(α_l W_Lᵀ)``, with φ the exponential map at the origin
+  (Eq. 11) and ``d`` the geodesic distance (Eq. 4). ``geometry="lorentz"`` is HyILR;
+  ``"poincare"`` and ``"euclidean"`` are the ablations of Table 4 (CL-Poincaré,
+  CL-Euclidean (Distance)).
+* :func:`hierarchy_negatives` — the hierarchy-aware hard negatives of Eqs. 13–14, one
+  nearest non-positive descendant and one nearest non-positive same-level label per
+  positive label, united per sample (unique), vectorised over samples and labels;
+  :func:`random_negatives` is the "w/o HNS" ablation.
+* :func:`hyilr_contrastive_loss` (Eq. 15) and :func:`hyilr_loss` (BCE + λ·CL, §4.3.2).
+
+Labels are the tree's nodes without the root, in ``tree.nodes`` order (``c = N − 1``
+columns); :func:`label_relations` builds the descendant and same-level masks.
+
+The paper writes points as ``[u_s, u_t]`` (time last); hierviz's Lorentz model puts time
+first (:mod:`hierviz.geometry.lorentz.math`). The paper's ``k`` (hyperboloid
+``⟨u, u⟩_L = −1/k``) is hierviz's ``c``.
+
+Examples
+--------
+>>> import torch
+>>> from hierviz.hierarchy import LabelTree
+>>> tree = LabelTree.from_nested({"root": {"a": ["a1", "a2"], "b": ["b1"]}})
+>>> desc, level = label_relations(tree)
+>>> [n for n in tree.nodes if n != tree.root]
+['a', 'b', 'a1', 'a2', 'b1']
+>>> d = torch.tensor([[0.5, 0.4, 0.1, 0.3, 0.2]])  # text-to-label distances of one sample
+>>> y = torch.tensor([[True, False, True, False, False]])  # positives: a, a1
+>>> hierarchy_negatives(d, y, desc, level).int().tolist()  # a2 (descendant of a), b, b1 (same level)
+[[0, 1, 0, 1, 1]]
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from hierviz.geometry._checks import full_precision
+from hierviz.geometry.lorentz import math as lmath
+from hierviz.geometry.poincare import math as pmath
+
+Tensor = torch.Tensor
+
+__all__ = [
+    "HYILR_GEOMETRIES",
+    "HyperbolicScales",
+    "lorentz_expmap0",
+    "lorentz_distance",
+    "project",
+    "distance",
+    "label_relations",
+    "hierarchy_negatives",
+    "random_negatives",
+    "hyilr_contrastive_loss",
+    "hyilr_loss",
+]
+
+#: Spaces the contrastive term can use: HyILR (Lorentz) and the Table 4 ablations.
+HYILR_GEOMETRIES = ("lorentz", "poincare", "euclidean")
+#: Range the learnable curvature is clamped to (hierviz's maps are tested on [1e-7, 500]).
+K_RANGE = (1e-3, 1e2)
+
+
+def lorentz_expmap0(e_s: Tensor, k: Tensor | float) -> Tensor:
+    r"""Eq. 11: :math:`\phi(e_s) = \frac{\sinh(\sqrt k\|e_s\|)}{\sqrt k\|e_s\|}\,e_s`, the space part of ``exp_O``.
+
+    The time coordinate follows from Eq. 3, :math:`u_t = \sqrt{1/k + \|u_s\|^2}`; this is
+    the spatial part of :func:`hierviz.geometry.lorentz.math.expmap0`, which it calls.
+
+    Parameters
+    ----------
+    e_s : Tensor, shape (..., h)
+        Euclidean features (tangent vectors at the origin ``O``).
+    k : float or 0-d Tensor
+        Curvature magnitude ``k > 0`` (curvature ``−k``); a tensor keeps its gradient.
+
+    Returns
+    -------
+    Tensor, shape (..., h)
+        Space components of the points on the hyperboloid.
+
+    Examples
+    --------
+    >>> import torch
+    >>> lorentz_expmap0(torch.tensor([[1.0, 0.0]], dtype=torch.float64), 1.0)  # sinh(1)
+    tensor([[1.1752, 0.0000]], dtype=torch.float64)
+    """
+    return lmath.expmap0(e_s, k)[..., 1:]
+
+
+def _with_time(u_s: Tensor, k: Tensor | float) -> Tensor:
+    """Eq. 3: prepend ``u_t = sqrt(1/k + ‖u_s‖²)`` (hierviz order, time first)."""
+    t = (1.0 / k + u_s.pow(2).sum(-1, keepdim=True)).sqrt()
+    return torch.cat([t, u_s], dim=-1)
+
+
+def lorentz_distance(u_s: Tensor, v_s: Tensor, k: Tensor | float) -> Tensor:
+    r"""Eq. 4, all pairs: :math:`d(u, v) = \frac{1}{\sqrt k}\cosh^{-1}(-k\langle u, v\rangle_{\mathcal L})`.
+
+    Points are given by their space components (time from Eq. 3). Evaluated in closed form by
+    :func:`hierviz.geometry.lorentz.math.pairwise_dist` (no cancellation for close points).
+
+    Parameters
+    ----------
+    u_s : Tensor, shape (B, h)
+    v_s : Tensor, shape (M, h)
+    k : float or 0-d Tensor
+        Curvature magnitude ``k > 0``.
+
+    Returns
+    -------
+    Tensor, shape (B, M)
+        Geodesic distances, ``>= 0``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> o = torch.zeros(1, 2, dtype=torch.float64)
+    >>> x = lorentz_expmap0(torch.tensor([[0.7, 0.0]], dtype=torch.float64), 1.0)
+    >>> round(float(lorentz_distance(o, x, 1.0)), 6)  # d(O, exp_O(v)) = ‖v‖
+    0.7
+    """
+    return lmath.pairwise_dist(_with_time(u_s, k), _with_time(v_s, k), k)
+
+
+def project(e: Tensor, scale: Tensor | float, k: Tensor | float, geometry: str = "lorentz") -> Tensor:
+    """Eq. 12 for one scale: ``φ(scale · e)`` in float64 (Lorentz: space part; see :class:`HyperbolicScales`).
+
+    Parameters
+    ----------
+    e : Tensor, shape (..., h)
+    scale, k : float or 0-d Tensor
+        ``α`` and the curvature magnitude (``k`` is unused for ``"euclidean"``).
+    geometry : {"lorentz", "poincare", "euclidean"}
+
+    Returns
+    -------
+    Tensor, shape (..., h), float64
+    """
+    with full_precision():
+        e = e.to(torch.float64) * scale
+        if geometry == "lorentz":
+            return lorentz_expmap0(e, k)
+        if geometry == "poincare":
+            return pmath.expmap0(e, k)
+        return e
+
+
+def distance(x: Tensor, y: Tensor, k: Tensor | float, geometry: str = "lorentz") -> Tensor:
+    """All-pairs distance of projected points: ``(B, h), (M, h)`` → ``(B, M)`` (Eq. 4 for Lorentz).
+
+    Parameters
+    ----------
+    x, y : Tensor
+        Outputs of :func:`project` with the same ``k`` and ``geometry``.
+    k : float or 0-d Tensor
+    geometry : {"lorentz", "poincare", "euclidean"}
+
+    Returns
+    -------
+    Tensor, shape (B, M)
+    """
+    with full_precision():
+        if geometry == "lorentz":
+            return lorentz_distance(x, y, k)
+        if geometry == "poincare":
+            return pmath.pairwise_dist(x, y, k)
+        return torch.cdist(x, y)
+
+
+class HyperbolicScales(nn.Module):
+    r"""The learnable scalars of HyILR and the projection of Eq. 12 (Paper 05 (HyILR) §4.2, §5.1).
+
+    ``log k`` (init ``log 1``), ``log α_t`` and ``log α_l`` (init ``log(1/√h)``) are the
+    parameters (§5.1: "we learn all the scalars in the logarithmic space"). Everything is
+    computed in float64 (far from the origin the hyperboloid's coordinates grow like
+    ``e^{√k r}`` and float32 loses the distance of close points).
+
+    Parameters
+    ----------
+    h : int
+        Feature size (``>= 1``); sets the scale init ``1/√h``.
+    geometry : {"lorentz", "poincare", "euclidean"}, default "lorentz"
+        ``"lorentz"``: Eq. 11 and Eq. 4 (HyILR). ``"poincare"``: ``exp_0`` onto the Poincaré
+        ball of curvature ``−k`` and its distance (CL-Poincaré). ``"euclidean"``: the
+        scaled features and their Euclidean distance (CL-Euclidean (Distance); ``k`` unused).
+    k : float, default 1.0
+        Initial curvature magnitude (``> 0``).
+    learn_k : bool, default True
+        Train ``log k``.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``geometry``, ``h < 1`` or ``k`` outside :data:`K_RANGE`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> s = HyperbolicScales(h=4)
+    >>> round(s.alpha_t.item(), 6), s.k.item()
+    (0.5, 1.0)
+    >>> T, L = s.project_text(torch.ones(3, 4)), s.project_labels(torch.ones(5, 4))
+    >>> s.distance(T, L).shape, T.dtype
+    (torch.Size([3, 5]), torch.float64)
+    """
+
+    def __init__(self, h: int, geometry: str = "lorentz", k: float = 1.0, learn_k: bool = True) -> None:
+        super().__init__()
+        if geometry not in HYILR_GEOMETRIES:
+            raise ValueError(f"geometry must be one of {HYILR_GEOMETRIES}, got {geometry!r}")
+        if isinstance(h, bool) or not isinstance(h, int) or h < 1:
+            raise ValueError(f"h (feature size) must be an integer >= 1, got {h!r}")
+        if not (K_RANGE[0] <= float(k) <= K_RANGE[1]):
+            raise ValueError(f"k (initial curvature) must be in [{K_RANGE[0]:g}, {K_RANGE[1]:g}], got {k!r}")
+        self.geometry = geometry
+        self.log_k = nn.Parameter(torch.tensor(math.log(k), dtype=torch.float64), requires_grad=learn_k)
+        init = math.log(1.0 / math.sqrt(h))
+        self.log_alpha_t = nn.Parameter(torch.tensor(init, dtype=torch.float64))
+        self.log_alpha_l = nn.Parameter(torch.tensor(init, dtype=torch.float64))
+
+    @property
+    def k(self) -> Tensor:
+        """Curvature magnitude ``exp(log k)``, clamped to :data:`K_RANGE` (0-d float64)."""
+        return self.log_k.clamp(math.log(K_RANGE[0]), math.log(K_RANGE[1])).exp()
+
+    @property
+    def alpha_t(self) -> Tensor:
+        """Text scale ``α_t = exp(log α_t)`` (0-d float64)."""
+        return self.log_alpha_t.exp()
+
+    @property
+    def alpha_l(self) -> Tensor:
+        """Label scale ``α_l = exp(log α_l)`` (0-d float64)."""
+        return self.log_alpha_l.exp()
+
+    def project_text(self, t: Tensor) -> Tensor:
+        """``T_H = φ(α_t T_[CLS])`` (Eq. 12); ``(B, h)`` → ``(B, h)`` float64 (Lorentz: space part)."""
+        return project(t, self.alpha_t, self.k, self.geometry)
+
+    def project_labels(self, w: Tensor) -> Tensor:
+        """``L_H = φ(α_l W_Lᵀ)`` (Eq. 12); ``(c, h)`` → ``(c, h)`` float64 (Lorentz: space part)."""
+        return project(w, self.alpha_l, self.k, self.geometry)
+
+    def distance(self, x: Tensor, y: Tensor) -> Tensor:
+        """All-pairs distance in the chosen space: ``(B, h), (M, h)`` → ``(B, M)`` float64 (Eq. 4 for Lorentz)."""
+        return distance(x, y, self.k, self.geometry)
+
+    def radius(self, x: Tensor) -> Tensor:
+        """Distance of each projected point to the origin, ``(..., h)`` → ``(...)``."""
+        with full_precision():
+            zero = torch.zeros(1, x.shape[-1], dtype=x.dtype, device=x.device)
+            return self.distance(x.reshape(-1, x.shape[-1]), zero).reshape(x.shape[:-1])
+
+    def extra_repr(self) -> str:
+        return (
+            f"geometry={self.geometry!r}, k={self.k.item():.4g}, alpha_t={self.alpha_t.item():.4g}, "
+            f"alpha_l={self.alpha_l.item():.4g}"
+        )
+
+
+def label_relations(tree: Any) -> tuple[Tensor, Tensor]:
+    """Descendant and same-level masks over the labels (the tree's nodes without the root).
+
+    Parameters
+    ----------
+    tree : LabelTree
+
+    Returns
+    -------
+    desc : Tensor, shape (c, c), bool
+        ``desc[p, j]``: label ``j`` is a proper descendant of label ``p`` (``Desc(p, H)`` of
+        Eq. 13 before removing positives).
+    same_level : Tensor, shape (c, c), bool
+        ``same_level[p, j]``: ``j ≠ p`` at the same depth (``Sib(p, H)`` of Eq. 14 — the paper's
+        "siblings" are all nodes at the same level — before removing positives).
+    """
+    labels = [n for n in tree.nodes if n != tree.root]
+    index = {n: i for i, n in enumerate(labels)}
+    c = len(labels)
+    desc = torch.zeros(c, c, dtype=torch.bool)
+    for n in labels:
+        for a in tree.ancestors(n, inclusive=False):
+            if a != tree.root:
+                desc[index[a], index[n]] = True
+    depth = torch.tensor([tree.depth(n) for n in labels])
+    same = (depth[:, None] == depth[None, :]) & ~torch.eye(c, dtype=torch.bool)
+    return desc, same
+
+
+def _nearest(d: Tensor, cand: Tensor) -> tuple[Tensor, Tensor]:
+    """For each (i, p): the candidate ``j`` with the smallest ``d[i, j]`` and whether one exists.
+
+    ``d`` (B, c), ``cand`` (B, c, c) bool → ``(index (B, c) long, found (B, c) bool)``; ties go
+    to the lowest index.
+    """
+    inf = torch.tensor(float("inf"), dtype=d.dtype, device=d.device)
+    masked = torch.where(cand, d[:, None, :], inf)
+    return masked.argmin(-1), cand.any(-1)
+
+
+def hierarchy_negatives(d: Tensor, targets: Tensor, desc: Tensor, same_level: Tensor) -> Tensor:
+    r"""Hierarchy-aware negatives ``N(i) = N_1 ∪ N_2`` of Eqs. 13–14, as a mask; no Python loop.
+
+    For each sample ``i`` and positive label ``p ∈ P(i)``:
+
+    * Eq. 13: the non-positive proper descendant of ``p`` nearest to the text,
+      :math:`\arg\min_{j \in Desc(p)} d(T_i, L_j)`, when ``p`` has one (set ``N_1``);
+    * Eq. 14: the non-positive label at ``p``'s depth nearest to the text, among those not
+      already in ``N_1`` (:math:`j \notin N_1`), when one is left (set ``N_2``).
+
+    Each negative counts once per sample (the union; §4.3.1 "only unique negative labels");
+    a positive label with neither kind contributes none, and a sample may have no negative.
+    Ties are broken by the lower label index.
+
+    Parameters
+    ----------
+    d : Tensor, shape (B, c), float
+        Distance of each text to each label (:meth:`HyperbolicScales.distance`); only its
+        order matters (no gradient flows through the selection).
+    targets : Tensor, shape (B, c), bool (or 0/1)
+        Positive labels ``P(i)``.
+    desc, same_level : Tensor, shape (c, c), bool
+        From :func:`label_relations`.
+
+    Returns
+    -------
+    Tensor, shape (B, c), bool
+        ``N(i)``, disjoint from ``P(i)``.
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not agree (names the argument).
+    """
+    B, c = d.shape
+    targets = targets.to(torch.bool)
+    if targets.shape != (B, c):
+        raise ValueError(f"targets must have the shape of d {(B, c)}, got {tuple(targets.shape)}")
+    for name, m in (("desc", desc), ("same_level", same_level)):
+        if m.shape != (c, c):
+            raise ValueError(f"{name} must have shape ({c}, {c}) for {c} labels, got {tuple(m.shape)}")
+    d = d.detach()
+    desc, same_level = desc.to(d.device), same_level.to(d.device)
+    notpos, pos = ~targets, targets
+    # Eq. 13 over (i, p, j): j a descendant of p that is not positive for i.
+    cand1 = desc[None] & notpos[:, None, :]
+    j1, found1 = _nearest(d, cand1)
+    found1 &= pos
+    n1 = _union(j1, found1, c)
+    # Eq. 14: j at p's level, not positive, not already in N_1.
+    cand2 = same_level[None] & (notpos & ~n1)[:, None, :]
+    j2, found2 = _nearest(d, cand2)
+    found2 &= pos
+    return n1 | _union(j2, found2, c)
+
+
+def _union(idx: Tensor, keep: Tensor, c: int) -> Tensor:
+    """Mask ``(B, c)`` with ``True`` at ``idx[i, p]`` for every ``p`` where ``keep[i, p]``."""
+    counts = torch.zeros(idx.shape[0], c, dtype=torch.int32, device=idx.device)
+    counts.scatter_add_(1, idx, keep.to(torch.int32))
+    return counts > 0
+
+
+def random_negatives(targets: Tensor, per_positive: int = 2, generator: torch.Generator | None = None) -> Tensor:
+    """The "w/o HNS" ablation (Table 4): uniform random non-positive labels, ``per_positive`` per positive.
+
+    Each sample gets ``min(per_positive · |P(i)|, #non-positives)`` distinct labels drawn
+    uniformly from its non-positive labels (vectorised: random keys, the smallest ones kept).
+
+    Parameters
+    ----------
+    targets : Tensor, shape (B, c), bool
+    per_positive : int, default 2
+        HyILR picks up to two per positive (one descendant, one same-level label).
+    generator : torch.Generator, optional
+
+    Returns
+    -------
+    Tensor, shape (B, c), bool
+    """
+    targets = targets.to(torch.bool)
+    keys = torch.rand(targets.shape, generator=generator, device=targets.device if generator is None else "cpu")
+    keys = keys.to(targets.device).masked_fill(targets, float("inf"))
+    rank = keys.argsort(1).argsort(1)
+    n = (per_positive * targets.sum(1, keepdim=True)).clamp_max((~targets).sum(1, keepdim=True))
+    return (rank < n) & ~targets
+
+
+def hyilr_contrastive_loss(d: Tensor, targets: Tensor, negatives: Tensor, tau: float = 0.07) -> Tensor:
+    r"""Eq. 15: :math:`\frac1m\sum_i \frac{1}{|P(i)|}\sum_{p\in P(i)} -\log\frac{e^{-d_{ip}/\tau}}{\sum_{s\in S(i)} e^{-d_{is}/\tau}}`.
+
+    ``S(i) = N(i) ∪ P(i)``. Samples without a positive label are left out of the mean
+    (``m`` counts the others); a sample without negatives still contrasts its positives
+    against each other. Returns 0 (with a graph) when no sample has a positive.
+
+    Parameters
+    ----------
+    d : Tensor, shape (B, c)
+        Text–label distances (differentiable).
+    targets, negatives : Tensor, shape (B, c), bool
+        ``P(i)`` and ``N(i)`` (disjoint).
+    tau : float, default 0.07
+        Temperature ``τ > 0`` (§5.1).
+
+    Returns
+    -------
+    Tensor, 0-d, dtype of ``d``
+
+    Raises
+    ------
+    ValueError
+        ``tau <= 0`` or mismatched shapes.
+    """
+    if not tau > 0:
+        raise ValueError(f"tau must be > 0, got {tau!r}")
+    targets = targets.to(torch.bool)
+    negatives = negatives.to(torch.bool)
+    if targets.shape != d.shape or negatives.shape != d.shape:
+        raise ValueError(
+            f"targets {tuple(targets.shape)} and negatives {tuple(negatives.shape)} must have the shape of d "
+            f"{tuple(d.shape)}"
+        )
+    logits = -d / tau
+    S = targets | negatives
+    log_den = torch.logsumexp(logits.masked_fill(~S, float("-inf")), dim=1)  # -inf for an empty S
+    npos = targets.sum(1)
+    has = npos > 0
+    log_den = torch.where(has, log_den, torch.zeros_like(log_den))
+    per_pos = (log_den[:, None] - logits).masked_fill(~targets, 0.0)
+    per_sample = per_pos.sum(1) / npos.clamp_min(1)
+    if not bool(has.any()):
+        return d.sum() * 0.0
+    return per_sample[has].mean()
+
+
+def hyilr_loss(
+    logits: Tensor,
+    text: Tensor,
+    label_emb: Tensor,
+    targets: Tensor,
+    scales: HyperbolicScales,
+    relations: tuple[Tensor, Tensor],
+    *,
+    lam: float = 0.3,
+    tau: float = 0.07,
+    negatives: str = "hierarchy",
+    generator: torch.Generator | None = None,
+) -> tuple[Tensor, dict[str, Tensor]]:
+    r"""HyILR's objective, :math:`Loss_{BCE} + \lambda\,Loss_{CL}` (§4.3.2), as one plain function.
+
+    Parameters
+    ----------
+    logits : Tensor, shape (B, c)
+        Classifier logits (Eq. 9).
+    text : Tensor, shape (B, h)
+        Text features ``T_[CLS]`` (Euclidean, before Eq. 12).
+    label_emb : Tensor, shape (c, h)
+        Label features ``W_Lᵀ`` (Euclidean).
+    targets : Tensor, shape (B, c), bool
+    scales : HyperbolicScales
+        ``k``, ``α_t``, ``α_l`` and the space (HyILR or an ablation).
+    relations : (desc, same_level)
+        From :func:`label_relations`.
+    lam : float, default 0.3
+        ``λ >= 0``; ``0`` skips the contrastive term (the "w/o CL" ablation).
+    tau : float, default 0.07
+    negatives : {"hierarchy", "random"}, default "hierarchy"
+        Eqs. 13–14, or :func:`random_negatives` ("w/o HNS").
+    generator : torch.Generator, optional
+        For ``negatives="random"``.
+
+    Returns
+    -------
+    loss : Tensor, 0-d float32 (the dtype of ``logits``)
+    terms : dict
+        ``"bce"``, ``"cl"`` (detached) and ``"negatives"`` (mean count per sample).
+
+    Raises
+    ------
+    ValueError
+        ``lam < 0``, an unknown ``negatives`` or mismatched shapes.
+    """
+    if lam < 0:
+        raise ValueError(f"lam (λ, weight of the contrastive loss) must be >= 0, got {lam!r}")
+    if negatives not in ("hierarchy", "random"):
+        raise ValueError(f"negatives must be 'hierarchy' or 'random', got {negatives!r}")
+    targets = targets.to(torch.bool)
+    if logits.shape != targets.shape:
+        raise ValueError(f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} must have the same shape")
+    bce = F.binary_cross_entropy_with_logits(logits, targets.to(logits.dtype))
+    terms: dict[str, Tensor] = {"bce": bce.detach()}
+    if lam == 0:
+        terms["cl"] = torch.zeros((), dtype=logits.dtype)
+        return bce, terms
+    T = scales.project_text(text)
+    L = scales.project_labels(label_emb)
+    d = scales.distance(T, L)
+    if negatives == "hierarchy":
+        neg = hierarchy_negatives(d, targets, *relations)
+    else:
+        neg = random_negatives(targets, generator=generator)
+    cl = hyilr_contrastive_loss(d, targets, neg, tau=tau)
+    terms["cl"] = cl.detach().to(logits.dtype)
+    terms["negatives"] = neg.sum(1).to(torch.float32).mean()
+    return bce + lam * cl.to(logits.dtype), terms
