@@ -28,6 +28,12 @@ from hierviz.metrics.hierarchy import (
     pc_order,
     violations_by_level,
 )
+from hierviz.metrics.htc import (  # noqa: E402  (Paper 05 (HyILR): multi-label HTC metrics)
+    frequency_bucket_f1,
+    hierarchical_f1,
+    hierarchy_consistent,
+    per_level_f1,
+)
 from hierviz.metrics.probe import REPORT_KEYS, hierarchy_report, linear_probe
 from hierviz.metrics.radius import max_radius, origin_distance, radius_report
 from hierviz.metrics.ranking import RANKING_KEYS, mnr, ndcg_tree, ranking_report, rp_at_k
@@ -75,4 +81,8 @@ __all__ = [
     "ndcg",
     "tree_relevance",
     "mean_normalised_rank",
+    "hierarchical_f1",
+    "hierarchy_consistent",
+    "per_level_f1",
+    "frequency_bucket_f1",
 ]
