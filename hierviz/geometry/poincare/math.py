@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import torch
 
-from hierviz.geometry._kernels import _sq_eps, augmented_gram, scaled_asinh_sqrt
+from hierviz.geometry._kernels import _sq_eps, augmented_gram, poincare_pairwise_dist, scaled_asinh_sqrt
 
 Tensor = torch.Tensor
 
@@ -44,6 +44,7 @@ __all__ = [
     "lambda_x",
     "dist",
     "pairwise_dist",
+    "pairwise_dist_reference",
     "proj",
     "expmap0",
     "logmap0",
@@ -163,6 +164,31 @@ def pairwise_dist(x: Tensor, y: Tensor | None, c: float) -> Tensor:
     >>> import torch
     >>> x = torch.tensor([[0.3, 0.0], [0.0, -0.4]], dtype=torch.float64)
     >>> torch.allclose(pairwise_dist(x, None, 1.0)[0, 1], dist(x[0], x[1], 1.0))
+    True
+
+    Notes
+    -----
+    A fixed curvature (a float, or a tensor without gradient) takes the fused path,
+    :func:`~hierviz.geometry._kernels.poincare_pairwise_dist` (analytic backward, one GEMM
+    each way); a learnable curvature takes :func:`pairwise_dist_reference`, whose autograd
+    graph reaches ``c``. The two agree to rounding (tests/test_fused_losses.py).
+    """
+    if not (isinstance(c, Tensor) and c.requires_grad):
+        return poincare_pairwise_dist(x, y, float(c))
+    return pairwise_dist_reference(x, y, c)
+
+
+def pairwise_dist_reference(x: Tensor, y: Tensor | None, c: float | Tensor) -> Tensor:
+    """:func:`pairwise_dist` by autograd through an augmented GEMM (the reference; learnable ``c``).
+
+    Same parameters and result as :func:`pairwise_dist`; ``c`` may be a 0-d tensor that
+    requires grad.
+
+    Examples
+    --------
+    >>> import torch
+    >>> x = torch.tensor([[0.3, 0.0], [0.0, -0.4]], dtype=torch.float64)
+    >>> torch.allclose(pairwise_dist_reference(x, None, 1.0), pairwise_dist(x, None, 1.0))
     True
     """
     tiny = torch.finfo(x.dtype).tiny

@@ -1,0 +1,112 @@
+"""Fast paths of issue 11 against their references: the fused Poincaré pairwise distance.
+
+The fused kernel (:func:`hierviz.geometry._kernels.poincare_pairwise_dist`, analytic backward
+over one Gram matrix) must equal the autograd reference
+(:func:`hierviz.geometry.poincare.math.pairwise_dist_reference`) and geoopt's
+``PoincareBall.dist`` in values and gradients, pass float64 gradcheck/gradgradcheck, and stay
+finite on equal points and near the boundary.
+"""
+
+from __future__ import annotations
+
+import geoopt
+import pytest
+import torch
+
+from hierviz.geometry import PoincareBall
+from hierviz.geometry._kernels import poincare_pairwise_dist
+from hierviz.geometry.poincare import math as pm
+
+
+def _ball_points(n: int, d: int, c: float, *, rmax: float = 0.9, seed: int = 0, dtype=torch.float64) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    u = torch.randn(n, d, generator=g, dtype=dtype)
+    u = u / u.norm(dim=-1, keepdim=True)
+    r = torch.rand(n, 1, generator=g, dtype=dtype) * rmax
+    return u * r / c**0.5
+
+
+@pytest.mark.parametrize("c", [1.0, 0.37, 2.5])
+@pytest.mark.parametrize("sym", [True, False])
+def test_fused_equals_reference_values_and_gradients(c, sym):
+    x = _ball_points(9, 6, c, seed=1).requires_grad_()
+    y = None if sym else _ball_points(5, 6, c, seed=2).requires_grad_()
+    w = torch.randn(9, 9 if sym else 5, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    got = poincare_pairwise_dist(x, y, c)
+    ref = pm.pairwise_dist_reference(x, y, c)
+    torch.testing.assert_close(got, ref, rtol=0, atol=1e-12)
+    inputs = (x,) if sym else (x, y)
+    g_got = torch.autograd.grad((got * w).sum(), inputs)
+    g_ref = torch.autograd.grad((ref * w).sum(), inputs)
+    for a, b in zip(g_got, g_ref):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("sym", [True, False])
+def test_fused_gradcheck_and_gradgradcheck_float64(sym):
+    c = 0.8
+    x = _ball_points(6, 4, c, seed=4).requires_grad_()
+    if sym:
+        f, inputs = (lambda a: poincare_pairwise_dist(a, None, c)), (x,)
+    else:
+        y = _ball_points(3, 4, c, seed=5).requires_grad_()
+        f, inputs = (lambda a, b: poincare_pairwise_dist(a, b, c)), (x, y)
+    assert torch.autograd.gradcheck(f, inputs)
+    assert torch.autograd.gradgradcheck(f, inputs)
+
+
+def test_fused_batched_leading_dims_and_only_y_needs_grad():
+    c = 1.0
+    x = _ball_points(2 * 3 * 5, 4, c, seed=6).view(2, 3, 5, 4)
+    y = _ball_points(2 * 3 * 4, 4, c, seed=7).view(2, 3, 4, 4).requires_grad_()
+    got = poincare_pairwise_dist(x, y, c)
+    assert got.shape == (2, 3, 5, 4)
+    torch.testing.assert_close(got, pm.pairwise_dist_reference(x, y, c), rtol=0, atol=1e-12)
+    (gy,) = torch.autograd.grad(got.sum(), y)
+    (gy_ref,) = torch.autograd.grad(pm.pairwise_dist_reference(x, y, c).sum(), y)
+    torch.testing.assert_close(gy, gy_ref, rtol=1e-10, atol=1e-10)
+    sym = poincare_pairwise_dist(x, None, c)
+    assert torch.equal(sym, sym.transpose(-1, -2)) and torch.all(sym.diagonal(dim1=-2, dim2=-1) == 0)
+
+
+@pytest.mark.parametrize("dtype,atol", [(torch.float64, 1e-10), (torch.float32, 3e-5)])
+def test_fused_matches_geoopt_dist(dtype, atol):
+    c = 1.3
+    x = _ball_points(12, 8, c, rmax=0.95, seed=8, dtype=dtype)
+    ball = geoopt.PoincareBall(c=c)
+    want = ball.dist(x[:, None], x[None]).fill_diagonal_(0.0)
+    torch.testing.assert_close(poincare_pairwise_dist(x, None, c), want, rtol=1e-5, atol=atol)
+
+
+def test_fused_is_what_the_ball_uses_and_learnable_c_takes_the_reference():
+    x = _ball_points(5, 3, 1.0, seed=9, dtype=torch.float32)
+    fixed = PoincareBall(c=1.0).pairwise_dist(x)
+    assert fixed.grad_fn is None or "PoincarePairwise" in type(fixed.grad_fn).__name__
+    xg = x.clone().requires_grad_()
+    assert "PoincarePairwise" in type(PoincareBall(c=1.0).pairwise_dist(xg).grad_fn).__name__
+    ball = PoincareBall(c=1.0, learnable=True)
+    d = ball.pairwise_dist(xg)
+    (gc,) = torch.autograd.grad(d.sum(), ball.manifold.isp_c)
+    assert torch.isfinite(gc) and float(gc) != 0.0  # the curvature still receives its gradient
+    torch.testing.assert_close(d, fixed, rtol=0, atol=1e-6)
+
+
+def test_fused_equal_points_and_boundary_stay_finite():
+    c = 1.0
+    base = _ball_points(4, 5, c, seed=10)
+    edge = base / base.norm(dim=-1, keepdim=True) * (1 - 1e-9)  # float64 points at 1 − 1e-9
+    x = torch.cat([base, base[:2], edge]).requires_grad_()  # two exact duplicates off the diagonal
+    d = poincare_pairwise_dist(x, None, c)
+    assert torch.isfinite(d).all()
+    # duplicates: 0 up to the Gram cancellation (~sqrt(1e-16)/(1 − c‖x‖²)), as in the reference
+    assert float(d[0, 4].detach()) < 1e-6 and float(d[1, 5].detach()) < 1e-6
+    (g,) = torch.autograd.grad(d.sum(), x)
+    assert torch.isfinite(g).all()
+    # the gradient of a boundary point still points outward-ish (moving it out grows its distances)
+    (g_ref,) = torch.autograd.grad(pm.pairwise_dist_reference(x, None, c).sum(), x)
+    torch.testing.assert_close(g, g_ref, rtol=1e-8, atol=1e-6)
+    assert float((g[6:] * edge).sum(-1).min()) > 0
+    # float32 at the ball's projection margin
+    x32 = (edge.float() * (1 - 4e-3)).requires_grad_()
+    (g32,) = torch.autograd.grad(poincare_pairwise_dist(x32, None, c).sum(), x32)
+    assert torch.isfinite(g32).all()
