@@ -1,0 +1,273 @@
+r"""Text encoders and the HyILR classifier (Paper 05 (HyILR) §4.1, Eqs. 8–9).
+
+* :class:`WordVocab` — a word-level tokenizer trained on the training split (scikit-learn's
+  ``CountVectorizer`` analyzer and vocabulary); ``[PAD] = 0``, ``[CLS] = 1``, ``[UNK] = 2``.
+* :class:`TransformerTextEncoder` — a small transformer encoder trained from scratch (no
+  download): token + position embeddings, ``nn.TransformerEncoder``, padding masked. Returns
+  the contextual token features ``X ∈ R^{B×s×h}``; position 0 is ``[CLS]``.
+* :class:`BertTextEncoder` / :class:`BertTokenizerAdapter` — a local BERT checkpoint through
+  ``transformers`` (imported lazily; not a hierviz dependency), for users who have one.
+* :class:`HyILRModel` — label–text attention ``A = X W_L``, ``F = softmax(Aᵀ) X`` (Eq. 8, padding
+  masked), the classifier ``ℓ = W_cᵀ vec(F) + b`` (Eq. 9; sigmoid outputs), and the label
+  features ``W_Lᵀ`` shared with the attention (Eq. 12 projects them). ``attention=False`` is the
+  "w/o label–text att." ablation: ``F = X_[CLS] ⊙ W_Lᵀ`` (§5.4).
+
+Examples
+--------
+>>> import torch
+>>> vocab = WordVocab(max_size=50).fit(["the cat sat", "the dog ran"])
+>>> ids, mask = vocab.encode(["the cat ran fast"], max_len=6)
+>>> ids.tolist(), mask.tolist()
+([[1, 7, 3, 5, 2, 0]], [[True, True, True, True, True, False]])
+>>> enc = TransformerTextEncoder(len(vocab), h=8, layers=1, heads=2, max_len=6)
+>>> model = HyILRModel(enc, num_labels=3)
+>>> out = model(ids, mask)
+>>> out["logits"].shape, out["text"].shape, out["labels"].shape
+(torch.Size([1, 3]), torch.Size([1, 8]), torch.Size([3, 8]))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from os import PathLike
+
+import torch
+from torch import nn
+
+Tensor = torch.Tensor
+
+__all__ = ["WordVocab", "TransformerTextEncoder", "BertTextEncoder", "BertTokenizerAdapter", "HyILRModel"]
+
+PAD, CLS, UNK = 0, 1, 2
+
+
+class WordVocab:
+    """Word-level vocabulary fitted on training texts (scikit-learn's analyzer: lower case, ``\\b\\w\\w+\\b``).
+
+    Parameters
+    ----------
+    max_size : int, default 20000
+        Most frequent words kept (plus the 3 special tokens).
+    min_df : int, default 2
+        Drop words in fewer training documents (1 when there are fewer than 50 documents).
+
+    Attributes
+    ----------
+    words : list of str
+        Id ``3 + i`` is ``words[i]``.
+    """
+
+    def __init__(self, max_size: int = 20000, min_df: int = 2) -> None:
+        if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
+            raise ValueError(f"max_size must be a positive integer, got {max_size!r}")
+        self.max_size, self.min_df = max_size, min_df
+        self.words: list[str] = []
+        self._index: dict[str, int] = {}
+        self._analyzer = None
+
+    def fit(self, texts: Sequence[str]) -> WordVocab:
+        """Learn the vocabulary from ``texts`` (the training split only). Returns ``self``."""
+        from sklearn.feature_extraction.text import CountVectorizer
+
+        if len(texts) == 0:
+            raise ValueError("WordVocab.fit needs at least one training text")
+        cv = CountVectorizer(max_features=self.max_size, min_df=self.min_df if len(texts) >= 50 else 1)
+        cv.fit(texts)
+        self.words = sorted(cv.vocabulary_, key=cv.vocabulary_.__getitem__)
+        self._index = {w: i + 3 for i, w in enumerate(self.words)}
+        self._analyzer = cv.build_analyzer()
+        return self
+
+    def __len__(self) -> int:
+        return len(self.words) + 3
+
+    def tokens(self, text: str) -> list[str]:
+        """The analyzer's tokens of one text."""
+        if self._analyzer is None:
+            raise RuntimeError("WordVocab is not fitted; call fit(train_texts) first")
+        return self._analyzer(text)
+
+    def encode(self, texts: Sequence[str], max_len: int = 256) -> tuple[Tensor, Tensor]:
+        """Token ids ``[CLS] w1 … w_{max_len−1}`` (cut), right-padded.
+
+        Parameters
+        ----------
+        texts : sequence of str
+        max_len : int, default 256
+            Sequence length ``s`` including ``[CLS]`` (>= 2).
+
+        Returns
+        -------
+        ids : Tensor, shape (N, s), int64
+        mask : Tensor, shape (N, s), bool
+            True on real tokens (``[CLS]`` included).
+        """
+        if max_len < 2:
+            raise ValueError(f"max_len must be >= 2, got {max_len}")
+        ids = torch.zeros(len(texts), max_len, dtype=torch.long)
+        for i, t in enumerate(texts):
+            row = [CLS] + [self._index.get(w, UNK) for w in self.tokens(t)[: max_len - 1]]
+            ids[i, : len(row)] = torch.tensor(row)
+        return ids, ids != PAD
+
+
+class TransformerTextEncoder(nn.Module):
+    """A small transformer encoder trained from scratch; ``(ids, mask) → X`` of shape ``(B, s, h)``.
+
+    Parameters
+    ----------
+    vocab_size : int
+    h : int, default 128
+        Feature size.
+    layers : int, default 2
+    heads : int, default 4
+        Must divide ``h``.
+    max_len : int, default 256
+        Longest sequence (learned position embeddings).
+    dropout : float, default 0.1
+    """
+
+    def __init__(
+        self, vocab_size: int, h: int = 128, layers: int = 2, heads: int = 4, max_len: int = 256, dropout: float = 0.1
+    ) -> None:
+        super().__init__()
+        if h % heads:
+            raise ValueError(f"heads ({heads}) must divide h ({h})")
+        self.h, self.max_len = h, max_len
+        self.tok = nn.Embedding(vocab_size, h, padding_idx=PAD)
+        self.pos = nn.Embedding(max_len, h)
+        layer = nn.TransformerEncoderLayer(
+            h, heads, dim_feedforward=2 * h, dropout=dropout, batch_first=True, norm_first=True
+        )
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(h)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, ids: Tensor, mask: Tensor) -> Tensor:
+        """``ids``, ``mask`` ``(B, s)`` → token features ``(B, s, h)``."""
+        if ids.shape[1] > self.max_len:
+            raise ValueError(f"sequence length {ids.shape[1]} exceeds the encoder's max_len {self.max_len}")
+        pos = torch.arange(ids.shape[1], device=ids.device)
+        x = self.drop(self.tok(ids) + self.pos(pos)[None])
+        return self.norm(self.encoder(x, src_key_padding_mask=~mask))
+
+
+def _transformers():
+    try:
+        import transformers
+    except ImportError:
+        raise ImportError(
+            "a BERT checkpoint needs the 'transformers' package, which hierviz does not install: "
+            "pip install transformers (or use the from-scratch encoder: leave --bert unset)"
+        ) from None
+    return transformers
+
+
+class BertTokenizerAdapter:
+    """``encode(texts, max_len) → (ids, mask)`` with a local checkpoint's tokenizer (``transformers``)."""
+
+    def __init__(self, path: str | PathLike) -> None:
+        self.tok = _transformers().AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+
+    def __len__(self) -> int:
+        return len(self.tok)
+
+    def fit(self, texts: Sequence[str]) -> BertTokenizerAdapter:
+        """No-op (the checkpoint's vocabulary is fixed); returns ``self``."""
+        return self
+
+    def encode(self, texts: Sequence[str], max_len: int = 256) -> tuple[Tensor, Tensor]:
+        """As :meth:`WordVocab.encode`; position 0 is BERT's ``[CLS]``."""
+        b = self.tok(list(texts), max_length=max_len, truncation=True, padding="max_length", return_tensors="pt")
+        return b["input_ids"], b["attention_mask"].bool()
+
+
+class BertTextEncoder(nn.Module):
+    """A local BERT checkpoint (``transformers.AutoModel``, no download): ``(ids, mask) → (B, s, h)``.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        A folder with ``config.json`` and the weights (``local_files_only=True``).
+
+    Raises
+    ------
+    ImportError
+        ``transformers`` is not installed (the message says how to install it).
+    """
+
+    def __init__(self, path: str | PathLike) -> None:
+        super().__init__()
+        self.bert = _transformers().AutoModel.from_pretrained(str(path), local_files_only=True)
+        self.h = int(self.bert.config.hidden_size)
+
+    def forward(self, ids: Tensor, mask: Tensor) -> Tensor:
+        return self.bert(input_ids=ids, attention_mask=mask.long()).last_hidden_state
+
+
+class HyILRModel(nn.Module):
+    r"""HyILR's classifier: label–text attention (Eq. 8) and a linear layer on ``vec(F)`` (Eq. 9).
+
+    Parameters
+    ----------
+    encoder : nn.Module
+        ``(ids, mask) → X`` of shape ``(B, s, h)`` with an attribute ``h``.
+    num_labels : int
+        ``c``, the labels (tree nodes without the root).
+    attention : bool, default True
+        ``False``: ``F = X_[CLS] ⊙ W_Lᵀ`` (the "w/o label–text att." ablation).
+    dropout : float, default 0.1
+        On ``vec(F)`` before the classifier.
+
+    Notes
+    -----
+    ``W_L ∈ R^{h×c}`` (Xavier init) serves both the attention of Eq. 8 and, transposed, as the
+    label features ``W_Lᵀ`` the contrastive loss projects (Eq. 12). The text feature is the
+    ``[CLS]`` token ``X[:, 0]``. Padding tokens get ``−∞`` attention scores.
+    """
+
+    def __init__(self, encoder: nn.Module, num_labels: int, attention: bool = True, dropout: float = 0.1) -> None:
+        super().__init__()
+        self.encoder = encoder
+        h = int(encoder.h)
+        self.h, self.num_labels, self.attention = h, int(num_labels), bool(attention)
+        self.W_L = nn.Parameter(torch.empty(h, num_labels))
+        nn.init.xavier_uniform_(self.W_L)
+        self.drop = nn.Dropout(dropout)
+        self.classifier = nn.Linear(num_labels * h, num_labels)  # W_c, b of Eq. 9
+
+    def label_features(self) -> Tensor:
+        """``W_Lᵀ``, shape ``(c, h)``."""
+        return self.W_L.t()
+
+    def forward(self, ids: Tensor, mask: Tensor) -> dict[str, Tensor]:
+        """Logits and the features the contrastive loss uses.
+
+        Parameters
+        ----------
+        ids, mask : Tensor, shape (B, s)
+
+        Returns
+        -------
+        dict
+            ``logits`` (B, c) (``sigmoid`` gives ŷ), ``text`` (B, h) = ``X_[CLS]``, ``labels``
+            (c, h) = ``W_Lᵀ``, and with attention ``attention`` (B, c, s) = ``softmax(Aᵀ)``.
+        """
+        X = self.encoder(ids, mask)
+        out: dict[str, Tensor] = {"text": X[:, 0], "labels": self.label_features()}
+        if self.attention:
+            A = X @ self.W_L  # (B, s, c), Eq. 8
+            A = A.masked_fill(~mask[:, :, None], float("-inf"))
+            att = torch.softmax(A.transpose(1, 2), dim=-1)  # (B, c, s): softmax(Aᵀ) over tokens
+            F = att @ X  # (B, c, h)
+            out["attention"] = att
+        else:
+            F = X[:, :1] * self.W_L.t()[None]  # (B, c, h)
+        out["logits"] = self.classifier(self.drop(F.flatten(1)))  # Eq. 9
+        return out
+
+    def extra_repr(self) -> str:
+        return (
+            f"h={self.h}, labels={self.num_labels}, attention={self.attention}, init_scale={1 / math.sqrt(self.h):.3g}"
+        )
