@@ -49,8 +49,12 @@ from hierviz.metrics.retrieval import (
     recall_at_k,
     tree_relevance,
 )
+from hierviz.metrics.tree_likeness import GROMOV_EXACT_MAX, embedding_distortion, gromov_delta
 
 __all__ = [
+    "gromov_delta",
+    "embedding_distortion",
+    "GROMOV_EXACT_MAX",
     "RANKING_KEYS",
     "mnr",
     "ndcg_tree",
