@@ -22,6 +22,8 @@ at the default parameters never trains for hours on a laptop.
 
 from __future__ import annotations
 
+from typing import Any
+
 SIZES = ("smoke", "medium", "full")
 """The concrete sizes :func:`resolve_size` returns."""
 
@@ -76,4 +78,35 @@ def resolve_size(SMOKE: bool = False, SIZE: str = "auto", *, cuda: bool | None =
     return "full" if cuda else "medium"
 
 
-__all__ = ["SIZES", "resolve_size"]
+def by_size(size: str, smoke: Any, medium: Any, full: Any) -> Any:
+    """Pick the value for a resolved size: a notebook's one-line size table.
+
+    Parameters
+    ----------
+    size : {"smoke", "medium", "full"}
+        A size returned by :func:`resolve_size`.
+    smoke, medium, full : Any
+        The value at each size.
+
+    Returns
+    -------
+    Any
+        The argument named by ``size``.
+
+    Raises
+    ------
+    ValueError
+        If ``size`` is not one of :data:`SIZES` (``"auto"`` must be resolved first).
+
+    Examples
+    --------
+    >>> EPOCHS = by_size("medium", 1, 5, 50)
+    >>> EPOCHS
+    5
+    """
+    if size not in SIZES:
+        raise ValueError(f"size must be one of {SIZES} (resolve 'auto' with resolve_size first), got {size!r}")
+    return {"smoke": smoke, "medium": medium, "full": full}[size]
+
+
+__all__ = ["SIZES", "by_size", "resolve_size"]

@@ -6,7 +6,7 @@ from unittest import mock
 
 import pytest
 
-from hierviz.course import SIZES, resolve_size
+from hierviz.course import SIZES, by_size, resolve_size
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -39,3 +39,9 @@ def test_bad_size_names_the_argument(bad):
 def test_bad_smoke_names_the_argument():
     with pytest.raises(ValueError, match="SMOKE must be True or False"):
         resolve_size("yes", "auto")
+
+
+def test_by_size_picks_the_named_value():
+    assert [by_size(s, 1, 2, 3) for s in SIZES] == [1, 2, 3]
+    with pytest.raises(ValueError, match="resolve 'auto'"):
+        by_size("auto", 1, 2, 3)
