@@ -139,6 +139,81 @@ def _case(method: str, geometry: str, rank: int) -> dict:
     }
 
 
+class BNModel(nn.Module):
+    """conv -> BatchNorm2d -> pool -> linear -> BatchNorm1d (cumulative average) -> z: both batch-norm kinds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(1, 3, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(3)
+        self.fc = nn.Linear(3, 6)
+        self.bn1 = nn.BatchNorm1d(6, momentum=None)
+        self.out = nn.Linear(6, DIM)
+
+    def forward(self, x: torch.Tensor) -> dict:
+        lead = x.shape[:2]  # (B, V): views flattened into the batch, as hierviz.models.EmbeddingModel
+        h = torch.relu(self.bn2(self.conv(x.reshape(-1, *x.shape[2:])))).mean((2, 3))
+        z = nn.functional.normalize(self.out(torch.relu(self.bn1(self.fc(h)))), dim=-1)
+        return {"z": z.reshape(*lead, DIM)}
+
+
+BN_LABELS = {0: [0, 0, 2, 1, 1, 3], 1: [3, 3, 0, 3]}  # 6 and 4 images (12 and 8 rows): uneven shares
+
+
+def _bn_run(model, train_model, x, y, distributed: bool, steps: int = 2) -> dict:
+    from hierviz.geometry import get_geometry
+
+    loss_fn = build_objective("supcon", _tree(), get_geometry("euclidean")).double()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    rec: dict = {"loss": []}
+    for step in range(steps):
+        out, yy = train_model(x), y
+        if distributed:
+            out, yy = hd.gather_batch(out, y)
+        loss, _ = loss_fn(out["z"], yy)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if step == 0:
+            rec["z"] = out["z"].detach().clone()
+            rec["grads"] = {n: p.grad.clone() for n, p in model.named_parameters()}
+        opt.step()
+        rec["loss"].append(float(loss.detach()))
+    rec["params"] = {n: p.detach().clone() for n, p in model.named_parameters()}
+    rec["buffers"] = {n: b.clone().double() for n, b in model.named_buffers()}
+    return rec
+
+
+def _bn_case(rank: int) -> dict:
+    """2 ranks with different data and sizes, AllReduceBatchNorm under DDP vs BatchNorm on the concatenated batch."""
+    xs, ys = [], []
+    for r in range(WORLD):
+        g = torch.Generator().manual_seed(200 + r)
+        y = torch.tensor(BN_LABELS[r], dtype=torch.long)
+        xs.append(torch.randn(len(y), 2, 1, 4, 4, generator=g, dtype=torch.float64) * (1 + 2 * r) + r)
+        ys.append(y)
+    torch.manual_seed(0)
+    model = BNModel().double()
+    ref = _bn_run(model, model, torch.cat(xs), torch.cat(ys), distributed=False)
+    torch.manual_seed(0)
+    model = hd.convert_batchnorm(BNModel().double())
+    kinds = sorted({type(m).__name__ for m in model.modules() if "Norm" in type(m).__name__})
+    got = _bn_run(model, nn.parallel.DistributedDataParallel(model), xs[rank], ys[rank], distributed=True)
+    hd.revert_batchnorm(model)
+    return {
+        "kinds": kinds,
+        "reverted": sorted({type(m).__name__ for m in model.modules() if "Norm" in type(m).__name__}),
+        "loss": [abs(a - b) for a, b in zip(got["loss"], ref["loss"])],
+        "z": float((got["z"] - ref["z"]).abs().max()),
+        "grad": _max_diff(got["grads"], ref["grads"]),
+        "grad_norm": float(sum(g.abs().sum() for g in ref["grads"].values())),
+        "param": _max_diff(got["params"], ref["params"]),
+        "buffer": _max_diff(got["buffers"], ref["buffers"]),
+        "buffers": sorted(ref["buffers"]),
+        "running_var_moved": float((ref["buffers"]["bn2.running_var"] - 1).abs().max()),
+        "batches_tracked": float(got["buffers"]["bn1.num_batches_tracked"]),
+    }
+
+
 def _teardown() -> None:
     """Free the DDP wrappers (their reducers hold gloo work) and leave the group together."""
     import gc
@@ -176,6 +251,10 @@ def _worker(rank: int, store: str, out_dir: str) -> None:
                 records[f"{method}/{geometry}"] = _case(method, geometry, rank)
             except Exception:  # recorded; the test of this case fails with it
                 records[f"{method}/{geometry}"] = {"error": traceback.format_exc()}
+        try:
+            records["batchnorm"] = _bn_case(rank)
+        except Exception:
+            records["batchnorm"] = {"error": traceback.format_exc()}
         # the gather alone, with uneven batches (3 and 5 rows) and its gradient
         x = torch.arange(3 + 2 * rank, dtype=torch.float64).mul(rank + 1).requires_grad_()
         y = hd.all_gather_with_grad(x)
@@ -208,6 +287,60 @@ def test_loss_gradients_and_step_equal_one_process(records, method, geometry):
         assert r["buffer"] < TOL, (rank, r)
     if method in ("lam", "hwc+lam"):
         assert "terms.lam.prototypes" in records[0][f"{method}/{geometry}"]["buffers"]
+
+
+def test_all_reduce_batchnorm_equals_one_process_on_the_concatenated_batch(records):
+    """Different data and shares (12 and 8 rows), BatchNorm2d and BatchNorm1d(momentum=None), 2 AdamW steps."""
+    for rank, rec in enumerate(records):
+        r = rec["batchnorm"]
+        assert "error" not in r, f"rank {rank}: {r.get('error')}"
+        assert r["kinds"] == ["AllReduceBatchNorm"] and r["reverted"] == ["BatchNorm1d", "BatchNorm2d"]
+        assert r["grad_norm"] > 0 and r["running_var_moved"] > 1e-3  # the statistics did move
+        assert max(r["loss"]) < TOL and r["z"] < TOL, (rank, r)
+        assert r["grad"] < TOL and r["param"] < TOL, (rank, r)
+        assert r["buffer"] < TOL, (rank, r)  # running mean/var (unbiased, global n) and num_batches_tracked
+        assert r["batches_tracked"] == 2
+        assert "bn2.running_mean" in r["buffers"] and "bn1.running_var" in r["buffers"]
+
+
+def test_local_batchnorm_would_differ():
+    """The check above can fail: batch norm over one rank's 12 rows is not that of all 20."""
+    torch.manual_seed(0)
+    bn = nn.BatchNorm2d(3).double().requires_grad_(False)
+    x = torch.randn(20, 3, 2, 2, dtype=torch.float64) + torch.arange(20, dtype=torch.float64).view(-1, 1, 1, 1) / 5
+    assert float((bn(x)[:12] - bn(x[:12])).abs().max()) > 1e-2
+
+
+def test_all_reduce_batchnorm_is_batchnorm_in_one_process():
+    torch.manual_seed(1)
+    for dims, ref_cls in ((2, nn.BatchNorm1d), (3, nn.BatchNorm1d), (4, nn.BatchNorm2d), (5, nn.BatchNorm3d)):
+        ref = ref_cls(4, momentum=0.3).double()
+        x = torch.randn(6, 4, *([3] * (dims - 2)), dtype=torch.float64, requires_grad=True)
+        bn = hd.convert_batchnorm(ref_cls(4, momentum=0.3).double())
+        assert isinstance(bn, hd.AllReduceBatchNorm)
+        (gx,) = torch.autograd.grad((ref(x) ** 3).sum(), x)
+        (gy,) = torch.autograd.grad((bn(x) ** 3).sum(), x)
+        torch.testing.assert_close(gy, gx)
+        torch.testing.assert_close(bn.running_var, ref.running_var)
+        ref.eval(), bn.eval()
+        torch.testing.assert_close(bn(x), ref(x))
+    with pytest.raises(ValueError, match="AllReduceBatchNorm"):
+        hd.AllReduceBatchNorm(4)(torch.randn(4))
+
+
+def test_convert_batchnorm_shares_parameters_and_state_dict_keys():
+    from hierviz.models import ProjectionHead
+
+    head = ProjectionHead(4, 6, 3)
+    before = dict(head.state_dict())
+    params = [id(p) for p in head.parameters()]
+    conv = hd.convert_batchnorm(head)
+    assert isinstance(conv.net[1], hd.AllReduceBatchNorm)
+    assert [id(p) for p in conv.parameters()] == params and list(conv.state_dict()) == list(before)
+    back = hd.revert_batchnorm(conv)
+    assert type(back.net[1]) is nn.BatchNorm1d and [id(p) for p in back.parameters()] == params
+    assert type(hd.convert_batchnorm(nn.BatchNorm2d(3), "cuda")) is nn.SyncBatchNorm
+    assert type(hd.revert_batchnorm(hd.convert_batchnorm(nn.BatchNorm2d(3), "cuda"))) is nn.BatchNorm2d
 
 
 def test_every_registered_method_is_covered():

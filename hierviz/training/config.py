@@ -57,6 +57,11 @@ class TrainConfig:
         Continue from ``checkpoint_dir/checkpoint.pt`` if it exists.
     progress : bool, default True
         Show a tqdm progress bar.
+    sync_bn : bool, default True
+        Under DDP (``torchrun``), batch norm over the global batch of all ranks
+        (:func:`hierviz.training.distributed.convert_batchnorm`: ``SyncBatchNorm`` on CUDA,
+        ``AllReduceBatchNorm`` on CPU); False: each rank normalises with its own share.  No
+        effect in one process.
     """
 
     epochs: int = 100
@@ -74,6 +79,7 @@ class TrainConfig:
     checkpoint_dir: str | Path | None = None
     resume: bool = False
     progress: bool = True
+    sync_bn: bool = True
 
     def __post_init__(self) -> None:
         def _int(name: str, lo: int) -> None:
@@ -107,7 +113,8 @@ class TrainConfig:
 
 def check_resume_config(saved: dict[str, Any], config: TrainConfig, path: Path) -> None:
     now = config.to_dict()
-    diff = [k for k in now if k not in RESUME_FREE_FIELDS and saved.get(k) != now[k]]
+    defaults = TrainConfig().to_dict()  # a field added after the checkpoint was written has its default there
+    diff = [k for k in now if k not in RESUME_FREE_FIELDS and saved.get(k, defaults[k]) != now[k]]
     if diff:
         detail = ", ".join(f"{k}: checkpoint {saved.get(k)!r} vs now {now[k]!r}" for k in diff)
         raise ValueError(

@@ -29,8 +29,11 @@ one on every rank.  Buffers of the objective (LAM prototypes and their EMA, Eqs.
 Paper 01) are updated from the gathered batch, hence identically on every rank;
 :func:`broadcast_buffers` copies rank 0's after each step so that they cannot drift apart.
 
-Batch norm layers are converted to :class:`torch.nn.SyncBatchNorm` by :func:`fit`, so batch
-statistics are those of the global batch too.
+Batch norm layers are converted by :func:`convert_batchnorm` for the duration of
+:func:`~hierviz.training.fit` (``TrainConfig.sync_bn``): :class:`torch.nn.SyncBatchNorm` on
+CUDA, :class:`AllReduceBatchNorm` elsewhere (``SyncBatchNorm`` refuses CPU tensors in torch
+2.14), so the batch statistics are those of the global batch too.  Their backward follows the
+same rule as the gather: :func:`all_reduce_with_grad` sums the incoming gradient over ranks.
 
 Examples
 --------
@@ -63,6 +66,10 @@ __all__ = [
     "all_gather_nograd",
     "gather_batch",
     "broadcast_buffers",
+    "all_reduce_with_grad",
+    "AllReduceBatchNorm",
+    "convert_batchnorm",
+    "revert_batchnorm",
     "ShardedBatchSampler",
     "launched_by_torchrun",
 ]
@@ -275,6 +282,186 @@ def broadcast_buffers(module: nn.Module, src: int = 0) -> None:
                 b.copy_(tmp.bool())
             else:
                 dist.broadcast(b, src)
+
+
+class _AllReduceSum(torch.autograd.Function):
+    """Sum over ranks whose backward sums the incoming gradient over ranks too."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        y = x.contiguous().clone()
+        dist.all_reduce(y, op=dist.ReduceOp.SUM)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        grad = grad.contiguous().clone()
+        dist.all_reduce(grad, op=dist.ReduceOp.SUM)
+        return grad
+
+
+def all_reduce_with_grad(x: torch.Tensor) -> torch.Tensor:
+    """``Σ_r x_r`` over ranks, differentiably: the backward all-reduces the gradient.
+
+    Rank ``r``'s input ``x_r`` reaches the output of every rank, so its gradient is the sum
+    over ranks of what each rank's loss sends back, ``Σ_r' ∂L_r'/∂y`` (the same rule as
+    :class:`GatherLayer`; the module notes show why DDP's averaging then gives the exact
+    gradient).
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Same shape and dtype on every rank.
+
+    Returns
+    -------
+    torch.Tensor
+        The sum, the same on every rank; ``x`` itself outside a process group.
+    """
+    if not is_distributed():
+        return x
+    return _AllReduceSum.apply(x)
+
+
+class AllReduceBatchNorm(nn.modules.batchnorm._BatchNorm):
+    """Batch norm over the global batch of all ranks, for any device (``gloo`` on CPU included).
+
+    In training mode inside a process group of more than one rank, the per-channel mean and
+    variance are those of the rows of *every* rank (Ioffe & Szegedy 2015, Eq. in Alg. 1, over
+    the concatenated batch): two differentiable all-reduces (:func:`all_reduce_with_grad`),
+    of ``[Σ x, n]`` and then of ``Σ (x - μ)²`` (two passes, no ``E[x²] - μ²``
+    cancellation).  The running statistics are updated as :class:`torch.nn.BatchNorm2d`
+    does, with the global mean and the unbiased global variance (``n / (n - 1)``, ``n`` the
+    global count), so they are the same on every rank.  Otherwise (evaluation, one process)
+    it is the ordinary batch norm.  The input may be (N, C) or (N, C, *) as for
+    ``BatchNorm1d/2d/3d``; float16/bfloat16 inputs are normalised in float32.
+
+    Made by :func:`convert_batchnorm` (what :func:`hierviz.training.fit` does under DDP off
+    CUDA); :class:`torch.nn.SyncBatchNorm` does the same on CUDA only.
+
+    Raises
+    ------
+    ValueError
+        An input of fewer than 2 dimensions, or a global batch of one value per channel in
+        training mode (as ``BatchNorm`` does).
+
+    Examples
+    --------
+    >>> bn = AllReduceBatchNorm(3)  # outside a process group: BatchNorm
+    >>> x = torch.randn(8, 3, 4, 4)
+    >>> torch.allclose(bn(x), nn.BatchNorm2d(3)(x), atol=1e-6)
+    True
+    """
+
+    def _check_input_dim(self, input: torch.Tensor) -> None:
+        if input.dim() < 2:
+            raise ValueError(
+                f"AllReduceBatchNorm: expected an input of 2 or more dimensions (N, C, ...), got {input.dim()}"
+            )
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        """Normalise ``input`` (N, C, *) with the statistics of the global batch (training, several ranks)."""
+        self._check_input_dim(input)
+        if not (self.training and is_distributed()):
+            return super().forward(input)
+        x = input.float() if input.dtype in (torch.float16, torch.bfloat16) else input
+        dims = [0, *range(2, x.dim())]
+        shape = [1, -1] + [1] * (x.dim() - 2)
+        n_local = x.numel() // max(1, x.shape[1])
+        sums = all_reduce_with_grad(torch.cat([x.sum(dims), x.new_full((1,), float(n_local))]))
+        n = float(sums[-1].detach())
+        if n <= 1:
+            raise ValueError(
+                f"AllReduceBatchNorm: expected more than 1 value per channel in training, got a global batch of {n:g}"
+            )
+        mean = sums[:-1] / n
+        xc = x - mean.view(shape)
+        var = all_reduce_with_grad((xc * xc).sum(dims)) / n  # biased, for normalising
+        y = xc * torch.rsqrt(var + self.eps).view(shape)
+        if self.weight is not None:
+            y = y * self.weight.view(shape) + self.bias.view(shape)
+        if self.track_running_stats and self.running_mean is not None and self.running_var is not None:
+            with torch.no_grad():
+                self.num_batches_tracked.add_(1)  # type: ignore[union-attr,operator]
+                f = self.momentum if self.momentum is not None else 1.0 / float(self.num_batches_tracked)
+                self.running_mean.mul_(1 - f).add_(mean.detach().to(self.running_mean.dtype), alpha=f)
+                unbiased = var.detach() * (n / (n - 1))
+                self.running_var.mul_(1 - f).add_(unbiased.to(self.running_var.dtype), alpha=f)
+        return y.to(input.dtype)
+
+
+_BN_ORIGIN = "_hierviz_batchnorm_origin"
+
+
+def _swap_batchnorm(bn: nn.modules.batchnorm._BatchNorm, cls: type) -> nn.Module:
+    """A ``cls`` batch norm holding ``bn``'s own parameters and buffers (shared, not copied)."""
+    new = cls(bn.num_features, bn.eps, bn.momentum, bn.affine, bn.track_running_stats)
+    if bn.affine:
+        new.weight, new.bias = bn.weight, bn.bias
+    new.running_mean, new.running_var = bn.running_mean, bn.running_var
+    new.num_batches_tracked = bn.num_batches_tracked
+    new.train(bn.training)
+    return new
+
+
+def convert_batchnorm(module: nn.Module, device_type: str = "cpu") -> nn.Module:
+    """Replace every ``BatchNorm1d/2d/3d`` in ``module`` by one that normalises over all ranks.
+
+    :class:`torch.nn.SyncBatchNorm` when ``device_type == "cuda"``, :class:`AllReduceBatchNorm`
+    otherwise.  The new layers share the old ones' parameters and buffers (an optimiser or a
+    ``state_dict`` sees the same tensors and keys) and remember their class, so
+    :func:`revert_batchnorm` gives the model back as it was.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        Changed in place; a bare batch-norm layer is returned as a new object.
+    device_type : str, default "cpu"
+        Where the model runs.
+
+    Returns
+    -------
+    torch.nn.Module
+        ``module`` (or the new layer).
+
+    Examples
+    --------
+    >>> m = convert_batchnorm(nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3)))
+    >>> type(m[1]).__name__, type(revert_batchnorm(m)[1]).__name__
+    ('AllReduceBatchNorm', 'BatchNorm1d')
+    """
+    cls = nn.SyncBatchNorm if device_type == "cuda" else AllReduceBatchNorm
+    if isinstance(module, nn.modules.batchnorm._BatchNorm) and not isinstance(
+        module, (nn.SyncBatchNorm, AllReduceBatchNorm)
+    ):
+        new = _swap_batchnorm(module, cls)
+        setattr(new, _BN_ORIGIN, type(module))
+        return new
+    for name, child in module.named_children():
+        module.add_module(name, convert_batchnorm(child, device_type))
+    return module
+
+
+def revert_batchnorm(module: nn.Module) -> nn.Module:
+    """Undo :func:`convert_batchnorm`: each converted layer becomes its original class again.
+
+    Parameters and buffers are shared with the converted layer (nothing is copied).
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        Changed in place; a bare converted layer is returned as a new object.
+
+    Returns
+    -------
+    torch.nn.Module
+    """
+    origin = getattr(module, _BN_ORIGIN, None)
+    if origin is not None:
+        return _swap_batchnorm(module, origin)  # type: ignore[arg-type]
+    for name, child in module.named_children():
+        module.add_module(name, revert_batchnorm(child))
+    return module
 
 
 class ShardedBatchSampler:

@@ -377,9 +377,10 @@ def fit(
     distributed = _dist.is_distributed()
     main = _dist.is_main_process()
     train_model: nn.Module = model
+    sync_bn = distributed and config.sync_bn
     if distributed:  # DDP averages gradients; the loss is computed on the gathered batch (distributed.py)
-        if device.type == "cuda":
-            model = nn.SyncBatchNorm.convert_sync_batchnorm(model)  # global batch statistics (CUDA only)
+        if sync_bn:  # batch statistics of the global batch (SyncBatchNorm on CUDA, AllReduceBatchNorm else)
+            model = _dist.convert_batchnorm(model, device.type)
         # static_graph: parameters the loss never reaches (the projection head under HXE's
         # logits-only loss) are found on the first step instead of stalling the reduction
         train_model = nn.parallel.DistributedDataParallel(
@@ -468,6 +469,8 @@ def fit(
         for epoch in range(start_epoch, config.epochs):
             if batch_sampler is not None and hasattr(batch_sampler, "set_epoch"):
                 batch_sampler.set_epoch(epoch)
+            if hasattr(train_data, "set_epoch"):  # per-sample augmentation seeds (ContrastiveDataset(seed=...))
+                train_data.set_epoch(epoch)
             model.train()
             objective.train()
             sums: dict[str, float] = {}
@@ -536,6 +539,8 @@ def fit(
     finally:
         jit_guard.__exit__(None, None, None)
         bar.close()
+        if sync_bn:  # the caller's batch-norm classes again (same parameters and buffers)
+            model = _dist.revert_batchnorm(model)
     model.eval()
     return FitResult(
         model=model,
