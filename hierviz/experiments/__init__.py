@@ -29,7 +29,7 @@ from hierviz.experiments.config import (
     validate,
 )
 from hierviz.experiments.records import check_mergeable, load_records, run_name
-from hierviz.experiments.sweep import sweep
+from hierviz.experiments.sweep import best_grid_value, sweep, sweep_curve
 
 __all__ = [
     "ExperimentConfig",
@@ -49,6 +49,8 @@ __all__ = [
     "diff_keys",
     "compare",
     "sweep",
+    "sweep_curve",
+    "best_grid_value",
     "report",
     "CompareResult",
     "load_data",
