@@ -139,6 +139,8 @@ class HyperbolicHead(nn.Module):
     learn_scale : bool, default True
         Train ``s`` (an ``nn.Parameter`` named ``log_scale``); else it is a fixed buffer.
 
+    Notes
+    -----
     A geometry built with ``learnable=True`` (a trainable curvature, geoopt's
     ``learnable=True``) has its parameter registered here as the submodule ``curvature``, so
     the optimiser trains it with the head and checkpoints save it; the losses hold the same
