@@ -258,3 +258,55 @@ def ema_step(geometry, proto: Any, x: Any, index: Any, eta: float) -> Tensor:
         vbar = _segment_sum(geometry._log(pt[idx], xt), idx, K) / denom
         new = geometry._exp(pt, eta * vbar)
     return torch.where(present, new, pt)
+
+
+def karcher_path(geometry, x: Any, beta: float, steps: int, init: Any) -> tuple[Tensor, list[float]]:
+    r"""Eq. (3) written out with a fixed step ``β``, and the Fréchet objective after every step.
+
+    :math:`\mu^{(t)} = \exp_{\mu^{(t-1)}}\big(\beta\,\tfrac1n\sum_i \log_{\mu^{(t-1)}}(x_i)\big)`, with no line
+    search (compare :func:`group_mean`, which halves ``β`` while a step would raise the objective). Notebook
+    01 §6 uses it to show that ``β = 1`` can oscillate on wide clouds in negative curvature.
+
+    Parameters
+    ----------
+    geometry : Geometry
+    x : Tensor, shape (n, D)
+        Points on the manifold.
+    beta : float, > 0
+        Step size (paper 01 uses 1).
+    steps : int, >= 0
+    init : Tensor, shape (D,)
+        The start :math:`\mu^{(0)}`.
+
+    Returns
+    -------
+    mean : Tensor, shape (D,)
+        :math:`\mu^{(\text{steps})}`.
+    costs : list of float, length steps + 1
+        :math:`\sum_i d^2(\mu^{(t)}, x_i)` for t = 0 .. steps.
+
+    Raises
+    ------
+    ValueError
+        ``beta`` not positive or ``steps`` negative.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import PoincareBall
+    >>> ball = PoincareBall()
+    >>> x = ball.expmap0(torch.tensor([[0.4, 0.0], [0.0, 0.4]], dtype=torch.float64))
+    >>> m, costs = karcher_path(ball, x, 1.0, 5, torch.zeros(2, dtype=torch.float64))
+    >>> len(costs), costs[-1] <= costs[0], round(float(m[0] - m[1]), 12)
+    (6, True, 0.0)
+    """
+    if not (isinstance(beta, (int, float)) and beta > 0):
+        raise ValueError(f"beta must be a positive step size, got {beta!r}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+    m, costs = init, []
+    for t in range(steps + 1):
+        costs.append(float((geometry.dist(m, x) ** 2).sum()))
+        if t < steps:
+            m = geometry.expmap(m, beta * geometry.logmap(m, x).mean(0))
+    return m, costs

@@ -31,12 +31,13 @@ from hierviz.hierarchy.io import (
     write_tree_file,
 )
 from hierviz.hierarchy.label_tree import LabelTree
-from hierviz.hierarchy.levels import LEVEL_ORDERS, level_label_matrix, level_labels, level_names
+from hierviz.hierarchy.levels import LEVEL_ORDERS, level_groups, level_label_matrix, level_labels, level_names
 
 __all__ = [
     "LabelTree",
     "LEVEL_ORDERS",
     "level_labels",
+    "level_groups",
     "level_label_matrix",
     "level_names",
     "ProjectionChoice",

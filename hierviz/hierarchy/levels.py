@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["LEVEL_ORDERS", "level_label_matrix", "level_labels", "level_names"]
+__all__ = ["LEVEL_ORDERS", "level_groups", "level_label_matrix", "level_labels", "level_names"]
 
 #: Column orders of the per-level labels: coarse first ("category") or fine first ("class").
 LEVEL_ORDERS = ("category", "class")
@@ -152,3 +152,43 @@ def level_names(tree: Any, order: str = "category") -> list[list[str]]:
     """
     table = level_label_matrix(tree, order)
     return [[tree.nodes[int(i)] for i in torch.unique(col, sorted=True)] for col in table.T]
+
+
+def level_groups(tree: Any, labels: Any, level: int) -> tuple[torch.Tensor, list[str]]:
+    """Group the samples by their ancestor at one level: dense group ids and the group nodes' names.
+
+    Cutting the tree at depth ``level`` puts every leaf under exactly one node there; LAM keeps one
+    prototype per such node (Paper 01 (HWC + LAM) §3.3, Eq. 9). Only the nodes that occur in ``labels``
+    become groups.
+
+    Parameters
+    ----------
+    tree : LabelTree
+    labels : LongTensor or array-like of int, shape (n,)
+        Leaf indices in [0, C-1].
+    level : int
+        Depth in [0, L]; a leaf shallower than ``level`` is its own group.
+
+    Returns
+    -------
+    groups : torch.LongTensor, shape (n,)
+        Group id in [0, K-1] of each sample, groups numbered in node order.
+    names : list of str, length K
+        The node of each group.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :meth:`LabelTree.ancestor_at_level`.
+
+    Examples
+    --------
+    >>> from hierviz.hierarchy import LabelTree
+    >>> t = LabelTree.from_nested({"root": {"a": ["x", "y"], "b": ["z"]}})
+    >>> g, names = level_groups(t, [2, 0, 1, 0], level=1)
+    >>> g.tolist(), names
+    ([1, 0, 0, 0], ['a', 'b'])
+    """
+    anc = tree.ancestor_at_level(labels, level)
+    nodes, inv = torch.unique(anc, sorted=True, return_inverse=True)
+    return inv, [tree.nodes[int(n)] for n in nodes]
