@@ -344,6 +344,112 @@ def test_loss_errors():
         PerLevelLoss(LabelTree.from_nested({"r": {"a": ["x"]}}))
 
 
+# ------------------------------------------------------------------------------------- class weights (§III-C)
+def _weighted_ce(logits, t, w):
+    """Loop reference: sum_i w[t_i] * nll_i / sum_i w[t_i]."""
+    num = den = 0.0
+    for i in range(len(t)):
+        wi = float(w[int(t[i])])
+        num += wi * float(-torch.log_softmax(logits[i], 0)[int(t[i])])
+        den += wi
+    return num / den
+
+
+@torch.no_grad()
+def test_inverse_class_weights_equal_their_loops():
+    g = torch.Generator().manual_seed(2)
+    y = torch.tensor([0, 0, 0, 2, 4, 5, 5, 3])  # unbalanced batch; leaf 1 absent
+    z = torch.randn(len(y), 1, 6, generator=g, dtype=torch.float64)
+    n = torch.bincount(y, minlength=TREE4.num_leaves).double()  # the first batch: counts = this batch
+    flat = z[:, 0]
+    # L: w_c = 1 / n_c
+    leaf = LeafLoss(TREE4, class_weight="inverse").double()
+    got = float(leaf(z, y))
+    assert leaf.leaf_counts.tolist() == n.tolist()
+    w = [1.0 / c if c > 0 else 0.0 for c in n.tolist()]
+    assert got == pytest.approx(_weighted_ce(leaf.logits(flat), y, w), abs=1e-10)
+    # balanced by construction: the mean over present classes of each class's mean loss
+    nll = -torch.log_softmax(leaf.logits(flat), 1)[torch.arange(len(y)), y]
+    per_class = [float(nll[y == c].mean()) for c in torch.unique(y)]
+    assert got == pytest.approx(float(np.mean(per_class)), abs=1e-10)
+    # PL: per level, a class's count is the sum of its leaves' counts
+    pl = PerLevelLoss(TREE4, class_weight="inverse").double()
+    got = float(pl(z, y))
+    targets, classes = per_level_targets(TREE4)
+    lg, want, start = pl.logits(flat), 0.0, 0
+    for j, cls in enumerate(classes):
+        cnt = [
+            float(sum(n[leaf] for leaf in range(TREE4.num_leaves) if targets[leaf, j] == k)) for k in range(len(cls))
+        ]
+        wj = [1.0 / c if c > 0 else 0.0 for c in cnt]
+        want += _weighted_ce(lg[:, start : start + len(cls)], targets[y, j], wj)
+        start += len(cls)
+    assert got == pytest.approx(want, abs=1e-10)
+    # B: positives of node j weigh n-_j / n+_j
+    b = BinaryLoss(TREE4, class_weight="inverse").double()
+    got = float(b(z, y))
+    B = binary_targets(TREE4).double()
+    lg, total = b.logits(flat), 0.0
+    for k in range(B.shape[1]):
+        pos = float(sum(n[leaf] for leaf in range(TREE4.num_leaves) if B[leaf, k] == 1))
+        pw = (float(n.sum()) - pos) / pos if pos > 0 else 1.0
+        for i in range(len(y)):
+            p, t = torch.sigmoid(lg[i, k]), B[y[i], k]
+            total += float(-(pw * t * torch.log(p) + (1 - t) * torch.log(1 - p)))
+    assert got == pytest.approx(total / (len(y) * B.shape[1]), abs=1e-10)
+
+
+@torch.no_grad()
+def test_class_weights_follow_the_running_sampling_frequency():
+    y1, y2 = torch.tensor([0, 0, 1]), torch.tensor([1, 1, 1, 2])
+    loss = LeafLoss(TREE4, class_weight="inverse").double()
+    loss(torch.randn(3, 1, 4, dtype=torch.float64), y1)
+    loss(torch.randn(4, 1, 4, dtype=torch.float64), y2)
+    assert loss.leaf_counts[:3].tolist() == [2.0, 4.0, 1.0] and float(loss.leaf_counts.sum()) == 7
+    assert "leaf_counts" in loss.state_dict()  # resumed with the checkpoint
+    loss.eval()  # evaluation does not count
+    loss(torch.randn(4, 1, 4, dtype=torch.float64), y2)
+    assert float(loss.leaf_counts.sum()) == 7
+    # a class twice as frequent weighs half: 2 samples of leaf 0 vs 4 of leaf 1 -> equal total weight
+    z = torch.randn(6, 1, 4, dtype=torch.float64)
+    y = torch.tensor([0, 0, 1, 1, 1, 1])
+    nll = -torch.log_softmax(loss.logits(z[:, 0]), 1)[torch.arange(6), y]
+    want = 0.5 * float(nll[:2].mean()) + 0.5 * float(nll[2:].mean())
+    assert float(loss(z, y)) == pytest.approx(want, abs=1e-10)
+    # "none" keeps no counts and equals the plain mean; uniform counts equal "none"
+    plain = LeafLoss(TREE4).double()
+    assert "leaf_counts" not in dict(plain.named_buffers())
+    plain(z, y)
+    plain.head.load_state_dict(loss.head.state_dict())
+    loss.leaf_counts.fill_(5.0)
+    assert float(loss(z, y)) == pytest.approx(float(plain(z, y)), abs=1e-12)
+    pl = PerLevelLoss(TREE4, class_weight="inverse")
+    w = pl.level_weights(torch.tensor([1.0, 3.0, 0.0, 2.0, 2.0, 4.0], dtype=torch.float64))
+    assert w.shape == pl.mask.shape and bool((w[~pl.mask] == 0).all())
+    assert float(BinaryLoss(TREE4, class_weight="inverse").pos_weight(torch.zeros(6, dtype=torch.float64))[0]) == 1
+
+
+@pytest.mark.parametrize("cls", [LeafLoss, PerLevelLoss, BinaryLoss])
+def test_class_weighted_gradcheck_and_errors(cls):
+    loss = cls(TREE4, class_weight="inverse").double()
+    z = torch.randn(5, 1, 5, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0, 3, 5, 5, 2])
+    loss(z, y)
+    loss.eval()  # counts fixed during gradcheck's repeated calls
+    assert torch.autograd.gradcheck(lambda t: loss(t, y), (z,))
+    with pytest.raises(ValueError, match="class_weight must be one of"):
+        cls(TREE4, class_weight="balanced")
+
+
+def test_class_weight_is_a_method_hyperparameter():
+    from hierviz.methods import build_objective, get_method
+
+    assert "class_weight" in get_method("t+pl").hparams and "class_weight" not in get_method("t").hparams
+    obj = build_objective("t+pl+b", TREE4, "euclidean", class_weight="inverse")
+    assert obj.term("pl").class_weight == obj.term("b").class_weight == "inverse"
+    assert build_objective("l", TREE4, "euclidean").term("l").class_weight == "none"
+
+
 # ------------------------------------------------------------------------------------- methods
 PAPER04 = ["l", "pl", "b", "t", "t+l", "t+pl", "t+b", "pl+b", "t+pl+b"]
 

@@ -14,9 +14,26 @@ linear heads -> logits); the head's input size is read from the first batch
   sample are its leaf and the leaf's ancestors, Eqs. 2 and 4, averaged over the nodes.
 
 All are vectorised over levels and nodes: one head, one padded ``log_softmax`` for PL and
-one ``binary_cross_entropy_with_logits`` for B. Classes are weighted uniformly (the paper
-weights them inversely to their sampling frequency; not done here). Several losses (and the
-triplet loss) are combined with uniform weights in :class:`hierviz.losses.Objective`, as §III-C.
+one ``binary_cross_entropy_with_logits`` for B. Several losses (and the triplet loss) are
+combined with uniform weights in :class:`hierviz.losses.Objective`, as §III-C.
+
+**Class weights** (``class_weight``, the method hyperparameter ``loss.class_weight``).
+``"none"`` (default): every class weighs the same. ``"inverse"``: §III-C, "class weights are
+set inversely proportional to their sampling frequency". The loss counts the leaves of the
+samples it is trained on (:attr:`leaf_counts`, a float64 buffer saved with the checkpoint;
+updated in training mode only, current batch included), so the frequency is the one the
+training sampler produces (the tree-triplet sampler over-draws small subtrees). From the leaf
+counts :math:`n_c`:
+
+* L: weight :math:`w_c = 1 / n_c` of leaf :math:`c`, a weighted mean over the batch
+  (:math:`\sum_i w_{y_i} \ell_i / \sum_i w_{y_i}`, ``cross_entropy(weight=)``);
+* PL: the same per level, with the count of a level class = the sum of its leaves' counts;
+* B: per node :math:`j`, positives weigh :math:`n^-_j / n^+_j` (negatives 1), i.e. both
+  outcomes inversely to their frequency (``pos_weight``), mean over samples and nodes.
+
+Classes not yet counted get weight 0 (they are no target in the batch). The authors' code
+(tiianhk/label-metric) uses the same three rules but counts each epoch's triplets before
+training on them; the running count here converges to the same frequencies.
 """
 
 from __future__ import annotations
@@ -28,7 +45,23 @@ from torch import nn
 
 from hierviz.losses._validation import _check_embeddings, _check_labels, _check_tree, _is_hyperbolic
 
-__all__ = ["LeafLoss", "PerLevelLoss", "BinaryLoss", "per_level_targets", "binary_targets", "pl_levels"]
+__all__ = [
+    "LeafLoss",
+    "PerLevelLoss",
+    "BinaryLoss",
+    "per_level_targets",
+    "binary_targets",
+    "pl_levels",
+    "CLASS_WEIGHTS",
+]
+
+#: Values of ``class_weight``: uniform, or inversely proportional to the sampling frequency (§III-C).
+CLASS_WEIGHTS = ("none", "inverse")
+
+
+def _inverse(counts: torch.Tensor) -> torch.Tensor:
+    """1 / counts where counts > 0, else 0."""
+    return torch.where(counts > 0, 1.0 / counts.clamp_min(1e-300), torch.zeros_like(counts))
 
 
 def pl_levels(tree: Any) -> list[int]:
@@ -99,12 +132,30 @@ class _HeadLoss(nn.Module):
 
     input_kind = "embeddings"
 
-    def __init__(self, tree: Any, geometry: Any, out_features: int, who: str) -> None:
+    def __init__(self, tree: Any, geometry: Any, out_features: int, who: str, class_weight: str = "none") -> None:
         super().__init__()
         self.tree = _check_tree(tree, True, who, needs=("leaf_paths", "ancestor_matrix", "num_leaves"))
         self.geometry = geometry
         self.who = who
         self.head = nn.LazyLinear(int(out_features))
+        if class_weight not in CLASS_WEIGHTS:
+            raise ValueError(f"{who}: class_weight must be one of {CLASS_WEIGHTS}, got {class_weight!r}")
+        self.class_weight = class_weight
+        if class_weight == "inverse":
+            self.register_buffer("leaf_counts", torch.zeros(tree.num_leaves, dtype=torch.float64))
+
+    def _counts(self, y: torch.Tensor) -> torch.Tensor | None:
+        """Leaf counts so far (this batch counted first in training mode); None without class weights."""
+        if self.class_weight == "none":
+            return None
+        if self.training:
+            self.leaf_counts += torch.bincount(y, minlength=self.tree.num_leaves).to(self.leaf_counts)
+        if not bool((self.leaf_counts[y] > 0).all()):  # eval before any training step: count this batch
+            return self.leaf_counts + torch.bincount(y, minlength=self.tree.num_leaves).to(self.leaf_counts)
+        return self.leaf_counts
+
+    def extra_repr(self) -> str:
+        return f"class_weight={self.class_weight!r}"
 
     def logits(self, z: torch.Tensor) -> torch.Tensor:
         """Head outputs for embeddings ``z`` (..., D) on the manifold."""
@@ -127,11 +178,13 @@ class LeafLoss(_HeadLoss):
     tree : LabelTree
     geometry : Geometry, optional
         The head reads ``geometry.to_tangent0(z)`` when it is hyperbolic.
+    class_weight : {"none", "inverse"}, default "none"
+        ``"inverse"``: leaf weights :math:`1 / n_c` from the running leaf counts (module docstring).
 
     Notes
     -----
     ``forward(z, labels)``: ``z`` (B, V, d), ``labels`` (B,) leaf indices; every view is a
-    sample. Returns the mean cross-entropy, a scalar >= 0.
+    sample. Returns the (weighted) mean cross-entropy, a scalar >= 0.
 
     Examples
     --------
@@ -144,12 +197,15 @@ class LeafLoss(_HeadLoss):
     1.0986
     """
 
-    def __init__(self, tree: Any, geometry: Any = None) -> None:
-        super().__init__(tree, geometry, tree.num_leaves, "LeafLoss")
+    def __init__(self, tree: Any, geometry: Any = None, class_weight: str = "none") -> None:
+        super().__init__(tree, geometry, tree.num_leaves, "LeafLoss", class_weight)
 
     def forward(self, z: torch.Tensor, labels: Any) -> torch.Tensor:
         x, y = self._inputs(z, labels)
-        return nn.functional.cross_entropy(self.logits(x), y)
+        logits = self.logits(x)
+        counts = self._counts(y)
+        w = None if counts is None else _inverse(counts).to(logits.dtype)
+        return nn.functional.cross_entropy(logits, y, weight=w)
 
 
 class PerLevelLoss(_HeadLoss):
@@ -163,6 +219,9 @@ class PerLevelLoss(_HeadLoss):
     tree : LabelTree
     geometry : Geometry, optional
         The head reads ``geometry.to_tangent0(z)`` when it is hyperbolic.
+    class_weight : {"none", "inverse"}, default "none"
+        ``"inverse"``: on each level, class weights :math:`1 / n` (its leaves' running
+        counts summed) and a weighted mean over the batch (module docstring).
 
     Attributes
     ----------
@@ -187,12 +246,12 @@ class PerLevelLoss(_HeadLoss):
     torch.Size([1, 2, 3])
     """
 
-    def __init__(self, tree: Any, geometry: Any = None) -> None:
+    def __init__(self, tree: Any, geometry: Any = None, class_weight: str = "none") -> None:
         targets, classes = per_level_targets(tree)
         if not classes:
             raise ValueError("PerLevelLoss: the tree has no level with more than one node")
         sizes = [len(c) for c in classes]
-        super().__init__(tree, geometry, sum(sizes), "PerLevelLoss")
+        super().__init__(tree, geometry, sum(sizes), "PerLevelLoss", class_weight)
         K = max(sizes)
         slots = torch.zeros(len(sizes), K, dtype=torch.long)
         mask = torch.zeros(len(sizes), K, dtype=torch.bool)
@@ -211,11 +270,24 @@ class PerLevelLoss(_HeadLoss):
         out = logits[:, self.slots]
         return out.masked_fill(~self.mask, float("-inf"))
 
+    def level_weights(self, leaf_counts: torch.Tensor) -> torch.Tensor:
+        """(L', K) class weights :math:`1 / n` per level from (C,) leaf counts (0: uncounted or padding)."""
+        L, K = self.mask.shape
+        counts = torch.zeros(L, K, dtype=leaf_counts.dtype, device=leaf_counts.device)
+        counts.scatter_add_(1, self.targets.T, leaf_counts.expand(L, -1))
+        return _inverse(counts)
+
     def forward(self, z: torch.Tensor, labels: Any) -> torch.Tensor:
         x, y = self._inputs(z, labels)
         logp = torch.log_softmax(self.level_logits(self.logits(x)), dim=-1)  # (B, L', K)
-        nll = -logp.gather(-1, self.targets[y].unsqueeze(-1)).squeeze(-1)  # (B, L')
-        return nll.mean(0).sum()
+        t = self.targets[y]  # (B, L')
+        nll = -logp.gather(-1, t.unsqueeze(-1)).squeeze(-1)  # (B, L')
+        counts = self._counts(y)
+        if counts is None:
+            return nll.mean(0).sum()
+        w = self.level_weights(counts).to(nll.dtype)  # (L', K)
+        wi = w.gather(1, t.T).T  # (B, L'): weight of each sample's class on each level
+        return ((wi * nll).sum(0) / wi.sum(0)).sum()
 
 
 class BinaryLoss(_HeadLoss):
@@ -230,6 +302,9 @@ class BinaryLoss(_HeadLoss):
     tree : LabelTree
     geometry : Geometry, optional
         The head reads ``geometry.to_tangent0(z)`` when it is hyperbolic.
+    class_weight : {"none", "inverse"}, default "none"
+        ``"inverse"``: positives of node :math:`j` weigh :math:`n^-_j / n^+_j` (``pos_weight``
+        from the running leaf counts; 1 for a node without counted positives).
 
     Attributes
     ----------
@@ -247,12 +322,20 @@ class BinaryLoss(_HeadLoss):
     0.6931
     """
 
-    def __init__(self, tree: Any, geometry: Any = None) -> None:
+    def __init__(self, tree: Any, geometry: Any = None, class_weight: str = "none") -> None:
         targets = binary_targets(tree)
-        super().__init__(tree, geometry, targets.shape[1], "BinaryLoss")
+        super().__init__(tree, geometry, targets.shape[1], "BinaryLoss", class_weight)
         self.register_buffer("targets", targets, persistent=False)
+
+    def pos_weight(self, leaf_counts: torch.Tensor) -> torch.Tensor:
+        """(N - 1,) :math:`n^-_j / n^+_j` from (C,) leaf counts; 1 where a node has no counted positive."""
+        pos = leaf_counts @ self.targets.to(leaf_counts.dtype)
+        neg = leaf_counts.sum() - pos
+        return torch.where(pos > 0, neg / pos.clamp_min(1e-300), torch.ones_like(pos))
 
     def forward(self, z: torch.Tensor, labels: Any) -> torch.Tensor:
         x, y = self._inputs(z, labels)
         logits = self.logits(x)
-        return nn.functional.binary_cross_entropy_with_logits(logits, self.targets[y].to(logits.dtype))
+        counts = self._counts(y)
+        pw = None if counts is None else self.pos_weight(counts).to(logits.dtype)
+        return nn.functional.binary_cross_entropy_with_logits(logits, self.targets[y].to(logits.dtype), pos_weight=pw)
