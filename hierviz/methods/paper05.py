@@ -1,0 +1,606 @@
+r"""Paper 05 (HyILR): hierarchical text classification methods, training and the ``hierviz htc`` experiment.
+
+HyILR and the ablations of Table 4 are text classifiers (token sequences → multi-label
+predictions over the tree's nodes), which the image/vector pipeline of ``hierviz compare``
+does not feed; they live in their own registry, :data:`HTC_METHODS`, and run with
+``hierviz htc`` (:func:`run_htc`).
+
+=====================  ==============================================================
+name                   what changes (Paper 05 (HyILR) §5.4, Table 4)
+=====================  ==============================================================
+``hyilr``              BCE + λ·CL, Lorentz (Eqs. 11–15), hierarchy negatives
+``hyilr-no-cl``        w/o CL: BCE only
+``hyilr-euclidean``    CL-Euclidean (Distance): Euclidean distance of the scaled features
+``hyilr-poincare``     CL-Poincaré: Poincaré ball of learnable curvature −k
+``hyilr-no-hns``       w/o HNS: random negatives (2 per positive) on the Lorentz model
+``hyilr-no-att``       w/o label–text att.: ``F = X_[CLS] ⊙ W_Lᵀ``
+=====================  ==============================================================
+
+Examples
+--------
+>>> HTC_METHODS.names()
+['hyilr', 'hyilr-no-cl', 'hyilr-euclidean', 'hyilr-poincare', 'hyilr-no-hns', 'hyilr-no-att']
+>>> cfg = HTCConfig.preset("smoke", dataset="synthetic-htc", methods=("hyilr",), seeds=(0,))
+>>> res = train_htc(load_data(cfg), "hyilr", cfg, seed=0, progress=False)
+>>> sorted(res["test"])
+['hi_macro_f1', 'hi_micro_f1', 'macro_f1', 'micro_f1']
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from hierviz._registry import Registry
+from hierviz.data.loaders.htc import HTCData, load_htc
+from hierviz.losses.hyilr import HyperbolicScales, hyilr_loss, label_relations
+from hierviz.metrics.htc import frequency_bucket_f1, hierarchical_f1, label_columns, per_level_f1
+from hierviz.models.text import BertTextEncoder, BertTokenizerAdapter, HyILRModel, TransformerTextEncoder, WordVocab
+
+__all__ = [
+    "HTCVariant",
+    "HTC_METHODS",
+    "HTCConfig",
+    "HTC_PRESETS",
+    "load_data",
+    "build_tokenizer",
+    "build_model",
+    "train_htc",
+    "run_htc",
+    "summarise",
+]
+
+_PAPER = "Paper 05 (HyILR)"
+
+
+@dataclass(frozen=True)
+class HTCVariant:
+    """One HTC method: HyILR or an ablation (see the module table)."""
+
+    name: str
+    display_name: str
+    geometry: str = "lorentz"
+    negatives: str = "hierarchy"
+    attention: bool = True
+    contrastive: bool = True
+    paper: str = _PAPER
+
+
+#: name -> :class:`HTCVariant` (``hierviz htc --methods``).
+HTC_METHODS: Registry = Registry("htc method")
+for _v in (
+    HTCVariant("hyilr", "HyILR"),
+    HTCVariant("hyilr-no-cl", "w/o CL", contrastive=False),
+    HTCVariant("hyilr-euclidean", "CL-Euclidean (Distance)", geometry="euclidean"),
+    HTCVariant("hyilr-poincare", "CL-Poincaré", geometry="poincare"),
+    HTCVariant("hyilr-no-hns", "w/o HNS CL-Lorentz", negatives="random"),
+    HTCVariant("hyilr-no-att", "w/o Label-text att.", attention=False),
+):
+    HTC_METHODS.register(_v.name, _v)
+
+
+@dataclass(frozen=True)
+class HTCConfig:
+    """Everything an ``hierviz htc`` run reads (:data:`HTC_PRESETS` holds the named sizes).
+
+    Attributes
+    ----------
+    dataset : str
+        ``"20news"``, ``"synthetic-htc"`` or a ``<name>_htc.jsonl`` file.
+    methods, seeds : tuple
+    lam, tau : float
+        λ (weight of CL; paper: 0.3–0.6) and τ (0.07).
+    epochs, batch_size, lr, patience : training (Adam; early stop on val micro+macro F1).
+    h, layers, heads, max_len, vocab : the from-scratch encoder and tokenizer.
+    bert : str or None
+        A local BERT checkpoint folder (needs ``transformers``); replaces the encoder.
+    max_train, max_test : int or None
+        Subsample 20news (``None``: all).
+    threshold : float
+        Decision threshold on ``sigmoid(ℓ)``.
+    threads : int or None
+        ``torch.set_num_threads`` during training.
+    """
+
+    dataset: str = "20news"
+    methods: tuple[str, ...] = (
+        "hyilr",
+        "hyilr-no-cl",
+        "hyilr-euclidean",
+        "hyilr-poincare",
+        "hyilr-no-hns",
+        "hyilr-no-att",
+    )
+    seeds: tuple[int, ...] = (0,)
+    lam: float = 0.3
+    tau: float = 0.07
+    epochs: int = 10
+    batch_size: int = 32
+    lr: float = 1e-3
+    patience: int = 3
+    h: int = 128
+    layers: int = 2
+    heads: int = 4
+    max_len: int = 128
+    vocab: int = 20000
+    bert: str | None = None
+    max_train: int | None = None
+    max_test: int | None = None
+    threshold: float = 0.5
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        for m in self.methods:
+            HTC_METHODS.get(m)  # UnknownNameError naming the nearest
+        if self.lam < 0:
+            raise ValueError(f"lam must be >= 0, got {self.lam}")
+        if not self.tau > 0:
+            raise ValueError(f"tau must be > 0, got {self.tau}")
+        for name in ("epochs", "batch_size", "h", "layers", "heads", "max_len", "vocab"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if not self.seeds:
+            raise ValueError("seeds must name at least one seed")
+
+    @classmethod
+    def preset(cls, name: str = "medium", **overrides: Any) -> HTCConfig:
+        """A named size (:data:`HTC_PRESETS`) with field overrides.
+
+        Raises
+        ------
+        ValueError
+            Unknown preset or field (names the valid ones).
+        """
+        if name not in HTC_PRESETS:
+            raise ValueError(f"unknown htc preset {name!r}; valid: {sorted(HTC_PRESETS)}")
+        valid = {f.name for f in fields(cls)}
+        bad = sorted(set(overrides) - valid)
+        if bad:
+            raise ValueError(f"unknown htc option(s) {bad}; valid: {sorted(valid)}")
+        kw = {**HTC_PRESETS[name], **overrides}
+        for k in ("methods", "seeds"):
+            if k in kw:
+                kw[k] = tuple(kw[k])
+        return cls(**kw)
+
+
+#: Named sizes. ``medium``: all 6 methods, one seed, 20news subsampled, in about 15 min on 2 CPU cores.
+HTC_PRESETS: dict[str, dict[str, Any]] = {
+    "smoke": dict(epochs=1, h=16, layers=1, heads=2, max_len=32, vocab=2000, max_train=200, max_test=100,
+                  batch_size=16, patience=1, threads=1),
+    "medium": dict(epochs=4, h=64, layers=1, heads=4, max_len=96, vocab=15000, max_train=3000, max_test=1500,
+                   batch_size=32, patience=2, threads=1),
+    "full": dict(epochs=20, h=128, layers=2, heads=4, max_len=256, vocab=30000, seeds=(0, 1, 2), patience=6),
+}  # fmt: skip
+
+
+def load_data(cfg: HTCConfig, data_dir: str | None = None) -> HTCData:
+    """The dataset of ``cfg`` (:func:`hierviz.data.loaders.htc.load_htc`)."""
+    kw: dict[str, Any] = {}
+    if cfg.dataset == "20news":
+        kw = {"max_train": cfg.max_train, "max_test": cfg.max_test}
+    elif cfg.dataset == "synthetic-htc" and cfg.max_train:
+        kw = {"n_docs": max(30, int(cfg.max_train * 1.4))}
+    return load_htc(cfg.dataset, data_dir=data_dir, **kw)
+
+
+def build_tokenizer(cfg: HTCConfig, data: HTCData) -> Any:
+    """A :class:`WordVocab` fitted on the training split, or the BERT checkpoint's tokenizer."""
+    if cfg.bert:
+        return BertTokenizerAdapter(cfg.bert)
+    return WordVocab(cfg.vocab).fit(data.part("train").texts)
+
+
+def build_model(cfg: HTCConfig, variant: HTCVariant, vocab_size: int, num_labels: int) -> HyILRModel:
+    """The encoder (from scratch, or ``cfg.bert``) and the HyILR head for one variant."""
+    if cfg.bert:
+        enc: torch.nn.Module = BertTextEncoder(cfg.bert)
+    else:
+        enc = TransformerTextEncoder(vocab_size, h=cfg.h, layers=cfg.layers, heads=cfg.heads, max_len=cfg.max_len)
+    return HyILRModel(enc, num_labels, attention=variant.attention)
+
+
+def _predict(model: HyILRModel, ids: torch.Tensor, mask: torch.Tensor, bs: int) -> np.ndarray:
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(ids), bs * 4):
+            out.append(torch.sigmoid(model(ids[i : i + bs * 4], mask[i : i + bs * 4])["logits"]))
+    return torch.cat(out).numpy() if out else np.zeros((0, model.num_labels), np.float32)
+
+
+def _full(pred_labels: np.ndarray, tree: Any) -> np.ndarray:
+    """(N, c) label columns -> (N, num_nodes) with a False root column."""
+    out = np.zeros((len(pred_labels), tree.num_nodes), dtype=bool)
+    out[:, label_columns(tree)] = pred_labels
+    return out
+
+
+def train_htc(
+    data: HTCData,
+    method: str,
+    cfg: HTCConfig,
+    seed: int = 0,
+    *,
+    tokenizer: Any = None,
+    encoded: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Train one method with one seed; evaluate the best-on-val model on the test split.
+
+    Parameters
+    ----------
+    data : HTCData
+    method : str
+        A name of :data:`HTC_METHODS`.
+    cfg : HTCConfig
+    seed : int, default 0
+    tokenizer : optional
+        Reuse a fitted tokenizer (else :func:`build_tokenizer`).
+    encoded : dict, optional
+        ``{"train"|"val"|"test": (ids, mask)}`` already encoded with ``tokenizer``.
+    progress : bool, default True
+        tqdm bar over epochs.
+
+    Returns
+    -------
+    dict
+        ``method``, ``seed``, ``test`` (:func:`hierarchical_f1`), ``val``, ``levels``
+        (:func:`per_level_f1`), ``buckets`` (:func:`frequency_bucket_f1`), ``history`` (per
+        epoch: loss, bce, cl, negatives, val micro/macro), ``k``, ``alpha_t``, ``alpha_l``,
+        ``radius`` (mean/max distance to the origin of the projected test texts and labels,
+        with ``k`` and ``α`` of this run, also for the ablations), ``label_points`` (c, h)
+        projected labels, ``seconds``, and ``model``/``scales``/``tokenizer`` objects.
+    """
+    from tqdm.auto import tqdm
+
+    variant = HTC_METHODS.get(method)
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    tree = data.tree
+    tokenizer = tokenizer or build_tokenizer(cfg, data)
+    if encoded is None:
+        encoded = {s: tokenizer.encode(data.part(s).texts, cfg.max_len) for s in ("train", "val", "test")}
+    cols = label_columns(tree)
+    Y = {s: torch.from_numpy(data.part(s).targets[:, cols]) for s in ("train", "val", "test")}
+    model = build_model(cfg, variant, len(tokenizer), len(cols))
+    with torch.no_grad():  # classifier bias at the training label log-odds: fewer all-negative epochs
+        prior = Y["train"].float().mean(0).clamp(1e-3, 1 - 1e-3)
+        model.classifier.bias.copy_(torch.log(prior / (1 - prior)))
+    scales = HyperbolicScales(model.h, geometry=variant.geometry)
+    rel = label_relations(tree)
+    opt = torch.optim.Adam([*model.parameters(), *scales.parameters()], lr=cfg.lr)
+    lam = cfg.lam if variant.contrastive else 0.0
+    ids, mask = encoded["train"]
+    n = len(ids)
+    history: list[dict[str, float]] = []
+    best, best_state, bad = -1.0, None, 0
+    t0 = time.perf_counter()
+    old_threads = torch.get_num_threads()
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    try:
+        bar = tqdm(range(cfg.epochs), desc=f"{method} seed {seed}", disable=not progress, leave=False)
+        for epoch in bar:
+            model.train()
+            perm = torch.randperm(n, generator=gen)
+            sums = {"loss": 0.0, "bce": 0.0, "cl": 0.0, "negatives": 0.0}
+            steps = 0
+            for i in range(0, n, cfg.batch_size):
+                b = perm[i : i + cfg.batch_size]
+                out = model(ids[b], mask[b])
+                loss, terms = hyilr_loss(
+                    out["logits"], out["text"], out["labels"], Y["train"][b], scales, rel,
+                    lam=lam, tau=cfg.tau, negatives=variant.negatives, generator=gen,
+                )  # fmt: skip
+                if not torch.isfinite(loss):
+                    raise FloatingPointError(f"{method} seed {seed}: non-finite loss at epoch {epoch}; lower lr")
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+                opt.step()
+                sums["loss"] += float(loss.detach())
+                for k in ("bce", "cl", "negatives"):
+                    sums[k] += float(terms.get(k, torch.zeros(())))
+                steps += 1
+            pv = _predict(model, *encoded["val"], cfg.batch_size) >= cfg.threshold
+            val = hierarchical_f1(_full(Y["val"].numpy(), tree), _full(pv, tree), tree)
+            row = {"epoch": epoch + 1, **{k: v / max(steps, 1) for k, v in sums.items()}}
+            row.update({"val_micro_f1": val["micro_f1"], "val_macro_f1": val["macro_f1"]})
+            row.update({k: float(getattr(scales, k).detach()) for k in ("k", "alpha_t", "alpha_l")})
+            history.append(row)
+            bar.set_postfix(loss=f"{row['loss']:.3f}", val_mi=f"{val['micro_f1']:.3f}")
+            score = val["micro_f1"] + val["macro_f1"]
+            if score > best:
+                best, bad = score, 0
+                best_state = (copy.deepcopy(model.state_dict()), copy.deepcopy(scales.state_dict()))
+            else:
+                bad += 1
+                if bad >= cfg.patience:
+                    break
+    finally:
+        torch.set_num_threads(old_threads)
+    if best_state is not None:
+        model.load_state_dict(best_state[0])
+        scales.load_state_dict(best_state[1])
+    seconds = time.perf_counter() - t0
+    res = _evaluate(model, scales, encoded, Y, data, cfg)
+    res.update(method=method, seed=seed, history=history, seconds=seconds, model=model, scales=scales)
+    res["tokenizer"] = tokenizer
+    return res
+
+
+def _evaluate(model, scales, encoded, Y, data: HTCData, cfg: HTCConfig) -> dict[str, Any]:
+    tree = data.tree
+    p_val = _predict(model, *encoded["val"], cfg.batch_size) >= cfg.threshold
+    p_test = _predict(model, *encoded["test"], cfg.batch_size) >= cfg.threshold
+    yt, pt = _full(Y["test"].numpy(), tree), _full(p_test, tree)
+    counts = _full(Y["train"].numpy(), tree).sum(0)
+    model.eval()
+    with torch.no_grad():
+        ids, mask = encoded["test"]
+        texts = torch.cat([model(ids[i : i + 256], mask[i : i + 256])["text"] for i in range(0, len(ids), 256)])
+        T = scales.project_text(texts)
+        L = scales.project_labels(model.label_features())
+        rt, rl = scales.radius(T), scales.radius(L)
+    return {
+        "test": hierarchical_f1(yt, pt, tree),
+        "val": hierarchical_f1(_full(Y["val"].numpy(), tree), _full(p_val, tree), tree),
+        "levels": per_level_f1(yt, pt, tree),
+        "buckets": frequency_bucket_f1(yt, pt, tree, counts, buckets=min(4, tree.num_nodes - 1)),
+        **{k: float(getattr(scales, k).detach()) for k in ("k", "alpha_t", "alpha_l")},
+        "radius": {
+            "text_mean": float(rt.mean()) if len(rt) else float("nan"),
+            "text_max": float(rt.max()) if len(rt) else float("nan"),
+            "label_mean": float(rl.mean()),
+            "label_max": float(rl.max()),
+        },
+        "label_points": L.numpy(),
+    }
+
+
+# ------------------------------------------------------------------ experiment: runs, table, report
+METRIC_KEYS = ("micro_f1", "macro_f1", "hi_micro_f1", "hi_macro_f1")
+
+
+def _atomic_json(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1, default=float))
+    os.replace(tmp, path)
+
+
+def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean ± std (sample std, ddof=1; 0 for one seed) per method and λ over seeds.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Run records (``method``, ``lam``, ``seed``, ``test``, ``k``, ``alpha_t``, ``alpha_l``, ``radius``).
+
+    Returns
+    -------
+    list of dict
+        One row per (method, λ) in first-seen order: ``method``, ``display_name``, ``lam``,
+        ``seeds``, ``<metric>_mean``/``_std`` in percent, and the mean ``k``, ``alpha_t``,
+        ``alpha_l``, ``label_radius``, ``text_radius``.
+    """
+    groups: dict[tuple[str, float], list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault((r["method"], float(r["lam"])), []).append(r)
+    rows = []
+    for (m, lam), rs in groups.items():
+        row: dict[str, Any] = {"method": m, "display_name": HTC_METHODS.get(m).display_name, "lam": lam}
+        row["seeds"] = len(rs)
+        for k in METRIC_KEYS:
+            v = np.array([100 * r["test"][k] for r in rs])
+            row[f"{k}_mean"] = float(v.mean())
+            row[f"{k}_std"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
+        for k in ("k", "alpha_t", "alpha_l"):
+            row[k] = float(np.mean([r[k] for r in rs]))
+        row["label_radius"] = float(np.mean([r["radius"]["label_mean"] for r in rs]))
+        row["text_radius"] = float(np.mean([r["radius"]["text_mean"] for r in rs]))
+        rows.append(row)
+    return rows
+
+
+def _markdown(rows: Sequence[dict[str, Any]], title: str) -> str:
+    head = "| method | λ | seeds | Micro-F1 | Macro-F1 | Hi-MiF1 | Hi-MaF1 | k | α_t | α_l | label r | text r |"
+    lines = [f"### {title}", "", head, "|" + "---|" * 12]
+    for r in rows:
+        cells = [f"{r[f'{k}_mean']:.2f} ± {r[f'{k}_std']:.2f}" for k in METRIC_KEYS]
+        lines.append(
+            f"| {r['display_name']} (`{r['method']}`) | {r['lam']:g} | {r['seeds']} | "
+            + " | ".join(cells)
+            + f" | {r['k']:.3g} | {r['alpha_t']:.3g} | {r['alpha_l']:.3g} | {r['label_radius']:.2f} "
+            f"| {r['text_radius']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def run_htc(
+    cfg: HTCConfig,
+    out: str | os.PathLike,
+    *,
+    lams: Sequence[float] | None = None,
+    data_dir: str | None = None,
+    resume: bool = True,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Train every method × seed (× λ of ``lams`` for ``hyilr``), write the table and the report.
+
+    Each finished run is written atomically to ``<out>/runs/<method>_lam<λ>_seed<s>.json`` and
+    skipped on a later call with ``resume=True`` (same config). Writes ``results.csv``,
+    ``results.md`` (mean ± std over seeds; learned ``k``, ``α_t``, ``α_l``; radii),
+    ``levels.csv``, ``buckets.csv``, ``labels_<method>.npz`` (projected label embeddings of seed 0)
+    and ``report.html`` (table, label embeddings on the Poincaré disk coloured by depth, per-level
+    and long-tail F1, training curves).
+
+    Parameters
+    ----------
+    cfg : HTCConfig
+    out : path
+    lams : sequence of float, optional
+        A λ sweep for ``hyilr`` (besides ``cfg.lam`` for every method).
+    data_dir : str, optional
+    resume : bool, default True
+    progress : bool, default True
+
+    Returns
+    -------
+    list of dict
+        :func:`summarise` rows.
+
+    Raises
+    ------
+    ValueError
+        ``out`` holds runs of another config (with ``resume=True``).
+    """
+    from tqdm.auto import tqdm
+
+    out = Path(out)
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    cfg_path = out / "config.json"
+    cfg_dict = {**asdict(cfg), "lams": list(lams or [])}
+    if resume and cfg_path.is_file():
+        old = json.loads(cfg_path.read_text())
+        same = {k: v for k, v in old.items() if k not in ("methods", "seeds", "lams")} == {
+            k: (list(v) if isinstance(v, tuple) else v)
+            for k, v in cfg_dict.items()
+            if k not in ("methods", "seeds", "lams")
+        }
+        if not same:
+            raise ValueError(f"{out} holds runs of another htc config; pick a new --out or pass resume=False")
+    _atomic_json(cfg_path, cfg_dict)
+    data = load_data(cfg, data_dir)
+    data.tree.to_json(out / "tree.json")
+    tok = build_tokenizer(cfg, data)
+    enc = {s: tok.encode(data.part(s).texts, cfg.max_len) for s in ("train", "val", "test")}
+    jobs = [(m, cfg.lam, s) for m in cfg.methods for s in cfg.seeds]
+    jobs += [("hyilr", float(lam), s) for lam in (lams or []) if float(lam) != cfg.lam for s in cfg.seeds]
+    records = []
+    for m, lam, s in tqdm(jobs, desc="htc runs", disable=not progress):
+        path = out / "runs" / f"{m}_lam{lam:g}_seed{s}.json"
+        if resume and path.is_file():
+            records.append(json.loads(path.read_text()))
+            continue
+        res = train_htc(data, m, replace(cfg, lam=lam), s, tokenizer=tok, encoded=enc, progress=progress)
+        rec = {k: v for k, v in res.items() if k not in ("model", "scales", "tokenizer", "label_points")}
+        rec.update(lam=lam, dataset=data.name)
+        if s == cfg.seeds[0] and lam == cfg.lam:
+            np.savez_compressed(
+                out / f"labels_{m}.npz",
+                points=res["label_points"],
+                names=np.array([n for n in data.tree.nodes if n != data.tree.root]),
+                depth=np.array([data.tree.depth(n) for n in data.tree.nodes if n != data.tree.root]),
+                k=res["k"],
+                geometry=HTC_METHODS.get(m).geometry,
+            )
+        _atomic_json(path, rec)
+        records.append(rec)
+    rows = summarise(records)
+    _write_tables(out, rows, records, data, cfg)
+    return rows
+
+
+def _write_tables(out: Path, rows, records, data: HTCData, cfg: HTCConfig) -> None:
+    with open(out / "results.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    for name, key in (("levels", "levels"), ("buckets", "buckets")):
+        with open(out / f"{name}.csv", "w", newline="") as f:
+            flat = [{"method": r["method"], "lam": r["lam"], "seed": r["seed"], **x} for r in records for x in r[key]]
+            w = csv.DictWriter(f, fieldnames=list(flat[0]))
+            w.writeheader()
+            w.writerows(flat)
+    sizes = {s: int((data.split == s).sum()) for s in ("train", "val", "test")}
+    md = _markdown(rows, f"{data.name}: test split, mean ± std over seeds (percent)")
+    md += (
+        f"\n{sizes} documents; tree {data.tree.num_nodes - 1} labels, {data.tree.height} levels; "
+        f"encoder h={cfg.h}, layers={cfg.layers}, max_len={cfg.max_len}, epochs ≤ {cfg.epochs}, τ={cfg.tau}.\n"
+        "k, α_t, α_l: learned values (k unused by CL-Euclidean and w/o CL). label r / text r: mean distance "
+        "to the origin of the projected label / test-text embeddings, in the run's own space.\n"
+    )
+    (out / "results.md").write_text(md)
+    try:
+        from hierviz.viz.hyilr import write_report
+
+        write_report(out, rows, records)
+    except ImportError:  # pragma: no cover - plotly is a dependency
+        pass
+
+
+# ------------------------------------------------------------------ ``hierviz htc``
+def add_htc_parser(sub: Any) -> Any:
+    """Add the ``htc`` sub-command to the ``hierviz`` parser (``sub`` from ``add_subparsers``)."""
+    h = sub.add_parser(
+        "htc",
+        help="hierarchical text classification: HyILR and its ablations (Paper 05) on 20news or an HTC .jsonl",
+        description="Train HyILR and the Table 4 ablations (methods x seeds, and a lambda sweep of hyilr), "
+        "evaluate micro/macro F1 and Hi-MiF1/Hi-MaF1 on the test split, and write results.csv, results.md "
+        "and report.html into --out (finished runs are reused).",
+    )
+    h.add_argument("--preset", default="medium", help=f"size: {', '.join(HTC_PRESETS)} (default medium)")
+    h.add_argument("--dataset", help="20news (default), synthetic-htc, or a <name>_htc.jsonl from data_scripts/")
+    h.add_argument("--data", dest="data_dir", help="folder holding text/20news-bydate.tar.gz")
+    h.add_argument("--methods", help=f"comma-separated, from: {', '.join(HTC_METHODS.names())}")
+    h.add_argument("--seeds", help="comma-separated integers, e.g. 0,1,2")
+    h.add_argument("--lam", type=float, help="λ, weight of the contrastive loss (default 0.3)")
+    h.add_argument("--lams", help="comma-separated λ values for a sweep of hyilr, e.g. 0.1,0.3,0.6,1.0")
+    h.add_argument("--epochs", type=int)
+    h.add_argument("--bert", help="a local BERT checkpoint folder (needs the transformers package)")
+    h.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any HTCConfig field")
+    h.add_argument("--out", default="hierviz-htc", help="output folder")
+    h.add_argument("--fresh", action="store_true", help="retrain runs already in --out")
+    h.add_argument("--quiet", action="store_true", help="no progress bars")
+    h.add_argument("--debug", action="store_true", help="print full tracebacks")
+    return h
+
+
+def _parse_value(v: str) -> Any:
+    try:
+        return json.loads(v)
+    except ValueError:
+        return v
+
+
+def run_htc_command(args: Any) -> int:
+    """Run ``hierviz htc`` from parsed arguments; prints the markdown table. Returns 0."""
+    over: dict[str, Any] = {}
+    for item in args.set:
+        if "=" not in item:
+            raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        over[k.strip()] = _parse_value(v.strip())
+    if args.dataset:
+        over["dataset"] = args.dataset
+    if args.methods:
+        over["methods"] = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    if args.seeds:
+        try:
+            over["seeds"] = tuple(int(s) for s in args.seeds.split(","))
+        except ValueError:
+            raise ValueError(f"--seeds must be comma-separated integers, got {args.seeds!r}") from None
+    for k in ("lam", "epochs", "bert"):
+        if getattr(args, k) is not None:
+            over[k] = getattr(args, k)
+    try:
+        lams = [float(x) for x in args.lams.split(",")] if args.lams else None
+    except ValueError:
+        raise ValueError(f"--lams must be comma-separated numbers, got {args.lams!r}") from None
+    cfg = HTCConfig.preset(args.preset, **over)
+    run_htc(cfg, args.out, lams=lams, data_dir=args.data_dir, resume=not args.fresh, progress=not args.quiet)
+    print((Path(args.out) / "results.md").read_text())
+    print(f"report: {Path(args.out) / 'report.html'}")
+    return 0

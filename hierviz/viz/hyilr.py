@@ -1,0 +1,359 @@
+r"""Figures for HyILR (Paper 05 (HyILR)): label embeddings on the disk, the hyperboloid, attention, negatives.
+
+* :func:`label_disk_figure` — projected label embeddings on the Poincaré disk (Lorentz points
+  through the isometry :func:`hierviz.geometry.lorentz.math.to_ball`, then
+  :func:`hierviz.viz.disk.reduce_to_disk`, which keeps each point's distance to the origin),
+  coloured by depth, tree edges as geodesics.
+* :func:`hyperboloid_figure` — the sheet ``⟨u, u⟩_L = −1/k`` for a curvature ``k`` with a few
+  points ``φ(e)`` (Eq. 11) and their geodesic distances (Eq. 4): the notebook's slider.
+* :func:`attention_heatmap` — ``softmax(Aᵀ)`` of Eq. 8 for one document (labels × tokens).
+* :func:`negatives_figure` — the tree with a sample's positives and the negatives Eqs. 13–14 pick.
+* :func:`level_bucket_figure`, :func:`history_figure` and :func:`write_report` (``hierviz htc``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+from plotly.subplots import make_subplots
+
+__all__ = [
+    "DEPTH_COLORS",
+    "label_disk_figure",
+    "hyperboloid_figure",
+    "attention_heatmap",
+    "negatives_figure",
+    "level_bucket_figure",
+    "history_figure",
+    "write_report",
+]
+
+DEPTH_COLORS = ("#444444", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+
+
+def _to_ball_2d(points: np.ndarray, k: float, geometry: str) -> tuple[np.ndarray, float, str]:
+    """Projected label points → 2-D disk coordinates, the disk's curvature and a caption."""
+    from hierviz.geometry.lorentz import math as lmath
+    from hierviz.viz.disk import reduce_to_disk
+
+    P = torch.as_tensor(np.asarray(points, dtype=np.float64))
+    if geometry == "lorentz":
+        t = (1.0 / k + P.pow(2).sum(-1, keepdim=True)).sqrt()
+        ball = lmath.to_ball(torch.cat([t, P], -1), k).numpy()
+        c, note = k, "Lorentz → Poincaré ball (isometry)"
+    elif geometry == "poincare":
+        ball, c, note = P.numpy(), k, "Poincaré ball"
+    else:  # Euclidean: squash into the unit disk only for display
+        r = np.linalg.norm(P.numpy(), axis=-1, keepdims=True)
+        ball, c = P.numpy() / (1.0 + r), 1.0
+        note = "Euclidean, shown as x/(1+‖x‖)"
+    if ball.shape[1] > 2:
+        ball, _ = reduce_to_disk(ball, c=c)
+        note += ", PCA of log₀ to 2-D keeping radii"
+    return np.asarray(ball), c, note
+
+
+def label_disk_figure(
+    points: Any, names: Sequence[str], tree: Any, k: float = 1.0, geometry: str = "lorentz", title: str = ""
+) -> go.Figure:
+    """Label embeddings ``L_H`` on the Poincaré disk, coloured by depth, tree edges as geodesics.
+
+    Parameters
+    ----------
+    points : array_like, shape (c, h)
+        Projected labels (:meth:`hierviz.losses.hyilr.HyperbolicScales.project_labels`): Lorentz
+        space parts, Poincaré-ball points or Euclidean vectors, as ``geometry`` says.
+    names : sequence of str
+        The label (node) name of each row.
+    tree : LabelTree
+    k : float, default 1.0
+        Learned curvature magnitude.
+    geometry : {"lorentz", "poincare", "euclidean"}
+    title : str
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One marker trace per depth (``"depth 1"`` …), an ``"edges"`` trace and the boundary circle.
+
+    Raises
+    ------
+    ValueError
+        ``names`` and ``points`` differ in length.
+    """
+    from hierviz.viz.disk import geodesic
+
+    P = np.asarray(points, dtype=np.float64)
+    if len(names) != len(P):
+        raise ValueError(f"names ({len(names)}) and points ({len(P)}) must have the same length")
+    xy, c, note = _to_ball_2d(P, float(k), geometry)
+    pos = {n: xy[i] for i, n in enumerate(names)}
+    pos.setdefault(tree.root, np.zeros(2))
+    fig = go.Figure()
+    R = 1.0 / np.sqrt(c)
+    th = np.linspace(0, 2 * np.pi, 361)
+    fig.add_trace(go.Scatter(x=R * np.cos(th), y=R * np.sin(th), mode="lines", name="boundary",
+                             line=dict(color="#999", width=1), hoverinfo="skip"))  # fmt: skip
+    ex, ey = [], []
+    for n in names:
+        p = tree.parent(n)
+        if p is not None and p in pos:
+            g = geodesic(pos[p], pos[n], c=c, n=24)
+            ex += [*g[:, 0], None]
+            ey += [*g[:, 1], None]
+    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", name="edges", line=dict(color="#bbb", width=1),
+                             hoverinfo="skip"))  # fmt: skip
+    depth = np.array([tree.depth(n) for n in names])
+    for d in sorted(set(depth.tolist())):
+        m = depth == d
+        fig.add_trace(
+            go.Scatter(
+                x=xy[m, 0], y=xy[m, 1], mode="markers", name=f"depth {d}",
+                marker=dict(size=9, color=DEPTH_COLORS[d % len(DEPTH_COLORS)]),
+                text=[n for n, mm in zip(names, m, strict=True) if mm], hovertemplate="%{text}<extra></extra>",
+            )
+        )  # fmt: skip
+    fig.update_layout(
+        title=title or f"Label embeddings ({note}; k = {k:.3g})",
+        xaxis=dict(scaleanchor="y", visible=False),
+        yaxis=dict(visible=False),
+        width=620,
+        height=560,
+    )
+    return fig
+
+
+def hyperboloid_figure(k: float = 1.0, tangent: Any = None, extent: float = 1.6) -> go.Figure:
+    """The Lorentz sheet of curvature ``−k`` with points ``φ(e)`` (Eq. 11) and their distances (Eq. 4).
+
+    Parameters
+    ----------
+    k : float, default 1.0
+        Curvature magnitude (> 0).
+    tangent : array_like, shape (n, 2), optional
+        Euclidean features ``e`` (tangent vectors at the origin); default: three fixed points.
+    extent : float, default 1.6
+        Half-width of the drawn patch in the space coordinates.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        ``"hyperboloid"`` surface, ``"points"``, ``"origin"``; the title lists the pairwise
+        geodesic distances.
+
+    Raises
+    ------
+    ValueError
+        ``k <= 0``.
+    """
+    from hierviz.losses.hyilr import lorentz_distance, lorentz_expmap0
+
+    if not k > 0:
+        raise ValueError(f"k must be > 0, got {k!r}")
+    E = torch.as_tensor(
+        np.asarray([[0.8, 0.0], [0.6, 0.5], [-0.9, -0.4]] if tangent is None else tangent, dtype=np.float64)
+    )
+    U = lorentz_expmap0(E, k)
+    t = (1.0 / k + U.pow(2).sum(-1)).sqrt()
+    g = np.linspace(-extent, extent, 41)
+    X, Y = np.meshgrid(g, g)
+    Z = np.sqrt(1.0 / k + X**2 + Y**2)
+    fig = go.Figure(go.Surface(x=X, y=Y, z=Z, opacity=0.45, showscale=False, name="hyperboloid",
+                               colorscale="Blues"))  # fmt: skip
+    fig.add_trace(go.Scatter3d(x=[0], y=[0], z=[1 / np.sqrt(k)], mode="markers+text", text=["O"], name="origin",
+                               marker=dict(size=5, color="black")))  # fmt: skip
+    names = [f"u{i}" for i in range(len(U))]
+    fig.add_trace(go.Scatter3d(x=U[:, 0].numpy(), y=U[:, 1].numpy(), z=t.numpy(), mode="markers+text", text=names,
+                               name="points", marker=dict(size=5, color="#d62728")))  # fmt: skip
+    D = lorentz_distance(U, U, k).numpy()
+    pairs = ", ".join(f"d({names[i]},{names[j]}) = {D[i, j]:.2f}" for i in range(len(U)) for j in range(i + 1, len(U)))
+    fig.update_layout(title=f"k = {k:.2f}: {pairs}", height=480,
+                      scene=dict(xaxis_title="u_s1", yaxis_title="u_s2", zaxis_title="u_t"))  # fmt: skip
+    return fig
+
+
+def attention_heatmap(att: Any, tokens: Sequence[str], labels: Sequence[str], title: str = "") -> go.Figure:
+    """Heat-map of ``softmax(Aᵀ)`` (Eq. 8) for one document: rows labels, columns tokens.
+
+    Parameters
+    ----------
+    att : array_like, shape (c, s)
+        Attention of each label over the tokens (rows sum to 1 over real tokens).
+    tokens : sequence of str, length s
+        Token strings (``[CLS]`` first); padding columns may be cut off beforehand.
+    labels : sequence of str, length c
+    title : str
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    A = np.asarray(att, dtype=float)
+    if A.shape != (len(labels), len(tokens)):
+        raise ValueError(
+            f"att must have shape (len(labels), len(tokens)) = {(len(labels), len(tokens))}, got {A.shape}"
+        )
+    cols = [f"{i}:{t}" for i, t in enumerate(tokens)]
+    fig = go.Figure(go.Heatmap(z=A, x=cols, y=list(labels), colorscale="Viridis", colorbar=dict(title="weight")))
+    fig.update_layout(title=title or "label–text attention softmax(Aᵀ)", height=max(300, 18 * len(labels)),
+                      xaxis=dict(tickangle=-60))  # fmt: skip
+    return fig
+
+
+def negatives_figure(tree: Any, positives: Sequence[str], neg_desc: Sequence[str], neg_level: Sequence[str],
+                     title: str = "") -> go.Figure:  # fmt: skip
+    """The tree with one sample's positives, its descendant negatives (Eq. 13) and level negatives (Eq. 14).
+
+    Parameters
+    ----------
+    tree : LabelTree
+    positives, neg_desc, neg_level : sequence of str
+        Node names.
+    title : str
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Traces ``"edges"``, ``"other"``, ``"positive"``, ``"negative (descendant, Eq. 13)"``,
+        ``"negative (same level, Eq. 14)"``.
+    """
+    from hierviz.viz.tree import tree_layout
+
+    pos = tree_layout(tree, "rows")
+    ex, ey = [], []
+    for n in tree.nodes:
+        p = tree.parent(n)
+        if p is not None:
+            ex += [pos[p][0], pos[n][0], None]
+            ey += [pos[p][1], pos[n][1], None]
+    fig = go.Figure(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color="#ccc"), name="edges", hoverinfo="skip"))
+    groups = [
+        ("positive", set(positives), "#2ca02c", "circle"),
+        ("negative (descendant, Eq. 13)", set(neg_desc), "#d62728", "diamond"),
+        ("negative (same level, Eq. 14)", set(neg_level), "#ff7f0e", "square"),
+    ]
+    used = set().union(*(g[1] for g in groups))
+    other = [n for n in tree.nodes if n not in used]
+    for name, ns, color, sym in [("other", set(other), "#bbbbbb", "circle"), *groups]:
+        ns_l = [n for n in tree.nodes if n in ns]
+        fig.add_trace(
+            go.Scatter(
+                x=[pos[n][0] for n in ns_l], y=[pos[n][1] for n in ns_l], mode="markers+text", name=name,
+                text=ns_l, textposition="bottom center", textfont=dict(size=9),
+                marker=dict(size=12, color=color, symbol=sym),
+            )
+        )  # fmt: skip
+    fig.update_layout(title=title or "hierarchy-aware negatives", xaxis=dict(visible=False),
+                      yaxis=dict(visible=False), height=420)  # fmt: skip
+    return fig
+
+
+def level_bucket_figure(records: Sequence[dict[str, Any]], metric: str = "macro_f1") -> go.Figure:
+    """Per-level F1 and F1 by label-frequency bucket (C1 frequent … C4 sparse), mean over seeds per method.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Run records with ``method``, ``levels`` and ``buckets`` (:func:`hierviz.methods.paper05.train_htc`).
+    metric : {"micro_f1", "macro_f1"}
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Two panels of grouped bars, one bar group per method.
+    """
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"{metric} by level", f"{metric} by label frequency"))
+    methods = list(dict.fromkeys(r["method"] for r in records))
+    for i, m in enumerate(methods):
+        rs = [r for r in records if r["method"] == m]
+        color = DEPTH_COLORS[(i + 1) % len(DEPTH_COLORS)]
+        for col, key, xkey in ((1, "levels", "level"), (2, "buckets", "bucket")):
+            xs = [str(x[xkey]) for x in rs[0][key]]
+            ys = np.mean([[x[metric] for x in r[key]] for r in rs], axis=0)
+            fig.add_trace(go.Bar(x=xs, y=ys, name=m, marker_color=color, showlegend=col == 1, legendgroup=m),
+                          row=1, col=col)  # fmt: skip
+    fig.update_layout(barmode="group", height=420)
+    return fig
+
+
+def history_figure(records: Sequence[dict[str, Any]]) -> go.Figure:
+    """Training loss and validation micro-F1 per epoch, one line per run."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss", "val micro-F1"))
+    for r in records:
+        h = r["history"]
+        ep = [x["epoch"] for x in h]
+        name = f"{r['method']} λ={r.get('lam', '')} s{r['seed']}"
+        fig.add_trace(go.Scatter(x=ep, y=[x["loss"] for x in h], name=name, legendgroup=name), row=1, col=1)
+        fig.add_trace(go.Scatter(x=ep, y=[x["val_micro_f1"] for x in h], name=name, legendgroup=name,
+                                 showlegend=False), row=1, col=2)  # fmt: skip
+    fig.update_layout(height=420)
+    return fig
+
+
+def write_report(out: str | Path, rows: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]]) -> Path:
+    """``<out>/report.html`` for ``hierviz htc``: the table, label embeddings per method, levels, long tail, curves.
+
+    Parameters
+    ----------
+    out : path
+        The run folder (reads ``labels_<method>.npz`` and ``config.json`` there).
+    rows, records : sequences of dict
+        :func:`hierviz.methods.paper05.summarise` rows and the run records.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    from hierviz.report.html import write_report_html
+
+    out = Path(out)
+    cfg = json.loads((out / "config.json").read_text()) if (out / "config.json").is_file() else {}
+    heads = [
+        "method",
+        "λ",
+        "seeds",
+        "Micro-F1",
+        "Macro-F1",
+        "Hi-MiF1",
+        "Hi-MaF1",
+        "k",
+        "α_t",
+        "α_l",
+        "label r",
+        "text r",
+    ]
+    body = []
+    for r in rows:
+        cells = [html.escape(f"{r['display_name']} ({r['method']})"), f"{r['lam']:g}", str(r["seeds"])]
+        cells += [f"{r[k + '_mean']:.2f} ± {r[k + '_std']:.2f}" for k in ("micro_f1", "macro_f1", "hi_micro_f1",
+                                                                        "hi_macro_f1")]  # fmt: skip
+        cells += [f"{r[k]:.3g}" for k in ("k", "alpha_t", "alpha_l")]
+        cells += [f"{r['label_radius']:.2f}", f"{r['text_radius']:.2f}"]
+        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    table = "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr></thead><tbody>"
+    table += "".join(body) + "</tbody></table>"
+    figures: list[tuple[str, go.Figure]] = []
+    from hierviz.hierarchy import LabelTree
+
+    tree = LabelTree.from_json(out / "tree.json") if (out / "tree.json").is_file() else None
+    for npz in sorted(out.glob("labels_*.npz")):
+        f = np.load(npz, allow_pickle=False)
+        names = [str(n) for n in f["names"]]
+        if tree is None:
+            break
+        m = npz.stem[len("labels_") :]
+        figures.append((f"label embeddings: {m}", label_disk_figure(f["points"], names, tree, float(f["k"]),
+                                                                  str(f["geometry"]))))  # fmt: skip
+    if records:
+        figures.append(("per-level and long-tail F1 (macro)", level_bucket_figure(records)))
+        figures.append(("training curves", history_figure(records)))
+    header = {"command": "hierviz htc", "config": json.dumps(cfg)}
+    return write_report_html(out / "report.html", title="HyILR (Paper 05) — hierviz htc", header=header,
+                             table_html=table, figures=figures)  # fmt: skip
