@@ -1,0 +1,91 @@
+"""mkdocs hooks for the hierviz site (named in ``mkdocs.yml``; run by ``docs/scripts/build_site.py``).
+
+* ``on_config``: fills the *Course* section of the nav with one entry per ``notebooks/NN_*.ipynb``.
+* ``on_files``: adds the course notebooks as pages ``course/NN_*.ipynb`` — the executed copies in
+  ``$HIERVIZ_SITE_NOTEBOOKS`` (written by ``build_site.py``) where one exists, else the clean source
+  (rendered without outputs) — and the vendored scripts: plotly.js from the installed ``plotly``
+  package and MathJax 3 from ``django-static-mathjax``, served once under ``assets/vendor/``.
+* ``on_page_content``: removes the CDN scripts (MathJax 2, mermaid) that mkdocs-jupyter's
+  nbconvert template writes into every notebook page.
+
+Nothing is fetched from the internet: every script the site loads is one of its own files.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import mkdocs.plugins
+from mkdocs.structure.files import File
+
+from hierviz.notebook_html import MATHJAX_CONFIG, mathjax_path, plotlyjs_path, strip_cdn_scripts
+
+log = logging.getLogger("mkdocs.hooks.hierviz")
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
+COURSE_SECTION = "Course"
+_STAGE: Path | None = None
+
+# MathJax 3 for both the Markdown pages (pymdownx.arithmatex writes \( \) and \[ \]) and the
+# notebook pages ($ $ and $$ $$ in markdown cells, as Jupyter writes them).
+MATHJAX_CONFIG_JS = "window.MathJax = " + json.dumps(MATHJAX_CONFIG, indent=2) + ";\n"
+
+
+def _notebooks() -> list[Path]:
+    return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def on_config(config, **kwargs):
+    for item in config.nav or []:
+        if isinstance(item, dict) and COURSE_SECTION in item:
+            entries = item[COURSE_SECTION]
+            have = {e if isinstance(e, str) else next(iter(e.values())) for e in entries}
+            entries.extend(f"course/{p.name}" for p in _notebooks() if f"course/{p.name}" not in have)
+    return config
+
+
+@mkdocs.plugins.event_priority(100)  # before mkdocs-jupyter wraps the .ipynb files
+def on_files(files, config, **kwargs):
+    executed = Path(os.environ.get("HIERVIZ_SITE_NOTEBOOKS", ROOT / "build" / "site-notebooks"))
+    # mkdocs-jupyter's wrapper needs a file with a src_dir (not File.generated): stage the copies
+    global _STAGE
+    _STAGE = stage = Path(tempfile.mkdtemp(prefix="hierviz-site-"))  # one per build: builds may run side by side
+    (stage / "course").mkdir()
+    for src in _notebooks():
+        path = executed / src.name
+        if not path.is_file():
+            log.info("course/%s: no executed copy in %s; rendering the source without outputs", src.name, executed)
+            path = src
+        shutil.copyfile(path, stage / "course" / src.name)
+        files.append(File(f"course/{src.name}", str(stage), config.site_dir, config.use_directory_urls))
+    files.append(File.generated(config, "assets/vendor/plotly.min.js", abs_src_path=str(plotlyjs_path())))
+    files.append(File.generated(config, "assets/vendor/mathjax/tex-svg-full.js", abs_src_path=str(mathjax_path())))
+    files.append(File.generated(config, "assets/vendor/mathjax-config.js", content=MATHJAX_CONFIG_JS))
+    return files
+
+
+def on_page_content(html, page, config, files, **kwargs):
+    if page.file.src_uri.endswith(".ipynb"):
+        return strip_cdn_scripts(html)
+    return html
+
+
+def _drop_stage(**kwargs):
+    global _STAGE
+    if _STAGE is not None:
+        shutil.rmtree(_STAGE, ignore_errors=True)
+        _STAGE = None
+
+
+def on_post_build(config, **kwargs):
+    _drop_stage()
+
+
+def on_build_error(error, **kwargs):
+    _drop_stage()
