@@ -551,6 +551,7 @@ def test_compare_unseen_protocol_on_the_synthetic_corpus(tmp_path, monkeypatch, 
     argv = ["compare", "--dataset", "20news", "--encoder", "mlp", "--width", "2", "--embed-dim", "8"]
     argv += ["--methods", "t+pl,t+b", "--protocol", "unseen", "--geometry", "euclidean", "--seeds", "1"]
     argv += ["--epochs", "1", "--batch-size", "48", "--projection", "pca", "--out", str(out), "--quiet"]
+    argv += ["--set", "loss.class_weight=inverse"]
     assert main(argv) == 0, capsys.readouterr().err
     with open(out / "results.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -560,8 +561,41 @@ def test_compare_unseen_protocol_on_the_synthetic_corpus(tmp_path, monkeypatch, 
             assert 0.0 <= float(r[k]) <= 1.0, (k, r[k])
     rec = json.loads((out / "runs" / "t_pl-euclidean-s0" / "result.json").read_text())
     assert rec["protocol"] == "unseen"
+    cfg = json.loads((out / "runs" / "t_pl-euclidean-s0" / "config.json").read_text())
+    assert cfg["loss"]["class_weight"] == "inverse"
+    # the paper-04 columns are the default table columns, in results.md and report.html, without flags
+    md = (out / "results.md").read_text()
+    head = md.splitlines()[[i for i, line in enumerate(md.splitlines()) if line.startswith("| Method")][0]]
+    for label in ("Leaf F1", "Leaf RP@5", "MNR", "NDCG_sum", "NDCG_max", "Acc_blind", "Acc_aware"):
+        assert label in head, (label, head)
+    assert "HF1" not in head and "Paper 04 Table I columns" in md
+    assert "Acc_aware (Euclidean)" in (out / "report.html").read_text()
     header = json.loads((out / "compare.json").read_text())["header"]
     assert "unseen leaves 4 (fold 0)" in header["Split"]  # 20 leaves, 18 samples each: 20 % of them
+
+
+def test_results_tables_default_to_the_paper04_columns_for_unseen_runs():
+    from hierviz.report.tables import METRICS, UNSEEN_METRICS, default_metrics, results_html_table, results_markdown
+
+    base = {"hf1": 0.5, "h_acc": 0.5, "pc_order": 0.5, "violations": 0.5, "top1": 0.5}
+    rows = []
+    for m, mnr, f1 in (("t+pl", 0.10, 0.7), ("l", 0.20, 0.8)):
+        for seed, d in ((0, -0.01), (1, 0.01)):
+            r = {"method": m, "geometry": "euclidean", "seed": seed, **base}
+            r.update(dict.fromkeys(UNSEEN_METRICS, 0.5), mnr=mnr + d, leaf_f1=f1 + d)
+            rows.append(r)
+    assert default_metrics(rows) == UNSEEN_METRICS
+    assert default_metrics([{k: v for k, v in r.items() if k != "acc_aware"} for r in rows]) == METRICS
+    md = results_markdown(rows)
+    lines = md.splitlines()
+    assert lines[0].startswith("| Method | Leaf F1 (Euclidean) | Leaf RP@5 (Euclidean) | MNR ↓ (Euclidean)")
+    assert "Acc_blind (Euclidean) | Acc_aware (Euclidean) |" in lines[0]
+    t_pl, leaf = lines[2].split(" | "), lines[3].split(" | ")
+    assert "**0.100 ± 0.014**" in t_pl[3] and "**0.800 ± 0.014**" in leaf[1]  # MNR: lowest is best
+    assert "MNR: lower is better" in md
+    html = results_html_table(rows)
+    assert "Leaf RP@5 (Euclidean)" in html and "HF1" not in html
+    assert "HF1 (Euclidean)" in results_markdown(rows, metrics=METRICS)  # still selectable
 
 
 def test_config_errors_for_protocol_and_fold(tmp_path, capsys):

@@ -1,4 +1,11 @@
-"""Results tables: ``results.csv`` (one row per run) and the paper-01-shaped Markdown/HTML tables."""
+"""Results tables: ``results.csv`` (one row per run) and the Markdown/HTML tables.
+
+The tables' columns default to :func:`default_metrics`: paper 01 Table 1's five metrics
+(:data:`METRICS`), or paper 04 Table I's seven (:data:`UNSEEN_METRICS`: leaf F1, leaf RP@5,
+MNR, NDCG_sum, NDCG_max, Acc_blind, Acc_aware) when every run was evaluated with the
+seen/unseen protocol (``--protocol unseen``, the protocol of the paper-04 methods).
+``results.csv`` always holds every metric of every run.
+"""
 
 from __future__ import annotations
 
@@ -15,12 +22,14 @@ from hierviz.metrics.registry import METRIC_INFO
 
 __all__ = [
     "METRICS",
+    "UNSEEN_METRICS",
     "METRIC_LABELS",
     "GEOMETRY_LABELS",
     "METHOD_LABELS",
     "LOWER_IS_BETTER",
     "method_label",
     "geometry_label",
+    "default_metrics",
     "write_results_csv",
     "read_results_csv",
     "summarise",
@@ -30,6 +39,8 @@ __all__ = [
 
 #: Metric keys in paper 01 Table 1 column order (the first five registered metrics).
 METRICS = tuple(METRIC_INFO.names()[:5])
+#: Paper 04 (Generalised triplets) Table I columns, from the unseen protocol (:mod:`hierviz.evaluation.unseen`).
+UNSEEN_METRICS = ("leaf_f1", "rp5", "mnr", "ndcg_sum", "ndcg_max", "acc_blind", "acc_aware")
 #: Column titles used in the tables (from :data:`hierviz.metrics.METRIC_INFO`).
 METRIC_LABELS = {n: METRIC_INFO.get(n).label for n in METRIC_INFO.names()}
 #: Metrics where lower is better (bolded as minimum).
@@ -76,6 +87,31 @@ def geometry_label(name: str) -> str:
 
 
 _CSV_FIRST = ["method", "geometry", "seed", *METRICS]
+
+
+def default_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The table columns for these runs: :data:`UNSEEN_METRICS` when every row has them, else :data:`METRICS`.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        Per-run rows (``results.csv``).
+
+    Returns
+    -------
+    tuple of str
+
+    Examples
+    --------
+    >>> default_metrics([{"hf1": 0.5}])
+    ('hf1', 'h_acc', 'pc_order', 'violations', 'top1')
+    >>> default_metrics([dict.fromkeys(UNSEEN_METRICS, 0.5)])[:3]
+    ('leaf_f1', 'rp5', 'mnr')
+    """
+    R = [r for r in rows if isinstance(r, Mapping)]
+    if R and all(all(m in r for m in UNSEEN_METRICS) for r in R):
+        return UNSEEN_METRICS
+    return METRICS
 
 
 def _check_rows(rows: Any, name: str = "rows") -> list[dict]:
@@ -238,7 +274,7 @@ def _table_cells(rows, metrics, methods, geometries):
 
 def results_markdown(
     rows: Sequence[Mapping[str, Any]],
-    metrics: Sequence[str] = METRICS,
+    metrics: Sequence[str] | None = None,
     methods: Sequence[str] | None = None,
     geometries: Sequence[str] | None = None,
     title: str | None = None,
@@ -246,14 +282,16 @@ def results_markdown(
     """Markdown table shaped like paper 01 Table 1: rows = methods, columns = metric per geometry.
 
     Each cell is "mean ± std" over seeds (sample std, ddof=1; just the mean for one seed);
-    the best mean per column is **bold** (lowest for Violations).  A missing
+    the best mean per column is **bold** (lowest for Violations and MNR).  A missing
     method x geometry combination shows "–".
 
     Parameters
     ----------
     rows : sequence of dict
         Per-run rows with ``method``, ``geometry``, ``seed`` and the metrics.
-    metrics : sequence of str, default :data:`METRICS`
+    metrics : sequence of str, optional
+        Default :func:`default_metrics`: paper 04 Table I's columns for unseen-protocol
+        runs, else :data:`METRICS`.
     methods, geometries : sequence of str, optional
         Row / column-group order (default: first-seen order).
     title : str, optional
@@ -269,6 +307,8 @@ def results_markdown(
     TypeError, ValueError
         See :func:`summarise`.
     """
+    if metrics is None:
+        metrics = default_metrics(_check_rows(rows))
     header, body, nseeds = _table_cells(rows, metrics, methods, geometries)
     lines = []
     if title:
@@ -278,17 +318,24 @@ def results_markdown(
     for name, cells in body:
         lines.append(f"| {name} | " + " | ".join(f"**{t}**" if b else t for t, b in cells) + " |")
     seeds = "/".join(str(n) for n in nseeds)
-    lines += [
-        "",
-        f"Mean ± sample std over {seeds} seed(s); best per column in **bold**. "
-        "Violations: lower is better; all other metrics: higher is better.",
-    ]
+    lower = [METRIC_LABELS.get(m, m).replace(" ↓", "") for m in metrics if m in LOWER_IS_BETTER]
+    direction = (
+        f"{', '.join(lower)}: lower is better; all other metrics: higher is better."
+        if lower
+        else "Higher is better for every metric."
+    )
+    if tuple(metrics) == UNSEEN_METRICS:
+        direction += (
+            " Paper 04 Table I columns (seen/unseen protocol): leaf F1 and the rankings on the seen test samples, "
+            "Acc_blind/Acc_aware on the unseen leaves' samples; results.csv has every metric."
+        )
+    lines += ["", f"Mean ± sample std over {seeds} seed(s); best per column in **bold**. {direction}"]
     return "\n".join(lines) + "\n"
 
 
 def results_html_table(
     rows: Sequence[Mapping[str, Any]],
-    metrics: Sequence[str] = METRICS,
+    metrics: Sequence[str] | None = None,
     methods: Sequence[str] | None = None,
     geometries: Sequence[str] | None = None,
 ) -> str:
@@ -304,6 +351,8 @@ def results_html_table(
     str
         HTML fragment.
     """
+    if metrics is None:
+        metrics = default_metrics(_check_rows(rows))
     header, body, _ = _table_cells(rows, metrics, methods, geometries)
     out = ["<table class='results'><thead><tr><th>Method</th>"]
     out += [f"<th>{html.escape(h)}</th>" for h in header]
