@@ -15,6 +15,13 @@ Run from the repository root::
     python3 benchmarks/bench_pairwise_dist.py                 # 1024×256, both models
     python3 benchmarks/bench_pairwise_dist.py --n 256 --d 64  # quick
 
+``--vs-cdist`` instead times the Poincaré distance (the fused kernel with its analytic
+backward, and the autograd reference it replaced) against Euclidean ``torch.cdist``, forward +
+backward, on ``--device cpu|cuda`` (issue 11's goal: ≤ 1.5× cdist at 4096×128 and 16384×128)::
+
+    python3 benchmarks/bench_pairwise_dist.py --vs-cdist --n 4096 --d 128
+    python3 benchmarks/bench_pairwise_dist.py --vs-cdist --n 16384 --d 128 --device cuda
+
 geoopt's broadcast needs several ``N×N×d`` float32 tensors (≈7 GB peak at the default
 size) and tens of seconds per run on a 2-core CPU; nothing here is asserted in tests.
 """
@@ -81,6 +88,56 @@ def bench(name: str, ours_fn, geo_fn, x: torch.Tensor, rep_ours: int, rep_geo: i
     return ratio
 
 
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _time_on(fn, x: torch.Tensor, repeats: int) -> float:
+    """Median seconds of ``fn(x).sum().backward()`` on ``x.device`` (one warm-up, synchronised)."""
+    times = []
+    for i in range(repeats + 1):
+        xi = x.detach().clone().requires_grad_(True)
+        _sync(x.device)
+        t0 = time.perf_counter()
+        fn(xi).sum().backward()
+        _sync(x.device)
+        if i:
+            times.append(time.perf_counter() - t0)
+        del xi
+    return statistics.median(times)
+
+
+def bench_vs_cdist(n: int, d: int, c: float, device: torch.device, repeats: int) -> dict[str, float]:
+    """Poincaré pairwise distance (fused, reference) vs ``torch.cdist``, fwd+bwd; prints ratios.
+
+    Returns the median seconds of each (keys ``"cdist"``, ``"fused"``, ``"reference"``).
+    """
+    from hierviz.geometry.poincare import math as pm
+
+    torch.manual_seed(0)
+    v = torch.randn(n, d, device=device)
+    v = v / v.norm(dim=-1, keepdim=True) * torch.rand(n, 1, device=device) * 1.5
+    x = PoincareBall(c=c).expmap0(v / c**0.5)
+    fns = {
+        "cdist": lambda z: torch.cdist(z, z),
+        "fused": lambda z: pm.pairwise_dist(z, None, c),
+        "reference": lambda z: pm.pairwise_dist_reference(z, None, c),
+    }
+    # interleave the three so a neighbour's load on a shared machine hits all of them alike
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(max(1, repeats)):
+        for k, f in fns.items():
+            times[k].append(_time_on(f, x, 1))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or "cpu")
+    print(f"\n[Poincaré vs torch.cdist] N={n}, d={d}, float32, forward+backward, {device} ({name})")
+    for k in fns:
+        print(f"  {k:<10} median {med[k] * 1e3:9.2f} ms   ratio to cdist {med[k] / med['cdist']:.2f}x")
+    print(f"  fused / reference: {med['fused'] / med['reference']:.2f}x")
+    return med
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=1024, help="number of points (default 1024)")
@@ -91,7 +148,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--geoopt-repeats", type=int, default=3, help="timed runs for geoopt (median)")
     p.add_argument("--only", choices=["poincare", "lorentz"], default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--vs-cdist", action="store_true", help="time Poincaré (fused, reference) against torch.cdist")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (with --vs-cdist)")
     a = p.parse_args(argv)
+    if a.vs_cdist:
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+        bench_vs_cdist(a.n, a.d, a.c, torch.device(a.device), a.repeats)
+        return
 
     torch.manual_seed(a.seed)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}")

@@ -110,3 +110,46 @@ def test_fused_equal_points_and_boundary_stay_finite():
     x32 = (edge.float() * (1 - 4e-3)).requires_grad_()
     (g32,) = torch.autograd.grad(poincare_pairwise_dist(x32, None, c).sum(), x32)
     assert torch.isfinite(g32).all()
+
+
+@pytest.mark.parametrize("sym", [True, False])
+def test_pure_elementwise_twins_equal_the_inplace_ones(sym):
+    """The functions torch.compile fuses equal the eager in-place ones (same q, floor, distance and p)."""
+    from hierviz.geometry import _kernels as K
+
+    c, eps = 0.7, 1e-20
+    x = _ball_points(6, 4, c, seed=11)
+    y = x if sym else _ball_points(5, 4, c, seed=12)
+    nx, a = K._poincare_parts(x, c)
+    ny, b = K._poincare_parts(y, c)
+    pure = K._fwd_elementwise(x @ y.T, nx, ny, a, b, c, eps, sym)
+    eager = K._fwd_inplace(x @ y.T, nx, ny, a, b, c, eps, sym)
+    for u, v in zip(pure, eager):
+        torch.testing.assert_close(u, v, rtol=1e-14, atol=0)
+    grad = torch.randn(pure[0].shape, dtype=torch.float64, generator=torch.Generator().manual_seed(13))
+    for u, v in zip(K._bwd_elementwise(grad, pure[1], pure[2], c), K._bwd_inplace(grad, eager[1], eager[2], c)):
+        torch.testing.assert_close(u, v, rtol=1e-14, atol=0)
+
+
+def test_compile_kernels_switch_traces_and_matches():
+    """``compile_kernels`` (the ``train.compile`` switch) goes through torch.compile and gives the same numbers.
+
+    ``backend="aot_eager"`` traces with dynamo/AOTAutograd without generating C++ (fast on a CPU);
+    on a GPU the default inductor backend fuses the elementwise passes.
+    """
+    from hierviz.geometry import _kernels as K
+
+    c = 1.0
+    x = _ball_points(8, 5, c, seed=14).requires_grad_()
+    want = pm.pairwise_dist_reference(x, None, c)
+    (g_want,) = torch.autograd.grad(want.sum(), x)
+    try:
+        K.compile_kernels(True, backend="aot_eager")
+        assert K._FWD is not K._fwd_inplace
+        got = poincare_pairwise_dist(x, None, c)
+        (g_got,) = torch.autograd.grad(got.sum(), x)
+    finally:
+        K.compile_kernels(False)
+    assert K._FWD is K._fwd_inplace and K._BWD is K._bwd_inplace
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+    torch.testing.assert_close(g_got, g_want, rtol=1e-10, atol=1e-10)

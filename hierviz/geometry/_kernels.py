@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["scaled_asinh_sqrt", "augmented_gram", "SQ_EPS"]
+__all__ = ["scaled_asinh_sqrt", "augmented_gram", "poincare_pairwise_dist", "compile_kernels", "SQ_EPS"]
 
 #: Floor on the squared distance under the square root of every closed-form pairwise distance
 #: (``sqrt(max(w, eps))``), per dtype. It keeps the derivative of the square root finite on the
@@ -124,92 +124,139 @@ def _poincare_parts(x: Tensor, c: float) -> tuple[Tensor, Tensor]:
     return n, (1.0 - c * n).clamp_min(torch.finfo(x.dtype).tiny).reciprocal()
 
 
-def _poincare_q(x: Tensor, y: Tensor | None, c: float) -> tuple[Tensor, Tensor, Tensor]:
-    """``q_ij = c a_i b_j (‖x_i‖² + ‖y_j‖² − 2⟨x_i, y_j⟩)`` from one GEMM; returns (q, a, b)."""
-    nx, a = _poincare_parts(x, c)
-    if y is None:
-        g = x @ x.transpose(-1, -2)
-        g = 0.5 * (g + g.transpose(-1, -2))  # exactly symmetric
-        ny, b = nx, a
-    else:
-        g = x @ y.transpose(-1, -2)
-        ny, b = _poincare_parts(y, c)
-    w = (nx[..., :, None] + ny[..., None, :]).sub_(g, alpha=2.0)
-    sc = c**0.5
-    # (√c a_i)(√c b_j) as one product: exactly symmetric when y is None (w is)
-    return w.mul_((sc * a)[..., :, None] * (sc * b)[..., None, :]), a, b
+def _fwd_elementwise(
+    g: Tensor, nx: Tensor, ny: Tensor, a: Tensor, b: Tensor, c: float, eps: float, sym: bool
+) -> tuple[Tensor, Tensor, Tensor]:
+    """From the Gram matrix to ``(d, max(q, eps), q < eps)``; every op is elementwise on (B, M).
 
-
-def _poincare_grads(
-    p: Tensor, q: Tensor, x: Tensor, y: Tensor | None, a: Tensor, b: Tensor, c: float, need_x: bool, need_y: bool
-) -> tuple[Tensor | None, Tensor | None]:
-    """Gradients w.r.t. ``x`` (and ``y``) from ``p = ∂L/∂q`` (zero where q was floored / on the diagonal).
-
-    ``∂q_ij/∂x_i = 2c a_i [b_j (x_i − y_j) + q_ij x_i]``, so
-    ``∇x = 2c a ⊙ (x ⊙ Σ_j p_ij (b_j + q_ij) − (p ⊙ b) y)`` (one GEMM per side); the symmetric
-    case (``y is None``) adds both sides in a single GEMM with ``p + pᵀ``.
+    ``q_ij = c a_i b_j (‖x_i‖² + ‖y_j‖² − 2 g_ij)``, averaged with its transpose when
+    ``sym`` (exactly symmetric), and ``d = (2/√c) arsinh(√q)`` written as
+    ``log1p(√q + q / (1 + √(1 + q)))`` (accurate at small ``q``). Pure (no in-place ops), so
+    :func:`compile_kernels` can fuse it into one pass; :func:`_fwd_inplace` is the eager
+    twin that reuses buffers.
     """
-    pq = p * q
-    if y is None:
-        ps = p + p.transpose(-1, -2)
-        r = ps * a[..., None, :]
-        coef = r.sum(-1) + pq.sum(-1) + pq.sum(-2)
-        gx = (x * coef[..., None]).sub_(r @ x).mul_((2.0 * c) * a[..., None])
-        return gx, None
-    gx = gy = None
-    if need_x:
-        r = p * b[..., None, :]
-        coef = r.sum(-1) + pq.sum(-1)
-        gx = (x * coef[..., None]).sub_(r @ y).mul_((2.0 * c) * a[..., None])
-    if need_y:
-        s = p * a[..., :, None]
-        coef = s.sum(-2) + pq.sum(-2)
-        gy = (y * coef[..., None]).sub_(s.transpose(-1, -2) @ x).mul_((2.0 * c) * b[..., None])
-    return gx, gy
+    q = (nx[..., :, None] - 2.0 * g + ny[..., None, :]) * (c * a)[..., :, None] * b[..., None, :]
+    if sym:
+        q = 0.5 * (q + q.transpose(-1, -2))
+    below = q < eps
+    qc = q.clamp_min(eps)
+    out = torch.log1p(qc.sqrt() + qc / (1.0 + (1.0 + qc).sqrt())) * (2.0 / c**0.5)
+    return out, qc, below
+
+
+def _fwd_inplace(
+    g: Tensor, nx: Tensor, ny: Tensor, a: Tensor, b: Tensor, c: float, eps: float, sym: bool
+) -> tuple[Tensor, Tensor, Tensor]:
+    """:func:`_fwd_elementwise` with the (B, M) buffers reused in place (eager mode: fewer page-faulting allocations)."""
+    q = g.mul_(-2.0).add_(nx[..., :, None]).add_(ny[..., None, :]).mul_((c * a)[..., :, None]).mul_(b[..., None, :])
+    if sym:
+        # a blocked transpose copy, then a contiguous add: far cheaper on a CPU than a strided read
+        q = q.add_(q.transpose(-1, -2).contiguous()).mul_(0.5)
+    below = q < eps
+    qc = q.clamp_min_(eps)
+    t = qc.add(1.0).sqrt_().add_(1.0).reciprocal_().mul_(qc)  # q / (1 + √(1 + q))
+    out = t.add_(qc.sqrt()).log1p_().mul_(2.0 / c**0.5)
+    return out, qc, below
+
+
+def _bwd_elementwise(grad: Tensor, qc: Tensor, below: Tensor, c: float) -> tuple[Tensor, Tensor]:
+    """``p = ∂L/∂q = grad / (√c √q √(1+q))`` (0 where ``q`` was floored) and ``p ⊙ q``."""
+    p = (grad / ((qc * (1.0 + qc)).sqrt() * c**0.5)).masked_fill(below, 0.0)
+    return p, p * qc
+
+
+def _bwd_inplace(grad: Tensor, qc: Tensor, below: Tensor, c: float) -> tuple[Tensor, Tensor]:
+    """:func:`_bwd_elementwise` with one (B, M) buffer for ``p`` (eager mode)."""
+    p = qc.add(1.0).mul_(qc).sqrt_().mul_(c**0.5).reciprocal_().mul_(grad).masked_fill_(below, 0.0)
+    return p, p * qc
+
+
+_FWD = _fwd_inplace
+_BWD = _bwd_inplace
+
+
+def compile_kernels(enabled: bool = True, **compile_kwargs) -> None:
+    """Fuse the elementwise parts of :func:`poincare_pairwise_dist` with ``torch.compile`` (optional).
+
+    Off by default: on a CPU eager mode is the tested reference and compiling costs tens of
+    seconds; on a GPU the fused kernels cut the ~10 elementwise passes over the (B, M) matrix
+    to one each way (the GEMMs stay cuBLAS). Set by ``train.compile`` (see
+    :mod:`hierviz.experiments.config`) or by hand; idempotent.
+
+    Parameters
+    ----------
+    enabled : bool, default True
+        ``False`` restores the eager functions.
+    **compile_kwargs
+        Passed to ``torch.compile`` (default ``dynamic=True``: one graph for every batch size).
+    """
+    global _FWD, _BWD
+    if not enabled:
+        _FWD, _BWD = _fwd_inplace, _bwd_inplace
+        return
+    kw = {"dynamic": True, **compile_kwargs}
+    _FWD = torch.compile(_fwd_elementwise, **kw)
+    _BWD = torch.compile(_bwd_elementwise, **kw)
+
+
+def _mv(m: Tensor, v: Tensor) -> Tensor:
+    """``m @ v`` for a batch of matrices (..., B, M) and vectors (..., M) → (..., B)."""
+    return (m @ v[..., :, None])[..., 0]
 
 
 class _PoincarePairwise(torch.autograd.Function):
-    """Poincaré pairwise distance, forward and backward from one shared Gram matrix each.
+    """Poincaré pairwise distance, forward and backward over one shared Gram matrix.
 
-    Forward: one GEMM ``x yᵀ`` and elementwise work. Backward: the analytic gradient of
-    :func:`_poincare_grads` (one GEMM per input that needs a gradient, one in all for
-    ``y=None``) instead of autograd through the augmented GEMM, the concatenations and the
-    norms (three GEMMs and a dozen elementwise passes). Saves ``q`` (B×M) and a mask.
-    Under ``create_graph=True`` the backward recomputes ``q`` from ``x`` with differentiable
-    ops, so higher derivatives are exact.
+    Forward: one GEMM ``x yᵀ`` and elementwise work (:func:`_fwd_elementwise`). Backward,
+    with ``p = ∂L/∂q`` and ``∂q_ij/∂x_i = 2c a_i [b_j (x_i − y_j) + q_ij x_i]``::
+
+        ∇x = 2c a ⊙ (x ⊙ (p b + Σ_j p_ij q_ij) − p (b ⊙ y))
+        ∇y = 2c b ⊙ (y ⊙ (pᵀ a + Σ_i p_ij q_ij) − pᵀ (a ⊙ x))
+
+    (for ``y=None`` both sides add up): the (B, M) matrix is only read by GEMMs and
+    matrix-vector products (a transposed operand costs nothing in BLAS), instead of autograd
+    through an augmented GEMM, concatenations and transposed adds. Saves ``max(q, eps)`` and
+    the floor mask. Under ``create_graph=True`` the backward recomputes ``q`` from the inputs
+    with differentiable ops, so higher derivatives are exact.
     """
 
     @staticmethod
     def forward(ctx, x: Tensor, y: Tensor | None, c: float, eps: float) -> Tensor:  # type: ignore[override]
-        q, a, b = _poincare_q(x, y, c)
-        below = q < eps
-        qc = q.clamp_min_(eps)
-        t = qc.add(1.0).sqrt_()
-        s = qc.sqrt()
-        out = (qc / (t + 1.0)).add_(s).log1p_().mul_(2.0 / c**0.5)  # 2/√c · arsinh(√q)
-        if y is None:
+        sym = y is None
+        nx, a = _poincare_parts(x, c)
+        ny, b = (nx, a) if sym else _poincare_parts(y, c)
+        g = x @ (x if sym else y).transpose(-1, -2)
+        out, qc, below = _FWD(g, nx, ny, a, b, c, eps, sym)
+        if sym:  # the diagonal: exactly 0, no gradient
             out.diagonal(dim1=-2, dim2=-1).zero_()
             below.diagonal(dim1=-2, dim2=-1).fill_(True)
-        ctx.c, ctx.eps, ctx.sym = c, eps, y is None
-        ctx.save_for_backward(x, y if y is not None else x, qc, a, b, below)
+        ctx.c, ctx.eps, ctx.sym = c, eps, sym
+        ctx.save_for_backward(x, x if sym else y, qc, a, b, below)
         return out
 
     @staticmethod
     def backward(ctx, grad: Tensor):  # type: ignore[override]
         x, y, qc, a, b, below = ctx.saved_tensors
         c, sym = ctx.c, ctx.sym
-        need_x, need_y = ctx.needs_input_grad[0], (not sym) and ctx.needs_input_grad[1]
-        yy = None if sym else y
         if torch.is_grad_enabled():  # create_graph: differentiable recomputation from the inputs
-            q, a, b = _poincare_q(x, yy, c)
-            qd = q.clamp_min(ctx.eps)
-            p = (grad * (c**-0.5) / (qd.sqrt() * (1.0 + qd).sqrt())).masked_fill(below, 0.0)
-            gx, gy = _poincare_grads(p, qd, x, yy, a, b, c, need_x, need_y)
-            return gx, gy, None, None
-        # d/dq [2/√c · arsinh(√q)] = 1 / (√c √q √(1+q))
-        p = grad / (qc.sqrt().mul_((1.0 + qc).sqrt_()).mul_(c**0.5))
-        p.masked_fill_(below, 0.0)
-        gx, gy = _poincare_grads(p, qc, x, yy, a, b, c, need_x, need_y)
+            nx, a = _poincare_parts(x, c)
+            ny, b = (nx, a) if sym else _poincare_parts(y, c)
+            _, qc, _ = _fwd_elementwise(x @ y.transpose(-1, -2), nx, ny, a, b, c, ctx.eps, sym)
+            p, pq = _bwd_elementwise(grad, qc, below, c)
+        else:
+            p, pq = _BWD(grad, qc, below, c)
+        pt = p.transpose(-1, -2)
+        two_c = 2.0 * c
+        ax, by = a[..., None] * x, b[..., None] * y
+        if sym:
+            coef = _mv(p, a) + _mv(pt, a) + pq.sum(-1) + pq.sum(-2)
+            gx = (x * coef[..., None] - p @ ax - pt @ ax) * (two_c * a[..., None])
+            return gx, None, None, None
+        gx = gy = None
+        if ctx.needs_input_grad[0]:
+            gx = (x * (_mv(p, b) + pq.sum(-1))[..., None] - p @ by) * (two_c * a[..., None])
+        if ctx.needs_input_grad[1]:
+            gy = (y * (_mv(pt, a) + pq.sum(-2))[..., None] - pt @ ax) * (two_c * b[..., None])
         return gx, gy, None, None
 
 
