@@ -586,3 +586,111 @@ def test_compare_under_torchrun_resumes_a_one_process_run(tmp_path):
     # seed 0 was reused, not retrained
     assert json.loads((out / "runs" / "supcon-euclidean-s0" / "result.json").read_text()) == first
     assert proc.stdout.count("finished earlier, reusing") == 1  # printed by rank 0 only
+
+
+# --------------------------------------------------------------------------- per-sample augmentation seeds
+
+
+def _image_data(n: int = 6):
+    from hierviz.data import ArrayDataset
+
+    rng = np.random.default_rng(0)
+    return ArrayDataset(rng.integers(0, 256, (n, 16, 16, 3), dtype=np.uint8), np.arange(n) % 2, ["a", "b"])
+
+
+def test_per_sample_views_do_not_depend_on_who_draws_them():
+    from torch.utils.data import DataLoader
+
+    from hierviz.data import ContrastiveDataset, TwoViewTransform
+
+    views = ContrastiveDataset(_image_data(), TwoViewTransform(16), seed=3)
+    views.set_epoch(1)
+    torch.manual_seed(0)
+    in_order = [views[i][0] for i in range(6)]
+    torch.manual_seed(123)  # another global stream, reversed order: the same views
+    assert all(torch.equal(views[i][0], in_order[i]) for i in reversed(range(6)))
+    # two "ranks" (halves of the batch) and DataLoader workers draw the same views
+    shards = [list(hd.ShardedBatchSampler([list(range(6))], 2, r))[0] for r in range(2)]
+    assert all(torch.equal(views[i][0], in_order[i]) for s in shards for i in s)
+    (x, _), *_ = DataLoader(views, batch_size=6, num_workers=2)
+    assert torch.equal(x, torch.stack(in_order))
+    assert not torch.equal(in_order[0][0], in_order[0][1])  # two different views
+    views.set_epoch(2)
+    assert not torch.equal(views[0][0], in_order[0])  # a new epoch, new views
+
+
+def test_per_sample_seeds_leave_the_global_stream_and_default_mode_alone():
+    from hierviz.data import ContrastiveDataset, FeatureViews, TwoViewTransform
+
+    ds = _image_data()
+    torch.manual_seed(5)
+    ContrastiveDataset(ds, TwoViewTransform(16), seed=0)[2]
+    after = torch.rand(3)
+    torch.manual_seed(5)
+    assert torch.equal(torch.rand(3), after)  # the global RNG was not advanced
+    # seed=None: the views of the global stream, exactly as TwoViewTransform draws them (0.1 behaviour)
+    torch.manual_seed(9)
+    default = ContrastiveDataset(ds, TwoViewTransform(16))[2][0]
+    torch.manual_seed(9)
+    assert torch.equal(default, TwoViewTransform(16)(ds.images[2]))
+    # any transform on torch's global RNG: feature dropout views of a vector dataset
+    from hierviz.data import ArrayDataset
+
+    vec = ArrayDataset(np.ones((4, 50), np.float32), np.array([0, 1, 0, 1]), ["a", "b"])
+    fv = ContrastiveDataset(vec, FeatureViews(0.5), seed=1)
+    assert torch.equal(fv[3][0], fv[3][0]) and not torch.equal(fv[3][0][0], fv[3][0][1])
+    with pytest.raises(ValueError, match="seed"):
+        ContrastiveDataset(ds, TwoViewTransform(16), seed=-1)
+
+
+def test_view_seeds():
+    from hierviz.data.transforms import view_seeds
+
+    seeds = {tuple(view_seeds(s, e, i, 2)) for s in range(3) for e in range(3) for i in range(20)}
+    assert len(seeds) == 180 and all(0 <= x < 2**64 for t in seeds for x in t)
+    assert view_seeds(1, 2, 3, 3)[:2] == view_seeds(1, 2, 3, 2)  # view v does not depend on V
+    with pytest.raises(ValueError, match="index"):
+        view_seeds(0, 0, -1, 2)
+
+
+def test_compare_on_two_ranks_gives_the_table_of_one_process(tmp_path):
+    """``torchrun --nproc_per_node 2 -m hierviz compare`` == one process with the same global batch.
+
+    Per-sample augmentation seeds (``data.augment_seeds=sample``) and batch norm over both
+    ranks (``train.sync_bn``, the small_cnn encoder and the projection head have batch norm)
+    make every step the same computation up to float rounding: the table, the per-step
+    losses and the test embeddings agree.  Without either they differ (docs/distributed.md).
+    """
+    import csv
+    import subprocess
+    import sys
+
+    from hierviz.cli import main
+
+    args = [*CLI_ARGS, "--seeds", "1", "--batch-size", "16", "--set", "data.augment_seeds=sample"]
+    assert main([*args, "--out", str(tmp_path / "one")]) == 0
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "hierviz"]
+    proc = subprocess.run(
+        [*cmd, *args, "--out", str(tmp_path / "two")], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def table(out: str) -> list[dict]:
+        with open(tmp_path / out / "results.csv", newline="") as fh:
+            return [{k: v for k, v in r.items() if not k.endswith("_seconds")} for r in csv.DictReader(fh)]
+
+    one, two = table("one"), table("two")
+    assert len(one) == 1 and [r["method"] for r in two] == ["supcon"]
+    for a, b in zip(one, two):
+        for k, v in a.items():
+            try:
+                np.testing.assert_allclose(float(b[k]), float(v), rtol=1e-5, atol=1e-6, err_msg=k)
+            except ValueError:  # a name
+                assert b[k] == v, k
+    run = "runs/supcon-euclidean-s0"
+    rec = [json.loads((tmp_path / o / run / "result.json").read_text()) for o in ("one", "two")]
+    assert len(rec[0]["step_history"]["loss"]) == 6  # 2 epochs x 3 global batches of 16 (8 per rank)
+    np.testing.assert_allclose(rec[1]["step_history"]["loss"], rec[0]["step_history"]["loss"], rtol=1e-5)
+    emb = [np.load(tmp_path / o / run / "embeddings.npz") for o in ("one", "two")]
+    np.testing.assert_allclose(emb[1]["z_test"], emb[0]["z_test"], atol=1e-5)

@@ -328,6 +328,41 @@ def eval_transform(
     return EvalTransform(size, mean=mean, std=std)
 
 
+def view_seeds(seed: int, epoch: int, index: int, views: int) -> list[int]:
+    """The torch seeds of the ``views`` random views of sample ``index`` in ``epoch``.
+
+    A function of ``(seed, epoch, index, view)`` only (numpy's ``SeedSequence``, whose
+    hashing makes nearby tuples give unrelated streams), so a view does not depend on which
+    process, rank or DataLoader worker draws it, nor on the order of the samples.
+
+    Parameters
+    ----------
+    seed, epoch, index : int >= 0
+        The run's seed, the 0-based epoch and the dataset index.
+    views : int >= 1
+
+    Returns
+    -------
+    list of int
+        ``views`` seeds in ``[0, 2**64)``, view order.
+
+    Raises
+    ------
+    ValueError
+        A negative or non-integer argument.
+
+    Examples
+    --------
+    >>> view_seeds(0, 0, 5, 2) == view_seeds(0, 0, 5, 2), view_seeds(0, 0, 5, 2) == view_seeds(0, 1, 5, 2)
+    (True, False)
+    """
+    for name, v in (("seed", seed), ("epoch", epoch), ("index", index), ("views", views)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < (1 if name == "views" else 0):
+            raise ValueError(f"view_seeds: {name} must be an integer >= {1 if name == 'views' else 0}, got {v!r}")
+    words = np.random.SeedSequence([int(seed), int(epoch), int(index)]).generate_state(2 * int(views), np.uint32)
+    return [(int(words[2 * v]) << 32) | int(words[2 * v + 1]) for v in range(int(views))]
+
+
 def _check_ds(ds: Any) -> None:
     if not (hasattr(ds, "images") and hasattr(ds, "labels")):
         raise TypeError(f"ds must be an ArrayDataset (with .images and .labels), got {type(ds).__name__}")
@@ -345,11 +380,21 @@ class ContrastiveDataset(Dataset):
         image -> (3, H, W) tensor, which is then called ``views`` times.
     views : int, default 2
         V >= 1.
+    seed : int or None, default None
+        None: the views come from torch's global RNG stream (seeded by
+        :func:`hierviz.training.fit` and per DataLoader worker), so they depend on the
+        order in which a process draws the samples.  An int: *per-sample seeds*, view ``v``
+        of sample ``i`` in epoch ``e`` is drawn with torch's RNG seeded by
+        :func:`view_seeds` ``(seed, e, i, V)[v]`` (the global stream is left as it was), so the
+        views are the same whichever rank, worker or process draws them -- what makes a
+        ``torchrun`` run equal one process (``docs/distributed.md``).  :meth:`set_epoch`
+        (called by :func:`~hierviz.training.fit`) sets ``e``.
 
     Raises
     ------
     ValueError
-        ``views`` < 1, or a TwoViewTransform with a different number of views.
+        ``views`` < 1, a TwoViewTransform with a different number of views, or a negative
+        ``seed``.
     TypeError
         ``ds`` lacks ``images`` / ``labels`` or ``transform`` is not callable.
 
@@ -358,11 +403,26 @@ class ContrastiveDataset(Dataset):
     Picklable (holds numpy arrays and a picklable transform), so it works with
     ``DataLoader(num_workers > 0)``; the default collate gives ``x`` (B, V, 3, H, W) and
     labels (B,) int64 -- the ``(B, V, d)`` layout the contrastive losses expect after
-    the encoder.
+    the encoder.  With ``seed`` a transform must draw its randomness from torch's global
+    RNG (torchvision v2 transforms and :class:`FeatureViews` do).
+
+    Examples
+    --------
+    >>> from hierviz.data import ArrayDataset
+    >>> ds = ArrayDataset(np.arange(2 * 16 * 16 * 3, dtype=np.uint8).reshape(2, 16, 16, 3), np.array([0, 1]), ["a", "b"])
+    >>> views = ContrastiveDataset(ds, TwoViewTransform(16), seed=7)
+    >>> torch.equal(views[1][0], views[1][0]), torch.equal(views[1][0][0], views[1][0][1])
+    (True, False)
     """
 
-    def __init__(self, ds: Any, transform: Callable[[Any], torch.Tensor], views: int = 2) -> None:
+    def __init__(
+        self, ds: Any, transform: Callable[[Any], torch.Tensor], views: int = 2, *, seed: int | None = None
+    ) -> None:
         _check_ds(ds)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+            raise ValueError(f"seed must be None or an integer >= 0 (per-sample augmentation seeds), got {seed!r}")
+        self.seed = None if seed is None else int(seed)
+        self.epoch = 0
         if not callable(transform):
             raise TypeError(f"transform must be callable, got {type(transform).__name__}")
         if isinstance(views, bool) or not isinstance(views, (int, np.integer)) or views < 1:
@@ -375,13 +435,38 @@ class ContrastiveDataset(Dataset):
     def __len__(self) -> int:
         return int(self.labels.shape[0])
 
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch ``e`` of the per-sample seeds (no effect without ``seed``)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
+            raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
+        self.epoch = int(epoch)
+
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
         img = self.images[i]
+        if self.seed is not None:
+            return self._seeded_views(img, int(i)), int(self.labels[i])
         if isinstance(self.transform, TwoViewTransform):
             x = self.transform(img)
         else:
             x = torch.stack([self.transform(img) for _ in range(self.views)])
         return x, int(self.labels[i])
+
+    def _seeded_views(self, img: Any, i: int) -> torch.Tensor:
+        """The views of sample ``i``, each drawn under its own seed; torch's global RNG state is restored."""
+        if isinstance(self.transform, TwoViewTransform):
+            one, img = self.transform.pipeline, _to_image(img)  # what TwoViewTransform.__call__ does per view
+        else:
+            one = self.transform
+        gen = torch.default_generator  # its own manual_seed: torch.manual_seed also seeds CUDA (~0.3 ms)
+        saved = gen.get_state()
+        try:
+            out = []
+            for s in view_seeds(self.seed, self.epoch, i, self.views):  # type: ignore[arg-type]
+                gen.manual_seed(s)
+                out.append(one(img))
+        finally:
+            gen.set_state(saved)
+        return torch.stack(out)
 
 
 class TransformDataset(Dataset):

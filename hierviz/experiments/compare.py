@@ -242,7 +242,11 @@ def _run_one(
             scale_init=cfg.model.scale_init,
             learn_scale=cfg.model.learn_scale,
         )
+    from hierviz.training.distributed import get_world_size
+
     t = cfg.train
+    per_sample = cfg.data.augment_seeds == "sample" or (cfg.data.augment_seeds == "auto" and get_world_size() > 1)
+    view_seed = seed if per_sample else None  # views a function of (seed, epoch, index, view): rank-independent
     train_config = TrainConfig(
         epochs=t.epochs,
         batch_size=t.batch_size,
@@ -259,17 +263,20 @@ def _run_one(
         checkpoint_dir=run_dir,
         resume=resume,
         progress=progress,
+        sync_bn=t.sync_bn,
     )
     views = method.needs.views
     image_size = int(cfg.data.image_size)
     if getattr(train_ds, "is_vector", False):  # float (N, D) features: dropout views, lazy encoder input size
         from hierviz.data import FeatureViews
 
-        train_views = ContrastiveDataset(train_ds, FeatureViews(), views=views)
+        train_views = ContrastiveDataset(train_ds, FeatureViews(), views=views, seed=view_seed)
         with torch.no_grad():  # the dry run that fixes the encoder's input size D (hierviz.models.MLPEncoder)
             model.encoder(torch.zeros(1, train_ds.images.shape[1], 1, 1))
     else:
-        train_views = ContrastiveDataset(train_ds, TwoViewTransform(image_size, views=views), views=views)
+        train_views = ContrastiveDataset(
+            train_ds, TwoViewTransform(image_size, views=views), views=views, seed=view_seed
+        )
     batch_sampler = None
     if method.needs.sampler is not None:
         from hierviz.samplers import SAMPLERS

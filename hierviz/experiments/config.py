@@ -100,6 +100,12 @@ class DataConfig:
     workers : int, default 0
         DataLoader worker processes (changes the augmentation stream, so it is part of a
         run's fingerprint).
+    augment_seeds : {"auto", "sample", "stream"}, default "auto"
+        Where the random views come from. ``"stream"``: torch's RNG stream of the process
+        (hierviz 0.1; the views depend on the rank/worker that draws them). ``"sample"``:
+        each view seeded by (seed, epoch, index, view) (:class:`hierviz.data.ContrastiveDataset`),
+        the same on any number of ranks and workers. ``"auto"``: ``"sample"`` under
+        ``torchrun`` with several ranks, ``"stream"`` in one process (the presets' numbers).
     """
 
     dataset: str | None = "ham10000"
@@ -109,6 +115,7 @@ class DataConfig:
     split_seed: int = 0
     image_size: int | None = None
     workers: int = 0
+    augment_seeds: str = "auto"
 
 
 @dataclass
@@ -159,7 +166,8 @@ class TrainSection:
     """``train.*``: the optimisation recipe of paper 01 §4.2 (see :class:`hierviz.training.TrainConfig`).
 
     ``lr_head`` None = 10 × ``lr_backbone``; ``warmup_epochs`` None = 10 % of the epochs;
-    ``ema_decay`` 0 = off; ``threads`` None = torch's default.
+    ``ema_decay`` 0 = off; ``threads`` None = torch's default; ``sync_bn``: batch norm over
+    all ranks' batch under ``torchrun`` (no effect in one process).
     """
 
     epochs: int = 100
@@ -173,6 +181,7 @@ class TrainSection:
     device: str = "auto"
     amp: bool = True
     threads: int | None = None
+    sync_bn: bool = True
 
 
 @dataclass
@@ -491,6 +500,12 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     _check(cfg.data.limit is None or cfg.data.limit >= 2, "data.limit", "an integer >= 2 (or null)", cfg.data.limit)
     _check(cfg.data.workers >= 0, "data.workers", "an integer >= 0", cfg.data.workers)
     _check(cfg.data.split_seed >= 0, "data.split_seed", "an integer >= 0", cfg.data.split_seed)
+    _check(
+        cfg.data.augment_seeds in ("auto", "sample", "stream"),
+        "data.augment_seeds",
+        "'auto', 'sample' or 'stream'",
+        cfg.data.augment_seeds,
+    )
     from hierviz.geometry._checks import C_MAX, C_MIN
 
     _check(
