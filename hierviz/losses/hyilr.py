@@ -60,6 +60,7 @@ __all__ = [
     "distance",
     "label_relations",
     "hierarchy_negatives",
+    "negative_sets",
     "random_negatives",
     "hyilr_contrastive_loss",
     "hyilr_loss",
@@ -309,8 +310,8 @@ def _nearest(d: Tensor, cand: Tensor) -> tuple[Tensor, Tensor]:
     return masked.argmin(-1), cand.any(-1)
 
 
-def hierarchy_negatives(d: Tensor, targets: Tensor, desc: Tensor, same_level: Tensor) -> Tensor:
-    r"""Hierarchy-aware negatives ``N(i) = N_1 ∪ N_2`` of Eqs. 13–14, as a mask; no Python loop.
+def negative_sets(d: Tensor, targets: Tensor, desc: Tensor, same_level: Tensor) -> tuple[Tensor, Tensor]:
+    r"""The two negative sets ``N_1`` (Eq. 13) and ``N_2`` (Eq. 14) as masks; no Python loop.
 
     For each sample ``i`` and positive label ``p ∈ P(i)``:
 
@@ -335,8 +336,9 @@ def hierarchy_negatives(d: Tensor, targets: Tensor, desc: Tensor, same_level: Te
 
     Returns
     -------
-    Tensor, shape (B, c), bool
-        ``N(i)``, disjoint from ``P(i)``.
+    n1, n2 : Tensor, shape (B, c), bool
+        ``N_1`` (Eq. 13) and ``N_2`` (Eq. 14), disjoint from each other and from ``P(i)``;
+        :func:`hierarchy_negatives` returns their union.
 
     Raises
     ------
@@ -362,7 +364,30 @@ def hierarchy_negatives(d: Tensor, targets: Tensor, desc: Tensor, same_level: Te
     cand2 = same_level[None] & (notpos & ~n1)[:, None, :]
     j2, found2 = _nearest(d, cand2)
     found2 &= pos
-    return n1 | _union(j2, found2, c)
+    return n1, _union(j2, found2, c)
+
+
+def hierarchy_negatives(d: Tensor, targets: Tensor, desc: Tensor, same_level: Tensor) -> Tensor:
+    r"""Hierarchy-aware negatives ``N(i) = N_1 ∪ N_2`` of Eqs. 13–14 (see :func:`negative_sets`), one mask.
+
+    Parameters
+    ----------
+    d : Tensor, shape (B, c)
+    targets : Tensor, shape (B, c), bool
+    desc, same_level : Tensor, shape (c, c), bool
+
+    Returns
+    -------
+    Tensor, shape (B, c), bool
+        ``N(i)``, disjoint from ``P(i)``; each negative once per sample.
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not agree.
+    """
+    n1, n2 = negative_sets(d, targets, desc, same_level)
+    return n1 | n2
 
 
 def _union(idx: Tensor, keep: Tensor, c: int) -> Tensor:

@@ -175,12 +175,13 @@ class HTCConfig:
         return cls(**kw)
 
 
-#: Named sizes. ``medium``: all 6 methods, one seed, 20news subsampled, in about 15 min on 2 CPU cores.
+#: Named sizes. ``medium``: 20news subsampled (2000 train / 1000 test messages), 6 epochs; one run takes
+#: 1-4 min on a loaded 2-core CPU (docs/results/paper05.md).
 HTC_PRESETS: dict[str, dict[str, Any]] = {
     "smoke": dict(epochs=1, h=16, layers=1, heads=2, max_len=32, vocab=2000, max_train=200, max_test=100,
                   batch_size=16, patience=1, threads=1),
-    "medium": dict(epochs=4, h=64, layers=1, heads=4, max_len=96, vocab=15000, max_train=3000, max_test=1500,
-                   batch_size=32, patience=2, threads=1),
+    "medium": dict(epochs=6, h=64, layers=1, heads=4, max_len=64, vocab=8000, max_train=2000, max_test=1000,
+                   batch_size=32, lr=2e-3, patience=2, threads=1),
     "full": dict(epochs=20, h=128, layers=2, heads=4, max_len=256, vocab=30000, seeds=(0, 1, 2), patience=6),
 }  # fmt: skip
 

@@ -357,3 +357,93 @@ def write_report(out: str | Path, rows: Sequence[dict[str, Any]], records: Seque
     header = {"command": "hierviz htc", "config": json.dumps(cfg)}
     return write_report_html(out / "report.html", title="HyILR (Paper 05) — hierviz htc", header=header,
                              table_html=table, figures=figures)  # fmt: skip
+
+
+# ------------------------------------------------------------------ notebook 09 helpers and panels
+def text_attention(model: Any, tokenizer: Any, text: str, max_len: int) -> tuple[np.ndarray, list[str]]:
+    """``softmax(Aᵀ)`` of one document (Eq. 8) and its tokens, padding cut off.
+
+    Parameters
+    ----------
+    model : HyILRModel
+        With ``attention=True``.
+    tokenizer : WordVocab
+    text : str
+    max_len : int
+
+    Returns
+    -------
+    att : numpy.ndarray, shape (c, n)
+        Rows sum to 1 over the ``n`` real tokens.
+    tokens : list of str
+        ``["[CLS]", w1, …]`` (words outside the vocabulary keep their text).
+
+    Raises
+    ------
+    ValueError
+        The model has no label–text attention.
+    """
+    if not getattr(model, "attention", False):
+        raise ValueError("this model has no label-text attention (attention=False, the w/o-att ablation)")
+    ids, mask = tokenizer.encode([text], max_len)
+    model.eval()
+    with torch.no_grad():
+        att = model(ids, mask)["attention"][0].numpy()
+    n = int(mask.sum())
+    words = tokenizer.tokens(text)[: n - 1] if hasattr(tokenizer, "tokens") else [str(i) for i in ids[0, 1:n].tolist()]
+    return att[:, :n], ["[CLS]", *words]
+
+
+def hyperboloid_panel(k: float = 1.0) -> Any:
+    """A :class:`~hierviz.viz.widgets.Panel`: slider ``k`` redrawing :func:`hyperboloid_figure`.
+
+    Parameters
+    ----------
+    k : float, default 1.0
+        Initial curvature magnitude, in [0.1, 5].
+
+    Returns
+    -------
+    Panel
+    """
+    import ipywidgets as widgets
+
+    from hierviz.viz.widgets import Panel
+
+    s = widgets.FloatSlider(value=k, min=0.1, max=5.0, step=0.1, description="k", continuous_update=False)
+    return Panel({"k": s}, lambda k: hyperboloid_figure(k), title="Lorentz model: curvature −k")
+
+
+def negatives_panel(tree: Any, distances: Any, targets: Any, names: Sequence[str]) -> Any:
+    """A :class:`~hierviz.viz.widgets.Panel`: pick a sample, see its positives and the negatives of Eqs. 13–14.
+
+    Parameters
+    ----------
+    tree : LabelTree
+    distances : array_like, shape (B, c)
+        Text–label distances of B samples (the model's ``d(T_H, L_H)``).
+    targets : array_like, shape (B, c), bool
+        Positive labels, columns in the order of ``names``.
+    names : sequence of str
+        The c label names (tree nodes without the root).
+
+    Returns
+    -------
+    Panel
+    """
+    import ipywidgets as widgets
+
+    from hierviz.losses.hyilr import label_relations, negative_sets
+    from hierviz.viz.widgets import Panel
+
+    d = torch.as_tensor(np.asarray(distances, dtype=np.float64))
+    y = torch.as_tensor(np.asarray(targets, dtype=bool))
+    n1, n2 = negative_sets(d, y, *label_relations(tree))
+
+    def update(sample: int) -> go.Figure:
+        pick = lambda m: [names[j] for j in np.flatnonzero(m[sample].numpy())]  # noqa: E731
+        return negatives_figure(tree, pick(y), pick(n1), pick(n2),
+                                title=f"sample {sample}: positives and the negatives HyILR contrasts them with")  # fmt: skip
+
+    s = widgets.IntSlider(value=0, min=0, max=len(d) - 1, description="sample", continuous_update=False)
+    return Panel({"sample": s}, update, title="Hierarchy-aware negatives")
