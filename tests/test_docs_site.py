@@ -1,0 +1,282 @@
+"""The docs site and the offline HTML export.
+
+* ``docs/scripts/build_site.py`` builds the site with ``mkdocs build --strict`` (one notebook executed
+  at SMOKE=True to keep it short; the others render from their clean source): the pages exist, the
+  notebook page carries its plotly figures, the API pages come from the docstrings, the solutions
+  are collapsible, and no page loads a script, stylesheet or frame from another host.
+* In chromium (Playwright, Debian's binary; ``tests/_browser.py``): a plotly figure is drawn with data
+  and an equation is typeset by MathJax, on the site and in a ``jupyter nbconvert --to hierviz_html``
+  export; screenshots go to ``tests/artifacts/`` (or ``$HIERVIZ_ARTIFACTS``).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import re
+import subprocess
+import sys
+import threading
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from hierviz.notebook_html import PLOTLY_MIME, WIDGET_MIME, NotebookHTMLExporter, PlotlyToHTML, WidgetNote
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+EXECUTED = "00_label_trees"  # the notebook the site test executes (SMOKE, ≈ 15 s)
+
+
+# --------------------------------------------------------------------------- helpers
+class _ExternalRefs(HTMLParser):
+    """Collect every script/stylesheet/image/frame reference that points to another host."""
+
+    TAGS = {"script": "src", "link": "href", "img": "src", "iframe": "src", "source": "src", "embed": "src"}
+
+    def __init__(self):
+        super().__init__()
+        self.external: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        key = self.TAGS.get(tag)
+        value = dict(attrs).get(key) or "" if key else ""
+        if tag == "link" and (dict(attrs).get("rel") or "") in ("canonical", "alternate"):
+            return  # a link relation, not a resource the page loads
+        if re.match(r"^\s*(https?:)?//", value):
+            self.external.append(f"<{tag} {key}={value!r}>")
+
+
+def external_refs(html: str) -> list[str]:
+    """Resources a page would fetch from another host: tags' src/href and ES-module imports."""
+    parser = _ExternalRefs()
+    parser.feed(html)
+    imports = re.findall(r"""import\(\s*["'](https?://[^"']+)""", html)
+    return parser.external + [f"import({u!r})" for u in imports]
+
+
+def test_external_refs_finds_cdn_scripts():
+    page = (
+        '<script src="https://cdnjs.cloudflare.com/mathjax.js"></script><link rel="stylesheet" href="//fonts.x/y.css">'
+        '<script src="assets/vendor/plotly.min.js"></script><script>var u = "<script src=https://no>";</script>'
+        '<script type="module">const m = (await import("https://cdn.x/mermaid.mjs"));</script>'
+    )
+    found = external_refs(page)
+    assert len(found) == 3, found
+    assert "cdnjs" in found[0] and "fonts.x" in found[1] and "mermaid" in found[2]
+
+
+@functools.lru_cache(maxsize=1)
+def _executed_tiny_notebook() -> nbformat.NotebookNode:
+    """A small notebook executed by a real kernel: markdown math, a plotly figure, an ipywidget."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("# Tiny\n\nThe ball's distance $d_c(x, y)$ and $$\\rho = \\frac{1}{L}$$"),
+            nbformat.v4.new_code_cell(
+                "import plotly.graph_objects as go\ngo.Figure(go.Scatter(y=[3, 1, 2], name='probe'))"
+            ),
+            nbformat.v4.new_code_cell("import ipywidgets as w\nw.IntSlider(3)"),
+        ]
+    )
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    return nb
+
+
+# --------------------------------------------------------------------------- the export (fast)
+def test_plotly_to_html_matches_plotly_io():
+    """The HTML holds the same figure JSON that plotly.io writes for that figure."""
+    import plotly.io as pio
+
+    fig = {"data": [{"type": "bar", "x": ["a", "b"], "y": [2, 5]}], "layout": {"title": {"text": "t"}}}
+    out = nbformat.v4.new_output("display_data", data={PLOTLY_MIME: fig})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[out])])
+    nb, res = PlotlyToHTML().preprocess(nb, {})
+    html = nb.cells[0].outputs[0].data["text/html"]
+    ref = pio.to_html(fig, full_html=False, include_plotlyjs=False, validate=False)
+    body = lambda h: re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "ID", h)  # noqa: E731
+    assert re.search(r'"x":\["a","b"\],"y":\[2,5\]', html)
+    assert body(html).replace("525px", "100%") == body(ref)
+    assert PLOTLY_MIME not in nb.cells[0].outputs[0].data and res["hierviz"]["has_plotly"]
+
+
+def test_widget_note_leaves_other_outputs():
+    text = nbformat.v4.new_output("stream", text="hello")
+    widget = nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "m"}, "text/plain": "IntSlider()"})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[text, widget])])
+    nb, _ = WidgetNote().preprocess(nb, {})
+    assert nb.cells[0].outputs[0].text == "hello"
+    assert "Live widget" in nb.cells[0].outputs[1].data["text/html"]
+
+
+def test_exporter_is_registered_with_nbconvert():
+    from nbconvert.exporters import get_exporter
+
+    assert get_exporter("hierviz_html") is NotebookHTMLExporter
+
+
+def test_export_of_an_executed_notebook_has_figures_and_no_cdn(tmp_path):
+    """``jupyter nbconvert --to hierviz_html`` of an executed notebook: the figure is there, nothing is fetched."""
+    src = tmp_path / "tiny.ipynb"
+    nbformat.write(_executed_tiny_notebook(), src)
+    proc = subprocess.run(
+        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "hierviz_html", str(src)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    html = (tmp_path / "tiny.html").read_text(encoding="utf-8")
+    assert external_refs(html) == []
+    assert "cdnjs" not in html and "unpkg.com" not in html
+    assert html.count("Plotly.newPlot") == 1 and '"name":"probe"' in html
+    assert "Live widget" in html and "IntSlider(value=3" not in html  # the widget's repr is replaced
+    # both libraries inline, once, before the body's figure script runs
+    head = html.split("</head>", 1)[0]
+    assert head.count("window.MathJax = ") == 1 and "MathJax" in head and "Plotly" in head
+    # nbconvert's own html export, for contrast: no figure, MathJax from a CDN (the bug in issue 17)
+    plain, _ = __import__("nbconvert").HTMLExporter(template_name="lab").from_notebook_node(_executed_tiny_notebook())
+    assert "Plotly.newPlot" not in plain and any("mathjax" in r.lower() for r in external_refs(plain))
+
+
+# --------------------------------------------------------------------------- the site (slow)
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """``build_site.py --notebooks 00`` into a temporary folder (mkdocs build --strict)."""
+    tmp = tmp_path_factory.mktemp("docs-site")
+    cmd = [sys.executable, str(REPO / "docs" / "scripts" / "build_site.py"), "--notebooks", EXECUTED[:2]]
+    cmd += ["--notebook-dir", str(tmp / "notebooks"), "--site-dir", str(tmp / "site")]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    log = proc.stdout + proc.stderr
+    warnings = [ln for ln in log.splitlines() if ln.startswith(("WARNING", "ERROR"))]
+    assert proc.returncode == 0, f"site build failed:\n{chr(10).join(warnings) or log[-4000:]}"
+    return tmp / "site"
+
+
+@pytest.mark.slow
+def test_site_has_every_page(site):
+    for rel in ["index.html", "install/index.html", "course/index.html", "solutions/index.html", "widgets/index.html"]:
+        assert (site / rel).is_file(), rel
+    for nb in NOTEBOOKS:
+        assert (site / "course" / nb.stem / "index.html").is_file(), nb.stem
+    for api in (REPO / "docs" / "api").glob("*.md"):
+        assert (site / "api" / api.stem / "index.html").is_file(), api.stem
+    for res in (REPO / "docs" / "results").glob("*.md"):
+        assert (site / "results" / res.stem / "index.html").is_file(), res.stem
+    assert (site / "references" / "index.html").is_file()
+    # the vendored scripts, copied from the installed packages
+    from hierviz.notebook_html import mathjax_path, plotlyjs_path
+
+    assert (site / "assets/vendor/plotly.min.js").read_bytes() == plotlyjs_path().read_bytes()
+    assert (site / "assets/vendor/mathjax/tex-svg-full.js").stat().st_size == mathjax_path().stat().st_size
+
+
+@pytest.mark.slow
+def test_site_loads_nothing_from_another_host(site):
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) > 30
+    bad = {str(p.relative_to(site)): refs for p in pages if (refs := external_refs(p.read_text(encoding="utf-8")))}
+    assert not bad, bad
+
+
+@pytest.mark.slow
+def test_executed_notebook_page_has_its_figures(site):
+    html = (site / "course" / EXECUTED / "index.html").read_text(encoding="utf-8")
+    executed = nbformat.read(site.parent / "notebooks" / f"{EXECUTED}.ipynb", as_version=4)
+    n_figs = sum(
+        "Plotly.newPlot" in o.get("data", {}).get("text/html", "") for c in executed.cells for o in c.get("outputs", [])
+    )
+    assert n_figs >= 3  # tests/test_notebooks.py: notebook 00 shows at least 3 figures
+    assert html.count("Plotly.newPlot") == n_figs
+    # plotly.js is loaded in <head>, before the figures' inline scripts run
+    head = html.split("</head>", 1)[0]
+    assert re.search(r'<script src="[./]*assets/vendor/plotly\.min\.js"></script>', head)
+    # a notebook not executed in this build renders its code without outputs
+    other = (site / "course" / NOTEBOOKS[1].stem / "index.html").read_text(encoding="utf-8")
+    assert "jp-CodeCell" in other and "Plotly.newPlot" not in other
+
+
+@pytest.mark.slow
+def test_api_pages_come_from_the_docstrings(site):
+    html = (site / "api" / "geometry" / "index.html").read_text(encoding="utf-8")
+    assert "PoincareBall" in html and "doc-heading" in html  # mkdocstrings' rendered members
+    assert "Parameters" in html  # numpydoc sections parsed (docstring_style: numpy)
+
+
+@pytest.mark.slow
+def test_solutions_are_collapsible(site):
+    html = (site / "solutions" / "index.html").read_text(encoding="utf-8")
+    blocks = re.findall(r'<details class="note">\s*<summary>Solution', html)
+    assert len(blocks) >= len(NOTEBOOKS), f"{len(blocks)} solution blocks for {len(NOTEBOOKS)} notebooks"
+    assert "<details open" not in html  # collapsed until the reader opens them
+
+
+# --------------------------------------------------------------------------- in a browser
+def _serve(folder: Path):
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    handler.log_message = lambda *a, **k: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}"
+
+
+_FIGURE_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(
+    g => g._fullLayout && g.data && g.data.length > 0 && g.querySelector('.main-svg')).length"""
+_MATH_TYPESET = "() => document.querySelectorAll('mjx-container svg').length"
+
+
+def _check_page(browser, url: str, shot: Path, min_figures: int, min_math: int) -> dict:
+    page = browser.new_page(viewport={"width": 1280, "height": 1600})
+    errors: list[str] = []
+    outside: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on(
+        "request",
+        lambda r: (
+            outside.append(r.url) if not r.url.startswith(("http://127.0.0.1", "file:", "data:", "blob:")) else None
+        ),
+    )
+    page.goto(url)
+    if min_figures:
+        page.wait_for_function(f"({_FIGURE_DRAWN})() >= {min_figures}", timeout=60_000)
+    page.wait_for_function(f"({_MATH_TYPESET})() >= {min_math}", timeout=60_000)
+    if min_figures:
+        page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(shot), full_page=False)
+    found = {"figures": page.evaluate(_FIGURE_DRAWN), "math": page.evaluate(_MATH_TYPESET)}
+    page.close()
+    assert not outside, f"requests to other hosts: {outside}"
+    assert not errors, f"page errors: {errors}"
+    return found
+
+
+@pytest.mark.slow
+def test_site_renders_figures_and_math_in_chromium(site, tmp_path):
+    from _browser import artifacts_dir, chromium, require_browser
+
+    require_browser()
+    httpd, base = _serve(site)
+    try:
+        with chromium() as browser:
+            nb = _check_page(browser, f"{base}/course/{EXECUTED}/", artifacts_dir() / "docs_site_notebook.png", 3, 1)
+            home = _check_page(browser, f"{base}/", artifacts_dir() / "docs_site_home.png", 0, 3)
+    finally:
+        httpd.shutdown()
+    assert nb["figures"] >= 3 and nb["math"] >= 1, nb
+    assert home["math"] >= 3, home
+
+
+def test_export_renders_figures_and_math_in_chromium(tmp_path):
+    from _browser import artifacts_dir, chromium, require_browser
+
+    require_browser()
+    exporter = NotebookHTMLExporter()
+    html, _ = exporter.from_notebook_node(_executed_tiny_notebook())
+    (tmp_path / "tiny.html").write_text(html, encoding="utf-8")
+    with chromium() as browser:
+        found = _check_page(browser, (tmp_path / "tiny.html").as_uri(), artifacts_dir() / "export_tiny.png", 1, 2)
+    assert found == {"figures": 1, "math": 2}
