@@ -9,6 +9,18 @@ Usage
     python3 benchmarks/bench_losses.py                  # 2B = 1024, d = 128, CPU
     python3 benchmarks/bench_losses.py --n 512 --d 64 --repeats 20 --threads 1
 
+``--share`` instead measures what issue 11 asks: the share of a whole training step
+(encoder + head forward under bf16 autocast, loss, backward, AdamW step) that the loss
+takes, for SupCon and HWC+LAM on Euclidean and Poincaré, against the same step with a
+trivial loss (``z.sum() * 0``)::
+
+    python3 benchmarks/bench_losses.py --share --device cuda --encoder resnet50 --image-size 224 --batch 128
+    python3 benchmarks/bench_losses.py --share --device cuda --encoder resnet50 --image-size 64 --batch 256
+    python3 benchmarks/bench_losses.py --share --encoder small_cnn --image-size 32 --batch 32 --repeats 3  # CPU smoke
+
+It also times the loss alone (forward + backward on detached embeddings of the same
+shape) and, with ``--compile``, the fused Poincaré kernels (``compile_kernels``).
+
 Prints one table per geometry (Euclidean cosine, Poincaré −d_M) with the median time of
 forward + backward and ratios to our SupCon. For the Poincaré ball pytorch-metric-learning
 is given the same closed-form distance through a small ``BaseDistance`` adapter, so all
@@ -125,6 +137,90 @@ def bench(geometry_name: str, n: int, d: int, repeats: int, seed: int = 0) -> di
     return _time_round_robin(fns, repeats)
 
 
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def bench_share(
+    encoder: str,
+    image_size: int,
+    batch: int,
+    device: torch.device,
+    repeats: int,
+    methods: tuple[str, ...] = ("supcon", "hwc+lam"),
+    geometries: tuple[str, ...] = ("euclidean", "poincare"),
+    embed_dim: int = 128,
+) -> list[dict]:
+    """Share of a training step (two views, autocast bf16 on CUDA, AdamW) taken by each loss.
+
+    For each geometry the same model steps with a trivial loss (``base``) and with each
+    method's objective, interleaved; ``share = (t_method − t_base) / t_method``. The loss is
+    also timed alone on detached embeddings (``loss_ms``).
+
+    Returns
+    -------
+    list of dict with keys geometry, method, step_ms, base_ms, share, loss_ms.
+    """
+    from hierviz.methods import build_objective
+    from hierviz.models import build_model
+
+    tree = LabelTree.from_nested(
+        {"root": {"benign": ["nv", "bkl", "df", "vasc"], "malignant": ["mel", "bcc", "akiec"]}}
+    )
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(batch, 2, 3, image_size, image_size, generator=g).to(device)
+    y = torch.randint(0, tree.num_leaves, (batch,), generator=g).to(device)
+    amp = device.type == "cuda"
+    rows = []
+    for geo_name in geometries:
+        geometry = get_geometry(geo_name)
+        torch.manual_seed(0)
+        model = build_model(encoder, geometry, embed_dim=embed_dim, small_input=image_size <= 64).to(device)
+        model = model.to(memory_format=torch.channels_last)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        objectives = {m: build_objective(m, tree, geometry).to(device) for m in methods}
+
+        def step(obj, model=model, opt=opt):
+            def run():
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+                    out = model(x)
+                z = out["z"].float()
+                loss = z.sum() * 0.0 if obj is None else obj(z, y)[0]
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                _sync(device)
+
+            return run
+
+        fns = {"base": step(None)}
+        fns.update({m: step(o) for m, o in objectives.items()})
+        res = _time_round_robin(fns, repeats)
+        with torch.no_grad():
+            z0 = model(x)["z"].float()
+        for m, obj in objectives.items():
+
+            def alone(obj=obj, z0=z0):
+                z = z0.clone().requires_grad_(True)
+                obj(z, y)[0].backward()
+                _sync(device)
+
+            t_loss = _time_round_robin({"loss": alone}, repeats)["loss"][0]
+            t_step, t_base = res[m][0], res["base"][0]
+            rows.append(
+                dict(
+                    geometry=geo_name,
+                    method=m,
+                    step_ms=1e3 * t_step,
+                    base_ms=1e3 * t_base,
+                    share=(t_step - t_base) / t_step,
+                    loss_ms=1e3 * t_loss,
+                )
+            )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     """Command-line entry point; prints a table per geometry."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -133,9 +229,41 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice)")
     ap.add_argument("--geometries", default="euclidean,poincare")
+    ap.add_argument("--share", action="store_true", help="share of a training step taken by SupCon / HWC+LAM")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (with --share)")
+    ap.add_argument("--encoder", default="resnet50", help="encoder for --share (resnet50, resnet18, small_cnn)")
+    ap.add_argument("--image-size", type=int, default=224)
+    ap.add_argument("--batch", type=int, default=128, help="images per step for --share (two views each)")
+    ap.add_argument("--compile", action="store_true", help="fuse the Poincaré kernels with torch.compile")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.compile:
+        from hierviz.geometry._kernels import compile_kernels
+
+        compile_kernels(True)
+    if args.share:
+        device = torch.device(args.device)
+        name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+        print(
+            f"torch {torch.__version__}, {device} ({name}), {args.encoder} {args.image_size} px, batch {args.batch} "
+            f"x 2 views, {'bf16 autocast, ' if device.type == 'cuda' else ''}AdamW, median of {args.repeats} "
+            f"interleaved steps{', compiled kernels' if args.compile else ''}"
+        )
+        print(f"  {'geometry':10s} {'loss':8s} {'step ms':>9s} {'base ms':>9s} {'share':>7s} {'loss alone ms':>14s}")
+        for r in bench_share(
+            args.encoder,
+            args.image_size,
+            args.batch,
+            device,
+            args.repeats,
+            geometries=tuple(args.geometries.split(",")),
+        ):
+            print(
+                f"  {r['geometry']:10s} {r['method']:8s} {r['step_ms']:9.2f} {r['base_ms']:9.2f} "
+                f"{100 * r['share']:6.1f}% {r['loss_ms']:14.2f}"
+            )
+        return
     print(
         f"torch {torch.__version__}, threads {torch.get_num_threads()}, 2B = {args.n}, d = {args.d}, "
         f"median of {args.repeats} interleaved forward+backward rounds"
