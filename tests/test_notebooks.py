@@ -33,6 +33,7 @@ EXPECTED = {
     "07_hyperbolic_retrieval": dict(figures=6, text=["MAP@20", "Hyper-DINO", "clip fraction"]),
     "06_hmlc": dict(figures=6, text=["top1", "official (salesforce) mode", "attention heads"]),
     "08_triplets_unseen": dict(figures=5, text=["triplets per epoch", "acc_blind", "n_unseen_leaves", "ndcg_sum"]),
+    "09_hyilr": dict(figures=7, text=["d(u0, u1)", "true labels", "learned k"]),
 }
 
 _RUNNER = textwrap.dedent(
