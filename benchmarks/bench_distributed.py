@@ -7,10 +7,14 @@ model (small CNN, width 16, d = 32, Euclidean) on random 2-view images:
 * one process, 1 torch thread (the reference, ratio 1.00);
 * one process, 2 torch threads (intra-op parallelism, the alternative to DDP on one box);
 * 2 processes x 1 thread, DDP + :func:`hierviz.training.distributed.gather_batch` (each rank
-  half the global batch), gloo on 127.0.0.1.
+  half the global batch), gloo on 127.0.0.1, batch norm on each rank's half (``train.sync_bn
+  = false``) and over the global batch (:class:`~hierviz.training.distributed.AllReduceBatchNorm`,
+  the default).
 
 Prints the median seconds per step and the speed-up over the reference, plus the time of
-the gather alone on 2 ranks.  The first 2 steps are warm-up and not timed.
+the gather alone on 2 ranks.  The first 2 steps are warm-up and not timed.  Then the cost of
+per-sample augmentation seeds (``data.augment_seeds=sample``): two-view items of
+:class:`hierviz.data.ContrastiveDataset` per second with and without them (1 thread).
 """
 
 from __future__ import annotations
@@ -71,11 +75,16 @@ def _rank(rank: int, store: str, args: argparse.Namespace, result: str) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
     try:
-        model, loss_fn, x, y = _setup(args.batch, args.size)
+        from hierviz.training.distributed import convert_batchnorm, gather_batch
+
         half = args.batch // 2
-        xs, ys = (x[:half], y[:half]) if rank == 0 else (x[half:], y[half:])
-        step = _time_steps(model, loss_fn, xs, ys, args.steps, distributed=True)
-        from hierviz.training.distributed import gather_batch
+        step = []
+        for sync_bn in (False, True):
+            model, loss_fn, x, y = _setup(args.batch, args.size)
+            if sync_bn:
+                model = convert_batchnorm(model)
+            xs, ys = (x[:half], y[:half]) if rank == 0 else (x[half:], y[half:])
+            step.append(np.median(_time_steps(model, loss_fn, xs, ys, args.steps, distributed=True)))
 
         z = torch.randn(half, 2, 32, requires_grad=True)
         gt = []
@@ -85,7 +94,7 @@ def _rank(rank: int, store: str, args: argparse.Namespace, result: str) -> None:
             out["z"].sum().backward()
             gt.append(time.perf_counter() - t0)
         if rank == 0:
-            np.save(result, np.array([np.median(step), np.median(gt)]))
+            np.save(result, np.array([*step, np.median(gt)]))
     finally:
         dist.destroy_process_group()
 
@@ -107,8 +116,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         res = os.path.join(tmp, "r.npy")
         mp.spawn(_rank, args=(os.path.join(tmp, "store"), args, res), nprocs=2, join=True)
-        step2, gather = np.load(res)
-    rows.append(("2 processes x 1 thread (DDP, gloo)", float(step2)))
+        step_local, step_sync, gather = np.load(res)
+    rows.append(("2 processes x 1 thread (DDP, gloo), batch norm per rank", float(step_local)))
+    rows.append(("2 processes x 1 thread (DDP, gloo), AllReduceBatchNorm", float(step_sync)))
     ref = rows[0][1]
     print(f"global batch {args.batch} images x 2 views, {args.size} px, small_cnn width 16, SupCon, {args.steps} steps")
     print("| setup | median s / step | speed-up |")
@@ -118,6 +128,29 @@ def main() -> None:
     print(
         f"gather_batch + its backward alone on 2 ranks (z {args.batch // 2} x 2 x 32 per rank): {gather * 1e3:.2f} ms"
     )
+    torch.set_num_threads(1)
+    stream, sample = _augment_rates(args.size)
+    print(
+        f"two-view items / s ({args.size} px, TwoViewTransform, 1 thread, median of 5 x 64 items): "
+        f"stream {stream:.0f}, per-sample seeds {sample:.0f} (ratio {sample / stream:.2f})"
+    )
+
+
+def _augment_rates(size: int, n: int = 64, repeats: int = 5) -> tuple[float, float]:
+    """Items per second of ContrastiveDataset without (torch's stream) and with per-sample seeds."""
+    from hierviz.data import ArrayDataset, ContrastiveDataset, TwoViewTransform
+
+    rng = np.random.default_rng(0)
+    ds = ArrayDataset(rng.integers(0, 256, (n, size, size, 3), dtype=np.uint8), np.arange(n) % 2, ["a", "b"])
+    rates: dict[str, list[float]] = {"stream": [], "sample": []}
+    for _ in range(repeats):  # interleaved, so a burst of load hits both
+        for mode, seed in (("stream", None), ("sample", 0)):
+            views = ContrastiveDataset(ds, TwoViewTransform(size), seed=seed)
+            t0 = time.perf_counter()
+            for i in range(n):
+                views[i]
+            rates[mode].append(n / (time.perf_counter() - t0))
+    return float(np.median(rates["stream"])), float(np.median(rates["sample"]))
 
 
 if __name__ == "__main__":

@@ -214,6 +214,73 @@ def _bn_case(rank: int) -> dict:
     }
 
 
+# HyILR (Paper 05): text-label contrast on the Lorentz model (and its Table 4 ablations); it trains
+# with its own loop (hierviz.methods.paper05), so it is covered here as a loss on gathered outputs
+HYILR_CASES = [("lorentz", "hierarchy"), ("poincare", "hierarchy"), ("euclidean", "hierarchy"), ("lorentz", "random")]
+HYILR_LEAVES = {0: [0, 0, 2, 1, 3], 1: [3, 3, 0]}  # 5 and 3 texts; rank 1 lacks leaves 1 and 2
+
+
+class TinyHTC(nn.Module):
+    """Text features T_[CLS] (B, h) and logits against learned label features W_L (c, h), like HyILRModel."""
+
+    def __init__(self, num_labels: int) -> None:
+        super().__init__()
+        self.encoder = nn.Linear(D_IN, HIDDEN)
+        self.label_w = nn.Parameter(0.5 * torch.randn(num_labels, HIDDEN))
+
+    def forward(self, x: torch.Tensor) -> dict:
+        text = torch.tanh(self.encoder(x))
+        return {"text": text, "logits": text @ self.label_w.T}
+
+
+def _hyilr_targets(leaves: list[int]) -> torch.Tensor:
+    """Multi-hot (B, c) over the tree's nodes without the root: a leaf and its ancestors."""
+    tree = _tree()
+    cols = [n for n in tree.nodes if n != tree.root]
+    rows = [[n in tree.ancestors(tree.leaves[leaf]) for n in cols] for leaf in leaves]
+    return torch.tensor(rows, dtype=torch.bool)
+
+
+def _hyilr_case(rank: int, geometry: str, negatives: str) -> dict:
+    """2 ranks with different texts: the loss on the gathered text features and logits vs one process."""
+    from hierviz.losses.hyilr import HyperbolicScales, hyilr_loss, label_relations
+
+    rel = label_relations(_tree())
+    xs = [torch.randn(len(HYILR_LEAVES[r]), D_IN, generator=torch.Generator().manual_seed(300 + r)) for r in range(2)]
+    ts = [_hyilr_targets(HYILR_LEAVES[r]) for r in range(2)]
+
+    def run(x, t, distributed: bool):
+        torch.manual_seed(0)
+        model = TinyHTC(t.shape[1]).double()
+        scales = HyperbolicScales(HIDDEN, geometry=geometry)  # the objective's parameters: not wrapped
+        train = nn.parallel.DistributedDataParallel(model, static_graph=True) if distributed else model
+        opt = torch.optim.AdamW([*model.parameters(), *scales.parameters()], lr=1e-2)
+        out = train(x.double())
+        if distributed:  # the label features W_L are a parameter: the same on every rank, not gathered
+            out, t = hd.gather_batch(out, t.long())
+        gen = torch.Generator().manual_seed(1)  # "random" negatives: the same draw for the same global batch
+        loss, terms = hyilr_loss(out["logits"], out["text"], model.label_w, t.bool(), scales, rel,
+                                 negatives=negatives, generator=gen)  # fmt: skip
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        named = [*model.named_parameters(), *scales.named_parameters()]
+        grads = {n: p.grad.clone() for n, p in named if p.grad is not None}  # euclidean: k unused
+        opt.step()
+        after = {n: p.detach().clone() for n, p in [*model.named_parameters(), *scales.named_parameters()]}
+        return float(loss.detach()), float(terms["cl"]), grads, after
+
+    ref = run(torch.cat(xs), torch.cat(ts), False)
+    got = run(xs[rank], ts[rank], True)
+    return {
+        "loss": abs(got[0] - ref[0]),
+        "cl": ref[1],
+        "grad": _max_diff(got[2], ref[2]),
+        "grad_norm": float(sum(g.abs().sum() for g in ref[2].values())),
+        "scale_grad": float(sum(ref[2][k].abs() for k in ("log_alpha_t", "log_alpha_l"))),
+        "param": _max_diff(got[3], ref[3]),
+    }
+
+
 def _teardown() -> None:
     """Free the DDP wrappers (their reducers hold gloo work) and leave the group together."""
     import gc
@@ -255,6 +322,11 @@ def _worker(rank: int, store: str, out_dir: str) -> None:
             records["batchnorm"] = _bn_case(rank)
         except Exception:
             records["batchnorm"] = {"error": traceback.format_exc()}
+        for geometry, negatives in HYILR_CASES:
+            try:
+                records[f"hyilr/{geometry}/{negatives}"] = _hyilr_case(rank, geometry, negatives)
+            except Exception:
+                records[f"hyilr/{geometry}/{negatives}"] = {"error": traceback.format_exc()}
         # the gather alone, with uneven batches (3 and 5 rows) and its gradient
         x = torch.arange(3 + 2 * rank, dtype=torch.float64).mul(rank + 1).requires_grad_()
         y = hd.all_gather_with_grad(x)
@@ -341,6 +413,15 @@ def test_convert_batchnorm_shares_parameters_and_state_dict_keys():
     assert type(back.net[1]) is nn.BatchNorm1d and [id(p) for p in back.parameters()] == params
     assert type(hd.convert_batchnorm(nn.BatchNorm2d(3), "cuda")) is nn.SyncBatchNorm
     assert type(hd.revert_batchnorm(hd.convert_batchnorm(nn.BatchNorm2d(3), "cuda"))) is nn.BatchNorm2d
+
+
+@pytest.mark.parametrize("geometry,negatives", HYILR_CASES, ids=[f"{g}-{n}" for g, n in HYILR_CASES])
+def test_hyilr_on_gathered_texts_equals_one_process(records, geometry, negatives):
+    for rank, rec in enumerate(records):
+        r = rec[f"hyilr/{geometry}/{negatives}"]
+        assert "error" not in r, f"rank {rank}: {r.get('error')}"
+        assert r["cl"] > 0 and r["grad_norm"] > 0 and r["scale_grad"] > 0  # the contrastive term is on
+        assert r["loss"] < TOL and r["grad"] < TOL and r["param"] < TOL, (rank, r)
 
 
 def test_every_registered_method_is_covered():

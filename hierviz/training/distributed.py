@@ -33,7 +33,7 @@ Batch norm layers are converted by :func:`convert_batchnorm` for the duration of
 :func:`~hierviz.training.fit` (``TrainConfig.sync_bn``): :class:`torch.nn.SyncBatchNorm` on
 CUDA, :class:`AllReduceBatchNorm` elsewhere (``SyncBatchNorm`` refuses CPU tensors in torch
 2.14), so the batch statistics are those of the global batch too.  Their backward follows the
-same rule as the gather: :func:`all_reduce_with_grad` sums the incoming gradient over ranks.
+same rule: every rank's statistics are gathered with :class:`GatherLayer`.
 
 Examples
 --------
@@ -66,7 +66,6 @@ __all__ = [
     "all_gather_nograd",
     "gather_batch",
     "broadcast_buffers",
-    "all_reduce_with_grad",
     "AllReduceBatchNorm",
     "convert_batchnorm",
     "revert_batchnorm",
@@ -284,53 +283,17 @@ def broadcast_buffers(module: nn.Module, src: int = 0) -> None:
                 dist.broadcast(b, src)
 
 
-class _AllReduceSum(torch.autograd.Function):
-    """Sum over ranks whose backward sums the incoming gradient over ranks too."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
-        y = x.contiguous().clone()
-        dist.all_reduce(y, op=dist.ReduceOp.SUM)
-        return y
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
-        grad = grad.contiguous().clone()
-        dist.all_reduce(grad, op=dist.ReduceOp.SUM)
-        return grad
-
-
-def all_reduce_with_grad(x: torch.Tensor) -> torch.Tensor:
-    """``Σ_r x_r`` over ranks, differentiably: the backward all-reduces the gradient.
-
-    Rank ``r``'s input ``x_r`` reaches the output of every rank, so its gradient is the sum
-    over ranks of what each rank's loss sends back, ``Σ_r' ∂L_r'/∂y`` (the same rule as
-    :class:`GatherLayer`; the module notes show why DDP's averaging then gives the exact
-    gradient).
-
-    Parameters
-    ----------
-    x : torch.Tensor
-        Same shape and dtype on every rank.
-
-    Returns
-    -------
-    torch.Tensor
-        The sum, the same on every rank; ``x`` itself outside a process group.
-    """
-    if not is_distributed():
-        return x
-    return _AllReduceSum.apply(x)
-
-
 class AllReduceBatchNorm(nn.modules.batchnorm._BatchNorm):
     """Batch norm over the global batch of all ranks, for any device (``gloo`` on CPU included).
 
     In training mode inside a process group of more than one rank, the per-channel mean and
-    variance are those of the rows of *every* rank (Ioffe & Szegedy 2015, Eq. in Alg. 1, over
-    the concatenated batch): two differentiable all-reduces (:func:`all_reduce_with_grad`),
-    of ``[Σ x, n]`` and then of ``Σ (x - μ)²`` (two passes, no ``E[x²] - μ²``
-    cancellation).  The running statistics are updated as :class:`torch.nn.BatchNorm2d`
+    variance are those of the rows of *every* rank (Ioffe & Szegedy 2015, Alg. 1, over the
+    concatenated batch): each rank computes its count, mean and centred sum of squares ``M2``
+    (two passes), one differentiable all-gather (:class:`GatherLayer`: its backward
+    all-reduces the gradient) brings every rank's triple, and Chan et al.'s (1979) pairwise
+    formula combines them (``M2 = Σ_r M2_r + n_r (μ_r - μ)²``; no ``E[x²] - μ²``
+    cancellation).  One collective forward and one backward per layer, as
+    ``SyncBatchNorm``.  The running statistics are updated as :class:`torch.nn.BatchNorm2d`
     does, with the global mean and the unbiased global variance (``n / (n - 1)``, ``n`` the
     global count), so they are the same on every rank.  Otherwise (evaluation, one process)
     it is the ordinary batch norm.  The input may be (N, C) or (N, C, *) as for
@@ -367,17 +330,21 @@ class AllReduceBatchNorm(nn.modules.batchnorm._BatchNorm):
         x = input.float() if input.dtype in (torch.float16, torch.bfloat16) else input
         dims = [0, *range(2, x.dim())]
         shape = [1, -1] + [1] * (x.dim() - 2)
-        n_local = x.numel() // max(1, x.shape[1])
-        sums = all_reduce_with_grad(torch.cat([x.sum(dims), x.new_full((1,), float(n_local))]))
-        n = float(sums[-1].detach())
+        n_r = x.numel() // max(1, x.shape[1])
+        mean_r = x.sum(dims) / max(1, n_r)  # this rank's mean and centred sum of squares (two passes)
+        m2_r = ((x - mean_r.view(shape)) ** 2).sum(dims)
+        local = torch.stack([mean_r, m2_r, torch.full_like(mean_r, float(n_r))])[None]  # (1, 3, C)
+        ranks = GatherLayer.apply(local, [1] * dist.get_world_size())  # (W, 3, C): one collective
+        counts = ranks[:, 2].detach()
+        n = float(counts[:, 0].sum())
         if n <= 1:
             raise ValueError(
                 f"AllReduceBatchNorm: expected more than 1 value per channel in training, got a global batch of {n:g}"
             )
-        mean = sums[:-1] / n
-        xc = x - mean.view(shape)
-        var = all_reduce_with_grad((xc * xc).sum(dims)) / n  # biased, for normalising
-        y = xc * torch.rsqrt(var + self.eps).view(shape)
+        # Chan et al. (1979): the global mean and M2 from every rank's (n_r, mean_r, M2_r)
+        mean = (counts * ranks[:, 0]).sum(0) / n
+        var = (ranks[:, 1].sum(0) + (counts * (ranks[:, 0] - mean) ** 2).sum(0)) / n  # biased, for normalising
+        y = (x - mean.view(shape)) * torch.rsqrt(var + self.eps).view(shape)
         if self.weight is not None:
             y = y * self.weight.view(shape) + self.bias.view(shape)
         if self.track_running_stats and self.running_mean is not None and self.running_var is not None:
