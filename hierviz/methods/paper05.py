@@ -20,7 +20,7 @@ Examples
 --------
 >>> HTC_METHODS.names()
 ['hyilr', 'hyilr-no-cl', 'hyilr-euclidean', 'hyilr-poincare', 'hyilr-no-hns', 'hyilr-no-att']
->>> cfg = HTCConfig.preset("smoke", dataset="synthetic-htc", methods=("hyilr",), seeds=(0,))
+>>> cfg = HTCConfig.preset("smoke", dataset="synthetic-htc", methods=("hyilr",), seeds=(0,), max_train=40)
 >>> res = train_htc(load_data(cfg), "hyilr", cfg, seed=0, progress=False)
 >>> sorted(res["test"])
 ['hi_macro_f1', 'hi_micro_f1', 'macro_f1', 'micro_f1']
