@@ -158,3 +158,52 @@ def test_uint8_images_dataset():
     with pytest.raises(ValueError, match="augment_on='cpu'"):
         UInt8Images(Vec())
     assert math.isfinite(batch_seed(2**40, 10**9))
+
+
+class _TinyUInt8:
+    """24 uint8 images of 4 colour classes (the shape of an ArrayDataset)."""
+
+    def __init__(self):
+        g = np.random.default_rng(0)
+        self.labels = np.arange(24) % 4
+        base = np.array([[220, 30, 30], [180, 60, 20], [30, 30, 220], [20, 60, 180]], np.float64)
+        self.images = np.clip(base[self.labels][:, None, None, :] + g.normal(0, 40, (24, 12, 12, 3)), 0, 255).astype(
+            np.uint8
+        )
+
+
+def test_fit_with_device_augmentation_resumes_bit_identically(tmp_path):
+    from hierviz.geometry import get_geometry
+    from hierviz.hierarchy import LabelTree
+    from hierviz.losses import build_objective
+    from hierviz.models import build_model
+    from hierviz.training import TrainConfig, fit, seed_everything
+
+    tree = LabelTree.from_nested({"root": {"p": ["a", "b"], "q": ["c", "d"]}})
+    data = UInt8Images(_TinyUInt8(), pin=False)
+    aug = BatchTwoViewAugment(12)
+
+    def run(folder, **kw):
+        seed_everything(0)
+        model = build_model("small_cnn", get_geometry("euclidean"), embed_dim=8, width=4)
+        cfg = TrainConfig(epochs=2, batch_size=8, warmup_epochs=1, progress=False, checkpoint_dir=folder, **kw)
+        obj = build_objective("supcon", tree, get_geometry("euclidean"))
+        return fit(cfg, model, obj, data, device_augment=aug, channels_last=True)
+
+    ref = run(tmp_path / "a")
+    assert len(ref.step_history["loss"]) == 6 and all(math.isfinite(v) for v in ref.step_history["loss"])
+
+    def crash(epoch, info):
+        raise KeyboardInterrupt
+
+    seed_everything(0)
+    model = build_model("small_cnn", get_geometry("euclidean"), embed_dim=8, width=4)
+    cfg = TrainConfig(epochs=2, batch_size=8, warmup_epochs=1, progress=False, checkpoint_dir=tmp_path / "b")
+    with pytest.raises(KeyboardInterrupt):
+        fit(cfg, model, build_objective("supcon", tree, get_geometry("euclidean")), data, device_augment=aug,
+            channels_last=True, callbacks=[crash])  # fmt: skip
+    torch.manual_seed(123)
+    res = run(tmp_path / "b", resume=True)
+    assert res.resumed_from == 1 and res.step_history == ref.step_history
+    for k, v in ref.model.state_dict().items():
+        assert torch.equal(v, res.model.state_dict()[k]), k

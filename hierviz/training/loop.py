@@ -190,8 +190,24 @@ def warmup_cosine(step: int, warmup_steps: int, total_steps: int) -> float:
 # --------------------------------------------------------------------------- fit
 
 
+def _worker_options(config: TrainConfig, loader_options: dict[str, Any] | None) -> dict[str, Any]:
+    """DataLoader options for worker processes (``persistent_workers``, ``prefetch_factor``); none without workers."""
+    if not loader_options or config.num_workers == 0:
+        return {"persistent_workers": False}
+    allowed = {"persistent_workers", "prefetch_factor"}
+    bad = sorted(set(loader_options) - allowed)
+    if bad:
+        raise ValueError(f"loader_options: unknown {bad}; allowed: {sorted(allowed)}")
+    return {"persistent_workers": False, **loader_options}
+
+
 def _make_loader(
-    dataset: Dataset, config: TrainConfig, gen: torch.Generator, device: torch.device, batch_sampler: Any = None
+    dataset: Dataset,
+    config: TrainConfig,
+    gen: torch.Generator,
+    device: torch.device,
+    batch_sampler: Any = None,
+    loader_options: dict[str, Any] | None = None,
 ) -> DataLoader:
     n = len(dataset)  # type: ignore[arg-type]
     if n < 1:
@@ -204,7 +220,7 @@ def _make_loader(
             batch_sampler=batch_sampler,
             num_workers=config.num_workers,
             pin_memory=device.type == "cuda",
-            persistent_workers=False,
+            **_worker_options(config, loader_options),
         )
     bs = min(config.batch_size, n)
     return DataLoader(
@@ -215,7 +231,7 @@ def _make_loader(
         num_workers=config.num_workers,
         generator=gen,
         pin_memory=device.type == "cuda",
-        persistent_workers=False,
+        **_worker_options(config, loader_options),
     )
 
 
@@ -313,6 +329,9 @@ def fit(
     *,
     callbacks: Sequence[Callable[[int, dict[str, Any]], None]] = (),
     batch_sampler: Any = None,
+    device_augment: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
+    channels_last: bool = False,
+    loader_options: dict[str, Any] | None = None,
 ) -> FitResult:
     """Train ``model`` with ``objective`` on multi-view batches (paper 01 §4.2 recipe).
 
@@ -346,6 +365,20 @@ def fit(
         Yields the dataset indices of each batch (a method's sampler, see
         :data:`hierviz.samplers.SAMPLERS`); its ``set_epoch(e)``, if any, is called each epoch.
         Default: shuffled batches of ``config.batch_size``.
+    device_augment : callable, optional
+        ``device_augment(x, seed) -> (B, V, 3, S, S)``, applied to each batch after it is
+        moved to the device, e.g. :class:`hierviz.data.gpu_augment.BatchTwoViewAugment` on
+        uint8 images (:class:`hierviz.data.gpu_augment.UInt8Images`). ``seed`` is
+        :func:`~hierviz.data.gpu_augment.batch_seed` of the run's seed (and rank) and the
+        global step, so the views are reproducible and a resumed run draws the same ones.
+    channels_last : bool, default False
+        Put the model in ``torch.channels_last`` memory format (faster convolutions on
+        tensor-core GPUs).
+    loader_options : dict, optional
+        ``persistent_workers`` and/or ``prefetch_factor`` for the DataLoader when
+        ``config.num_workers > 0`` (one process; ignored under torchrun). Persistent
+        workers keep their RNG across epochs: use them with per-sample view seeds
+        (``data.augment_seeds = "sample"``) for reproducible, resumable runs.
 
     Returns
     -------
@@ -373,6 +406,8 @@ def fit(
         )
 
     model.to(device)
+    if channels_last:
+        model.to(memory_format=torch.channels_last)
     objective.to(device)
     distributed = _dist.is_distributed()
     main = _dist.is_main_process()
@@ -413,7 +448,7 @@ def fit(
 
     gen = torch.Generator()
     gen.manual_seed(int(config.seed))
-    loader = _make_loader(train_data, config, gen, device, batch_sampler)
+    loader = _make_loader(train_data, config, gen, device, batch_sampler, loader_options)
     steps_per_epoch = len(loader)
     total_steps = steps_per_epoch * config.epochs
     warmup_steps = min(int(round(config.warmup_epochs * steps_per_epoch)), max(0, total_steps - 1))
@@ -480,6 +515,10 @@ def fit(
                     batch = next(batches)
                 x, y = batch[0], batch[1]
                 x = x.to(device, non_blocking=True)
+                if device_augment is not None:  # views drawn on the device, seeded by (seed, rank, step)
+                    from hierviz.data.gpu_augment import batch_seed
+
+                    x = device_augment(x, batch_seed(int(config.seed) + 7919 * _dist.get_rank(), global_step))
                 y = torch.as_tensor(y).to(device, non_blocking=True).long()
                 with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=use_amp):
                     out = train_model(x)
