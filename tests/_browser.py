@@ -1,0 +1,398 @@
+"""Shared launcher and page helpers for the browser tests (tests/test_browser.py).
+
+A real JupyterLab 4 (or classic Notebook 7) server started by the test, driven by Playwright
+for Python through Debian's ``chromium`` package (never ``playwright install``: no browser is
+downloaded). Everything the server writes (settings, workspaces, runtime files, the notebook
+copies) lives in a temporary folder.
+
+Environment
+-----------
+``HIERVIZ_CHROMIUM``
+    The chromium binary (default ``/usr/lib/chromium/chromium``, Debian's ``chromium`` package).
+``HIERVIZ_ARTIFACTS``
+    Where screenshots and the executed notebooks go (default ``tests/artifacts/``, gitignored).
+``CI``
+    ``true``: a missing browser or Playwright is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+NB_DIR = REPO / "notebooks"
+CHROMIUM = Path(os.environ.get("HIERVIZ_CHROMIUM", "/usr/lib/chromium/chromium"))
+INSTALL_HINT = (
+    "install them with `apt-get install chromium` (Debian's browser, at /usr/lib/chromium/chromium, "
+    "or set HIERVIZ_CHROMIUM) and `pip install playwright` (no `playwright install` needed)"
+)
+# A call that makes a panel: `omega_panel(`, `Panel(`, ... (not `def x_panel(`, not an import).
+PANEL_CALL = re.compile(r"(?<![\w.])(?<!def )(?:\w+_panel|Panel)\(")
+
+
+def artifacts_dir() -> Path:
+    """``$HIERVIZ_ARTIFACTS`` or tests/artifacts/ (created)."""
+    d = Path(os.environ.get("HIERVIZ_ARTIFACTS", REPO / "tests" / "artifacts"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def missing_browser() -> str | None:
+    """Why the browser tests cannot run here, or None when they can."""
+    reasons = []
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        reasons.append("Playwright for Python is not installed")
+    if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
+        reasons.append(f"no chromium at {CHROMIUM}")
+    return "; ".join(reasons) + f": {INSTALL_HINT}" if reasons else None
+
+
+def require_browser() -> None:
+    """Skip (fail under ``CI=true``) with an install hint when chromium or Playwright is missing."""
+    why = missing_browser()
+    if why is None:
+        return
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"browser tests cannot run under CI=true: {why}", pytrace=False)
+    pytest.skip(f"browser tests skipped, {why}")
+
+
+def widget_notebooks() -> list[Path]:
+    """The course notebooks that build at least one panel."""
+    return [p for p in sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb")) if expected_panels(p) > 0]
+
+
+def expected_panels(path: Path) -> int:
+    """How many panel-making calls the notebook's code cells hold."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    return sum(len(PANEL_CALL.findall(c.source)) for c in nb.cells if c.cell_type == "code")
+
+
+def smoke_copy(src: Path, dst_dir: Path) -> Path:
+    """Copy a notebook into ``dst_dir`` with SMOKE=True injected after its parameters cell (papermill, unexecuted)."""
+    import nbformat
+    from papermill.iorw import load_notebook_node
+    from papermill.parameterize import parameterize_notebook
+
+    nb = parameterize_notebook(load_notebook_node(str(src)), {"SMOKE": True})
+    # the stored notebooks carry no kernelspec (stripped); without one Lab asks which kernel to start
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    dst = dst_dir / src.name
+    nbformat.write(nb, dst)
+    return dst
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _write_settings(settings: Path) -> None:
+    """Lab settings for a test: every cell kept in the DOM (no windowing), no news or update checks."""
+    files = {
+        "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+        "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+            "checkForUpdates": False,
+            "fetchNews": "false",
+        },
+    }
+    for rel, value in files.items():
+        f = settings / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(value))
+
+
+class Server:
+    """A running Jupyter server: ``url`` (no token), ``root`` (its root folder), ``app`` ("lab" | "notebook")."""
+
+    def __init__(self, url: str, root: Path, app: str, proc: subprocess.Popen, log: Path):
+        self.url, self.root, self.app, self.proc, self.log = url, root, app, proc, log
+
+    def api(self, path: str, method: str = "GET"):
+        req = urllib.request.Request(self.url + path, method=method)
+        with urllib.request.urlopen(req, timeout=30) as r:
+            body = r.read()
+        return json.loads(body) if body else None
+
+    def notebook_url(self, name: str) -> str:
+        return f"{self.url}/{'lab/tree' if self.app == 'lab' else 'notebooks'}/{name}"
+
+    def notebook(self, name: str) -> dict:
+        """The saved notebook as the server holds it (JSON)."""
+        return self.api(f"/api/contents/{name}?content=1")["content"]
+
+    def shutdown_kernels(self) -> None:
+        for k in self.api("/api/kernels") or []:
+            try:
+                self.api(f"/api/kernels/{k['id']}", method="DELETE")
+            except urllib.error.URLError:
+                pass
+
+
+@contextmanager
+def jupyter_server(tmp: Path, app: str = "lab", timeout: float = 120.0):
+    """Start ``jupyter lab`` (or ``jupyter notebook``) on a free port with root ``tmp/root``; yield a :class:`Server`."""
+    root, settings = tmp / "root", tmp / "settings"
+    root.mkdir(parents=True, exist_ok=True)
+    _write_settings(settings)
+    port = _free_port()
+    env = dict(
+        os.environ,
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
+        JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+        PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab" if app == "lab" else "notebook",
+        "--no-browser",
+        "--allow-root",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.root_dir={root}",
+        "--IdentityProvider.token=",
+        "--ServerApp.password=",
+        "--ServerApp.disable_check_xsrf=True",
+    ]
+    log = tmp / f"jupyter-{app}.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=root)
+    server = Server(f"http://127.0.0.1:{port}", root, app, proc, log)
+    try:
+        t0 = time.monotonic()
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"jupyter {app} exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                server.api("/api/status")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                if time.monotonic() - t0 > timeout:
+                    msg = f"jupyter {app} did not answer in {timeout:.0f} s:\n{log.read_text()[-3000:]}"
+                    raise RuntimeError(msg) from None
+                time.sleep(0.5)
+        yield server
+    finally:
+        try:
+            server.shutdown_kernels()
+        except Exception:  # noqa: BLE001  (the server may already be gone)
+            pass
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+@contextmanager
+def chromium():
+    """A headless Playwright chromium (Debian's binary, ``--no-sandbox``)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+# --------------------------------------------------------------------------- page helpers
+# Cell prompts read "[*]:" while queued or running, "[12]:" once run, "[ ]:" before.
+_RUN_STATE_JS = """() => {
+  const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(p => p.textContent.trim());
+  return {cells: prompts.length, busy: prompts.filter(t => t.includes('*')).length,
+          done: prompts.filter(t => /\\[\\d+\\]/.test(t)).length};
+}"""
+
+
+def open_notebook(page, server: Server, name: str, timeout_ms: float = 120_000) -> None:
+    """Open ``name`` and wait until its kernel is idle (the notebook is ready to run)."""
+    page.goto(server.notebook_url(name))
+    page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=timeout_ms)
+    # the kernel has started once the toolbar names it and reports idle
+    page.wait_for_function(
+        """() => { const k = document.querySelector('.jp-KernelName, .jp-Toolbar-kernelName');
+                   const s = document.querySelector('.jp-Notebook-ExecutionIndicator');
+                   return k && /python/i.test(k.textContent) && s && s.dataset.status === 'idle'; }""",
+        timeout=timeout_ms,
+    )
+
+
+def run_all(page, timeout_s: float = 420.0) -> dict:
+    """Run > Run All Cells, then wait until no cell is queued or running and the kernel is idle."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    t0 = time.monotonic()
+    page.wait_for_function(f"({_RUN_STATE_JS})().busy > 0", timeout=30_000)
+    while True:
+        state = page.evaluate(_RUN_STATE_JS)
+        idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
+        if state["busy"] == 0 and idle:
+            page.wait_for_timeout(1000)  # widgets and figures render after the last reply
+            state = page.evaluate(_RUN_STATE_JS)
+            if state["busy"] == 0:
+                state["wall_s"] = time.monotonic() - t0
+                return state
+        if time.monotonic() - t0 > timeout_s:
+            raise AssertionError(f"Run All did not finish in {timeout_s:.0f} s: {state}")
+        page.wait_for_timeout(500)
+
+
+def save(page) -> None:
+    """Ctrl+S, then wait until the document is no longer dirty."""
+    page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
+    page.keyboard.press("Control+s")
+    page.wait_for_function(
+        "() => !document.querySelector('.jp-mod-current.jp-mod-dirty, .lm-TabBar-tab.jp-mod-current.jp-mod-dirty')",
+        timeout=30_000,
+    )
+
+
+def error_outputs(nb: dict) -> list[str]:
+    """``ename: evalue`` of every error output of a saved notebook."""
+    return [
+        f"cell {i}: {o.get('ename')}: {o.get('evalue')}"
+        for i, c in enumerate(nb["cells"])
+        if c["cell_type"] == "code"
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "error"
+    ]
+
+
+# The state of panel i: its figures, their data (JSON) and title, and which of its controls are what.
+PANEL_STATE_JS = """(i) => {
+  const panel = document.querySelectorAll('.hierviz-panel')[i];
+  if (!panel) return null;
+  const figs = [...panel.querySelectorAll('.js-plotly-plot')];
+  const drawn = figs.filter(g => g._fullLayout && g.querySelector('.main-svg'));
+  const enc = v => (ArrayBuffer.isView(v) ? Array.from(v) : v);
+  const data = drawn.map(g => JSON.stringify(g.data.map(t => Object.fromEntries(
+      Object.entries(t).filter(([k]) => k !== 'uid').map(([k, v]) => [k, Array.isArray(v) ? v.map(enc) : enc(v)])))));
+  const titles = drawn.map(g => (g.layout.title && g.layout.title.text) || '');
+  return {figures: figs.length, drawn: drawn.length, data, titles};
+}"""
+
+# Resolves (in the page) once panel i shows exactly one drawn figure whose data differ from `before`;
+# returns the milliseconds since the user's action (window.__hvT0: the keydown, the select's change, or the
+# mouse release that ends a drag).
+CHANGED_JS = (
+    "([i, before]) => {\n  const s = ("
+    + PANEL_STATE_JS
+    + """)(i);
+  if (!s || s.figures !== 1 || s.drawn !== 1 || s.data[0] === before) return false;
+  const now = performance.now(), t0 = window.__hvT0;
+  const frames = (window.__hvRecv || []).filter(([t]) => t0 !== null && t >= t0);
+  const big = frames.reduce((a, f) => (a === null || f[1] > a[1] ? f : a), null);
+  return {ms: now - t0, kernel_ms: big ? big[0] - t0 : null, browser_ms: big ? now - big[0] : null,
+          figure_bytes: big ? big[1] : null, title: s.titles[0]};
+}"""
+)
+
+_ARM_CLOCK_JS = """(type) => {
+  window.__hvT0 = null;
+  window.__hvRecv = [];
+  document.addEventListener(type, () => { if (window.__hvT0 === null) window.__hvT0 = performance.now(); },
+                            {capture: true, once: true});
+}"""
+
+# Installed before the page loads: every websocket frame the page receives is timestamped, so a redraw
+# splits into the kernel's part (user action -> the largest frame, the Output's new figure) and the
+# browser's (that frame -> the redrawn figure).
+WS_TIMING_JS = """(() => {
+  const Orig = window.WebSocket;
+  window.__hvRecv = [];
+  window.WebSocket = class extends Orig {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', (e) => {
+        const d = e.data, n = d.byteLength !== undefined ? d.byteLength : (d.size !== undefined ? d.size : d.length);
+        window.__hvRecv.push([performance.now(), n]);
+      });
+    }
+  };
+})();"""
+
+
+def controls(panel) -> list[tuple[str, object]]:
+    """``(kind, locator)`` for every slider handle and dropdown of a panel locator, in order."""
+    out = []
+    for w in panel.locator(".widget-slider, .widget-dropdown").all():
+        cls = w.get_attribute("class") or ""
+        if "widget-dropdown" in cls:
+            out.append(("dropdown", w.locator("select")))
+        else:
+            out.append(("slider", w.locator(".noUi-handle")))
+    return out
+
+
+def move(page, kind: str, loc, app: str = "lab") -> str:
+    """Move one control by one step and return what was done.
+
+    A dropdown gets its next option. A slider: in JupyterLab the arrow key on its focused handle
+    (one step); in classic Notebook 7 a mouse drag of the handle, since Notebook 7's key-binding
+    handler cancels arrow keydowns in the capture phase before they reach the handle (seen with
+    notebook 7.6: ``defaultPrevented`` at the document, the handle never sees the key).
+    """
+    if kind == "dropdown":
+        page.evaluate(_ARM_CLOCK_JS, "change")
+        options = loc.locator("option").all_text_contents()
+        cur = loc.evaluate("s => s.selectedIndex")
+        target = (cur + 1) % len(options)
+        loc.select_option(index=target)
+        return f"{options[cur]} -> {options[target]}"
+    now, top = loc.get_attribute("aria-valuenow"), loc.get_attribute("aria-valuemax")
+    right = not (now is not None and top is not None and float(now) >= float(top))
+    if app == "lab":
+        key = "ArrowRight" if right else "ArrowLeft"
+        page.evaluate(_ARM_CLOCK_JS, "keydown")
+        loc.focus()
+        loc.press(key)
+        return f"{key} from {now}"
+    page.evaluate(_ARM_CLOCK_JS, "pointerup")  # the slider sends its value on release
+    box = loc.bounding_box()
+    track = loc.locator("xpath=ancestor::*[contains(@class, 'noUi-target')][1]").bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    dx = max(0.08 * track["width"], 6.0) * (1 if right else -1)
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + dx / 2, y, steps=2)
+    page.mouse.move(x + dx, y, steps=2)
+    page.mouse.up()
+    return f"drag {'right' if right else 'left'} from {now}"
+
+
+def copy_notebooks(names: list[Path], root: Path) -> list[Path]:
+    """SMOKE copies of the given notebooks in ``root`` (see :func:`smoke_copy`)."""
+    root.mkdir(parents=True, exist_ok=True)
+    return [smoke_copy(p, root) for p in names]
+
+
+def clean(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,174 @@
+"""The course's widget panels in a real browser: JupyterLab 4 and classic Notebook 7, headless chromium.
+
+For every notebook that builds a panel (``Panel(`` / ``*_panel(`` in its code), a SMOKE copy is
+opened in a JupyterLab server started here, run with Run > Run All Cells and saved; then every
+slider (keyboard on its handle; a mouse drag in Notebook 7, which swallows arrow keys) and dropdown
+of every ``.hierviz-panel`` is moved once, and the
+panel must show exactly one drawn plotly figure, before and after, whose data changed. The time
+from the key press to the redrawn figure is recorded (``redraw_ms`` in the report and in
+``browser/redraw_times.json`` under the artifacts folder); screenshots of every panel and of the
+page go there too (``tests/artifacts/`` or ``$HIERVIZ_ARTIFACTS``).
+
+Without chromium or Playwright these tests skip with the install command; under ``CI=true`` they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import _browser as B  # tests/ is on sys.path (rootdir conftest)
+import pytest
+
+NOTEBOOKS = B.widget_notebooks()
+CLASSIC = "03_hwc.ipynb"  # the notebook also run in classic Notebook 7
+
+
+@pytest.fixture(scope="session")
+def browser():
+    B.require_browser()
+    with B.chromium() as br:
+        yield br
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    """One JupyterLab server for the session, its root holding SMOKE copies of the widget notebooks."""
+    B.require_browser()
+    tmp = tmp_path_factory.mktemp("jupyterlab")
+    with B.jupyter_server(tmp, "lab") as server:
+        B.copy_notebooks(NOTEBOOKS, server.root)
+        yield server
+
+
+@pytest.fixture(scope="session")
+def classic(tmp_path_factory):
+    B.require_browser()
+    tmp = tmp_path_factory.mktemp("notebook7")
+    with B.jupyter_server(tmp, "notebook") as server:
+        B.copy_notebooks([B.NB_DIR / CLASSIC], server.root)
+        yield server
+
+
+def _record(name: str, app: str, rows: list[dict]) -> None:
+    out = B.artifacts_dir() / "browser" / "redraw_times.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    old = json.loads(out.read_text()) if out.is_file() else {}
+    old[f"{app}:{name}"] = rows
+    tmp = out.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(old, indent=1))
+    tmp.replace(out)
+
+
+def check_panels(server, browser, name: str, record_property) -> list[dict]:
+    """Open, run and save ``name``; move every control of every panel; return one row per move."""
+    shots = B.artifacts_dir() / "browser" / f"{server.app}-{Path(name).stem}"
+    shots.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.add_init_script(B.WS_TIMING_JS)
+    page_errors: list[str] = []
+    page.on("pageerror", lambda e: page_errors.append(str(e)))
+    try:
+        B.open_notebook(page, server, name)
+        state = B.run_all(page)
+        record_property("run_all_s", round(state["wall_s"], 1))
+        B.save(page)
+        page.screenshot(path=str(shots / "page.png"))
+        errors = B.error_outputs(server.notebook(name))
+        assert not errors, f"{name} raised while running in {server.app}: {errors}"
+
+        expected = B.expected_panels(B.NB_DIR / name)
+        panels = page.locator(".hierviz-panel")
+        assert panels.count() == expected, f"{name}: {panels.count()} panels on the page, the code makes {expected}"
+        rows = []
+        for i in range(expected):
+            panel = panels.nth(i)
+            panel.scroll_into_view_if_needed()
+            s = page.evaluate(f"({B.PANEL_STATE_JS})({i})")
+            assert (s["figures"], s["drawn"]) == (1, 1), (
+                f"{name} panel {i}: {s['figures']} figure(s), {s['drawn']} drawn; want exactly one, drawn"
+            )
+            ctrls = B.controls(panel)
+            assert ctrls, f"{name} panel {i} has no slider or dropdown"
+            for j, (kind, loc) in enumerate(ctrls):
+                before = page.evaluate(f"({B.PANEL_STATE_JS})({i})")["data"][0]
+                what = B.move(page, kind, loc, server.app)
+                try:
+                    got = page.wait_for_function(B.CHANGED_JS, arg=[i, before], polling="raf", timeout=30_000)
+                except Exception as e:  # noqa: BLE001  (playwright's TimeoutError: report what the panel shows)
+                    now = page.evaluate(f"({B.PANEL_STATE_JS})({i})")
+                    panel.screenshot(path=str(shots / f"panel{i}-control{j}-FAILED.png"))
+                    pytest.fail(
+                        f"{name} panel {i} control {j} ({kind}, {what}): the figure did not redraw in 30 s; "
+                        f"the panel shows {now['figures']} figure(s), {now['drawn']} drawn, data "
+                        f"{'unchanged' if now['data'] and now['data'][0] == before else 'changed'} "
+                        f"({type(e).__name__})",
+                        pytrace=False,
+                    )
+                r = got.json_value()
+                rows.append(
+                    {"panel": i, "control": j, "kind": kind, "move": what}
+                    | {k: None if r[k] is None else round(r[k], 1) for k in ("ms", "kernel_ms", "browser_ms")}
+                    | {"figure_bytes": r["figure_bytes"]}
+                )
+            panel.screenshot(path=str(shots / f"panel{i}.png"))
+        record_property("redraw_ms", [r["ms"] for r in rows])
+        if page_errors:
+            record_property("page_errors", page_errors[:5])
+        _record(name, server.app, rows)
+        return rows
+    finally:
+        page.close()
+        server.shutdown_kernels()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_panels_redraw_in_jupyterlab(path, lab, browser, record_property):
+    rows = check_panels(lab, browser, path.name, record_property)
+    assert rows
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_panels_redraw_in_classic_notebook7(classic, browser, record_property):
+    rows = check_panels(classic, browser, CLASSIC, record_property)
+    assert rows
+
+
+def test_widget_notebooks_are_found():
+    names = {p.name for p in NOTEBOOKS}
+    assert {"00_label_trees.ipynb", "03_hwc.ipynb", "04_lam.ipynb", "08_triplets_unseen.ipynb"} <= names
+    assert B.expected_panels(B.NB_DIR / "03_hwc.ipynb") == 2
+    assert B.expected_panels(B.NB_DIR / "02_simclr_supcon.ipynb") == 0
+    assert B.PANEL_CALL.findall("p = omega_panel(t)\ndef x_panel(a):\nfrom m import tau_panel\nq = Panel({})") == [
+        "omega_panel(",
+        "Panel(",
+    ]
+
+
+def test_smoke_copy_injects_smoke(tmp_path):
+    import nbformat
+
+    dst = B.smoke_copy(B.NB_DIR / CLASSIC, tmp_path)
+    nb = nbformat.read(dst, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert "parameters" in code[0].metadata.tags and "injected-parameters" in code[1].metadata.tags
+    assert "SMOKE = True" in code[1].source and nb.metadata.kernelspec.name == "python3"
+
+
+def test_missing_browser_skips_with_install_hint_and_fails_under_ci(monkeypatch, tmp_path):
+    monkeypatch.setattr(B, "CHROMIUM", tmp_path / "no-chromium")
+    why = B.missing_browser()
+    assert "apt-get install chromium" in why and "pip install playwright" in why and "no-chromium" in why
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="apt-get install chromium"):
+        B.require_browser()
+    monkeypatch.setenv("CI", "true")
+    t0 = time.perf_counter()
+    with pytest.raises(pytest.fail.Exception, match="CI=true.*apt-get install chromium"):
+        B.require_browser()
+    assert time.perf_counter() - t0 < 5
