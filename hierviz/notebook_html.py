@@ -181,16 +181,26 @@ class PlotlyToHTML(Preprocessor):
 class WidgetNote(Preprocessor):
     """Replace ipywidgets views (dead without a kernel) by a short note saying how to use them.
 
+    The notebook's saved widget state (``metadata.widgets``) is dropped too: nbconvert's templates
+    load ipywidgets' HTML manager from a CDN whenever it is present.
+
     Examples
     --------
     >>> import nbformat
     >>> data = {WIDGET_MIME: {"model_id": "x", "version_major": 2}, "text/plain": "VBox(...)"}
     >>> out = nbformat.v4.new_output("display_data", data=data)
     >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[out])])
+    >>> nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
     >>> nb, _ = WidgetNote().preprocess(nb, {})
-    >>> sorted(nb.cells[0].outputs[0].data)
-    ['text/html']
+    >>> sorted(nb.cells[0].outputs[0].data), "widgets" in nb.metadata
+    (['text/html'], False)
     """
+
+    def preprocess(self, nb, resources):
+        # the saved widget state is what makes nbconvert's templates load ipywidgets' HTML manager
+        # from a CDN (unpkg); with every view replaced it has nothing left to render
+        nb.metadata.pop("widgets", None)
+        return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
