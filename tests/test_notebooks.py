@@ -8,6 +8,7 @@ the terminal summary (see ``conftest.pytest_terminal_summary``) so regressions s
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -72,6 +73,27 @@ def test_notebook_is_stored_clean(path):
     assert "parameters" in code[0].metadata.get("tags", []), "first code cell must be tagged 'parameters'"
     assert "SMOKE" in code[0].source, "the parameters cell must define SMOKE"
     assert nb.cells[0].cell_type == "markdown", "a notebook opens with what the reader will learn"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_follows_the_course_conventions(path):
+    """SIZE convention (hierviz.course), no library code in cells, a link to the next notebook."""
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert re.search(r'^SIZE = "auto"', code[0].source, re.M), (
+        f'{path.name}: the parameters cell must hold SIZE = "auto"'
+    )
+    assert any("resolve_size(SMOKE, SIZE)" in c.source for c in code), f"{path.name}: resolve SIZE with hierviz.course"
+    defs = [
+        i for i, c in enumerate(nb.cells) if c.cell_type == "code" and re.search(r"^\s*(def|class) ", c.source, re.M)
+    ]
+    assert not defs, f"{path.name}: cells {defs} define functions/classes; move them into the package (with tests)"
+    later = [p for p in NOTEBOOKS if p.name > path.name]
+    if later:
+        nxt = later[0].name
+        assert any(c.cell_type == "markdown" and "Where next" in c.source and nxt in c.source for c in nb.cells), (
+            f"{path.name}: end with a 'Where next' link to {nxt}"
+        )
 
 
 @pytest.mark.notebook
