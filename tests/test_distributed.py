@@ -734,6 +734,7 @@ def test_view_seeds():
         view_seeds(0, 0, -1, 2)
 
 
+@pytest.mark.slow
 def test_compare_on_two_ranks_gives_the_table_of_one_process(tmp_path):
     """``torchrun --nproc_per_node 2 -m hierviz compare`` == one process with the same global batch.
 
@@ -775,3 +776,15 @@ def test_compare_on_two_ranks_gives_the_table_of_one_process(tmp_path):
     np.testing.assert_allclose(rec[1]["step_history"]["loss"], rec[0]["step_history"]["loss"], rtol=1e-5)
     emb = [np.load(tmp_path / o / run / "embeddings.npz") for o in ("one", "two")]
     np.testing.assert_allclose(emb[1]["z_test"], emb[0]["z_test"], atol=1e-5)
+
+
+def test_new_keys_at_their_default_keep_older_fingerprints():
+    """A run folder written before data.augment_seeds / train.sync_bn existed still resumes."""
+    from hierviz.experiments.config import ExperimentConfig, diff_keys, fingerprint
+
+    now = ExperimentConfig().to_dict()
+    before = json.loads(json.dumps(now))
+    del before["data"]["augment_seeds"], before["train"]["sync_bn"]
+    assert fingerprint(before) == fingerprint(now) and diff_keys(before, now) == []
+    now["data"]["augment_seeds"] = "sample"
+    assert fingerprint(before) != fingerprint(now) and diff_keys(before, now) == ["data.augment_seeds"]
