@@ -580,6 +580,8 @@ def fit(
         bar.close()
         if sync_bn:  # the caller's batch-norm classes again (same parameters and buffers)
             model = _dist.revert_batchnorm(model)
+            if ema is not None:
+                ema.module = _dist.revert_batchnorm(ema.module)
     model.eval()
     return FitResult(
         model=model,
