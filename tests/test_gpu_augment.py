@@ -207,3 +207,36 @@ def test_fit_with_device_augmentation_resumes_bit_identically(tmp_path):
     assert res.resumed_from == 1 and res.step_history == ref.step_history
     for k, v in ref.model.state_dict().items():
         assert torch.equal(v, res.model.state_dict()[k]), k
+
+
+def test_config_keys_choose_the_path_and_leave_old_fingerprints_alone():
+    from hierviz.experiments.compare import _speed_options
+    from hierviz.experiments.config import ConfigError, ExperimentConfig, fingerprint, resolve_config
+
+    d = ExperimentConfig().to_dict()
+    old = {k: dict(v) if isinstance(v, dict) else v for k, v in d.items()}
+    for key in ("augment_on", "channels_last", "compile"):
+        del old["train"][key]
+    for key in ("persistent_workers", "prefetch_factor"):
+        del old["data"][key]
+    assert fingerprint(d) == fingerprint(old)  # runs recorded before these keys still resume
+    changed = ExperimentConfig().to_dict()
+    changed["train"]["augment_on"] = "device"
+    assert fingerprint(changed) != fingerprint(d)
+
+    ds = _TinyUInt8()
+    cpu = _speed_options(resolve_config("quick", {"train.device": "cpu"}), ds)
+    assert cpu == {"augment_on": "cpu", "channels_last": False, "loader_options": None, "device_augment": None}
+    dev = _speed_options(
+        resolve_config(
+            "quick",
+            {"train.device": "cpu", "train.augment_on": "device", "data.persistent_workers": True,
+             "data.prefetch_factor": 3},
+        ),
+        ds,
+    )  # fmt: skip
+    assert dev["augment_on"] == "device" and dev["loader_options"] == {"persistent_workers": True, "prefetch_factor": 3}
+    with pytest.raises(ConfigError, match="train.augment_on: must be 'auto', 'cpu' or 'device'"):
+        resolve_config("quick", {"train.augment_on": "gpu"})
+    with pytest.raises(ConfigError, match="data.prefetch_factor"):
+        resolve_config("quick", {"data.prefetch_factor": 0})

@@ -196,6 +196,34 @@ def _check_writable(out: Path) -> None:
         ) from None
 
 
+def _speed_options(cfg: ExperimentConfig, train_ds) -> dict[str, Any]:
+    """Resolve ``train.augment_on`` / ``train.channels_last`` and the loader options for this machine.
+
+    ``augment_on="auto"`` draws the views on the device on CUDA when the training images are a
+    uint8 array, else in the DataLoader (the CPU path: every preset's CPU numbers).
+    """
+    from hierviz.training import resolve_device
+
+    t = cfg.train
+    on_cuda = resolve_device(t.device).type == "cuda"
+    imgs = getattr(train_ds, "images", None)
+    uint8_images = isinstance(imgs, np.ndarray) and imgs.dtype == np.uint8 and imgs.ndim in (3, 4)
+    augment_on = t.augment_on
+    if augment_on == "auto":
+        augment_on = "device" if on_cuda and uint8_images else "cpu"
+    loader_options: dict[str, Any] = {}
+    if cfg.data.persistent_workers:
+        loader_options["persistent_workers"] = True
+    if cfg.data.prefetch_factor is not None:
+        loader_options["prefetch_factor"] = int(cfg.data.prefetch_factor)
+    return {
+        "augment_on": augment_on,
+        "channels_last": on_cuda if t.channels_last is None else bool(t.channels_last),
+        "loader_options": loader_options or None,
+        "device_augment": None,
+    }
+
+
 def _run_one(
     cfg: ExperimentConfig,
     method_name: str,
@@ -267,7 +295,18 @@ def _run_one(
     )
     views = method.needs.views
     image_size = int(cfg.data.image_size)
-    if getattr(train_ds, "is_vector", False):  # float (N, D) features: dropout views, lazy encoder input size
+    speed = _speed_options(cfg, train_ds)  # issue 11: where views are drawn, memory layout, compile
+    if t.compile:
+        from hierviz.geometry._kernels import compile_kernels
+
+        model.compile()
+        compile_kernels(True)
+    if speed["augment_on"] == "device":
+        from hierviz.data.gpu_augment import BatchTwoViewAugment, UInt8Images
+
+        train_views = UInt8Images(train_ds)
+        speed["device_augment"] = BatchTwoViewAugment(image_size, views=views, channels_last=speed["channels_last"])
+    elif getattr(train_ds, "is_vector", False):  # float (N, D) features: dropout views, lazy encoder input size
         from hierviz.data import FeatureViews
 
         train_views = ContrastiveDataset(train_ds, FeatureViews(), views=views, seed=view_seed)
@@ -284,7 +323,17 @@ def _run_one(
         batch_sampler = SAMPLERS.get(method.needs.sampler)(
             labels=np.asarray(train_ds.labels), tree=tree, batch_size=t.batch_size, seed=seed
         )
-    result = fit(train_config, model, objective, train_views, callbacks=callbacks, batch_sampler=batch_sampler)
+    result = fit(
+        train_config,
+        model,
+        objective,
+        train_views,
+        callbacks=callbacks,
+        batch_sampler=batch_sampler,
+        device_augment=speed["device_augment"],
+        channels_last=speed["channels_last"],
+        loader_options=speed["loader_options"],
+    )
     from hierviz.training.distributed import is_main_process
 
     if not is_main_process():
@@ -325,6 +374,7 @@ def _run_one(
         "epochs": t.epochs,
         "train_seconds": result.train_seconds,
         "eval_seconds": ev.seconds,
+        "augment_on": speed["augment_on"],
         "eval_embedding": method.embedding,
         "protocol": protocol_name,
         "device": str(result.device),

@@ -106,6 +106,12 @@ class DataConfig:
         each view seeded by (seed, epoch, index, view) (:class:`hierviz.data.ContrastiveDataset`),
         the same on any number of ranks and workers. ``"auto"``: ``"sample"`` under
         ``torchrun`` with several ranks, ``"stream"`` in one process (the presets' numbers).
+    persistent_workers : bool, default False
+        Keep the DataLoader workers alive across epochs (CPU augmentation path, ``workers``
+        > 0). They keep their RNG across epochs, so pair it with ``augment_seeds = "sample"``
+        for reproducible, resumable views.
+    prefetch_factor : int or None, default None
+        Batches each worker prepares ahead (torch's default 2 when None).
     """
 
     dataset: str | None = "ham10000"
@@ -116,6 +122,8 @@ class DataConfig:
     image_size: int | None = None
     workers: int = 0
     augment_seeds: str = "auto"
+    persistent_workers: bool = False
+    prefetch_factor: int | None = None
 
 
 @dataclass
@@ -168,6 +176,17 @@ class TrainSection:
     ``lr_head`` None = 10 × ``lr_backbone``; ``warmup_epochs`` None = 10 % of the epochs;
     ``ema_decay`` 0 = off; ``threads`` None = torch's default; ``sync_bn``: batch norm over
     all ranks' batch under ``torchrun`` (no effect in one process).
+
+    Speed (issue 11; none changes a CPU run at its defaults):
+
+    ``augment_on`` ``"auto"`` | ``"cpu"`` | ``"device"``: where the training views are drawn.
+    ``"cpu"``: :class:`hierviz.data.TwoViewTransform` per image in the DataLoader (the
+    presets' numbers); ``"device"``: :class:`hierviz.data.gpu_augment.BatchTwoViewAugment` on
+    uint8 batches on the training device; ``"auto"``: ``"device"`` on CUDA, else ``"cpu"``.
+    ``channels_last`` None = on for CUDA; ``compile``: ``torch.compile`` the model
+    (``nn.Module.compile``) and the fused Poincaré kernels
+    (:func:`hierviz.geometry._kernels.compile_kernels`); off by default (slow to start on a
+    CPU, never required).
     """
 
     epochs: int = 100
@@ -182,6 +201,9 @@ class TrainSection:
     amp: bool = True
     threads: int | None = None
     sync_bn: bool = True
+    augment_on: str = "auto"
+    channels_last: bool | None = None
+    compile: bool = False
 
 
 @dataclass
@@ -277,7 +299,27 @@ _TOP = {"methods": list, "geometries": list, "seeds": int, "out": str}
 
 #: Keys that do not change a run's results: they may differ between a run and its
 #: ``--resume``, and between runs merged into one report.
-RESULT_FREE_KEYS = frozenset({"out", "train.device", "train.threads", "eval.projection", "eval.batch_size"})
+RESULT_FREE_KEYS = frozenset(
+    {
+        "out",
+        "train.device",
+        "train.threads",
+        "eval.projection",
+        "eval.batch_size",
+        "train.channels_last",  # memory layout and compilation: rounding only
+        "train.compile",
+    }
+)
+
+#: Keys added after results were recorded: at these values they are left out of fingerprints,
+#: so runs recorded before them still resume and merge (a changed value is part of it).
+_NEW_KEY_DEFAULTS = {
+    "data.augment_seeds": "auto",  # issue 16: per-sample seeds under torchrun only
+    "train.sync_bn": True,  # issue 16: batch norm over ranks (no effect in one process)
+    "train.augment_on": "auto",
+    "data.persistent_workers": False,
+    "data.prefetch_factor": None,
+}
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -506,6 +548,18 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         "'auto', 'sample' or 'stream'",
         cfg.data.augment_seeds,
     )
+    _check(
+        cfg.train.augment_on in ("auto", "cpu", "device"),
+        "train.augment_on",
+        "'auto', 'cpu' or 'device'",
+        cfg.train.augment_on,
+    )
+    _check(
+        cfg.data.prefetch_factor is None or cfg.data.prefetch_factor >= 1,
+        "data.prefetch_factor",
+        "an integer >= 1 (or null)",
+        cfg.data.prefetch_factor,
+    )
     from hierviz.geometry._checks import C_MAX, C_MIN
 
     _check(
@@ -623,7 +677,11 @@ def resolve_config(
 
 
 def _canonical(d: Mapping[str, Any], ignore: frozenset[str] | set[str]) -> dict[str, Any]:
-    return {k: v for k, v in sorted(flatten(d).items()) if k not in ignore}
+    return {
+        k: v
+        for k, v in sorted(flatten(d).items())
+        if k not in ignore and not (k in _NEW_KEY_DEFAULTS and v == _NEW_KEY_DEFAULTS[k])
+    }
 
 
 def fingerprint(config: Mapping[str, Any], ignore: frozenset[str] | set[str] = RESULT_FREE_KEYS) -> str:
