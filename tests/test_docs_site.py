@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import re
 import subprocess
 import sys
@@ -158,17 +159,34 @@ def test_export_of_an_executed_notebook_has_figures_and_no_cdn(tmp_path):
 
 
 # --------------------------------------------------------------------------- the site (slow)
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    """``build_site.py --notebooks 00`` into a temporary folder (mkdocs build --strict)."""
-    tmp = tmp_path_factory.mktemp("docs-site")
+def _build_site(tmp: Path) -> Path:
     cmd = [sys.executable, str(REPO / "docs" / "scripts" / "build_site.py"), "--notebooks", EXECUTED[:2]]
     cmd += ["--notebook-dir", str(tmp / "notebooks"), "--site-dir", str(tmp / "site")]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     log = proc.stdout + proc.stderr
     warnings = [ln for ln in log.splitlines() if ln.startswith(("WARNING", "ERROR"))]
     assert proc.returncode == 0, f"site build failed:\n{chr(10).join(warnings) or log[-4000:]}"
+    (tmp / "built").write_text("ok")
     return tmp / "site"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """``build_site.py --notebooks 00`` into a temporary folder (mkdocs build --strict), once per session.
+
+    Under pytest-xdist the workers share the session's base folder and a file lock, so the site is
+    built once however the tests are spread (the pytest-xdist recipe for session fixtures).
+    """
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return _build_site(tmp_path_factory.mktemp("docs-site"))
+    from filelock import FileLock  # a dependency of torch
+
+    shared = tmp_path_factory.getbasetemp().parent / "docs-site"
+    with FileLock(str(shared) + ".lock"):
+        if (shared / "built").is_file():
+            return shared / "site"
+        shared.mkdir(exist_ok=True)
+        return _build_site(shared)
 
 
 @pytest.mark.slow
