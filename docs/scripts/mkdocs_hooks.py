@@ -1,6 +1,7 @@
 """mkdocs hooks for the hierviz site (named in ``mkdocs.yml``; run by ``docs/scripts/build_site.py``).
 
-* ``on_config``: fills the *Course* section of the nav with one entry per ``notebooks/NN_*.ipynb``.
+* ``on_config``: fills the *Course* section of the nav with one entry per ``notebooks/NN_*.ipynb``, and
+  appends to *Results* every ``docs/results/**/*.md`` that ``mkdocs.yml`` does not list.
 * ``on_files``: adds the course notebooks as pages ``course/NN_*.ipynb`` — the executed copies in
   ``$HIERVIZ_SITE_NOTEBOOKS`` (written by ``build_site.py``) where one exists, else the clean source
   (rendered without outputs) — and the vendored scripts: plotly.js from the installed ``plotly``
@@ -30,6 +31,7 @@ log = logging.getLogger("mkdocs.hooks.hierviz")
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 COURSE_SECTION = "Course"
+RESULTS_SECTION = "Results"
 _STAGE: Path | None = None
 
 # MathJax 3 for both the Markdown pages (pymdownx.arithmatex writes \( \) and \[ \]) and the
@@ -41,12 +43,20 @@ def _notebooks() -> list[Path]:
     return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
-def on_config(config, **kwargs):
-    for item in config.nav or []:
-        if isinstance(item, dict) and COURSE_SECTION in item:
-            entries = item[COURSE_SECTION]
+def _extend_section(nav, title: str, pages: list[str]) -> None:
+    for item in nav or []:
+        if isinstance(item, dict) and title in item:
+            entries = item[title]
             have = {e if isinstance(e, str) else next(iter(e.values())) for e in entries}
-            entries.extend(f"course/{p.name}" for p in _notebooks() if f"course/{p.name}" not in have)
+            entries.extend(p for p in pages if p not in have)
+
+
+def on_config(config, **kwargs):
+    _extend_section(config.nav, COURSE_SECTION, [f"course/{p.name}" for p in _notebooks()])
+    # every results page, also those added after mkdocs.yml was written (listed ones keep their titles)
+    docs = Path(config.docs_dir)
+    results = sorted(p.relative_to(docs).as_posix() for p in (docs / "results").rglob("*.md"))
+    _extend_section(config.nav, RESULTS_SECTION, results)
     return config
 
 
