@@ -242,6 +242,7 @@ def test_api_pages_come_from_the_docstrings(site):
     html = (site / "api" / "geometry" / "index.html").read_text(encoding="utf-8")
     assert "PoincareBall" in html and "doc-heading" in html  # mkdocstrings' rendered members
     assert "Parameters" in html  # numpydoc sections parsed (docstring_style: numpy)
+    assert not re.search(r":(func|class|mod|meth|data):<code>", html)  # Sphinx roles cleaned by the hook
 
 
 @pytest.mark.slow

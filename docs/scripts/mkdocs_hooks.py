@@ -7,7 +7,8 @@
   (rendered without outputs) — and the vendored scripts: plotly.js from the installed ``plotly``
   package and MathJax 3 from ``django-static-mathjax``, served once under ``assets/vendor/``.
 * ``on_page_content``: removes the CDN scripts (MathJax 2, mermaid) that mkdocs-jupyter's
-  nbconvert template writes into every notebook page.
+  nbconvert template writes into every notebook page, and the Sphinx roles (``:func:``) that the
+  docstrings carry from the API pages.
 
 Nothing is fetched from the internet: every script the site loads is one of its own files.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -80,9 +82,17 @@ def on_files(files, config, **kwargs):
     return files
 
 
+# Sphinx cross-reference roles in the docstrings (:func:`x`, :class:`~a.b.C`) have no meaning in
+# Markdown: mkdocstrings shows ":func:" before the code span. Keep the code span (the last dotted
+# part for a ~ reference, as Sphinx would show it).
+_ROLE = re.compile(r":(?:py:)?(?:func|class|mod|meth|data|attr|exc|obj|term|ref):<code>(~[\w.]*\.)?")
+
+
 def on_page_content(html, page, config, files, **kwargs):
     if page.file.src_uri.endswith(".ipynb"):
         return strip_cdn_scripts(html)
+    if page.file.src_uri.startswith("api/"):
+        return _ROLE.sub("<code>", html)
     return html
 
 
