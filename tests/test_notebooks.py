@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import nbformat  # noqa: E402  (a declared dev dependency: imported, never skipped)
+import papermill
 import pytest
 
 NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
@@ -84,6 +85,8 @@ def test_notebook_follows_the_course_conventions(path):
         f'{path.name}: the parameters cell must hold SIZE = "auto"'
     )
     assert any("resolve_size(SMOKE, SIZE)" in c.source for c in code), f"{path.name}: resolve SIZE with hierviz.course"
+    # papermill must see both parameters (an '=' inside a comment hides a line from its parser)
+    assert {"SMOKE", "SIZE"} <= set(papermill.inspect_notebook(str(path))), f"{path.name}: papermill cannot parse SIZE"
     defs = [
         i for i, c in enumerate(nb.cells) if c.cell_type == "code" and re.search(r"^\s*(def|class) ", c.source, re.M)
     ]
