@@ -225,3 +225,84 @@ def test_cuda_rng_stream_survives_a_checkpoint_round_trip(tmp_path):
     torch.cuda.manual_seed_all(77)
     set_rng_state(ckpt.load_checkpoint(tmp_path / "c.pt", map_location="cuda")["rng"], gen)
     assert torch.equal(torch.rand(8, device="cuda"), want)
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_device_augmentation_on_cuda_equals_the_cpu_semantics():
+    """The same batched ops on CUDA give what they give on the CPU (and torchvision's per-image ops there)."""
+    from torchvision.transforms.v2 import functional as TF
+
+    from hierviz.data.gpu_augment import (
+        BatchTwoViewAugment,
+        adjust_hue_batch,
+        adjust_saturation_batch,
+        crop_boxes,
+        gaussian_blur_batch,
+    )
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(8, 3, 32, 32, generator=g)
+    xc = x.cuda()
+    f = torch.linspace(-0.3, 0.3, 8)
+    torch.testing.assert_close(
+        adjust_hue_batch(xc, f.cuda()).cpu(),
+        torch.stack([TF.adjust_hue(x[i], float(f[i])) for i in range(8)]),
+        rtol=0,
+        atol=1e-5,
+    )
+    torch.testing.assert_close(
+        adjust_saturation_batch(xc, 1 + f.cuda()).cpu(), adjust_saturation_batch(x, 1 + f), rtol=0, atol=1e-6
+    )
+    sig = torch.linspace(0.1, 2.0, 8)
+    torch.testing.assert_close(
+        gaussian_blur_batch(xc, 5, sig.cuda()).cpu(), gaussian_blur_batch(x, 5, sig), rtol=0, atol=1e-5
+    )
+    b = crop_boxes(4096, 64, 64, (0.5, 1.0), (3 / 4, 4 / 3), torch.Generator(device="cuda").manual_seed(0), "cuda")
+    frac = ((b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]) / 4096).cpu()
+    bc = crop_boxes(4096, 64, 64, (0.5, 1.0), (3 / 4, 4 / 3), torch.Generator().manual_seed(0))
+    frac_cpu = (bc[:, 2] - bc[:, 0]) * (bc[:, 3] - bc[:, 1]) / 4096  # same rule, another stream
+    assert 0.5 - 0.05 < float(frac.min()) and float(frac.max()) <= 1.0
+    assert abs(float(frac.mean()) - float(frac_cpu.mean())) < 0.01
+    u8 = (x * 255).to(torch.uint8).cuda()
+    aug = BatchTwoViewAugment(24, channels_last=True)
+    v = aug(u8, seed=5)
+    assert v.is_cuda and v.shape == (8, 2, 3, 24, 24) and torch.equal(v, aug(u8, seed=5))
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_fused_poincare_and_losses_on_cuda_equal_the_reference():
+    from hierviz.geometry import get_geometry
+    from hierviz.geometry._kernels import poincare_pairwise_dist
+    from hierviz.geometry.poincare import math as pm
+    from hierviz.hierarchy import LabelTree
+    from hierviz.losses import build_objective
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    g = torch.Generator().manual_seed(0)
+    v = torch.randn(512, 64, generator=g, dtype=torch.float64)
+    x = (v / v.norm(dim=-1, keepdim=True) * torch.rand(512, 1, generator=g, dtype=torch.float64) * 0.9).cuda()
+    xr = x.clone().requires_grad_()
+    xf = x.clone().requires_grad_()
+    w = torch.randn(512, 512, generator=g, dtype=torch.float64).cuda()
+    ref = pm.pairwise_dist_reference(xr, None, 1.0)
+    got = poincare_pairwise_dist(xf, None, 1.0)
+    torch.testing.assert_close(got, ref, rtol=0, atol=1e-10)
+    (ref * w).sum().backward(), (got * w).sum().backward()
+    torch.testing.assert_close(xf.grad, xr.grad, rtol=1e-8, atol=1e-8)
+    assert torch.equal(got, got.T)
+    # a whole objective on CUDA equals the same objective on the CPU (float64)
+    tree = LabelTree.from_nested({"root": {"p": ["a", "b", "c"], "q": ["d", "e"]}})
+    ball = get_geometry("poincare")
+    z = ball.expmap0(0.3 * torch.randn(64, 2, 16, generator=g, dtype=torch.float64))
+    y = torch.randint(0, 5, (64,), generator=g)
+    losses = []
+    for dev in ("cpu", "cuda"):
+        obj = build_objective("hwc+lam", tree, ball).to(dev)
+        zz = z.to(dev).requires_grad_()
+        loss, _ = obj(zz, y.to(dev))
+        loss.backward()
+        losses.append((loss.detach().cpu(), zz.grad.cpu()))
+    torch.testing.assert_close(losses[1][0], losses[0][0], rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(losses[1][1], losses[0][1], rtol=1e-7, atol=1e-9)
