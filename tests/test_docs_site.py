@@ -158,6 +158,23 @@ def test_export_of_an_executed_notebook_has_figures_and_no_cdn(tmp_path):
     assert "Plotly.newPlot" not in plain and any("mathjax" in r.lower() for r in external_refs(plain))
 
 
+def _build_site_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_site", REPO / "docs" / "scripts" / "build_site.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_build_site_selects_notebooks_by_number_or_stem():
+    mod = _build_site_module()
+    assert [p.stem for p in mod.select(["0", "01_hyperbolic_geometry"])] == [NOTEBOOKS[0].stem, NOTEBOOKS[1].stem]
+    assert mod.select(None) == NOTEBOOKS
+    with pytest.raises(SystemExit, match=r"--notebooks: no notebook '99'.*have: 00_label_trees"):
+        mod.select(["99"])
+
+
 # --------------------------------------------------------------------------- the site (slow)
 def _build_site(tmp: Path) -> Path:
     cmd = [sys.executable, str(REPO / "docs" / "scripts" / "build_site.py"), "--notebooks", EXECUTED[:2]]
