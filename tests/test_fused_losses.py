@@ -78,17 +78,23 @@ def test_fused_matches_geoopt_dist(dtype, atol):
     torch.testing.assert_close(poincare_pairwise_dist(x, None, c), want, rtol=1e-5, atol=atol)
 
 
-def test_fused_is_what_the_ball_uses_and_learnable_c_takes_the_reference():
+def test_dispatch_cpu_keeps_the_reference_gpu_or_switch_takes_the_fused_kernel(monkeypatch):
+    from hierviz.geometry import _kernels as K
+
     x = _ball_points(5, 3, 1.0, seed=9, dtype=torch.float32)
-    fixed = PoincareBall(c=1.0).pairwise_dist(x)
-    assert fixed.grad_fn is None or "PoincarePairwise" in type(fixed.grad_fn).__name__
     xg = x.clone().requires_grad_()
-    assert "PoincarePairwise" in type(PoincareBall(c=1.0).pairwise_dist(xg).grad_fn).__name__
-    ball = PoincareBall(c=1.0, learnable=True)
-    d = ball.pairwise_dist(xg)
-    (gc,) = torch.autograd.grad(d.sum(), ball.manifold.isp_c)
+    ball = PoincareBall(c=1.0)
+    # a CPU tensor: the reference (CPU preset numbers unchanged)
+    assert "PoincarePairwise" not in type(ball.pairwise_dist(xg).grad_fn).__name__
+    monkeypatch.setattr(K, "FUSED_ON_CPU", True)  # what a CUDA tensor takes
+    fused = ball.pairwise_dist(xg)
+    assert "PoincarePairwise" in type(fused.grad_fn).__name__
+    learn = PoincareBall(c=1.0, learnable=True)  # a learnable curvature always takes the reference
+    d = learn.pairwise_dist(xg)
+    assert "PoincarePairwise" not in type(d.grad_fn).__name__
+    (gc,) = torch.autograd.grad(d.sum(), learn.manifold.isp_c)
     assert torch.isfinite(gc) and float(gc) != 0.0  # the curvature still receives its gradient
-    torch.testing.assert_close(d, fixed, rtol=0, atol=1e-6)
+    torch.testing.assert_close(d, fused, rtol=0, atol=1e-6)
 
 
 def test_fused_equal_points_and_boundary_stay_finite():

@@ -174,6 +174,11 @@ def _bwd_inplace(grad: Tensor, qc: Tensor, below: Tensor, c: float) -> tuple[Ten
 _FWD = _fwd_inplace
 _BWD = _bwd_inplace
 
+#: Use :func:`poincare_pairwise_dist` for CPU tensors too (default False: on a CPU the Poincaré
+#: ball keeps the reference autograd path, so CPU results stay bit-identical to hierviz 0.2's
+#: presets; the fused kernel is ~1.5x faster there but rounds differently).
+FUSED_ON_CPU = False
+
 
 def compile_kernels(enabled: bool = True, **compile_kwargs) -> None:
     """Fuse the elementwise parts of :func:`poincare_pairwise_dist` with ``torch.compile`` (optional).

@@ -168,12 +168,17 @@ def pairwise_dist(x: Tensor, y: Tensor | None, c: float) -> Tensor:
 
     Notes
     -----
-    A fixed curvature (a float, or a tensor without gradient) takes the fused path,
+    On a GPU (or on a CPU with ``hierviz.geometry._kernels.FUSED_ON_CPU = True``) a fixed
+    curvature (a float, or a tensor without gradient) takes the fused path,
     :func:`~hierviz.geometry._kernels.poincare_pairwise_dist` (analytic backward, one GEMM
-    each way); a learnable curvature takes :func:`pairwise_dist_reference`, whose autograd
-    graph reaches ``c``. The two agree to rounding (tests/test_fused_losses.py).
+    each way). A CPU tensor, or a learnable curvature, takes :func:`pairwise_dist_reference`
+    (its autograd graph reaches ``c``): the CPU numbers of every preset stay bit-identical to
+    earlier releases. The two agree to rounding (tests/test_fused_losses.py).
     """
-    if not (isinstance(c, Tensor) and c.requires_grad):
+    from hierviz.geometry import _kernels
+
+    fixed_c = not (isinstance(c, Tensor) and c.requires_grad)
+    if fixed_c and (x.device.type != "cpu" or _kernels.FUSED_ON_CPU):
         return poincare_pairwise_dist(x, y, float(c))
     return pairwise_dist_reference(x, y, c)
 
