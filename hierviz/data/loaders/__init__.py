@@ -11,6 +11,8 @@ module              registers / provides
 ``image_folder``    :func:`load_image_folder`: one sub-folder per class
 ``hier_mnist``      ``"hier-mnist"`` (``mnist/t10k-*``; synthetic digits without it), paper 02 Fig. 3
 ``newsgroups``      ``"20news"`` (``text/20news-bydate.tar.gz``): TF-IDF vectors, a vector dataset
+``htc``             texts with multi-label path targets for ``hierviz htc`` (Paper 05): 20news, a
+                    synthetic multi-path set, WOS/RCV1-V2/NYT/BGC parsers and ``.jsonl`` files
 ==================  ==========================================================================
 
 Add a source: a new module here whose loader carries
