@@ -133,7 +133,8 @@ class Server:
         return json.loads(body) if body else None
 
     def notebook_url(self, name: str) -> str:
-        return f"{self.url}/{'lab/tree' if self.app == 'lab' else 'notebooks'}/{name}"
+        # ?reset: a fresh Lab workspace, or Lab would also reopen the notebooks of the previous test
+        return f"{self.url}/lab/tree/{name}?reset" if self.app == "lab" else f"{self.url}/notebooks/{name}"
 
     def notebook(self, name: str) -> dict:
         """The saved notebook as the server holds it (JSON)."""
@@ -215,7 +216,8 @@ def chromium():
         browser = pw.chromium.launch(
             executable_path=str(CHROMIUM),
             headless=True,
-            args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+            # no GPU: WebGL (plotly 3-D traces) runs on SwiftShader, which newer chromium wants opted into
+            args=["--no-sandbox", "--disable-dev-shm-usage", "--enable-unsafe-swiftshader"],
         )
         try:
             yield browser
@@ -236,6 +238,8 @@ def open_notebook(page, server: Server, name: str, timeout_ms: float = 120_000) 
     """Open ``name`` and wait until its kernel is idle (the notebook is ready to run)."""
     page.goto(server.notebook_url(name))
     page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=timeout_ms)
+    n = page.locator(".jp-NotebookPanel").count()
+    assert n == 1, f"{n} notebooks open in the page, want only {name}"
     # the kernel has started once the toolbar names it and reports idle
     page.wait_for_function(
         """() => { const k = document.querySelector('.jp-KernelName, .jp-Toolbar-kernelName');
