@@ -93,7 +93,55 @@ class ClassificationRecord:
 EvalResult = ClassificationRecord
 
 
-@torch.no_grad()
+def _uint8_batches(dataset: Any, image_size: int) -> np.ndarray | None:
+    """The images as one uint8 (N, S, S, 3) array when the eval transform is only ``ToDtype`` + ``Normalize``.
+
+    That is the case when every image already has the evaluation size (resize and centre
+    crop are then the identity); any other data set takes the per-image transform.
+    """
+    imgs = getattr(dataset, "images", None)
+    if not isinstance(imgs, np.ndarray) or imgs.dtype != np.uint8 or imgs.ndim != 4:
+        return None
+    if imgs.shape[-1] != 3 or imgs.shape[1] != image_size or imgs.shape[2] != image_size:
+        return None
+    if len(getattr(dataset, "labels", ())) != len(imgs):
+        return None
+    return imgs
+
+
+def _embed_uint8(
+    model: nn.Module, imgs: np.ndarray, labels: Any, image_size: int, use: str, batch_size: int, device: torch.device
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Batched evaluation transform on the model's device: the same ops as ``eval_transform`` per image.
+
+    ``to_dtype`` and ``normalize`` of :mod:`torchvision.transforms.v2.functional` on a whole
+    batch are elementwise, so the tensors are bit-identical to the per-image path, without a
+    DataLoader or a per-image Python call; the uint8 batch is copied to the device
+    (pinned, non-blocking on CUDA) and converted there.
+    """
+    from torchvision.transforms.v2 import functional as TF
+
+    from hierviz.data.transforms import EvalTransform
+
+    tf = EvalTransform(image_size)
+    mean, std = list(tf.mean), list(tf.std)
+    pin = device.type == "cuda"
+    lab = np.asarray(labels)
+    zs, ys = [], []
+    for i in range(0, len(imgs), batch_size):
+        x = torch.from_numpy(np.ascontiguousarray(imgs[i : i + batch_size]))
+        if pin:
+            x = x.pin_memory()
+        # NHWC uint8 copied as it is, made NCHW-contiguous on the device (the per-image layout:
+        # a channels_last input would change the convolutions' rounding)
+        x = x.to(device, non_blocking=pin).permute(0, 3, 1, 2).contiguous()
+        x = TF.normalize(TF.to_dtype(x, torch.float32, scale=True), mean, std)
+        zs.append(model.embed(x, use=use).float().cpu())
+        ys.append(torch.as_tensor(lab[i : i + batch_size]).long())
+    return zs, ys
+
+
+@torch.inference_mode()
 def embed_dataset(
     model: nn.Module,
     dataset: Any,
@@ -104,7 +152,11 @@ def embed_dataset(
     device: str | torch.device | None = None,
     num_workers: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Embed every image of a data set with the frozen model (eval transform, no gradient).
+    """Embed every image of a data set with the frozen model (eval transform, ``torch.inference_mode``).
+
+    Images already at ``image_size`` in a uint8 array (the registered datasets at their own
+    size) are transformed batch-wise on ``device`` (the same ops, bit-identical embeddings,
+    without a DataLoader); other data sets go through the per-image eval transform.
 
     Parameters
     ----------
@@ -146,6 +198,13 @@ def embed_dataset(
     device = torch.device(device)
     was_training = model.training
     model.eval()
+    imgs = _uint8_batches(dataset, image_size)
+    if imgs is not None:  # images already at the evaluation size: batched transform on the device
+        try:
+            zs, ys = _embed_uint8(model, imgs, dataset.labels, image_size, use, batch_size, device)
+        finally:
+            model.train(was_training)
+        return _finish(zs, ys)
     ds = TransformDataset(dataset, eval_transform(image_size))
     loader = DataLoader(ds, batch_size=batch_size, shuffle=False, num_workers=num_workers)
     from hierviz.training.loop import _augment_threads
@@ -161,6 +220,10 @@ def embed_dataset(
             ys.append(torch.as_tensor(y).long().cpu())
     finally:
         model.train(was_training)
+    return _finish(zs, ys)
+
+
+def _finish(zs: list[torch.Tensor], ys: list[torch.Tensor]) -> tuple[np.ndarray, np.ndarray]:
     z = torch.cat(zs).numpy().astype(np.float32, copy=False)
     if not np.isfinite(z).all():
         raise ValueError("the model produced non-finite embeddings; the run diverged")
