@@ -20,7 +20,7 @@ backward, and the autograd reference it replaced) against Euclidean ``torch.cdis
 backward, on ``--device cpu|cuda`` (issue 11's goal: ≤ 1.5× cdist at 4096×128 and 16384×128)::
 
     python3 benchmarks/bench_pairwise_dist.py --vs-cdist --n 4096 --d 128
-    python3 benchmarks/bench_pairwise_dist.py --vs-cdist --n 16384 --d 128 --device cuda
+    python3 benchmarks/bench_pairwise_dist.py --vs-cdist --n 16384 --d 128 --device cuda [--compile]
 
 geoopt's broadcast needs several ``N×N×d`` float32 tensors (≈7 GB peak at the default
 size) and tens of seconds per run on a 2-core CPU; nothing here is asserted in tests.
@@ -151,7 +151,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--vs-cdist", action="store_true", help="time Poincaré (fused, reference) against torch.cdist")
     p.add_argument("--device", default="cpu", help="cpu or cuda (with --vs-cdist)")
+    p.add_argument("--compile", action="store_true", help="fuse the kernel's elementwise passes (torch.compile)")
     a = p.parse_args(argv)
+    if a.compile:
+        from hierviz.geometry._kernels import compile_kernels
+
+        compile_kernels(True)
     if a.vs_cdist:
         print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
         bench_vs_cdist(a.n, a.d, a.c, torch.device(a.device), a.repeats)
