@@ -221,7 +221,7 @@ def test_htc_cli_smoke_resume_and_errors(tmp_path, capsys):
 
     out = tmp_path / "htc"
     argv = ["htc", "--preset", "smoke", "--dataset", "synthetic-htc", "--methods", "hyilr,hyilr-no-cl",
-            "--seeds", "0", "--set", "max_train=60", "--out", str(out), "--quiet"]  # fmt: skip
+            "--seeds", "0", "--set", "max_train=40", "--out", str(out), "--quiet"]  # fmt: skip
     assert main(argv) == 0
     md = (out / "results.md").read_text()
     assert "HyILR (`hyilr`)" in md and "w/o CL" in md
