@@ -700,6 +700,21 @@ def test_per_sample_views_do_not_depend_on_who_draws_them():
     assert not torch.equal(views[0][0], in_order[0])  # a new epoch, new views
 
 
+def test_per_sample_views_follow_the_epoch_in_persistent_workers():
+    from torch.utils.data import DataLoader
+
+    from hierviz.data import ContrastiveDataset, TwoViewTransform
+
+    views = ContrastiveDataset(_image_data(), TwoViewTransform(16), seed=3)
+    loader = DataLoader(views, batch_size=6, num_workers=1, persistent_workers=True)
+    got = []
+    for epoch in (0, 1):
+        views.set_epoch(epoch)  # before iter(loader), as fit does
+        got.append(next(iter(loader))[0])
+    assert not torch.equal(got[0], got[1])  # the worker saw the new epoch
+    assert torch.equal(got[1], torch.stack([views[i][0] for i in range(6)]))  # epoch 1 in the main process
+
+
 def test_per_sample_seeds_leave_the_global_stream_and_default_mode_alone():
     from hierviz.data import ContrastiveDataset, FeatureViews, TwoViewTransform
 

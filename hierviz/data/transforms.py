@@ -422,7 +422,8 @@ class ContrastiveDataset(Dataset):
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
             raise ValueError(f"seed must be None or an integer >= 0 (per-sample augmentation seeds), got {seed!r}")
         self.seed = None if seed is None else int(seed)
-        self.epoch = 0
+        # in shared memory: DataLoader workers (persistent ones included) see set_epoch
+        self._epoch = torch.zeros((), dtype=torch.int64).share_memory_()
         if not callable(transform):
             raise TypeError(f"transform must be callable, got {type(transform).__name__}")
         if isinstance(views, bool) or not isinstance(views, (int, np.integer)) or views < 1:
@@ -436,10 +437,15 @@ class ContrastiveDataset(Dataset):
         return int(self.labels.shape[0])
 
     def set_epoch(self, epoch: int) -> None:
-        """The epoch ``e`` of the per-sample seeds (no effect without ``seed``)."""
+        """The epoch ``e`` of the per-sample seeds (no effect without ``seed``); workers already started see it too."""
         if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
             raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
-        self.epoch = int(epoch)
+        self._epoch.fill_(int(epoch))
+
+    @property
+    def epoch(self) -> int:
+        """The epoch ``e`` of the per-sample seeds (shared with the DataLoader's worker processes)."""
+        return int(self._epoch)
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
         img = self.images[i]
