@@ -1,12 +1,23 @@
 """Paper 04 Table I in shape from the fold folders of ``hierviz compare --protocol unseen``.
 
-Usage: ``python docs/results/paper04_table.py /tmp/p04/fold0 /tmp/p04/fold1 ...`` prints the
-Markdown table of ``docs/results/paper04.md``: mean (standard error of the mean over folds) of
-each metric, in percent, as the paper's Table I.
+Usage::
+
+    python docs/results/paper04_table.py /tmp/p04/fold0 /tmp/p04/fold1 ...
+    python docs/results/paper04_table.py --prior docs/results/paper04/20news_folds0-3.md 4 /tmp/p04/fold4
+
+prints the Markdown table of ``docs/results/paper04.md``: mean (standard error of the mean over
+folds) of each metric, in percent, as the paper's Table I.
+
+``--prior FILE N`` adds N earlier folds known only by such a table (mean and standard error,
+rounded to 0.1): the pooled mean and standard error over N + len(folders) folds are computed
+from the summary statistics (for each cell: sum = N * mean, sum of squared deviations =
+(N - 1) * N * SE^2). Rounding the prior cells to 0.1 moves a pooled mean by at most
+0.05 * N / (N + k) and the pooled standard error by a comparable amount.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -27,21 +38,58 @@ COLUMNS = [
 ]
 
 
-def table(folders: list[str]) -> str:
+def read_prior(path: str) -> dict[str, list[tuple[float, float]]]:
+    """``{METHOD: [(mean, se) per column]}`` from a Markdown table written by :func:`table`."""
+    out = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != len(COLUMNS) + 1 or cells[0] in ("method", "---"):
+            continue
+        pairs = [re.fullmatch(r"(-?[\d.]+) \(([\d.]+)\)", c) for c in cells[1:]]
+        if all(pairs):
+            out[cells[0]] = [(float(m.group(1)), float(m.group(2))) for m in pairs]
+    if not out:
+        raise ValueError(f"{path}: no table rows 'METHOD | mean (se) | ...' with {len(COLUMNS)} columns")
+    return out
+
+
+def _cell(v: np.ndarray, prior: tuple[float, float] | None, n_prior: int) -> str:
+    n, total, ss = len(v), float(v.sum()), float(((v - v.mean()) ** 2).sum()) if len(v) else 0.0
+    mean = v.mean() if n else float("nan")
+    if prior is not None and n_prior:
+        pm, pse = prior
+        pss = (n_prior - 1) * n_prior * pse**2  # SE = sd / sqrt(N), sd^2 = ss / (N - 1)
+        N = n_prior + n
+        mean = (n_prior * pm + total) / N
+        ss = pss + n_prior * (pm - mean) ** 2 + (ss + n * ((v.mean() if n else mean) - mean) ** 2)
+        n = N
+    sem = np.sqrt(ss / (n - 1)) / np.sqrt(n) if n > 1 else float("nan")
+    return f"{mean:.1f}" + (f" ({sem:.1f})" if np.isfinite(sem) else "")
+
+
+def table(folders: list[str], prior: dict[str, list[tuple[float, float]]] | None = None, n_prior: int = 0) -> str:
     rows = [r for f in folders for r in read_results_csv(Path(f) / "results.csv")]
     methods = list(dict.fromkeys(r["method"] for r in rows))
     head = "| method | " + " | ".join(t for _, t in COLUMNS) + " |"
     lines = [head, "|---|" + "---:|" * len(COLUMNS)]
     for m in methods:
         cells = []
-        for key, _ in COLUMNS:
+        for j, (key, _) in enumerate(COLUMNS):
             v = np.array([float(r[key]) for r in rows if r["method"] == m], dtype=float)
             v = v[np.isfinite(v)] * 100
-            sem = v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else float("nan")
-            cells.append(f"{v.mean():.1f}" + (f" ({sem:.1f})" if np.isfinite(sem) else ""))
+            p = prior.get(m.upper()) if prior else None
+            cells.append(_cell(v, p[j] if p else None, n_prior if p else 0))
         lines.append(f"| {m.upper()} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + f"\n\n{len(folders)} fold(s): " + ", ".join(Path(f).name for f in folders)
+    names = ", ".join(Path(f).name for f in folders)
+    folds = f"{len(folders)} fold(s): {names}" + (
+        f", plus {n_prior} earlier fold(s) from their summary" if prior else ""
+    )
+    return "\n".join(lines) + f"\n\n{folds}"
 
 
 if __name__ == "__main__":
-    print(table(sys.argv[1:]))
+    args = sys.argv[1:]
+    prior, n_prior = None, 0
+    if args[:1] == ["--prior"]:
+        prior, n_prior, args = read_prior(args[1]), int(args[2]), args[3:]
+    print(table(args, prior, n_prior))
