@@ -303,19 +303,20 @@ PANEL_STATE_JS = """(i) => {
   return {figures: figs.length, drawn: drawn.length, data, titles};
 }"""
 
-# Resolves (in the page) once panel i shows exactly one drawn figure whose data differ from `before`;
+# Resolves (in the page) once panel i shows exactly one drawn figure whose traces or title differ from
+# `before` ({data, title}; a step of a margin can leave every trace as it was and change only the title);
 # returns the milliseconds since the user's action (window.__hvT0: the keydown, the select's change, or the
 # mouse release that ends a drag).
 CHANGED_JS = (
     "([i, before]) => {\n  const s = ("
     + PANEL_STATE_JS
     + """)(i);
-  if (!s || s.figures !== 1 || s.drawn !== 1 || s.data[0] === before) return false;
+  if (!s || s.figures !== 1 || s.drawn !== 1 || (s.data[0] === before.data && s.titles[0] === before.title)) return false;
   const now = performance.now(), t0 = window.__hvT0;
   const frames = (window.__hvRecv || []).filter(([t]) => t0 !== null && t >= t0);
   const big = frames.reduce((a, f) => (a === null || f[1] > a[1] ? f : a), null);
   return {ms: now - t0, kernel_ms: big ? big[0] - t0 : null, browser_ms: big ? now - big[0] : null,
-          figure_bytes: big ? big[1] : null, title: s.titles[0]};
+          figure_bytes: big ? big[1] : null, title: s.titles[0], data_changed: s.data[0] !== before.data};
 }"""
 )
 

@@ -3,8 +3,8 @@
 For every notebook that builds a panel (``Panel(`` / ``*_panel(`` in its code), a SMOKE copy is
 opened in a JupyterLab server started here, run with Run > Run All Cells and saved; then every
 slider (keyboard on its handle; a mouse drag in Notebook 7, which swallows arrow keys) and dropdown
-of every ``.hierviz-panel`` is moved once, and the
-panel must show exactly one drawn plotly figure, before and after, whose data changed. The time
+of every ``.hierviz-panel`` is moved once, and the panel must show exactly one drawn plotly figure,
+before and after, whose traces or title changed (``data_changed`` in the record says which). The time
 from the key press to the redrawn figure is recorded (``redraw_ms`` in the report and in
 ``browser/redraw_times.json`` under the artifacts folder); screenshots of every panel and of the
 page go there too (``tests/artifacts/`` or ``$HIERVIZ_ARTIFACTS``).
@@ -93,7 +93,8 @@ def check_panels(server, browser, name: str, record_property) -> list[dict]:
             ctrls = B.controls(panel)
             assert ctrls, f"{name} panel {i} has no slider or dropdown"
             for j, (kind, loc) in enumerate(ctrls):
-                before = page.evaluate(f"({B.PANEL_STATE_JS})({i})")["data"][0]
+                s = page.evaluate(f"({B.PANEL_STATE_JS})({i})")
+                before = {"data": s["data"][0], "title": s["titles"][0]}
                 what = B.move(page, kind, loc, server.app)
                 try:
                     got = page.wait_for_function(B.CHANGED_JS, arg=[i, before], polling="raf", timeout=30_000)
@@ -103,7 +104,8 @@ def check_panels(server, browser, name: str, record_property) -> list[dict]:
                     pytest.fail(
                         f"{name} panel {i} control {j} ({kind}, {what}): the figure did not redraw in 30 s; "
                         f"the panel shows {now['figures']} figure(s), {now['drawn']} drawn, data "
-                        f"{'unchanged' if now['data'] and now['data'][0] == before else 'changed'} "
+                        f"{'unchanged' if now['data'] and now['data'][0] == before['data'] else 'changed'}, title "
+                        f"{'unchanged' if now['titles'] and now['titles'][0] == before['title'] else 'changed'} "
                         f"({type(e).__name__})",
                         pytrace=False,
                     )
@@ -111,7 +113,7 @@ def check_panels(server, browser, name: str, record_property) -> list[dict]:
                 rows.append(
                     {"panel": i, "control": j, "kind": kind, "move": what}
                     | {k: None if r[k] is None else round(r[k], 1) for k in ("ms", "kernel_ms", "browser_ms")}
-                    | {"figure_bytes": r["figure_bytes"]}
+                    | {"figure_bytes": r["figure_bytes"], "data_changed": r["data_changed"]}
                 )
             panel.screenshot(path=str(shots / f"panel{i}.png"))
         record_property("redraw_ms", [r["ms"] for r in rows])
