@@ -109,8 +109,7 @@ def test_widget_note_drops_the_widget_state():
     """The saved widget state makes nbconvert's lab template load ipywidgets' manager from unpkg."""
     from nbconvert import HTMLExporter
 
-    nb = _executed_tiny_notebook()
-    nb = nbformat.from_dict(nb)  # a copy
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("a slider was here")])
     nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2}}
     html, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
     assert "unpkg.com" in html  # the problem
@@ -134,6 +133,7 @@ def test_exporter_is_registered_with_nbconvert():
     assert get_exporter("hierviz_html") is NotebookHTMLExporter
 
 
+@pytest.mark.slow
 def test_export_of_an_executed_notebook_has_figures_and_no_cdn(tmp_path):
     """``jupyter nbconvert --to hierviz_html`` of an executed notebook: the figure is there, nothing is fetched."""
     src = tmp_path / "tiny.ipynb"
@@ -328,6 +328,7 @@ def test_site_renders_figures_and_math_in_chromium(site, tmp_path):
     assert home["math"] >= 3, home
 
 
+@pytest.mark.slow
 def test_export_renders_figures_and_math_in_chromium(tmp_path):
     from _browser import artifacts_dir, chromium, require_browser
 
