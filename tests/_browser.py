@@ -303,24 +303,31 @@ PANEL_STATE_JS = """(i) => {
   return {figures: figs.length, drawn: drawn.length, data, titles};
 }"""
 
-# Resolves (in the page) once panel i shows exactly one drawn figure whose traces or title differ from
-# `before` ({data, title}; a step of a margin can leave every trace as it was and change only the title);
-# returns the milliseconds since the user's action (window.__hvT0: the keydown, the select's change, or the
-# mouse release that ends a drag).
-CHANGED_JS = (
-    "([i, before]) => {\n  const s = ("
-    + PANEL_STATE_JS
-    + """)(i);
-  if (!s || s.figures !== 1 || s.drawn !== 1 || (s.data[0] === before.data && s.titles[0] === before.title)) return false;
+# Resolves (in the page) at the first animation frame where panel i shows exactly one drawn figure
+# that is not the one snapshotted by _ARM_CLOCK_JS (a new plot element, or new data/layout objects on
+# the same element: Plotly.react). O(1) per frame, so the polling does not slow the redraw it times.
+# Returns the milliseconds since the user's action (window.__hvT0: the keydown, the select's change,
+# or the mouse release that ends a drag), split at the largest websocket frame received since then.
+CHANGED_JS = """(i) => {
+  const panel = document.querySelectorAll('.hierviz-panel')[i];
+  if (!panel) return false;
+  const figs = panel.querySelectorAll('.js-plotly-plot');
+  if (figs.length !== 1) return false;
+  const g = figs[0], p = window.__hvPrev || {};
+  if (!g._fullLayout || !g.querySelector('.main-svg')) return false;
+  if (g === p.gd && g.data === p.data && g.layout === p.layout) return false;
   const now = performance.now(), t0 = window.__hvT0;
-  const frames = (window.__hvRecv || []).filter(([t]) => t0 !== null && t >= t0);
+  if (t0 === null) return false;
+  const frames = (window.__hvRecv || []).filter(([t]) => t >= t0);
   const big = frames.reduce((a, f) => (a === null || f[1] > a[1] ? f : a), null);
   return {ms: now - t0, kernel_ms: big ? big[0] - t0 : null, browser_ms: big ? now - big[0] : null,
-          figure_bytes: big ? big[1] : null, title: s.titles[0], data_changed: s.data[0] !== before.data};
+          figure_bytes: big ? big[1] : null};
 }"""
-)
 
-_ARM_CLOCK_JS = """(type) => {
+_ARM_CLOCK_JS = """([type, i]) => {
+  const panel = document.querySelectorAll('.hierviz-panel')[i];
+  const g = panel && panel.querySelector('.js-plotly-plot');
+  window.__hvPrev = g ? {gd: g, data: g.data, layout: g.layout} : {};
   window.__hvT0 = null;
   window.__hvRecv = [];
   document.addEventListener(type, () => { if (window.__hvT0 === null) window.__hvT0 = performance.now(); },
@@ -357,8 +364,10 @@ def controls(panel) -> list[tuple[str, object]]:
     return out
 
 
-def move(page, kind: str, loc, app: str = "lab") -> str:
-    """Move one control by one step and return what was done.
+def move(page, kind: str, loc, panel: int, app: str = "lab") -> str:
+    """Move one control of panel number ``panel`` by one step and return what was done.
+
+    Before the move the panel's figure is snapshotted and a clock armed for :data:`CHANGED_JS`.
 
     A dropdown gets its next option. A slider: in JupyterLab the arrow key on its focused handle
     (one step); in classic Notebook 7 a mouse drag of the handle, since Notebook 7's key-binding
@@ -366,7 +375,7 @@ def move(page, kind: str, loc, app: str = "lab") -> str:
     notebook 7.6: ``defaultPrevented`` at the document, the handle never sees the key).
     """
     if kind == "dropdown":
-        page.evaluate(_ARM_CLOCK_JS, "change")
+        page.evaluate(_ARM_CLOCK_JS, ["change", panel])
         options = loc.locator("option").all_text_contents()
         cur = loc.evaluate("s => s.selectedIndex")
         target = (cur + 1) % len(options)
@@ -376,11 +385,11 @@ def move(page, kind: str, loc, app: str = "lab") -> str:
     right = not (now is not None and top is not None and float(now) >= float(top))
     if app == "lab":
         key = "ArrowRight" if right else "ArrowLeft"
-        page.evaluate(_ARM_CLOCK_JS, "keydown")
+        page.evaluate(_ARM_CLOCK_JS, ["keydown", panel])
         loc.focus()
         loc.press(key)
         return f"{key} from {now}"
-    page.evaluate(_ARM_CLOCK_JS, "pointerup")  # the slider sends its value on release
+    page.evaluate(_ARM_CLOCK_JS, ["pointerup", panel])  # the slider sends its value on release
     box = loc.bounding_box()
     track = loc.locator("xpath=ancestor::*[contains(@class, 'noUi-target')][1]").bounding_box()
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2

@@ -95,25 +95,29 @@ def check_panels(server, browser, name: str, record_property) -> list[dict]:
             for j, (kind, loc) in enumerate(ctrls):
                 s = page.evaluate(f"({B.PANEL_STATE_JS})({i})")
                 before = {"data": s["data"][0], "title": s["titles"][0]}
-                what = B.move(page, kind, loc, server.app)
+                what = B.move(page, kind, loc, i, server.app)
                 try:
-                    got = page.wait_for_function(B.CHANGED_JS, arg=[i, before], polling="raf", timeout=30_000)
+                    got = page.wait_for_function(B.CHANGED_JS, arg=i, polling="raf", timeout=30_000)
                 except Exception as e:  # noqa: BLE001  (playwright's TimeoutError: report what the panel shows)
-                    now = page.evaluate(f"({B.PANEL_STATE_JS})({i})")
+                    got = None
+                    err = type(e).__name__
+                now = page.evaluate(f"({B.PANEL_STATE_JS})({i})")
+                same_data = bool(now["data"]) and now["data"][0] == before["data"]
+                same_title = bool(now["titles"]) and now["titles"][0] == before["title"]
+                if got is None or (now["figures"], now["drawn"]) != (1, 1) or (same_data and same_title):
                     panel.screenshot(path=str(shots / f"panel{i}-control{j}-FAILED.png"))
                     pytest.fail(
-                        f"{name} panel {i} control {j} ({kind}, {what}): the figure did not redraw in 30 s; "
-                        f"the panel shows {now['figures']} figure(s), {now['drawn']} drawn, data "
-                        f"{'unchanged' if now['data'] and now['data'][0] == before['data'] else 'changed'}, title "
-                        f"{'unchanged' if now['titles'] and now['titles'][0] == before['title'] else 'changed'} "
-                        f"({type(e).__name__})",
+                        f"{name} panel {i} control {j} ({kind}, {what}): "
+                        + (f"the figure did not redraw in 30 s ({err}); " if got is None else "")
+                        + f"the panel shows {now['figures']} figure(s), {now['drawn']} drawn; data "
+                        f"{'unchanged' if same_data else 'changed'}, title {'unchanged' if same_title else 'changed'}",
                         pytrace=False,
                     )
                 r = got.json_value()
                 rows.append(
                     {"panel": i, "control": j, "kind": kind, "move": what}
                     | {k: None if r[k] is None else round(r[k], 1) for k in ("ms", "kernel_ms", "browser_ms")}
-                    | {"figure_bytes": r["figure_bytes"], "data_changed": r["data_changed"]}
+                    | {"figure_bytes": r["figure_bytes"], "data_changed": not same_data}
                 )
             panel.screenshot(path=str(shots / f"panel{i}.png"))
         record_property("redraw_ms", [r["ms"] for r in rows])
