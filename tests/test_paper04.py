@@ -439,6 +439,7 @@ def test_class_weighted_gradcheck_and_errors(cls):
     assert torch.autograd.gradcheck(lambda t: loss(t, y), (z,))
     with pytest.raises(ValueError, match="class_weight must be one of"):
         cls(TREE4, class_weight="balanced")
+    assert cls(TREE4, class_weight=None).class_weight == "none"  # --set loss.class_weight=none reads as null
 
 
 def test_class_weight_is_a_method_hyperparameter():

@@ -138,6 +138,8 @@ class _HeadLoss(nn.Module):
         self.geometry = geometry
         self.who = who
         self.head = nn.LazyLinear(int(out_features))
+        if class_weight is None:  # ``--set loss.class_weight=none`` reads as null
+            class_weight = "none"
         if class_weight not in CLASS_WEIGHTS:
             raise ValueError(f"{who}: class_weight must be one of {CLASS_WEIGHTS}, got {class_weight!r}")
         self.class_weight = class_weight
@@ -178,7 +180,7 @@ class LeafLoss(_HeadLoss):
     tree : LabelTree
     geometry : Geometry, optional
         The head reads ``geometry.to_tangent0(z)`` when it is hyperbolic.
-    class_weight : {"none", "inverse"}, default "none"
+    class_weight : {"none", "inverse"} or None, default "none"
         ``"inverse"``: leaf weights :math:`1 / n_c` from the running leaf counts (module docstring).
 
     Notes
@@ -219,7 +221,7 @@ class PerLevelLoss(_HeadLoss):
     tree : LabelTree
     geometry : Geometry, optional
         The head reads ``geometry.to_tangent0(z)`` when it is hyperbolic.
-    class_weight : {"none", "inverse"}, default "none"
+    class_weight : {"none", "inverse"} or None, default "none"
         ``"inverse"``: on each level, class weights :math:`1 / n` (its leaves' running
         counts summed) and a weighted mean over the batch (module docstring).
 
@@ -302,7 +304,7 @@ class BinaryLoss(_HeadLoss):
     tree : LabelTree
     geometry : Geometry, optional
         The head reads ``geometry.to_tangent0(z)`` when it is hyperbolic.
-    class_weight : {"none", "inverse"}, default "none"
+    class_weight : {"none", "inverse"} or None, default "none"
         ``"inverse"``: positives of node :math:`j` weigh :math:`n^-_j / n^+_j` (``pos_weight``
         from the running leaf counts; 1 for a node without counted positives).
 
