@@ -58,6 +58,7 @@ __all__ = [
     "train_htc",
     "run_htc",
     "summarise",
+    "markdown_table",
 ]
 
 _PAPER = "Paper 05 (HyILR)"
@@ -415,7 +416,8 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _markdown(rows: Sequence[dict[str, Any]], title: str) -> str:
+def markdown_table(rows: Sequence[dict[str, Any]], title: str) -> str:
+    """The results table (markdown) of :func:`summarise` rows: mean ± std per metric, k, α_t, α_l, radii."""
     head = "| method | λ | seeds | Micro-F1 | Macro-F1 | Hi-MiF1 | Hi-MaF1 | k | α_t | α_l | label r | text r |"
     lines = [f"### {title}", "", head, "|" + "---|" * 12]
     for r in rows:
@@ -526,7 +528,7 @@ def _write_tables(out: Path, rows, records, data: HTCData, cfg: HTCConfig) -> No
             w.writeheader()
             w.writerows(flat)
     sizes = {s: int((data.split == s).sum()) for s in ("train", "val", "test")}
-    md = _markdown(rows, f"{data.name}: test split, mean ± std over seeds (percent)")
+    md = markdown_table(rows, f"{data.name}: test split, mean ± std over seeds (percent)")
     md += (
         f"\n{sizes} documents; tree {data.tree.num_nodes - 1} labels, {data.tree.height} levels; "
         f"encoder h={cfg.h}, layers={cfg.layers}, max_len={cfg.max_len}, epochs ≤ {cfg.epochs}, τ={cfg.tau}.\n"
