@@ -10,7 +10,8 @@ This module fixes both, for the docs site and for a standalone export:
 * :class:`PlotlyToHTML` (an nbconvert preprocessor) adds to every plotly output an HTML
   rendering (a ``<div>`` and a ``Plotly.newPlot`` call, made by :func:`plotly.io.to_html`)
   that needs only ``window.Plotly``;
-* :class:`WidgetNote` replaces ipywidgets views (which need a live kernel) with a one-line note;
+* :class:`WidgetNote` replaces ipywidgets views (which need a live kernel) with a one-line note,
+  followed by the figure a :class:`hierviz.viz.Panel` carries as its static fallback;
 * :class:`NotebookHTMLExporter` (registered with nbconvert as ``hierviz_html``) runs both and
   inlines plotly.js (from the installed ``plotly`` package) and MathJax 3 (``tex-svg-full.js``
   from the ``django-static-mathjax`` package, which ships MathJax 3.2.2's files and nothing
@@ -31,6 +32,7 @@ import re
 from importlib import resources
 from pathlib import Path
 
+import nbformat
 from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Unicode, default
@@ -181,6 +183,10 @@ class PlotlyToHTML(Preprocessor):
 class WidgetNote(Preprocessor):
     """Replace ipywidgets views (dead without a kernel) by a short note saying how to use them.
 
+    A view whose bundle also holds a plotly figure (a :class:`hierviz.viz.Panel` puts its current
+    figure there as the fallback for front ends without a kernel) keeps that figure: the note is
+    followed by a ``display_data`` output with the figure, which :class:`PlotlyToHTML` then draws.
+
     The notebook's saved widget state (``metadata.widgets``) is dropped too: nbconvert's templates
     load ipywidgets' HTML manager from a CDN whenever it is present.
 
@@ -194,6 +200,15 @@ class WidgetNote(Preprocessor):
     >>> nb, _ = WidgetNote().preprocess(nb, {})
     >>> sorted(nb.cells[0].outputs[0].data), "widgets" in nb.metadata
     (['text/html'], False)
+
+    A panel's view keeps its figure, after the note:
+
+    >>> fig = {"data": [{"type": "bar", "y": [1]}], "layout": {}}
+    >>> out = nbformat.v4.new_output("display_data", data={**data, PLOTLY_MIME: fig})
+    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[out])])
+    >>> nb, _ = WidgetNote().preprocess(nb, {})
+    >>> [sorted(o.data) for o in nb.cells[0].outputs]
+    [['text/html'], ['application/vnd.plotly.v1+json']]
     """
 
     def preprocess(self, nb, resources):
@@ -205,10 +220,21 @@ class WidgetNote(Preprocessor):
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
             return cell, resources
+        outputs = []
         for out in cell.get("outputs", []):
             data = out.get("data")
             if data and WIDGET_MIME in data:
+                figure = data.get(PLOTLY_MIME)
                 out["data"] = {"text/html": WIDGET_NOTE_HTML}
+                outputs.append(out)
+                if figure is not None:  # a hierviz Panel's static fallback: its current figure
+                    outputs.append(
+                        {"output_type": "display_data", "data": {PLOTLY_MIME: figure}, "metadata": {}}
+                    )
+            else:
+                outputs.append(out)
+        if "outputs" in cell:
+            cell.outputs = [nbformat.from_dict(o) for o in outputs]
         return cell, resources
 
 

@@ -290,7 +290,8 @@ def error_outputs(nb: dict) -> list[str]:
     ]
 
 
-# The state of panel i: its figures, their data (JSON) and title, and which of its controls are what.
+# The state of panel i: its figures, their data (JSON) and title, and the figures its cell shows
+# outside every panel.
 PANEL_STATE_JS = """(i) => {
   const panel = document.querySelectorAll('.hierviz-panel')[i];
   if (!panel) return null;
@@ -300,7 +301,10 @@ PANEL_STATE_JS = """(i) => {
   const data = drawn.map(g => JSON.stringify(g.data.map(t => Object.fromEntries(
       Object.entries(t).filter(([k]) => k !== 'uid').map(([k, v]) => [k, Array.isArray(v) ? v.map(enc) : enc(v)])))));
   const titles = drawn.map(g => (g.layout.title && g.layout.title.text) || '');
-  return {figures: figs.length, drawn: drawn.length, data, titles};
+  // figures in the panel's cell but in no panel: a second copy of the panel's figure would be one
+  const cell = panel.closest('.jp-Cell');
+  const outside = cell ? [...cell.querySelectorAll('.js-plotly-plot')].filter(g => !g.closest('.hierviz-panel')).length : 0;
+  return {figures: figs.length, drawn: drawn.length, data, titles, outside};
 }"""
 
 # Resolves (in the page) at the first animation frame where panel i shows exactly one drawn figure

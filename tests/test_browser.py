@@ -4,7 +4,7 @@ For every notebook that builds a panel (``Panel(`` / ``*_panel(`` in its code), 
 opened in a JupyterLab server started here, run with Run > Run All Cells and saved; then every
 slider (keyboard on its handle; a mouse drag in Notebook 7, which swallows arrow keys) and dropdown
 of every ``.hierviz-panel`` is moved once, and the panel must show exactly one drawn plotly figure,
-before and after, whose traces or title changed (``data_changed`` in the record says which). The time
+before and after (and its cell no other copy of it), whose traces or title changed (``data_changed`` in the record says which). The time
 from the key press to the redrawn figure is recorded (``redraw_ms`` in the report and in
 ``browser/redraw_times.json`` under the artifacts folder); screenshots of every panel and of the
 page go there too (``tests/artifacts/`` or ``$HIERVIZ_ARTIFACTS``).
@@ -89,6 +89,9 @@ def check_panels(server, browser, name: str, record_property) -> list[dict]:
             s = page.evaluate(f"({B.PANEL_STATE_JS})({i})")
             assert (s["figures"], s["drawn"]) == (1, 1), (
                 f"{name} panel {i}: {s['figures']} figure(s), {s['drawn']} drawn; want exactly one, drawn"
+            )
+            assert s["outside"] == 0, (
+                f"{name} panel {i}: its cell shows {s['outside']} more figure(s) outside the panel; want only the panel's"
             )
             ctrls = B.controls(panel)
             assert ctrls, f"{name} panel {i} has no slider or dropdown"

@@ -568,7 +568,21 @@ class Panel(widgets.VBox):
     Notes
     -----
     The panel's DOM node carries the CSS class ``hierviz-panel`` (the browser tests find
-    panels by it).
+    panels by it). Displaying a panel emits the widget view and, in the same bundle, the
+    current figure's plotly JSON: live front ends draw the view (ipywidgets' renderer has
+    rank −10, plotly's 0), while a notebook read without a kernel (nbconvert, the docs
+    site) shows the figure. So a notebook needs no static copy of a panel's figure.
+
+    Examples
+    --------
+    >>> import ipywidgets as widgets
+    >>> import plotly.graph_objects as go
+    >>> p = Panel({"n": widgets.IntSlider(2, 1, 5)}, lambda n: go.Figure(go.Bar(y=list(range(n)))))
+    >>> p.controls["n"].value = 4  # what moving the slider does
+    >>> p.figure.data[0].y, len(p.view.outputs)
+    ((0, 1, 2, 3), 1)
+    >>> sorted(p._repr_mimebundle_())
+    ['application/vnd.jupyter.widget-view+json', 'application/vnd.plotly.v1+json', 'text/plain']
     """
 
     def __init__(self, controls: dict[str, Any], update: Callable[..., go.Figure], title: str = ""):
@@ -602,6 +616,16 @@ class Panel(widgets.VBox):
         # waiting for the cell's reply (measured: 9 stalls in 26 headless runs); setting
         # ``outputs`` never stalled (0 in 8).
         self.view.outputs = ({"output_type": "display_data", "data": figure_bundle(self.figure), "metadata": {}},)
+
+    def _repr_mimebundle_(self, **kwargs) -> dict[str, Any]:
+        # The widget view, plus the current figure as a static fallback. JupyterLab, Notebook 7
+        # and VS Code draw the view (ipywidgets' renderer ranks above plotly's), so a live page
+        # shows one figure per panel; where no kernel or widget manager is (papermill outputs,
+        # nbconvert, the docs site, GitHub) the figure is still there.
+        bundle = super()._repr_mimebundle_(**kwargs)
+        fallback = figure_bundle(self.figure)
+        bundle[PLOTLY_MIME] = fallback[PLOTLY_MIME]
+        return bundle
 
     def _on_change(self, change) -> None:
         self.refresh()
