@@ -228,9 +228,7 @@ class WidgetNote(Preprocessor):
                 out["data"] = {"text/html": WIDGET_NOTE_HTML}
                 outputs.append(out)
                 if figure is not None:  # a hierviz Panel's static fallback: its current figure
-                    outputs.append(
-                        {"output_type": "display_data", "data": {PLOTLY_MIME: figure}, "metadata": {}}
-                    )
+                    outputs.append({"output_type": "display_data", "data": {PLOTLY_MIME: figure}, "metadata": {}})
             else:
                 outputs.append(out)
         if "outputs" in cell:
