@@ -59,7 +59,7 @@ def unbalanced_tree():
 def data_dir():
     d = shared_data_dir()
     if d is None:
-        pytest.skip("real data not present (../shared/data or HIERVIZ_DATA); runs in CI")
+        pytest.skip("real data not present: put it in ../shared/data or set HIERVIZ_DATA (data_scripts/README.md)")
     return d
 
 

@@ -584,3 +584,46 @@ def test_all_figures_are_plotly(breakhis_tree):
         for fig in (plot_tree(breakhis_tree), plot_rho(breakhis_tree), plot_omega(breakhis_tree, 0.5, 0.5)):
             assert isinstance(fig, go.Figure)
             fig.to_json()  # serialisable for the HTML report
+
+
+def test_node_positions_skip_and_singletons_match_the_full_karcher_means():
+    """Skipped nodes are absent, the rest unchanged; a one-point group is that point (no Karcher step)."""
+    from hierviz.geometry import get_geometry
+    from hierviz.hierarchy import LabelTree
+    from hierviz.viz import node_positions
+
+    tree = LabelTree.from_nested({"root": {"a": ["x", "y"], "b": ["z", "w"]}})
+    rng = np.random.default_rng(0)
+    z = rng.uniform(-0.4, 0.4, size=(12, 2))
+    y = np.repeat(np.arange(4), 3)
+    ball = get_geometry("poincare", c=1.0)
+    full = node_positions(z, y, tree, ball)
+    part = node_positions(z, y, tree, ball, skip={"a", "x"})
+    assert set(full) == {"a", "b", "x", "y", "z", "w"} and set(part) == {"b", "y", "z", "w"}
+    for k in part:
+        np.testing.assert_allclose(part[k], full[k], atol=1e-12)
+    one = node_positions(z[::3], y[::3], tree, ball)  # one point per leaf
+    for i, leaf in enumerate(["x", "y", "z", "w"]):
+        np.testing.assert_array_equal(one[leaf], z[3 * i])
+
+
+def test_plot_poincare_disk_reuses_positions_only_for_the_same_points():
+    """The panels' position cache is keyed by content: new points give new centroids, the same give the same."""
+    from hierviz.hierarchy import LabelTree
+    from hierviz.viz import plot_poincare_disk
+
+    tree = LabelTree.from_nested({"root": {"a": ["x", "y"], "b": ["z"]}})
+    z = np.array([[0.3, 0.1], [0.2, 0.4], [-0.5, 0.0], [-0.1, -0.6]])
+    y = np.array([0, 1, 2, 2])
+
+    def centroids(fig):
+        t = next(t for t in fig.data if t.name == "leaf centroids")
+        return np.column_stack([t.x, t.y])
+
+    first = centroids(plot_poincare_disk(z, y, tree))
+    np.testing.assert_array_equal(centroids(plot_poincare_disk(z.copy(), y, tree)), first)
+    moved = z.copy()
+    moved[2] = [-0.3, 0.2]
+    assert not np.allclose(centroids(plot_poincare_disk(moved, y, tree)), first)
+    z[2] = [-0.3, 0.2]  # the caller's array changed in place: the cache must not return the old means
+    np.testing.assert_allclose(centroids(plot_poincare_disk(z, y, tree)), centroids(plot_poincare_disk(moved, y, tree)))

@@ -8,6 +8,7 @@ right angles (or diameters); :func:`geodesic` samples them with geoopt, and
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -251,10 +252,11 @@ def frechet_group_means(
         return geometry.group_mean(x, index, num_groups, steps=steps)
 
 
-def node_positions(z: np.ndarray, y: np.ndarray, tree, geometry) -> dict[str, np.ndarray]:
+def node_positions(z: np.ndarray, y: np.ndarray, tree, geometry, skip: Any = ()) -> dict[str, np.ndarray]:
     """Fréchet mean of the points under every non-root node (paper 01 Eq. 3).
 
-    Uses :func:`frechet_group_means`, one vectorised call per tree level.
+    Uses :func:`frechet_group_means`, one vectorised call per tree level. A group of one point
+    is its own mean and costs no Karcher step.
 
     Parameters
     ----------
@@ -265,30 +267,65 @@ def node_positions(z: np.ndarray, y: np.ndarray, tree, geometry) -> dict[str, np
     tree : hierviz.hierarchy.LabelTree
     geometry : hierviz.geometry.Geometry
         Provides ``group_mean`` and ``dist``.
+    skip : collection of str, optional
+        Nodes whose position the caller already has (given prototypes): not computed,
+        absent from the result.
 
     Returns
     -------
     dict of str to numpy.ndarray (d,)
         node name → mean of the points whose leaf lies under it (the leaf centroid for
-        a leaf). Nodes with no points are absent; the root is never included.
+        a leaf). Nodes with no points or in ``skip`` are absent; the root is never included.
+
+    Examples
+    --------
+    >>> from hierviz.geometry import get_geometry
+    >>> from hierviz.hierarchy import LabelTree
+    >>> tree = LabelTree.from_nested({"root": {"a": ["x", "y"], "b": ["z"]}})
+    >>> z = np.array([[0.3, 0.1], [0.1, 0.3], [-0.5, 0.0]])
+    >>> pos = node_positions(z, np.array([0, 1, 2]), tree, get_geometry("poincare"), skip={"b"})
+    >>> sorted(pos), pos["x"].tolist(), bool(abs(pos["a"][0] - pos["a"][1]) < 1e-12)
+    (['a', 'x', 'y', 'z'], [0.3, 0.1], True)
     """
     out: dict[str, np.ndarray] = {}
+    skip_idx = np.array([tree.node_index[n] for n in skip if n in tree.node_index], dtype=np.int64)
     paths = tree.leaf_paths.numpy()[y]  # (N, L+1) node index per level
     depth = tree.node_depth.numpy()
     zt = torch.from_numpy(z)
     for lvl in range(1, paths.shape[1]):
         idx = paths[:, lvl]
-        keep = depth[idx] == lvl  # shallow leaves repeat themselves: skip
+        keep = (depth[idx] == lvl) & ~np.isin(idx, skip_idx)  # shallow leaves repeat themselves: skip
         if not np.any(keep):
             continue
-        uniq, inv = np.unique(idx[keep], return_inverse=True)
-        means = frechet_group_means(
-            geometry, zt[torch.from_numpy(keep)], torch.from_numpy(inv.astype(np.int64)), len(uniq)
-        )
-        means = means.detach().cpu().numpy().astype(np.float64)
+        uniq, inv, counts = np.unique(idx[keep], return_inverse=True, return_counts=True)
+        if np.all(counts == 1):  # one point per group: it is its own mean
+            means = z[keep][np.argsort(inv)].astype(np.float64)
+        else:
+            means = frechet_group_means(
+                geometry, zt[torch.from_numpy(keep)], torch.from_numpy(inv.astype(np.int64)), len(uniq)
+            )
+            means = means.detach().cpu().numpy().astype(np.float64)
         for k, node in enumerate(uniq):
             out[tree.nodes[int(node)]] = means[k]
     return out
+
+
+# Panels redraw the same points with new slider values (LAM margins, weights): their Fréchet
+# means do not change, so plot_poincare_disk keeps the last few, keyed by content.
+_POSITIONS_CACHE: dict[tuple, dict[str, np.ndarray]] = {}
+_POSITIONS_CACHE_SIZE = 8
+
+
+def _disk_node_positions(Z: np.ndarray, y: np.ndarray, tree, c: float, skip: Any) -> dict[str, np.ndarray]:
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(y, dtype=np.int64)):
+        digest.update(part.tobytes())
+    key = (digest.hexdigest(), Z.shape, tuple(tree.nodes), tree.leaf_paths.numpy().tobytes(), float(c), frozenset(skip))
+    if key not in _POSITIONS_CACHE:
+        if len(_POSITIONS_CACHE) >= _POSITIONS_CACHE_SIZE:
+            _POSITIONS_CACHE.pop(next(iter(_POSITIONS_CACHE)))
+        _POSITIONS_CACHE[key] = node_positions(Z, y, tree, _geometry(c), skip=skip)
+    return {k: v.copy() for k, v in _POSITIONS_CACHE[key].items()}
 
 
 def _proto_names(proto_nodes: Any, tree, P: int) -> list[str]:
@@ -419,7 +456,7 @@ def plot_poincare_disk(
 
     pos: dict[str, np.ndarray] = {}
     if show_tree:
-        pos = node_positions(Z, y, tree, _geometry(c))
+        pos = _disk_node_positions(Z, y, tree, c, skip=given)
         pos.update({k: v for k, v in given.items() if k != tree.root})
     reduced = d > 2
     if reduced:
