@@ -23,6 +23,7 @@ from torch import nn
 
 from hierviz.hierarchy import LabelTree
 from hierviz.methods import METHODS, build_objective, get_method
+from hierviz.models.text import HyILRModel
 from hierviz.training import distributed as hd
 
 WORLD = 2
@@ -333,6 +334,12 @@ def _worker(rank: int, store: str, out_dir: str) -> None:
         w = torch.arange(1, 9, dtype=torch.float64)
         (w * y).sum().backward()  # every rank: the same loss of the global vector
         records["uneven"] = {"gathered": y.tolist(), "grad": x.grad.tolist()}
+        # a shared output whose first dimension equals the batch size (HyILR's label embeddings
+        # when c == B) stays the rank's own; the per-sample ones are gathered
+        lab = torch.full((3, 2), float(rank))
+        out, _ = hd.gather_batch({"text": torch.full((3, 2), 10.0 + rank), "labels": lab}, torch.arange(3),
+                                 shared=HyILRModel.shared_outputs)  # fmt: skip
+        records["shared"] = {"labels_is_own": out["labels"] is lab, "text": out["text"][:, 0].tolist()}
         Path(out_dir, f"rank{rank}.json").write_text(json.dumps(records))
     finally:
         _teardown()
@@ -436,6 +443,12 @@ def test_uneven_gather_and_its_gradient(records):
     # d/dx_r of sum(w * y), summed over ranks, averaged by DDP (/2): the rank's slice of w
     assert records[0]["uneven"]["grad"] == [2 * w for w in (1, 2, 3)]
     assert records[1]["uneven"]["grad"] == [2 * w for w in (4, 5, 6, 7, 8)]
+
+
+def test_gather_batch_leaves_shared_outputs_alone(records):
+    """HyILR's label embeddings (c, h) are a parameter, not a batch: never gathered, even when c == B."""
+    for rec in records:
+        assert rec["shared"] == {"labels_is_own": True, "text": [10.0] * 3 + [11.0] * 3}
 
 
 def test_sharded_batch_sampler_partitions_each_global_batch():

@@ -132,3 +132,12 @@ def test_notebook_runs_in_smoke_mode(path, tmp_path, record_property):
     )
     missing = [s for s in want["text"] if s not in text]
     assert not missing, f"{path.name} outputs never mention {missing}"
+    # a student sees every Python warning as a red box: fix them at their source, do not filter them
+    warned = [
+        line.strip()
+        for o in outputs
+        if o.get("output_type") == "stream" and o.get("name") == "stderr"
+        for line in o.get("text", "").splitlines()
+        if re.search(r"\w+Warning\b", line)
+    ]
+    assert not warned, f"{path.name} printed warning(s): {warned[:3]}"

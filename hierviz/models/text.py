@@ -225,7 +225,13 @@ class HyILRModel(nn.Module):
     ``W_L ∈ R^{h×c}`` (Xavier init) serves both the attention of Eq. 8 and, transposed, as the
     label features ``W_Lᵀ`` the contrastive loss projects (Eq. 12). The text feature is the
     ``[CLS]`` token ``X[:, 0]``. Padding tokens get ``−∞`` attention scores.
+
+    ``shared_outputs`` names the outputs that are not per sample (``"labels"``): a data-parallel
+    run gathers every other output over the ranks and leaves these alone
+    (:func:`hierviz.training.distributed.gather_batch`).
     """
+
+    shared_outputs = ("labels",)
 
     def __init__(self, encoder: nn.Module, num_labels: int, attention: bool = True, dropout: float = 0.1) -> None:
         super().__init__()

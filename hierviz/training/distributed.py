@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import datetime
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -218,7 +218,9 @@ def all_gather_nograd(x: torch.Tensor, sizes: list[int] | None = None) -> torch.
         return _gather_padded(x.detach(), sizes)
 
 
-def gather_batch(out: Mapping[str, Any], labels: torch.Tensor | None) -> tuple[dict[str, Any], torch.Tensor | None]:
+def gather_batch(
+    out: Mapping[str, Any], labels: torch.Tensor | None, shared: Collection[str] = ()
+) -> tuple[dict[str, Any], torch.Tensor | None]:
     """The global batch: every per-sample model output and the labels of all ranks.
 
     Parameters
@@ -228,6 +230,10 @@ def gather_batch(out: Mapping[str, Any], labels: torch.Tensor | None) -> tuple[d
         whose first dimension is this rank's batch size ``B`` is gathered with gradients,
         anything else (None, scalars) is passed through.
     labels : LongTensor (B,) or None
+    shared : collection of str, optional
+        Keys of outputs that are the same on every rank rather than per sample (a model's
+        ``shared_outputs``, e.g. HyILR's label embeddings ``"labels"`` (c, h)): passed through
+        even when their first dimension happens to equal ``B``.
 
     Returns
     -------
@@ -253,7 +259,7 @@ def gather_batch(out: Mapping[str, Any], labels: torch.Tensor | None) -> tuple[d
     gathered: dict[str, Any] = {}
     for k in sorted(out):  # the same order on every rank
         v = out[k]
-        if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == B:
+        if k not in shared and isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == B:
             gathered[k] = all_gather_with_grad(v, sizes) if v.requires_grad else all_gather_nograd(v, sizes)
         else:
             gathered[k] = v

@@ -523,7 +523,7 @@ def fit(
                 with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=use_amp):
                     out = train_model(x)
                 if distributed:  # negatives from every rank: the objective sees the global batch
-                    out, y = _dist.gather_batch(out, y)
+                    out, y = _dist.gather_batch(out, y, shared=getattr(model, "shared_outputs", ()))
                 loss, terms = _objective_loss(objective, out, y, requires_logits)
                 values = {"loss": float(loss.detach())}
                 values.update(
