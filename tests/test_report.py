@@ -218,3 +218,30 @@ def test_build_report_input_errors(tmp_path):
 
 def test_metrics_constant():
     assert METRICS == ("hf1", "h_acc", "pc_order", "violations", "top1")
+
+
+def test_build_report_bars_show_paper04_columns_for_unseen_protocol_runs(tmp_path, no_real_tsne):
+    """Unseen-protocol runs: the bar chart, like the tables, shows paper 04 Table I's columns, not paper 01's."""
+    import json
+    import re
+
+    from hierviz.data import load_tree
+    from hierviz.report.tables import METRICS, UNSEEN_METRICS
+
+    tree = load_tree("two-step")
+    emb = tmp_path / "e.npz"
+    z = np.random.default_rng(0).normal(size=(40, 8)).astype(np.float32)
+    np.savez(emb, z_test=z, y_test=np.arange(40) % 7, prototypes=np.zeros((0, 8), np.float32),
+             proto_nodes=np.zeros(0, np.int64))  # fmt: skip
+    paper01 = {"top1": 0.1, "hf1": 0.2, "h_acc": 0.2, "violations": 0.5, "pc_order": 0.5}
+    unseen = {m: 0.1 * (i + 1) for i, m in enumerate(UNSEEN_METRICS)}
+    recs = [
+        {"method": m, "geometry": "euclidean", "seed": s, "embeddings": str(emb), "metrics": {**paper01, **unseen}}
+        for m in ("t+pl", "pl")
+        for s in (0, 1)
+    ]
+    html = build_report(tmp_path / "out", recs, tree, header={"Dataset": "toy"}, projection="pca")["html"]
+    text = html.read_text(encoding="utf-8")
+    assert "paper 04 Table I columns; MNR: lower is better" in text
+    bars = [json.loads(m) for m in re.findall(r'"x":\s*(\[[^\]]*\])', text)]
+    assert list(UNSEEN_METRICS) in bars and list(METRICS) not in bars
