@@ -136,9 +136,24 @@ class Server:
         # ?reset: a fresh Lab workspace, or Lab would also reopen the notebooks of the previous test
         return f"{self.url}/lab/tree/{name}?reset" if self.app == "lab" else f"{self.url}/notebooks/{name}"
 
-    def notebook(self, name: str) -> dict:
-        """The saved notebook as the server holds it (JSON)."""
-        return self.api(f"/api/contents/{name}?content=1")["content"]
+    def last_modified(self, name: str) -> str:
+        """The server's ``last_modified`` stamp of ``name`` (ISO 8601)."""
+        return self.api(f"/api/contents/{name}?content=0")["last_modified"]
+
+    def notebook(self, name: str, timeout_s: float = 30.0) -> dict:
+        """The saved notebook as the server holds it (JSON).
+
+        Jupyter Server's "atomic" writing rewrites the file in place (it keeps a backup copy, not a
+        temporary one), so a read during a save answers 400 "Unreadable Notebook": retry until it parses.
+        """
+        t0 = time.monotonic()
+        while True:
+            try:
+                return self.api(f"/api/contents/{name}?content=1")["content"]
+            except urllib.error.HTTPError as e:
+                if e.code != 400 or time.monotonic() - t0 > timeout_s:
+                    raise
+            time.sleep(0.25)
 
     def shutdown_kernels(self) -> None:
         for k in self.api("/api/kernels") or []:
@@ -269,14 +284,20 @@ def run_all(page, timeout_s: float = 420.0) -> dict:
         page.wait_for_timeout(500)
 
 
-def save(page) -> None:
-    """Ctrl+S, then wait until the document is no longer dirty."""
+def save(page, server: Server, name: str, timeout_s: float = 60.0) -> None:
+    """Ctrl+S, then wait until the server holds a newer copy of ``name`` than before.
+
+    The page's dirty mark is not enough: Notebook 7 shows it elsewhere than Lab, and the mark clears
+    before the server has finished writing the file.
+    """
+    before = server.last_modified(name)
     page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
     page.keyboard.press("Control+s")
-    page.wait_for_function(
-        "() => !document.querySelector('.jp-mod-current.jp-mod-dirty, .lm-TabBar-tab.jp-mod-current.jp-mod-dirty')",
-        timeout=30_000,
-    )
+    t0 = time.monotonic()
+    while server.last_modified(name) == before:
+        if time.monotonic() - t0 > timeout_s:
+            raise AssertionError(f"{name}: Ctrl+S did not save it within {timeout_s:.0f} s")
+        page.wait_for_timeout(250)
 
 
 def error_outputs(nb: dict) -> list[str]:

@@ -74,7 +74,7 @@ def check_panels(server, browser, name: str, record_property) -> list[dict]:
         B.open_notebook(page, server, name)
         state = B.run_all(page)
         record_property("run_all_s", round(state["wall_s"], 1))
-        B.save(page)
+        B.save(page, server, name)
         page.screenshot(path=str(shots / "page.png"))
         errors = B.error_outputs(server.notebook(name))
         assert not errors, f"{name} raised while running in {server.app}: {errors}"
