@@ -78,7 +78,7 @@ def test_notebook_is_stored_clean(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_follows_the_course_conventions(path):
-    """SIZE convention (hierviz.course), no library code in cells, a link to the next notebook."""
+    """SIZE convention (hierviz.course), opening and closing sections, no library code in cells, a link to the next notebook."""
     nb = nbformat.read(path, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert re.search(r'^SIZE = "auto"', code[0].source, re.M), (
@@ -91,6 +91,12 @@ def test_notebook_follows_the_course_conventions(path):
         i for i, c in enumerate(nb.cells) if c.cell_type == "code" and re.search(r"^\s*(def|class) ", c.source, re.M)
     ]
     assert not defs, f"{path.name}: cells {defs} define functions/classes; move them into the package (with tests)"
+    opening = nb.cells[0].source if nb.cells[0].cell_type == "markdown" else ""
+    for mark in ("*Prerequisites:*", "*Time:*"):
+        assert mark in opening, f"{path.name}: the first cell must state {mark} (goals, prerequisites, time)"
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for heading in ("## Summary", "## Exercises"):
+        assert re.search(rf"^{heading}\b", text, re.M), f"{path.name}: end with a '{heading}' section"
     later = [p for p in NOTEBOOKS if p.name > path.name]
     if later:
         nxt = later[0].name
