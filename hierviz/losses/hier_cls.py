@@ -195,7 +195,7 @@ class LeafLoss(_HeadLoss):
     >>> loss, z = LeafLoss(t), torch.zeros(2, 1, 4)
     >>> _ = loss(z, torch.tensor([0, 2]))  # the first call fixes the head's input size
     >>> _ = torch.nn.init.zeros_(loss.head.bias)
-    >>> round(float(loss(z, torch.tensor([0, 2]))), 4)  # uniform over 3 leaves: log 3
+    >>> round(loss(z, torch.tensor([0, 2])).item(), 4)  # uniform over 3 leaves: log 3
     1.0986
     """
 
@@ -320,7 +320,7 @@ class BinaryLoss(_HeadLoss):
     >>> loss, z = BinaryLoss(t), torch.zeros(2, 1, 4)
     >>> _ = loss(z, torch.tensor([0, 2]))  # the first call fixes the head's input size
     >>> _ = torch.nn.init.zeros_(loss.head.bias)
-    >>> round(float(loss(z, torch.tensor([0, 2]))), 4)  # z = 0, bias 0: every sigmoid 1/2, BCE = log 2
+    >>> round(loss(z, torch.tensor([0, 2])).item(), 4)  # z = 0, bias 0: every sigmoid 1/2, BCE = log 2
     0.6931
     """
 
