@@ -154,7 +154,10 @@ def test_export_of_an_executed_notebook_has_figures_and_no_cdn(tmp_path):
     head = html.split("</head>", 1)[0]
     assert head.count("window.MathJax = ") == 1 and "MathJax" in head and "Plotly" in head
     # nbconvert's own html export, for contrast: no figure, MathJax from a CDN (the bug in issue 17)
-    plain, _ = __import__("nbconvert").HTMLExporter(template_name="lab").from_notebook_node(_executed_tiny_notebook())
+    with pytest.warns(UserWarning, match=r"application/vnd\.plotly\.v1\+json.*not able to be represented"):
+        plain, _ = (
+            __import__("nbconvert").HTMLExporter(template_name="lab").from_notebook_node(_executed_tiny_notebook())
+        )
     assert "Plotly.newPlot" not in plain and any("mathjax" in r.lower() for r in external_refs(plain))
 
 
