@@ -153,7 +153,7 @@ def test_resume_after_interruption_loses_nothing(tmp_path, capsys):
         assert torch.equal(a[k], b[k]), k
 
 
-def test_resume_refuses_other_settings(tmp_path, capsys):
+def test_resume_refuses_other_settings_and_accepts_a_larger_plan(tmp_path, capsys):
     args = [
         "compare",
         "--quick",
@@ -184,6 +184,17 @@ def test_resume_refuses_other_settings(tmp_path, capsys):
     # keys that do not change results may differ
     assert main([*args, "--resume", "--projection", "tsne", "--threads", "1"]) == 0
     assert "finished earlier" in capsys.readouterr().out
+    # so may the plan: a second seed and a second method are added, the finished run is reused
+    i = args.index("--seeds")
+    more = [*args[:i], "--seeds", "2", *args[i + 2 :]]
+    j = more.index("--methods")
+    more[j + 1] = "supcon,simclr"
+    assert main([*more, "--resume"]) == 0
+    out = capsys.readouterr().out
+    assert "supcon · euclidean · seed 0: finished earlier" in out
+    assert "seed 1: finished earlier" not in out and "simclr · euclidean · seed 0: finished earlier" not in out
+    rows = (tmp_path / "results.csv").read_text().splitlines()[1:]
+    assert len(rows) == 4, rows
 
 
 def _write_toy(tmp_path, leaves=("cat", "dog", "car")):

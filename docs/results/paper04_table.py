@@ -67,21 +67,31 @@ def _cell(v: np.ndarray, prior: tuple[float, float] | None, n_prior: int) -> str
     return f"{mean:.1f}" + (f" ({sem:.1f})" if np.isfinite(sem) else "")
 
 
+def fold_means(rows: list[dict], method: str, key: str) -> float:
+    """Mean of ``key`` over the seeds of ``method`` in one fold's rows (NaN if none is finite)."""
+    v = np.array([float(r[key]) for r in rows if r["method"] == method], dtype=float)
+    v = v[np.isfinite(v)]
+    return float(v.mean()) if len(v) else float("nan")
+
+
 def table(folders: list[str], prior: dict[str, list[tuple[float, float]]] | None = None, n_prior: int = 0) -> str:
-    rows = [r for f in folders for r in read_results_csv(Path(f) / "results.csv")]
-    methods = list(dict.fromkeys(r["method"] for r in rows))
+    """Mean (standard error over folds): seeds are averaged within a fold first, so the error is the folds'."""
+    per_fold = [read_results_csv(Path(f) / "results.csv") for f in folders]
+    methods = list(dict.fromkeys(r["method"] for rows in per_fold for r in rows))
+    seeds = sorted({len([r for r in rows if r["method"] == m]) for rows in per_fold for m in methods} - {0})
     head = "| method | " + " | ".join(t for _, t in COLUMNS) + " |"
     lines = [head, "|---|" + "---:|" * len(COLUMNS)]
     for m in methods:
         cells = []
         for j, (key, _) in enumerate(COLUMNS):
-            v = np.array([float(r[key]) for r in rows if r["method"] == m], dtype=float)
+            v = np.array([fold_means(rows, m, key) for rows in per_fold], dtype=float)
             v = v[np.isfinite(v)] * 100
             p = prior.get(m.upper()) if prior else None
             cells.append(_cell(v, p[j] if p else None, n_prior if p else 0))
         lines.append(f"| {m.upper()} | " + " | ".join(cells) + " |")
     names = ", ".join(Path(f).name for f in folders)
-    folds = f"{len(folders)} fold(s): {names}" + (
+    per = "/".join(str(s) for s in seeds)
+    folds = f"{len(folders)} fold(s), {per} seed(s) per fold averaged within the fold: {names}" + (
         f", plus {n_prior} earlier fold(s) from their summary" if prior else ""
     )
     return "\n".join(lines) + f"\n\n{folds}"

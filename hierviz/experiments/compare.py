@@ -25,7 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from hierviz.experiments.config import ConfigError, ExperimentConfig, diff_keys, fingerprint, validate
+from hierviz.experiments.config import (
+    PLAN_KEYS,
+    RESULT_FREE_KEYS,
+    ConfigError,
+    ExperimentConfig,
+    diff_keys,
+    fingerprint,
+    validate,
+)
 from hierviz.experiments.records import (
     atomic_write_text,
     check_mergeable,
@@ -570,8 +578,9 @@ def _compare(
         if resume and cfg_file.is_file():
             saved = json.loads(cfg_file.read_text(encoding="utf-8"))
             saved.pop("fingerprint", None)
-            if fingerprint(saved) != fp:
-                keys = diff_keys(saved, run_cfg)
+            same_run = RESULT_FREE_KEYS | PLAN_KEYS  # more seeds or methods: the finished runs still count
+            if fingerprint(saved, same_run) != fingerprint(run_cfg, same_run):
+                keys = diff_keys(saved, run_cfg, same_run)
                 raise ConfigError(
                     f"--resume: {cfg_file} was made with different settings ({', '.join(keys)}); "
                     "use the same preset and --set values, or another --out"

@@ -311,6 +311,10 @@ RESULT_FREE_KEYS = frozenset(
     }
 )
 
+#: Keys that say which runs a comparison holds, not how one run is made: ``--resume`` may add
+#: methods, geometries or seeds to a comparison and reuses the runs it already finished.
+PLAN_KEYS = frozenset({"methods", "geometries", "seeds"})
+
 #: Keys added after results were recorded: at these values they are left out of fingerprints,
 #: so runs recorded before them still resume and merge (a changed value is part of it).
 _NEW_KEY_DEFAULTS = {

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from hierviz.experiments.config import RESULT_FREE_KEYS, ConfigError, diff_keys
+from hierviz.experiments.config import PLAN_KEYS, RESULT_FREE_KEYS, ConfigError, diff_keys
 
 __all__ = [
     "RUN_KEYS",
@@ -36,10 +36,7 @@ __all__ = [
 ]
 
 #: Keys that legitimately differ between the runs of one comparison.
-RUN_KEYS = (
-    frozenset({"run.method", "run.geometry", "run.seed", "methods", "geometries", "seeds", "fingerprint"})
-    | RESULT_FREE_KEYS
-)
+RUN_KEYS = frozenset({"run.method", "run.geometry", "run.seed", "fingerprint"}) | PLAN_KEYS | RESULT_FREE_KEYS
 
 
 def run_name(method: str, geometry: str, seed: int) -> str:
