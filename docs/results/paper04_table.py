@@ -4,9 +4,12 @@ Usage::
 
     python docs/results/paper04_table.py /tmp/p04/fold0 /tmp/p04/fold1 ...
     python docs/results/paper04_table.py --prior docs/results/paper04/20news_folds0-3.md 4 /tmp/p04/fold4
+    python docs/results/paper04_table.py --seed-spread /tmp/p04/fold0 /tmp/p04/fold1 ...
 
 prints the Markdown table of ``docs/results/paper04.md``: mean (standard error of the mean over
-folds) of each metric, in percent, as the paper's Table I.
+folds) of each metric, in percent, as the paper's Table I. Several seeds in a fold are averaged
+first, so the error is the folds' (which leaves are held out); ``--seed-spread`` prints the mean
+over folds of the standard deviation over seeds instead.
 
 ``--prior FILE N`` adds N earlier folds known only by such a table (mean and standard error,
 rounded to 0.1): the pooled mean and standard error over N + len(folders) folds are computed
@@ -97,9 +100,31 @@ def table(folders: list[str], prior: dict[str, list[tuple[float, float]]] | None
     return "\n".join(lines) + f"\n\n{folds}"
 
 
+def seed_spread(folders: list[str]) -> str:
+    """Mean over folds of the sample std over seeds within a fold (percent): the seeds' own noise."""
+    per_fold = [read_results_csv(Path(f) / "results.csv") for f in folders]
+    methods = list(dict.fromkeys(r["method"] for rows in per_fold for r in rows))
+    lines = ["| method | " + " | ".join(t for _, t in COLUMNS) + " |", "|---|" + "---:|" * len(COLUMNS)]
+    for m in methods:
+        cells = []
+        for key, _ in COLUMNS:
+            sds = []
+            for rows in per_fold:
+                v = np.array([float(r[key]) for r in rows if r["method"] == m], dtype=float)
+                v = v[np.isfinite(v)] * 100
+                if len(v) > 1:
+                    sds.append(v.std(ddof=1))
+            cells.append(f"{np.mean(sds):.1f}" if sds else "–")
+        lines.append(f"| {m.upper()} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     prior, n_prior = None, 0
     if args[:1] == ["--prior"]:
         prior, n_prior, args = read_prior(args[1]), int(args[2]), args[3:]
+    if args[:1] == ["--seed-spread"]:
+        print(seed_spread(args[1:]))
+        sys.exit(0)
     print(table(args, prior, n_prior))
