@@ -193,7 +193,9 @@ def test_compare_runs_on_a_vector_dataset(tmp_path, monkeypatch, capsys):
     import json
 
     header = json.loads((out / "compare.json").read_text())["header"]
-    assert header["Dataset"].startswith("20news: 160 images") and " features" in header["Dataset"], header["Dataset"]
+    assert header["Dataset"].startswith("20news: 160 samples") and " features" in header["Dataset"], header["Dataset"]
+    assert header["Split"].startswith("grouped by sample,") and "input features" in header["Model"], header
+    assert " px" not in header["Model"] and "images" not in header["Dataset"]
     with np.load(out / "runs" / "supcon-euclidean-s0" / "embeddings.npz") as f:
         assert f["z_test"].shape[1] == 8 and np.isfinite(f["z_test"]).all()
 

@@ -408,15 +408,17 @@ def _header(
     command = "hierviz " + shlex.join(list(argv)) if argv is not None else "hierviz.experiments.compare(config)"
     lr_head = t.lr_head if t.lr_head is not None else 10.0 * t.lr_backbone
     warm = t.warmup_epochs if t.warmup_epochs is not None else 0.1 * t.epochs
+    vector = bool(getattr(ds, "is_vector", False))
+    unit = "samples" if vector else "images"
     return {
         "Command": command,
-        "Dataset": f"{getattr(ds, 'name', name) or name}: {len(ds.labels)} images"
+        "Dataset": f"{getattr(ds, 'name', name) or name}: {len(ds.labels)} {unit}"
         + (f" (subset of {n_all})" if len(ds.labels) != n_all else "")
         + f", {len(ds.classes)} classes, "
-        + (f"{ds.images.shape[1]} features" if getattr(ds, "is_vector", False) else f"{ds.images.shape[1]} px"),
+        + (f"{ds.images.shape[1]} features" if vector else f"{ds.images.shape[1]} px"),
         "Licence / citation": f"{getattr(ds, 'licence', '') or 'n/a'} — {getattr(ds, 'citation', '') or 'n/a'}",
         "Tree": f"{d.tree} (C = {tree.num_leaves} leaves, height L = {tree.height})\n{tree}",
-        "Split": f"grouped by {'lesion/group id' if ds.groups is not None else 'image'}, seed {d.split_seed}: "
+        "Split": f"grouped by {'lesion/group id' if ds.groups is not None else unit[:-1]}, seed {d.split_seed}: "
         f"train {len(split['train'])}, val {len(split['val'])} (unused), test {len(split['test'])}"
         + (
             f"; unseen leaves {len(split['unseen_leaves'])} (fold {cfg.eval.fold}), prediction set "
@@ -426,7 +428,9 @@ def _header(
         ),
         "Model": f"{m.encoder}"
         + (f" (width {m.width})" if m.encoder == "small_cnn" else "")
-        + f", d = {m.embed_dim}, image {d.image_size} px, pretrained: {m.pretrained or 'none'}",
+        + f", d = {m.embed_dim}, "
+        + (f"{ds.images.shape[1]} input features" if vector else f"image {d.image_size} px")
+        + f", pretrained: {m.pretrained or 'none'}",
         "Training": f"{t.epochs} epochs, batch {t.batch_size}, AdamW lr {t.lr_backbone:g}/{lr_head:g}"
         f" (backbone/head), warmup {warm:g} epochs + cosine, EMA {t.ema_decay or 'off'}, "
         f"tau {cfg.loss.get('tau')}, c {m.curvature:g}",
