@@ -70,20 +70,30 @@ def _cell(v: np.ndarray, prior: tuple[float, float] | None, n_prior: int) -> str
     return f"{mean:.1f}" + (f" ({sem:.1f})" if np.isfinite(sem) else "")
 
 
+def seed_values(rows: list[dict], method: str, key: str) -> np.ndarray:
+    """The finite values of ``key`` over the seeds of ``method`` in one fold's rows."""
+    v = np.array([float(r[key]) for r in rows if r["method"] == method], dtype=float)
+    return v[np.isfinite(v)]
+
+
 def fold_means(rows: list[dict], method: str, key: str) -> float:
     """Mean of ``key`` over the seeds of ``method`` in one fold's rows (NaN if none is finite)."""
-    v = np.array([float(r[key]) for r in rows if r["method"] == method], dtype=float)
-    v = v[np.isfinite(v)]
+    v = seed_values(rows, method, key)
     return float(v.mean()) if len(v) else float("nan")
+
+
+def _read_folds(folders: list[str]) -> tuple[list[list[dict]], list[str], list[str]]:
+    """Each fold's rows, the methods in order of appearance, and the table's two header lines."""
+    per_fold = [read_results_csv(Path(f) / "results.csv") for f in folders]
+    methods = list(dict.fromkeys(r["method"] for rows in per_fold for r in rows))
+    head = ["| method | " + " | ".join(t for _, t in COLUMNS) + " |", "|---|" + "---:|" * len(COLUMNS)]
+    return per_fold, methods, head
 
 
 def table(folders: list[str], prior: dict[str, list[tuple[float, float]]] | None = None, n_prior: int = 0) -> str:
     """Mean (standard error over folds): seeds are averaged within a fold first, so the error is the folds'."""
-    per_fold = [read_results_csv(Path(f) / "results.csv") for f in folders]
-    methods = list(dict.fromkeys(r["method"] for rows in per_fold for r in rows))
+    per_fold, methods, lines = _read_folds(folders)
     seeds = sorted({len([r for r in rows if r["method"] == m]) for rows in per_fold for m in methods} - {0})
-    head = "| method | " + " | ".join(t for _, t in COLUMNS) + " |"
-    lines = [head, "|---|" + "---:|" * len(COLUMNS)]
     for m in methods:
         cells = []
         for j, (key, _) in enumerate(COLUMNS):
@@ -102,18 +112,11 @@ def table(folders: list[str], prior: dict[str, list[tuple[float, float]]] | None
 
 def seed_spread(folders: list[str]) -> str:
     """Mean over folds of the sample std over seeds within a fold (percent): the seeds' own noise."""
-    per_fold = [read_results_csv(Path(f) / "results.csv") for f in folders]
-    methods = list(dict.fromkeys(r["method"] for rows in per_fold for r in rows))
-    lines = ["| method | " + " | ".join(t for _, t in COLUMNS) + " |", "|---|" + "---:|" * len(COLUMNS)]
+    per_fold, methods, lines = _read_folds(folders)
     for m in methods:
         cells = []
         for key, _ in COLUMNS:
-            sds = []
-            for rows in per_fold:
-                v = np.array([float(r[key]) for r in rows if r["method"] == m], dtype=float)
-                v = v[np.isfinite(v)] * 100
-                if len(v) > 1:
-                    sds.append(v.std(ddof=1))
+            sds = [100 * v.std(ddof=1) for rows in per_fold if len(v := seed_values(rows, m, key)) > 1]
             cells.append(f"{np.mean(sds):.1f}" if sds else "–")
         lines.append(f"| {m.upper()} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

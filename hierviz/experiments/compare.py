@@ -45,6 +45,11 @@ from hierviz.experiments.records import (
 __all__ = ["CompareResult", "compare", "report", "limit_indices", "load_data"]
 
 
+# What --resume may change and still reuse a finished run: keys that do not change results, and the
+# plan (more seeds, methods or geometries).
+_RESUME_FREE_KEYS = RESULT_FREE_KEYS | PLAN_KEYS
+
+
 @dataclass
 class CompareResult:
     """What :func:`compare` returns.
@@ -582,9 +587,8 @@ def _compare(
         if resume and cfg_file.is_file():
             saved = json.loads(cfg_file.read_text(encoding="utf-8"))
             saved.pop("fingerprint", None)
-            same_run = RESULT_FREE_KEYS | PLAN_KEYS  # more seeds or methods: the finished runs still count
-            if fingerprint(saved, same_run) != fingerprint(run_cfg, same_run):
-                keys = diff_keys(saved, run_cfg, same_run)
+            if fingerprint(saved, _RESUME_FREE_KEYS) != fingerprint(run_cfg, _RESUME_FREE_KEYS):
+                keys = diff_keys(saved, run_cfg, _RESUME_FREE_KEYS)
                 raise ConfigError(
                     f"--resume: {cfg_file} was made with different settings ({', '.join(keys)}); "
                     "use the same preset and --set values, or another --out"

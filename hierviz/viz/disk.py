@@ -320,7 +320,9 @@ def _disk_node_positions(Z: np.ndarray, y: np.ndarray, tree, c: float, skip: Any
     digest = hashlib.blake2b(digest_size=16)
     for part in (np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(y, dtype=np.int64)):
         digest.update(part.tobytes())
-    key = (digest.hexdigest(), Z.shape, tuple(tree.nodes), tree.leaf_paths.numpy().tobytes(), float(c), frozenset(skip))
+    digest.update("\0".join(tree.nodes).encode())
+    digest.update(tree.leaf_paths.numpy().tobytes())
+    key = (digest.hexdigest(), Z.shape, float(c), frozenset(skip))
     if key not in _POSITIONS_CACHE:
         if len(_POSITIONS_CACHE) >= _POSITIONS_CACHE_SIZE:
             _POSITIONS_CACHE.pop(next(iter(_POSITIONS_CACHE)))

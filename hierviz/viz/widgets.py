@@ -623,8 +623,7 @@ class Panel(widgets.VBox):
         # shows one figure per panel; where no kernel or widget manager is (papermill outputs,
         # nbconvert, the docs site, GitHub) the figure is still there.
         bundle = super()._repr_mimebundle_(**kwargs)
-        fallback = figure_bundle(self.figure)
-        bundle[PLOTLY_MIME] = fallback[PLOTLY_MIME]
+        bundle[PLOTLY_MIME] = self.view.outputs[0]["data"][PLOTLY_MIME]  # serialised once, in _render_output
         return bundle
 
     def _on_change(self, change) -> None:
