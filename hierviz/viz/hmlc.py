@@ -182,7 +182,7 @@ def hmlc_panel(
     """
     import ipywidgets as widgets
 
-    from hierviz.viz.widgets import Panel, _slider
+    from hierviz.viz.widgets import Panel, slider
 
     controls = {
         "layer_penalty": widgets.SelectionSlider(
@@ -192,7 +192,7 @@ def hmlc_panel(
             continuous_update=False,
             style={"description_width": "initial"},
         ),
-        "tau": _slider("τ", tau, 0.05, 1.0, 0.05),
+        "tau": slider("τ", tau, 0.05, 1.0, 0.05),
     }
 
     def update(layer_penalty: str, tau: float) -> go.Figure:

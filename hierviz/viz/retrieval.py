@@ -295,13 +295,13 @@ def hcl_panel(m0: float = 0.5, alpha: float = 0.1, lam: float = 1e-3, *, steps: 
     hierviz.viz.widgets.Panel
         Controls ``"m0"``, ``"alpha"``, ``"lam"``.
     """
-    from hierviz.viz.widgets import Panel, _slider
+    from hierviz.viz.widgets import Panel, slider
 
     x, y = hcl_toy_features(seed=seed)
     controls = {
-        "m0": _slider("base margin m0", m0, 0.0, 3.0, 0.1),
-        "alpha": _slider("α (× mean distance)", alpha, 0.0, 1.0, 0.05),
-        "lam": _slider("λ (norm penalty)", lam, 0.0, 1.0, 0.01),
+        "m0": slider("base margin m0", m0, 0.0, 3.0, 0.1),
+        "alpha": slider("α (× mean distance)", alpha, 0.0, 1.0, 0.05),
+        "lam": slider("λ (norm penalty)", lam, 0.0, 1.0, 0.01),
     }
 
     def update(m0: float, alpha: float, lam: float) -> go.Figure:

@@ -24,7 +24,7 @@ import plotly.graph_objects as go
 import torch
 
 from hierviz.viz.tree import leaf_colors, plot_tree, tree_layout
-from hierviz.viz.widgets import Panel, _slider
+from hierviz.viz.widgets import Panel, slider
 
 __all__ = [
     "triplet_step_figure",
@@ -190,7 +190,7 @@ def triplet_margin_figure(z: Any, margin: float) -> go.Figure:
 def triplet_margin_panel(z: Any, margin: float = 0.3) -> Panel:
     """A margin slider α ∈ [0, 1] over :func:`triplet_margin_figure`."""
     return Panel(
-        {"margin": _slider("margin α", margin, 0.0, 1.0, 0.05)},
+        {"margin": slider("margin α", margin, 0.0, 1.0, 0.05)},
         lambda margin: triplet_margin_figure(z, margin),
         "Triplet margin (Paper 04 Eq. 1)",
     )
