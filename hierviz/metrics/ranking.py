@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["rp_at_k", "mnr", "ndcg_tree", "ranking_report", "mnr_levels", "RANKING_KEYS"]
+__all__ = ["rp_at_k", "mnr", "ndcg_tree", "ranking_report", "mnr_levels", "tree_relevance", "RANKING_KEYS"]
 
 #: Keys of :func:`ranking_report`.
 RANKING_KEYS = ("rp5", "mnr", "ndcg_sum", "ndcg_max")
@@ -152,6 +152,81 @@ def rp_at_k(
     return float(hits.double().sum(1).div(int(k)).mean())
 
 
+def tree_relevance(tree: Any, relevance: str = "sum") -> torch.Tensor:
+    r"""(C, C) graded relevance between leaves, from the tree (paper 04 §II.D.2).
+
+    With :math:`d(n, m)` the number of edges from node :math:`n` up to its ancestor
+    :math:`m`, :math:`a` = lca of the two leaves, :math:`D_T` the tree diameter (longest
+    leaf-leaf path) and :math:`H_T` = ``tree.height``:
+
+    * ``"sum"``: :math:`1 - (d(n_1, a) + d(n_2, a)) / D_T = 1 - d_T(n_1, n_2) / D_T`;
+    * ``"max"``: :math:`1 - \max(d(n_1, a), d(n_2, a)) / H_T`;
+    * ``"rho"``: :math:`\rho = \mathrm{depth}(a) / L` (paper 01 Eq. 4), 0 across the root.
+
+    All are 1 on the diagonal for leaves at depth L ("sum"/"max": for every leaf), lie in
+    [0, 1], and are 0 for the most distant pairs ("sum") / pairs meeting at the root
+    from depth L ("max", "rho").
+
+    Parameters
+    ----------
+    tree : hierviz.hierarchy.LabelTree
+        Tree with at least two leaves.
+    relevance : {"sum", "max", "rho"}, default "sum"
+        Which grading.
+
+    Returns
+    -------
+    torch.Tensor
+        Shape (C, C), float64, symmetric, values in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        Unknown ``relevance`` or a tree with a single leaf.
+
+    Notes
+    -----
+    Paper 04 (*generalised triplets and per-level losses*), §II.D.2, rel_sum and rel_max;
+    paper 01 Eq. 4 for ρ.
+    """
+    if tree.num_leaves < 2:
+        raise ValueError("tree_relevance needs a tree with at least two leaves")
+    dT = tree.tree_distance_matrix.double()
+    if relevance == "sum":
+        return 1.0 - dT / dT.max()
+    if relevance == "max":
+        depth = tree.leaf_depth.double()
+        lca_depth = tree.node_depth[tree.lca_matrix].double()
+        up = torch.maximum(depth[:, None] - lca_depth, depth[None, :] - lca_depth)
+        return 1.0 - up / float(tree.height)
+    if relevance == "rho":
+        return tree.node_depth[tree.lca_matrix].double() / float(tree.height)
+    raise ValueError(f"relevance must be one of 'sum', 'max', 'rho', got {relevance!r}")
+
+
+def _mnr_per_level(
+    rank: torch.Tensor, valid: torch.Tensor, yq: torch.Tensor, yg: torch.Tensor, n: torch.Tensor, tree: Any, levels
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """MNR's per-level terms: (Q, L) mean normalised rank of the correct candidates (NaN where a
+    query has none at a level) and (Q, L) their counts M. ``rank`` (Q, G) is 0-based in candidate
+    order, ``valid`` (Q, G) the candidate mask, ``n`` (Q,) the number of candidates."""
+    P = tree.leaf_paths[:, levels]  # (C, L)
+    correct = (P[yq][:, None, :] == P[yg][None, :, :]) & valid[:, :, None]  # (Q, G, L)
+    norm = rank.double() / n.double()[:, None]  # (Q, G) in [0, 1)
+    M = correct.sum(1)  # (Q, L)
+    return torch.einsum("qg,qgl->ql", norm, correct.double()) / M.double(), M
+
+
+def _dcg(rel: torch.Tensor, order: torch.Tensor, k: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """DCG of the ranking ``order`` (Q, G) and of the ideal order, over the first ``k`` ranks (all if None),
+    for graded relevance ``rel`` (Q, G) in candidate order; both (Q,) float64."""
+    kk = rel.shape[1] if k is None else k
+    disc = 1.0 / torch.log2(torch.arange(2, kk + 2, dtype=torch.float64))
+    dcg = (rel.gather(1, order)[:, :kk] * disc).sum(1)
+    idcg = (rel.sort(1, descending=True).values[:, :kk] * disc).sum(1)
+    return dcg, idcg
+
+
 def mnr_levels(tree: Any) -> list[int]:
     """The levels MNR and PL use: depths 1..L with more than one node in ``tree.leaf_paths``.
 
@@ -220,11 +295,7 @@ def mnr(
     levels = mnr_levels(tree)
     if not levels:
         raise ValueError("tree has no level with more than one node (a single leaf); MNR is undefined")
-    P = tree.leaf_paths[:, levels]  # (C, L)
-    correct = (P[yq][:, None, :] == P[yg][None, :, :]) & valid[:, :, None]  # (Q, G, L)
-    norm = rank.double() / n.double()[:, None]  # (Q, G) in [0, 1)
-    M = correct.sum(1).double()  # (Q, L)
-    per_level = torch.einsum("qg,qgl->ql", norm, correct.double()) / M  # NaN where M = 0
+    per_level, _ = _mnr_per_level(rank, valid, yq, yg, n, tree, levels)  # NaN where no correct answer
     if undefined == "raise" and bool(torch.isnan(per_level).any()):
         _reduce(per_level.mean(1), "raise", "MNR (a level without a correct answer)")
     per_query = torch.nanmean(per_level, dim=1)
@@ -283,16 +354,11 @@ def ndcg_tree(
     >>> ndcg_tree([[3.0, 2.0, 1.0]], [0], [0, 1, 2], t)  # the ideal order x, y, z
     1.0
     """
-    from hierviz.metrics.retrieval import tree_relevance
-
     if relevance not in ("sum", "max"):
         raise ValueError(f"relevance must be 'sum' or 'max', got {relevance!r}")
     order, rank, valid, yq, yg, n = _ranked(scores, query_labels, gallery_labels, tree, exclude_self)
     rel = tree_relevance(tree, relevance)[yq][:, yg] * valid  # (Q, G); excluded items weigh 0
-    G = rel.shape[1]
-    disc = 1.0 / torch.log2(torch.arange(2, G + 2, dtype=torch.float64))
-    dcg = (rel.gather(1, order) * disc).sum(1)
-    idcg = (rel.sort(1, descending=True).values * disc).sum(1)
+    dcg, idcg = _dcg(rel, order)
     per_query = torch.where(idcg > 0, dcg / idcg.clamp_min(1e-300), torch.full_like(dcg, float("nan")))
     return _reduce(per_query, undefined, f"NDCG_{relevance}")
 

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from hierviz.metrics.hierarchy import _as_labels
+from hierviz.metrics.ranking import _dcg, _mnr_per_level, mnr_levels, tree_relevance
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.hierarchy import LabelTree
@@ -536,58 +537,6 @@ def r_precision(
 
 
 # --------------------------------------------------------------------------- tree-graded metrics
-def tree_relevance(tree: LabelTree, relevance: str = "sum") -> torch.Tensor:
-    r"""(C, C) graded relevance between leaves, from the tree (paper 04 §II.D.2).
-
-    With :math:`d(n, m)` the number of edges from node :math:`n` up to its ancestor
-    :math:`m`, :math:`a` = lca of the two leaves, :math:`D_T` the tree diameter (longest
-    leaf-leaf path) and :math:`H_T` = ``tree.height``:
-
-    * ``"sum"``: :math:`1 - (d(n_1, a) + d(n_2, a)) / D_T = 1 - d_T(n_1, n_2) / D_T`;
-    * ``"max"``: :math:`1 - \max(d(n_1, a), d(n_2, a)) / H_T`;
-    * ``"rho"``: :math:`\rho = \mathrm{depth}(a) / L` (paper 01 Eq. 4), 0 across the root.
-
-    All are 1 on the diagonal for leaves at depth L ("sum"/"max": for every leaf), lie in
-    [0, 1], and are 0 for the most distant pairs ("sum") / pairs meeting at the root
-    from depth L ("max", "rho").
-
-    Parameters
-    ----------
-    tree : LabelTree
-        Tree with at least two leaves.
-    relevance : {"sum", "max", "rho"}, default "sum"
-        Which grading.
-
-    Returns
-    -------
-    torch.Tensor
-        Shape (C, C), float64, symmetric, values in [0, 1].
-
-    Raises
-    ------
-    ValueError
-        Unknown ``relevance`` or a tree with a single leaf.
-
-    Notes
-    -----
-    Paper 04 (*generalised triplets and per-level losses*), §II.D.2, rel_sum and rel_max;
-    paper 01 Eq. 4 for ρ.
-    """
-    if tree.num_leaves < 2:
-        raise ValueError("tree_relevance needs a tree with at least two leaves")
-    dT = tree.tree_distance_matrix.double()
-    if relevance == "sum":
-        return 1.0 - dT / dT.max()
-    if relevance == "max":
-        depth = tree.leaf_depth.double()
-        lca_depth = tree.node_depth[tree.lca_matrix].double()
-        up = torch.maximum(depth[:, None] - lca_depth, depth[None, :] - lca_depth)
-        return 1.0 - up / float(tree.height)
-    if relevance == "rho":
-        return tree.node_depth[tree.lca_matrix].double() / float(tree.height)
-    raise ValueError(f"relevance must be one of 'sum', 'max', 'rho', got {relevance!r}")
-
-
 def ndcg(
     scores: Any,
     query_labels: Any,
@@ -651,14 +600,11 @@ def ndcg(
     """
     order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
     rel_cc = tree_relevance(tree, relevance)
-    G = order.shape[1]
-    kk = G if k is None else _check_k(k, int(n_valid.min()))
+    kk = None if k is None else _check_k(k, int(n_valid.min()))
     rel = rel_cc[yq][:, yg]  # (Q, G) in gallery order
     if exclude_self:
         rel.fill_diagonal_(0.0)
-    disc = 1.0 / torch.log2(torch.arange(2, kk + 2, dtype=torch.float64))
-    dcg = (rel.gather(1, order)[:, :kk] * disc).sum(1)
-    idcg = (rel.sort(1, descending=True).values[:, :kk] * disc).sum(1)
+    dcg, idcg = _dcg(rel, order, kk)
     if bool((idcg <= 0).any()):
         bad = torch.nonzero(idcg <= 0).flatten()
         raise ValueError(
@@ -734,24 +680,18 @@ def mean_normalised_rank(
     # rank of each gallery item (0-based), in gallery order
     rank = torch.empty_like(order)
     rank.scatter_(1, order, torch.arange(G).expand(Q, G).contiguous())
-    paths = tree.leaf_paths
-    levels = [lv for lv in range(1, tree.height + 1) if torch.unique(paths[:, lv]).numel() > 1]
+    levels = mnr_levels(tree)
     if not levels:
         raise ValueError("tree has no level with more than one node (a single leaf); MNR is undefined")
     vmask = torch.ones(Q, G, dtype=torch.bool)
     if exclude_self:
         vmask.fill_diagonal_(False)
-    norm_rank = rank.double() / n_valid.double()[:, None]
-    total = torch.zeros(Q, dtype=torch.float64)
-    for lv in levels:  # loop over tree levels only (L is small), vectorised over queries
-        col = paths[:, lv]
-        correct = (col[yq][:, None] == col[yg][None, :]) & vmask
-        M = correct.sum(1)
-        if bool((M == 0).any()):
-            bad = torch.nonzero(M == 0).flatten()
+    per_level, M = _mnr_per_level(rank, vmask, yq, yg, n_valid, tree, levels)
+    for j, lv in enumerate(levels):
+        if bool((M[:, j] == 0).any()):
+            bad = torch.nonzero(M[:, j] == 0).flatten()
             raise ValueError(
                 f"{int(bad.numel())} queries (e.g. {bad[:5].tolist()}) have no gallery item sharing their "
                 f"level-{lv} node, so MNR is undefined; drop them or add such items to the gallery"
             )
-        total += (norm_rank * correct).sum(1) / M.double()
-    return _mean_or_none(total / len(levels), reduction)
+    return _mean_or_none(per_level.mean(1), reduction)
