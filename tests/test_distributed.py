@@ -808,7 +808,8 @@ def test_compare_on_two_ranks_gives_the_table_of_one_process(tmp_path):
 
 def test_new_keys_at_their_default_keep_older_fingerprints():
     """A run folder written before data.augment_seeds / train.sync_bn existed still resumes."""
-    from hierviz.experiments.config import ExperimentConfig, diff_keys, fingerprint
+    from hierviz.experiments.config import ExperimentConfig
+    from hierviz.experiments.records import diff_keys, fingerprint
 
     now = ExperimentConfig().to_dict()
     before = json.loads(json.dumps(now))

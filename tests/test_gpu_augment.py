@@ -211,7 +211,8 @@ def test_fit_with_device_augmentation_resumes_bit_identically(tmp_path):
 
 def test_config_keys_choose_the_path_and_leave_old_fingerprints_alone():
     from hierviz.experiments.compare import _speed_options
-    from hierviz.experiments.config import ConfigError, ExperimentConfig, fingerprint, resolve_config
+    from hierviz.experiments.config import ConfigError, ExperimentConfig, resolve_config
+    from hierviz.experiments.records import fingerprint
 
     d = ExperimentConfig().to_dict()
     old = {k: dict(v) if isinstance(v, dict) else v for k, v in d.items()}

@@ -21,14 +21,12 @@ from hierviz.experiments.config import (
     TrainSection,
     apply_overrides,
     config_keys,
-    diff_keys,
-    fingerprint,
     load_preset,
     preset_names,
     resolve_config,
     validate,
 )
-from hierviz.experiments.records import check_mergeable, load_records, run_name
+from hierviz.experiments.records import check_mergeable, diff_keys, fingerprint, load_records, run_name
 from hierviz.experiments.sweep import best_grid_value, sweep, sweep_curve
 
 __all__ = [

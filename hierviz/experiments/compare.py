@@ -25,18 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from hierviz.experiments.config import (
+from hierviz.experiments.config import ConfigError, ExperimentConfig, validate
+from hierviz.experiments.records import (
     PLAN_KEYS,
     RESULT_FREE_KEYS,
-    ConfigError,
-    ExperimentConfig,
-    diff_keys,
-    fingerprint,
-    validate,
-)
-from hierviz.experiments.records import (
     atomic_write_text,
     check_mergeable,
+    diff_keys,
+    fingerprint,
     json_default,
     load_records,
     run_name,

@@ -1,4 +1,4 @@
-"""The typed experiment config: presets, ``key=value`` overrides, validation and fingerprints.
+"""The typed experiment config: presets, ``key=value`` overrides and validation (run fingerprints: :mod:`hierviz.experiments.records`).
 
 An :class:`ExperimentConfig` has one section per concern, and every setting has a dotted key:
 
@@ -37,7 +37,6 @@ hierviz.experiments.config.ConfigError: --set train.epoch=1: unknown key 'train.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import sys
@@ -68,9 +67,6 @@ __all__ = [
     "apply_overrides",
     "config_keys",
     "flatten",
-    "fingerprint",
-    "diff_keys",
-    "RESULT_FREE_KEYS",
 ]
 
 
@@ -296,34 +292,6 @@ class ExperimentConfig:
 
 _SECTIONS = {"data": DataConfig, "model": ModelConfig, "train": TrainSection, "eval": EvalConfig}
 _TOP = {"methods": list, "geometries": list, "seeds": int, "out": str}
-
-#: Keys that do not change a run's results: they may differ between a run and its
-#: ``--resume``, and between runs merged into one report.
-RESULT_FREE_KEYS = frozenset(
-    {
-        "out",
-        "train.device",
-        "train.threads",
-        "eval.projection",
-        "eval.batch_size",
-        "train.channels_last",  # memory layout and compilation: rounding only
-        "train.compile",
-    }
-)
-
-#: Keys that say which runs a comparison holds, not how one run is made: ``--resume`` may add
-#: methods, geometries or seeds to a comparison and reuses the runs it already finished.
-PLAN_KEYS = frozenset({"methods", "geometries", "seeds"})
-
-#: Keys added after results were recorded: at these values they are left out of fingerprints,
-#: so runs recorded before them still resume and merge (a changed value is part of it).
-_NEW_KEY_DEFAULTS = {
-    "data.augment_seeds": "auto",  # issue 16: per-sample seeds under torchrun only
-    "train.sync_bn": True,  # issue 16: batch norm over ranks (no effect in one process)
-    "train.augment_on": "auto",
-    "data.persistent_workers": False,
-    "data.prefetch_factor": None,
-}
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -675,44 +643,3 @@ def resolve_config(
             _set_key(cfg, key, value, where=f"preset {preset}: {key}")
     apply_overrides(cfg, overrides)
     return validate(cfg)
-
-
-# --------------------------------------------------------------------------- fingerprints
-
-
-def _canonical(d: Mapping[str, Any], ignore: frozenset[str] | set[str]) -> dict[str, Any]:
-    return {
-        k: v
-        for k, v in sorted(flatten(d).items())
-        if k not in ignore and not (k in _NEW_KEY_DEFAULTS and v == _NEW_KEY_DEFAULTS[k])
-    }
-
-
-def fingerprint(config: Mapping[str, Any], ignore: frozenset[str] | set[str] = RESULT_FREE_KEYS) -> str:
-    """sha256 (16 hex digits) of a resolved config without the keys in ``ignore``.
-
-    Examples
-    --------
-    >>> a = ExperimentConfig().to_dict()
-    >>> b = ExperimentConfig().to_dict(); b["out"] = "elsewhere"
-    >>> fingerprint(a) == fingerprint(b)
-    True
-    """
-    text = json.dumps(_canonical(config, ignore), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def diff_keys(
-    a: Mapping[str, Any], b: Mapping[str, Any], ignore: frozenset[str] | set[str] = RESULT_FREE_KEYS
-) -> list[str]:
-    """Dotted keys whose values differ between two resolved configs (``ignore`` left out).
-
-    Examples
-    --------
-    >>> a = ExperimentConfig().to_dict(); b = ExperimentConfig().to_dict()
-    >>> b["train"]["epochs"] = 5; b["loss"]["tau"] = 0.2
-    >>> diff_keys(a, b)
-    ['loss.tau', 'train.epochs']
-    """
-    fa, fb = _canonical(a, ignore), _canonical(b, ignore)
-    return sorted(k for k in set(fa) | set(fb) if fa.get(k, "<missing>") != fb.get(k, "<missing>"))

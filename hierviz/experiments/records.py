@@ -16,6 +16,7 @@ method, geometry and seed; a mismatch is refused, naming the keys that differ.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -24,16 +25,48 @@ from typing import Any
 
 import numpy as np
 
-from hierviz.experiments.config import PLAN_KEYS, RESULT_FREE_KEYS, ConfigError, diff_keys
+from hierviz.experiments.config import ConfigError, flatten
 
 __all__ = [
+    "RESULT_FREE_KEYS",
+    "PLAN_KEYS",
     "RUN_KEYS",
+    "fingerprint",
+    "diff_keys",
     "run_name",
     "load_records",
     "check_mergeable",
     "atomic_write_text",
     "json_default",
 ]
+
+#: Keys that do not change a run's results: they may differ between a run and its
+#: ``--resume``, and between runs merged into one report.
+RESULT_FREE_KEYS = frozenset(
+    {
+        "out",
+        "train.device",
+        "train.threads",
+        "eval.projection",
+        "eval.batch_size",
+        "train.channels_last",  # memory layout and compilation: rounding only
+        "train.compile",
+    }
+)
+
+#: Keys that say which runs a comparison holds, not how one run is made: ``--resume`` may add
+#: methods, geometries or seeds to a comparison and reuses the runs it already finished.
+PLAN_KEYS = frozenset({"methods", "geometries", "seeds"})
+
+#: Keys added after results were recorded: at these values they are left out of fingerprints,
+#: so runs recorded before them still resume and merge (a changed value is part of it).
+_NEW_KEY_DEFAULTS = {
+    "data.augment_seeds": "auto",  # issue 16: per-sample seeds under torchrun only
+    "train.sync_bn": True,  # issue 16: batch norm over ranks (no effect in one process)
+    "train.augment_on": "auto",
+    "data.persistent_workers": False,
+    "data.prefetch_factor": None,
+}
 
 #: Keys that legitimately differ between the runs of one comparison.
 RUN_KEYS = frozenset({"run.method", "run.geometry", "run.seed", "fingerprint"}) | PLAN_KEYS | RESULT_FREE_KEYS
@@ -154,3 +187,47 @@ def _get(d: Mapping[str, Any], key: str) -> Any:
             return "<missing>"
         cur = cur[part]
     return cur
+
+
+# --------------------------------------------------------------------------- fingerprints
+
+
+def _canonical(d: Mapping[str, Any], ignore: frozenset[str] | set[str]) -> dict[str, Any]:
+    return {
+        k: v
+        for k, v in sorted(flatten(d).items())
+        if k not in ignore and not (k in _NEW_KEY_DEFAULTS and v == _NEW_KEY_DEFAULTS[k])
+    }
+
+
+def fingerprint(config: Mapping[str, Any], ignore: frozenset[str] | set[str] = RESULT_FREE_KEYS) -> str:
+    """sha256 (16 hex digits) of a resolved config without the keys in ``ignore``.
+
+    Examples
+    --------
+    >>> from hierviz.experiments.config import ExperimentConfig
+    >>> a = ExperimentConfig().to_dict()
+    >>> b = ExperimentConfig().to_dict(); b["out"] = "elsewhere"
+    >>> fingerprint(a) == fingerprint(b)
+    True
+    """
+    text = json.dumps(_canonical(config, ignore), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def diff_keys(
+    a: Mapping[str, Any], b: Mapping[str, Any], ignore: frozenset[str] | set[str] = RESULT_FREE_KEYS
+) -> list[str]:
+    """Dotted keys whose values differ between two resolved configs (``ignore`` left out).
+
+    Examples
+    --------
+    >>> from hierviz.experiments.config import ExperimentConfig
+    >>> from hierviz.experiments.config import ExperimentConfig
+    >>> a = ExperimentConfig().to_dict(); b = ExperimentConfig().to_dict()
+    >>> b["train"]["epochs"] = 5; b["loss"]["tau"] = 0.2
+    >>> diff_keys(a, b)
+    ['loss.tau', 'train.epochs']
+    """
+    fa, fb = _canonical(a, ignore), _canonical(b, ignore)
+    return sorted(k for k in set(fa) | set(fb) if fa.get(k, "<missing>") != fb.get(k, "<missing>"))
