@@ -78,13 +78,15 @@ def test_evaluate_model_returns_a_classification_record(data, name):
     else:
         np.testing.assert_allclose(-(z[:, 0] ** 2) + (z[:, 1:] ** 2).sum(1), -1.0, atol=1e-3)
     m = rec.metrics
-    assert set(m) == {"top1", "hf1", "h_acc", "violations", "pc_order"}
+    assert set(m) == {"top1", "hf1", "h_acc", "violations", "pc_order", "bal_acc", "macro_f1"}
     assert all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in m.values())
     # solid-colour classes are linearly separable even through an untrained encoder
-    assert (m["top1"], m["hf1"], m["h_acc"]) == (1.0, 1.0, 1.0)
+    assert (m["top1"], m["hf1"], m["h_acc"], m["bal_acc"], m["macro_f1"]) == (1.0, 1.0, 1.0, 1.0, 1.0)
     assert m["violations"] + m["pc_order"] == pytest.approx(1.0)
     # the metrics are hierarchy_report's on the saved arrays
-    again = hierarchy_report(rec.z_train, rec.y_train, rec.z_test, rec.y_test, TREE, geo, seed=0, steps=3)
+    again = hierarchy_report(
+        rec.z_train, rec.y_train, rec.z_test, rec.y_test, TREE, geo, seed=0, steps=3, imbalance=True
+    )
     assert {k: float(v) for k, v in again.items()} == m
 
 

@@ -51,8 +51,8 @@ class ClassificationRecord:
     Attributes
     ----------
     metrics : dict[str, float]
-        ``{"top1", "hf1", "h_acc", "violations", "pc_order"}`` in [0, 1]
-        (:func:`hierviz.metrics.hierarchy_report`).
+        ``{"top1", "hf1", "h_acc", "violations", "pc_order", "bal_acc", "macro_f1"}`` in [0, 1]
+        (:func:`hierviz.metrics.hierarchy_report` with ``imbalance=True``).
     z_train, z_test : numpy.ndarray, shape (n, D), float32
         Frozen embeddings on the manifold (Lorentz: D = d + 1 coordinates).
     y_train, y_test : numpy.ndarray, shape (n,), int64
@@ -286,7 +286,7 @@ def evaluate_model(
         z_te, y_te = embed_dataset(
             model, test_data, image_size, use=use, batch_size=batch_size, device=device, num_workers=num_workers
         )
-        metrics = hierarchy_report(z_tr, y_tr, z_te, y_te, tree, geometry, seed=seed, steps=mean_steps)
+        metrics = hierarchy_report(z_tr, y_tr, z_te, y_te, tree, geometry, seed=seed, steps=mean_steps, imbalance=True)
         protos, nodes = parent_prototypes(
             torch.as_tensor(z_tr), torch.as_tensor(y_tr), tree, geometry, steps=mean_steps
         )

@@ -397,6 +397,19 @@ def _run_one(
     return record
 
 
+def _px(stored: int, trained: int | None) -> str:
+    """The image size of the header: the size the runs trained at, and the stored size when it differs.
+
+    Examples
+    --------
+    >>> _px(64, 32), _px(32, 32)
+    ('trained at 32 px (stored at 64 px)', '32 px')
+    """
+    if trained is None or int(trained) == int(stored):
+        return f"{int(stored)} px"
+    return f"trained at {int(trained)} px (stored at {int(stored)} px)"
+
+
 def _header(
     cfg: ExperimentConfig, argv: Sequence[str] | None, ds, tree, n_all: int, split, records, total: float
 ) -> dict[str, str]:
@@ -416,7 +429,7 @@ def _header(
         "Dataset": f"{getattr(ds, 'name', name) or name}: {len(ds.labels)} {unit}"
         + (f" (subset of {n_all})" if len(ds.labels) != n_all else "")
         + f", {len(ds.classes)} classes, "
-        + (f"{ds.images.shape[1]} features" if vector else f"{ds.images.shape[1]} px"),
+        + (f"{ds.images.shape[1]} features" if vector else _px(ds.images.shape[1], d.image_size)),
         "Licence / citation": f"{getattr(ds, 'licence', '') or 'n/a'} — {getattr(ds, 'citation', '') or 'n/a'}",
         "Tree": f"{d.tree} (C = {tree.num_leaves} leaves, height L = {tree.height})\n{tree}",
         "Split": f"grouped by {'lesion/group id' if ds.groups is not None else unit[:-1]}, seed {d.split_seed}: "
@@ -662,6 +675,7 @@ def _compare(
         geometries=cfg.geometries,
         projection=cfg.eval.projection,
         title="hierviz compare",
+        baseline=cfg.report.baseline,
     )
     markdown = paths["markdown"].read_text(encoding="utf-8")
     say(markdown)
@@ -736,6 +750,7 @@ def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bo
         methods=methods,
         geometries=geos,
         projection=projection or cfg.eval.projection,
+        baseline=cfg.report.baseline,
     )
     markdown = paths["markdown"].read_text(encoding="utf-8")
     if verbose:

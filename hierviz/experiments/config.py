@@ -15,6 +15,7 @@ key          what
              from :data:`hierviz.methods.LOSS_HPARAMS`
 ``train.*``  :class:`TrainSection`: epochs, batch, learning rates, warmup, EMA, device, AMP
 ``eval.*``   :class:`EvalConfig`: projection of the report, Karcher steps, batch size
+``report.*`` :class:`ReportConfig`: the baseline of the paired-difference table
 ===========  ==================================================================================
 
 Presets are small TOML files in ``hierviz/experiments/presets/`` (``quick``, ``medium``,
@@ -59,6 +60,7 @@ __all__ = [
     "ModelConfig",
     "TrainSection",
     "EvalConfig",
+    "ReportConfig",
     "ExperimentConfig",
     "PRESETS",
     "preset_names",
@@ -232,6 +234,21 @@ class EvalConfig:
     fold: int = 0
 
 
+@dataclass
+class ReportConfig:
+    """``report.*``: how the tables are written (never changes a run's results).
+
+    Attributes
+    ----------
+    baseline : str or None, default None
+        The method every other method is compared with in ``results.md``'s paired-difference
+        table (mean and 95 % CI of the same-seed difference; shown with ≥ 3 seeds,
+        :mod:`hierviz.report.stats`). None: SupCon when it was run, else the first method.
+    """
+
+    baseline: str | None = None
+
+
 def _default_loss() -> dict[str, Any]:
     from hierviz.methods import LOSS_HPARAMS
 
@@ -258,6 +275,7 @@ class ExperimentConfig:
     loss: dict[str, Any] = field(default_factory=_default_loss)
     train: TrainSection = field(default_factory=TrainSection)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
 
     def to_dict(self) -> dict[str, Any]:
         """A plain JSON-able dict (sections as nested dicts)."""
@@ -290,7 +308,13 @@ class ExperimentConfig:
         return d
 
 
-_SECTIONS = {"data": DataConfig, "model": ModelConfig, "train": TrainSection, "eval": EvalConfig}
+_SECTIONS = {
+    "data": DataConfig,
+    "model": ModelConfig,
+    "train": TrainSection,
+    "eval": EvalConfig,
+    "report": ReportConfig,
+}
 _TOP = {"methods": list, "geometries": list, "seeds": int, "out": str}
 
 
@@ -487,6 +511,11 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
                 hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
                 raise ConfigError(f"{key}: unknown name {n!r}; {hint}valid names: {', '.join(list(reg))}")
         setattr(cfg, key, list(dict.fromkeys(names)))
+    b = cfg.report.baseline
+    if b is not None and b not in cfg.methods:
+        raise ConfigError(
+            f"report.baseline: {b!r} is not among the methods {cfg.methods}; add it to methods or choose one of them"
+        )
     if cfg.model.encoder not in ENCODERS:
         raise ConfigError(f"model.encoder: unknown encoder {cfg.model.encoder!r}; valid: {', '.join(ENCODERS)}")
     from hierviz.viz.projection import PROJECTIONS

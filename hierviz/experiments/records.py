@@ -51,6 +51,7 @@ RESULT_FREE_KEYS = frozenset(
         "eval.batch_size",
         "train.channels_last",  # memory layout and compilation: rounding only
         "train.compile",
+        "report.baseline",  # issue 24: which method the paired table compares with
     }
 )
 

@@ -149,6 +149,7 @@ def hierarchy_report(
     steps: int = 10,
     with_radius: bool = False,
     clip_r: float | None = None,
+    imbalance: bool = False,
 ) -> dict[str, Any]:
     """All hierarchy-faithfulness numbers of paper 01 for one embedding, as one table row.
 
@@ -188,6 +189,10 @@ def hierarchy_report(
         by depth of samples and prototypes, ``clip_fraction``), a dict.
     clip_r : float, optional
         The head's clip radius, for ``clip_fraction`` (see :func:`~hierviz.metrics.max_radius`).
+    imbalance : bool, default False
+        Add ``"bal_acc"`` and ``"macro_f1"`` of the same probe predictions
+        (:func:`hierviz.metrics.baselines.imbalance_metrics`: balanced accuracy and macro-F1,
+        which a majority-class predictor cannot inflate), after the five keys.
 
     Returns
     -------
@@ -224,6 +229,10 @@ def hierarchy_report(
         "violations": parent_violations(z_te, y_te, protos, node_ids, tree, geometry, level=level),
         "pc_order": pc_order(z_te, y_te, protos, node_ids, tree, geometry, level=level),
     }
+    if imbalance:
+        from hierviz.metrics.baselines import imbalance_metrics
+
+        out.update(imbalance_metrics(y_te.cpu().numpy(), y_pred.cpu().numpy()))
     if with_radius:
         from hierviz.metrics.radius import radius_report
 

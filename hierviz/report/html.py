@@ -37,7 +37,7 @@ from hierviz.report.tables import (
     write_results_csv,
 )
 
-__all__ = ["write_report_html", "build_report", "collapsed_note"]
+__all__ = ["write_report_html", "build_report", "collapsed_note", "majority_baseline", "write_baselines_csv"]
 
 _CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
@@ -119,6 +119,21 @@ def write_report_html(
     return path
 
 
+def _paired_html(paired_md: str) -> str:
+    """The paired-difference Markdown table of :func:`hierviz.report.stats.paired_markdown` as HTML."""
+    rows = [ln for ln in paired_md.splitlines() if ln.startswith("|") and not ln.startswith("|---")]
+    if not rows:
+        return ""
+    cells = [[c.strip() for c in ln.strip("|").split("|")] for ln in rows]
+    out = ["<h3>Paired difference to the baseline (95 % CI over seeds)</h3><table class='results'><thead><tr>"]
+    out += [f"<th>{html.escape(c)}</th>" for c in cells[0]]
+    out.append("</tr></thead><tbody>")
+    for r in cells[1:]:
+        out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -170,6 +185,39 @@ def _figure_or_note(title: str, make, figures: list, notes: list) -> None:
         notes.append(f"Figure '{title}' could not be drawn: {exc}")
 
 
+def majority_baseline(records: Sequence[Mapping[str, Any]], tree) -> dict[str, float] | None:
+    """The Majority-class row of a comparison, from the first run's saved ``y_train``/``y_test``.
+
+    Every run of the classification protocol shares the split, so one run's labels give
+    the row (:func:`hierviz.metrics.baselines.majority_class_report`). None when no run
+    saved both label arrays.
+    """
+    from hierviz.metrics.baselines import majority_class_report
+
+    for r in records:
+        emb = r.get("embeddings")
+        if not emb or not Path(emb).is_file():
+            continue
+        with np.load(emb) as f:
+            if "y_train" in f.files and "y_test" in f.files:
+                return majority_class_report(f["y_train"], f["y_test"], tree)
+    return None
+
+
+def write_baselines_csv(baselines: Mapping[str, Mapping[str, float]], path: str | Path) -> Path:
+    """``baselines.csv``: one row per input-free baseline (``baseline`` then its metrics; NaN left empty)."""
+    import csv
+
+    path = Path(path)
+    cols = ["baseline", *dict.fromkeys(k for v in baselines.values() for k in v)]
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols)
+        w.writeheader()
+        for name, vals in baselines.items():
+            w.writerow({"baseline": name, **{k: ("" if v != v else f"{v:.6g}") for k, v in vals.items()}})
+    return path
+
+
 def build_report(
     out_dir: str | Path,
     records: Sequence[Mapping[str, Any]],
@@ -181,6 +229,7 @@ def build_report(
     projection: str = "tsne",
     max_points: int = 1000,
     title: str = "hierviz compare",
+    baseline: str | None = None,
 ) -> dict[str, Path]:
     """Write ``results.csv``, ``results.md`` and ``report.html`` into ``out_dir``.
 
@@ -204,11 +253,16 @@ def build_report(
     max_points : int, default 1000
         Points per figure (seeded subsample).
     title : str
+    baseline : str, optional
+        The method of the paired-difference table (``report.baseline``; default SupCon when
+        run, else the first method), shown when every method has at least 3 seeds
+        (:mod:`hierviz.report.stats`).
 
     Returns
     -------
     dict
-        ``{"csv": Path, "markdown": Path, "html": Path}``.
+        ``{"csv": Path, "markdown": Path, "html": Path}``, plus ``"baselines"``
+        (``baselines.csv``, the Majority-class row) for classification runs.
 
     Raises
     ------
@@ -248,7 +302,19 @@ def build_report(
     paths = {"csv": write_results_csv(rows, out_dir / "results.csv")}
     first = lambda key: str(header.get(key, "")).splitlines()[0] if header.get(key) else ""  # noqa: E731
     title_md = " — ".join(t for t in (f"**{title}**", first("Dataset"), first("Tree")) if t)
-    md = results_markdown(rows, methods=methods, geometries=geometries, title=title_md)
+    shown = default_metrics(rows)  # paper 04 Table I's columns for unseen-protocol runs, as the tables
+    baselines: dict[str, dict[str, float]] = {}
+    if shown != UNSEEN_METRICS:  # issue 24: the chance line of every classification table
+        maj = majority_baseline(recs, tree)
+        if maj is not None:
+            baselines["majority"] = maj
+            paths["baselines"] = write_baselines_csv(baselines, out_dir / "baselines.csv")
+    md = results_markdown(rows, methods=methods, geometries=geometries, title=title_md, baselines=baselines)
+    from hierviz.report.stats import paired_markdown
+
+    paired = paired_markdown(rows, baseline, shown, methods=methods, geometries=geometries)
+    if paired:
+        md += "\n" + paired
     rad_md = radius_markdown(recs)
     if rad_md:
         md += "\n" + rad_md
@@ -257,7 +323,12 @@ def build_report(
 
     figures: list = []
     notes: list[str] = list(radius_flags(radius_rows(recs)))
-    shown = default_metrics(rows)  # paper 04 Table I's columns for unseen-protocol runs, as the tables
+    if baselines:
+        from hierviz.report.tables import baseline_note
+
+        notes.insert(0, baseline_note(baselines).replace("*", ""))
+    if paired:
+        notes.append(" ".join(ln for ln in paired.splitlines() if ln and not ln.startswith("|")).replace("**", ""))
     summary = summarise(rows, shown)
     bar_rows = []
     for (meth, geo), vals in summary.items():
@@ -364,7 +435,9 @@ def build_report(
         out_dir / "report.html",
         title=title,
         header=header,
-        table_html=results_html_table(rows, methods=methods, geometries=geometries) + radius_html_table(recs),
+        table_html=results_html_table(rows, methods=methods, geometries=geometries, baselines=baselines)
+        + _paired_html(paired)
+        + radius_html_table(recs),
         figures=figures,
         notes=notes,
     )

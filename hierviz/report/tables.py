@@ -23,6 +23,8 @@ from hierviz.metrics.registry import METRIC_INFO
 __all__ = [
     "METRICS",
     "UNSEEN_METRICS",
+    "IMBALANCE_METRICS",
+    "BASELINE_LABELS",
     "METRIC_LABELS",
     "GEOMETRY_LABELS",
     "METHOD_LABELS",
@@ -41,6 +43,10 @@ __all__ = [
 METRICS = tuple(METRIC_INFO.names()[:5])
 #: Paper 04 (Generalised triplets) Table I columns, from the unseen protocol (:mod:`hierviz.evaluation.unseen`).
 UNSEEN_METRICS = ("leaf_f1", "rp5", "mnr", "ndcg_sum", "ndcg_max", "acc_blind", "acc_aware")
+#: Imbalance-aware columns (issue 24): balanced accuracy and macro-F1 of the probe's predictions.
+IMBALANCE_METRICS = ("bal_acc", "macro_f1")
+#: Display names of the input-free baseline rows (:mod:`hierviz.metrics.baselines`).
+BASELINE_LABELS = {"majority": "Majority class"}
 #: Column titles used in the tables (from :data:`hierviz.metrics.METRIC_INFO`).
 METRIC_LABELS = {n: METRIC_INFO.get(n).label for n in METRIC_INFO.names()}
 #: Metrics where lower is better (bolded as minimum).
@@ -86,11 +92,14 @@ def geometry_label(name: str) -> str:
     return GEOMETRY_LABELS.get(name, str(name))
 
 
-_CSV_FIRST = ["method", "geometry", "seed", *METRICS]
+_CSV_FIRST = ["method", "geometry", "seed", *METRICS, *IMBALANCE_METRICS]
 
 
 def default_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
-    """The table columns for these runs: :data:`UNSEEN_METRICS` when every row has them, else :data:`METRICS`.
+    """The table columns: :data:`UNSEEN_METRICS` when every row has them, else :data:`METRICS` (+ imbalance).
+
+    :data:`IMBALANCE_METRICS` (``bal_acc``, ``macro_f1``) follow the five paper-01 columns
+    when every row has them (runs recorded before hierviz 0.3 do not).
 
     Parameters
     ----------
@@ -107,10 +116,14 @@ def default_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
     ('hf1', 'h_acc', 'pc_order', 'violations', 'top1')
     >>> default_metrics([dict.fromkeys(UNSEEN_METRICS, 0.5)])[:3]
     ('leaf_f1', 'rp5', 'mnr')
+    >>> default_metrics([{"hf1": 0.5, "bal_acc": 0.4, "macro_f1": 0.3}])[-2:]
+    ('bal_acc', 'macro_f1')
     """
     R = [r for r in rows if isinstance(r, Mapping)]
     if R and all(all(m in r for m in UNSEEN_METRICS) for r in R):
         return UNSEEN_METRICS
+    if R and all(all(m in r for m in IMBALANCE_METRICS) for r in R):
+        return (*METRICS, *IMBALANCE_METRICS)
     return METRICS
 
 
@@ -246,7 +259,35 @@ def _ordered(values: Iterable[str], preferred: Sequence[str] | None) -> list[str
     return [p for p in preferred if p in seen] + [v for v in seen if v not in preferred]
 
 
-def _table_cells(rows, metrics, methods, geometries):
+def _baseline_cells(baselines, metrics, geometries) -> list[tuple[str, list[tuple[str, bool]]]]:
+    """Rows of the input-free baselines: the same value under every geometry, "–" where undefined (NaN)."""
+    body = []
+    for name, vals in (baselines or {}).items():
+        cells = []
+        for _g in geometries:
+            for m in metrics:
+                v = vals.get(m)
+                ok = v is not None and isinstance(v, (int, float)) and math.isfinite(float(v))
+                cells.append((f"{float(v):.3f}" if ok else "–", False))
+        body.append((f"*{BASELINE_LABELS.get(name, name)}*", cells))
+    return body
+
+
+def baseline_note(baselines: Mapping[str, Mapping[str, Any]] | None) -> str:
+    """The footnote of the baseline rows (empty without baselines)."""
+    if not baselines:
+        return ""
+    notes = []
+    if "majority" in baselines:
+        notes.append(
+            "*Majority class*: the train split's most frequent leaf predicted for every test sample "
+            "(hierviz.metrics.baselines.majority_class_report); Violations and PC-Order rank embeddings "
+            "against parent prototypes and are undefined for a predictor without embeddings (–)."
+        )
+    return " ".join(notes)
+
+
+def _table_cells(rows, metrics, methods, geometries, baselines=None):
     summary = summarise(rows, metrics)
     methods = _ordered((k[0] for k in summary), methods)
     geometries = _ordered((k[1] for k in summary), geometries)
@@ -267,6 +308,7 @@ def _table_cells(rows, metrics, methods, geometries):
             text = f"{mean:.3f} ± {std:.3f}" if n > 1 else f"{mean:.3f}"
             cells.append((text, (g, m) in best and math.isclose(mean, best[(g, m)], abs_tol=5e-4)))
         body.append((method_label(meth), cells))
+    body += _baseline_cells(baselines, metrics, geometries)
     header = [f"{METRIC_LABELS.get(m, m)} ({GEOMETRY_LABELS.get(g, g)})" for g, m in cols]
     nseeds = sorted({v[metrics[0]][2] for v in summary.values()})
     return header, body, nseeds
@@ -278,6 +320,7 @@ def results_markdown(
     methods: Sequence[str] | None = None,
     geometries: Sequence[str] | None = None,
     title: str | None = None,
+    baselines: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
     """Markdown table shaped like paper 01 Table 1: rows = methods, columns = metric per geometry.
 
@@ -296,6 +339,10 @@ def results_markdown(
         Row / column-group order (default: first-seen order).
     title : str, optional
         A caption line put above the table.
+    baselines : mapping of str to dict, optional
+        Input-free baseline rows, e.g. ``{"majority": majority_class_report(...)}``
+        (:mod:`hierviz.metrics.baselines`): shown in italics under the methods, the same
+        value in every geometry group, never bold, NaN as "–", with a footnote.
 
     Returns
     -------
@@ -309,7 +356,7 @@ def results_markdown(
     """
     if metrics is None:
         metrics = default_metrics(_check_rows(rows))
-    header, body, nseeds = _table_cells(rows, metrics, methods, geometries)
+    header, body, nseeds = _table_cells(rows, metrics, methods, geometries, baselines)
     lines = []
     if title:
         lines += [title, ""]
@@ -330,6 +377,9 @@ def results_markdown(
             "Acc_blind/Acc_aware on the unseen leaves' samples; results.csv has every metric."
         )
     lines += ["", f"Mean ± sample std over {seeds} seed(s); best per column in **bold**. {direction}"]
+    note = baseline_note(baselines)
+    if note:
+        lines[-1] += " " + note
     return "\n".join(lines) + "\n"
 
 
@@ -338,12 +388,13 @@ def results_html_table(
     metrics: Sequence[str] | None = None,
     methods: Sequence[str] | None = None,
     geometries: Sequence[str] | None = None,
+    baselines: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
     """The table of :func:`results_markdown` as an HTML ``<table>`` fragment (escaped).
 
     Parameters
     ----------
-    rows, metrics, methods, geometries
+    rows, metrics, methods, geometries, baselines
         As :func:`results_markdown`.
 
     Returns
@@ -353,11 +404,13 @@ def results_html_table(
     """
     if metrics is None:
         metrics = default_metrics(_check_rows(rows))
-    header, body, _ = _table_cells(rows, metrics, methods, geometries)
+    header, body, _ = _table_cells(rows, metrics, methods, geometries, baselines)
     out = ["<table class='results'><thead><tr><th>Method</th>"]
     out += [f"<th>{html.escape(h)}</th>" for h in header]
     out.append("</tr></thead><tbody>")
     for name, cells in body:
+        if name.startswith("*") and name.endswith("*"):  # a baseline row (Markdown italics)
+            name = name.strip("*")
         out.append(f"<tr><td>{html.escape(name)}</td>")
         out += [f"<td>{'<b>' if b else ''}{html.escape(t)}{'</b>' if b else ''}</td>" for t, b in cells]
         out.append("</tr>")

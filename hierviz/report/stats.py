@@ -1,0 +1,236 @@
+"""Paired comparisons over seeds: each method's difference to a named baseline, with a 95 % CI.
+
+Every run of a comparison with the same seed shares its split, initialisation seed and batch
+order, so method A and baseline B at seed s are a *pair*. The paired difference
+:math:`d_s = A_s - B_s` removes the seed-to-seed variation the two share; its mean and the
+Student-t interval
+
+.. math:: \\bar d \\pm t_{0.975,\\,n-1}\\, s_d / \\sqrt{n}
+
+(:math:`s_d` the sample standard deviation, ddof = 1) is the paired t-test's confidence
+interval (scipy ``ttest_rel``): an interval that excludes 0 is a difference at the 5 % level.
+With fewer than 3 seeds the interval is not shown (at n = 2 it spans ±12.7 s_d).
+
+``hierviz compare`` writes this table under the main one in ``results.md`` when every method
+has at least 3 seeds; ``--set report.baseline=supcon`` names the baseline (default: SupCon
+when it was run, else the first method).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["t_quantile", "paired_ci", "paired_differences", "paired_markdown", "default_baseline", "MIN_SEEDS"]
+
+#: Fewest common seeds for which the paired table is shown.
+MIN_SEEDS = 3
+
+# t_{0.975, df} for df = 1 .. 30 (used when scipy is missing; scipy ships with scikit-learn)
+_T975 = (
+    12.7062047, 4.30265273, 3.18244631, 2.77644511, 2.57058184, 2.44691185, 2.36462425, 2.30600414,
+    2.26215716, 2.22813885, 2.20098516, 2.17881283, 2.16036866, 2.14478669, 2.13144955, 2.11990530,
+    2.10981558, 2.10092204, 2.09302405, 2.08596345, 2.07961384, 2.07387307, 2.06865761, 2.06389856,
+    2.05953855, 2.05552944, 2.05183052, 2.04840714, 2.04522964, 2.04227246,
+)  # fmt: skip
+
+
+def t_quantile(df: int, confidence: float = 0.95) -> float:
+    """Two-sided Student-t quantile :math:`t_{(1+\\text{confidence})/2,\\,df}`.
+
+    scipy's ``scipy.stats.t.ppf`` when scipy is importable; else, for ``confidence=0.95``,
+    a table for df ≤ 30 and the normal quantile 1.95996 beyond.
+
+    Examples
+    --------
+    >>> round(t_quantile(4), 4)
+    2.7764
+    """
+    if isinstance(df, bool) or not isinstance(df, (int, np.integer)) or df < 1:
+        raise ValueError(f"df must be a positive integer (seeds - 1), got {df!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    try:
+        from scipy.stats import t
+    except ImportError:  # pragma: no cover - scipy comes with scikit-learn
+        if confidence != 0.95:
+            raise ValueError("confidence other than 0.95 needs scipy") from None
+        return _T975[df - 1] if df <= len(_T975) else 1.959963984540054
+    return float(t.ppf(0.5 + confidence / 2.0, df))
+
+
+def paired_ci(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float, int]:
+    """Mean paired difference ``a - b`` and its Student-t confidence interval.
+
+    Parameters
+    ----------
+    a, b : sequence of float, same length n ≥ 2
+        The two methods' values, paired by position (seed).
+    confidence : float, default 0.95
+
+    Returns
+    -------
+    (mean, low, high, n)
+        ``low = high = mean`` when every difference is equal.
+
+    Raises
+    ------
+    ValueError
+        Different lengths, fewer than two pairs, or non-finite values.
+
+    Examples
+    --------
+    Differences 1, 2, 3: mean 2, s_d = 1, half-width t_{0.975,2} / sqrt(3) = 2.4841:
+
+    >>> [round(v, 4) for v in paired_ci([2, 4, 6], [1, 2, 3])[:3]]
+    [2.0, -0.4841, 4.4841]
+    """
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"a and b must be 1-D and of the same length, got shapes {x.shape} and {y.shape}")
+    if x.size < 2:
+        raise ValueError(f"a paired interval needs at least 2 pairs (seeds), got {x.size}")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ValueError("a and b must be finite")
+    d = x - y
+    n = int(d.size)
+    mean = float(d.mean())
+    half = t_quantile(n - 1, confidence) * float(d.std(ddof=1)) / math.sqrt(n)
+    return mean, mean - half, mean + half, n
+
+
+def default_baseline(methods: Sequence[str]) -> str | None:
+    """SupCon when it was run, else the first method (None without methods).
+
+    Examples
+    --------
+    >>> default_baseline(["hwc", "supcon"]), default_baseline(["hwc", "lam"])
+    ('supcon', 'hwc')
+    """
+    methods = list(methods)
+    if not methods:
+        return None
+    return "supcon" if "supcon" in methods else methods[0]
+
+
+def paired_differences(
+    rows: Sequence[Mapping[str, Any]], baseline: str, metrics: Sequence[str], confidence: float = 0.95
+) -> dict[tuple[str, str], dict[str, tuple[float, float, float, int]]]:
+    """Per (method, geometry): :func:`paired_ci` of each metric against ``baseline`` in the same geometry.
+
+    Runs are paired by ``seed``; seeds that only one of the two has are left out. A pair
+    with fewer than :data:`MIN_SEEDS` common seeds is left out.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        ``results.csv`` rows (``method``, ``geometry``, ``seed`` and the metrics).
+    baseline : str
+        A method name present in ``rows``.
+    metrics : sequence of str
+    confidence : float, default 0.95
+
+    Returns
+    -------
+    dict
+        ``{(method, geometry): {metric: (mean, low, high, n)}}``, first-seen order,
+        the baseline itself excluded.
+
+    Raises
+    ------
+    ValueError
+        ``baseline`` not among the rows' methods (the message lists them).
+    """
+    methods = list(dict.fromkeys(str(r["method"]) for r in rows))
+    if baseline not in methods:
+        raise ValueError(f"report.baseline: {baseline!r} was not run here; choose one of {methods}")
+    table: dict[tuple[str, str], dict[int, Mapping[str, Any]]] = {}
+    for r in rows:
+        table.setdefault((str(r["method"]), str(r["geometry"])), {})[int(r["seed"])] = r
+    out: dict[tuple[str, str], dict[str, tuple[float, float, float, int]]] = {}
+    for (meth, geo), by_seed in table.items():
+        base = table.get((baseline, geo))
+        if meth == baseline or base is None:
+            continue
+        seeds = sorted(set(by_seed) & set(base))
+        if len(seeds) < MIN_SEEDS:
+            continue
+        out[(meth, geo)] = {}
+        for m in metrics:
+            a = [float(by_seed[s].get(m, math.nan)) for s in seeds]
+            b = [float(base[s].get(m, math.nan)) for s in seeds]
+            if np.isfinite(a).all() and np.isfinite(b).all():
+                out[(meth, geo)][m] = paired_ci(a, b, confidence)
+    return out
+
+
+def paired_markdown(
+    rows: Sequence[Mapping[str, Any]],
+    baseline: str | None,
+    metrics: Sequence[str],
+    methods: Sequence[str] | None = None,
+    geometries: Sequence[str] | None = None,
+) -> str:
+    """The paired-difference table of ``results.md`` (empty string with fewer than 3 common seeds).
+
+    Each cell is "Δ [low, high]" (mean paired difference to ``baseline`` and its 95 % CI,
+    :func:`paired_ci`); a cell whose interval excludes 0 is marked with ``*``.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+    baseline : str or None
+        None: :func:`default_baseline` of the rows' methods.
+    metrics : sequence of str
+    methods, geometries : sequence of str, optional
+        Row and column order.
+
+    Returns
+    -------
+    str
+    """
+    from hierviz.report.tables import METRIC_LABELS, _ordered, geometry_label, method_label
+
+    found = list(dict.fromkeys(str(r["method"]) for r in rows))
+    baseline = baseline or default_baseline(found)
+    if baseline not in found:
+        return (
+            f"Paired differences: report.baseline={baseline!r} was not run in this comparison "
+            f"(methods: {', '.join(found)}); no paired table.\n"
+        )
+    diffs = paired_differences(rows, baseline, metrics)
+    if not diffs:
+        return ""
+    meths = _ordered((k[0] for k in diffs), methods)
+    geos = _ordered((k[1] for k in diffs), geometries)
+    cols = [(g, m) for g in geos for m in metrics]
+    head = [f"Δ {METRIC_LABELS.get(m, m)} ({geometry_label(g)})" for g, m in cols]
+    lines = [
+        f"**Paired difference to {method_label(baseline)}** (same seed; mean and 95 % CI over seeds, paired t)",
+        "",
+        "| Method | " + " | ".join(head) + " |",
+        "|---|" + "|".join("---:" for _ in head) + "|",
+    ]
+    ns: set[int] = set()
+    for meth in meths:
+        cells = []
+        for g, m in cols:
+            v = diffs.get((meth, g), {}).get(m)
+            if v is None:
+                cells.append("–")
+                continue
+            mean, lo, hi, n = v
+            ns.add(n)
+            star = "*" if lo > 0 or hi < 0 else ""
+            cells.append(f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}]{star}")
+        lines.append(f"| {method_label(meth)} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"Δ = method − {method_label(baseline)} at the same seed, over {'/'.join(map(str, sorted(ns)))} seeds; "
+        "[low, high]: 95 % Student-t interval of the mean difference (scipy ttest_rel's); * the interval "
+        "excludes 0. For Violations a negative Δ is the better one.",
+    ]
+    return "\n".join(lines) + "\n"
