@@ -225,6 +225,18 @@ def test_htc_cli_smoke_resume_and_errors(tmp_path, capsys):
     assert main(argv) == 0
     md = (out / "results.md").read_text()
     assert "HyILR (`hyilr`)" in md and "w/o CL" in md
+    # issue 24: the frequency prior's row, scored by hand from the loaded splits
+    from hierviz.methods.paper05 import HTCConfig, load_data
+
+    data = load_data(HTCConfig.preset("smoke", dataset="synthetic-htc", max_train=40))
+    Ytr, Yte = data.part("train").targets, data.part("test").targets
+    from collections import Counter
+
+    mode = np.array(Counter(map(tuple, Ytr)).most_common(1)[0][0])  # ties: the first one seen
+    cols = [i for i, n in enumerate(data.tree.nodes) if n != data.tree.root]
+    tp = (Yte[:, cols] & mode[cols]).sum()
+    micro = 2 * tp / (Yte[:, cols].sum() + len(Yte) * mode[cols].sum())
+    assert f"| *Frequency prior* | – | – | {100 * micro:.2f} |" in md
     rec = json.loads((out / "runs" / "hyilr_lam0.3_seed0.json").read_text())
     assert set(rec["test"]) == {"micro_f1", "macro_f1", "hi_micro_f1", "hi_macro_f1"}
     assert rec["radius"]["label_max"] > 0 and rec["k"] > 0

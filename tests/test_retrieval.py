@@ -267,12 +267,29 @@ def test_run_retrieval_writes_tables_and_hyperbolic_beats_chance(tmp_path):
         "examples.npz",
     }
     names = {(s["variant"], s["storage"]) for s in res["summary"]}
-    assert names == {("PCA(6)", "fp16"), ("Hyper-DINO(PCA(6), 32)", "fp32"), ("Hyper-DINO(PCA(6), 32)", "fp16")}
+    assert names == {
+        ("PCA(6)", "fp16"),
+        ("Hyper-DINO(PCA(6), 32)", "fp32"),
+        ("Hyper-DINO(PCA(6), 32)", "fp16"),
+        ("Random ranking (chance)", ""),  # issue 24: the chance line
+    }
+    from hierviz.metrics.baselines import random_ranking_scores
+    from hierviz.retrieval.protocol import grouped_folds
+
+    data = _blobs()
+    test = grouped_folds(data.labels, data.groups, cfg.folds, cfg.seed)[0]
+    train = np.setdiff1d(np.arange(len(data.labels)), test)
+    want = random_ranking_scores(data.labels[test], data.labels[train], cfg.ks, denominator=cfg.denominator)
+    chance = next(r for r in res["rows"] if r["fold"] == 0 and r["base"] == "chance")
+    assert {k: chance[k] for k in want} == pytest.approx(want) and 0.08 < chance[
+        "map@20"
+    ] < 0.11  # (p H_20 + p^2 (20 - H_20)) / 20, p ~ 1/4
+    assert "| *Random ranking (chance)* | – |" in res["markdown"]
     hd = {s["storage"]: s for s in res["summary"] if s["variant"].startswith("Hyper")}
     assert hd["fp16"]["bytes"] == 64 and hd["fp32"]["bytes"] == 128
-    assert hd["fp16"]["map@20_mean"] > 0.5  # 4 well-separated classes: chance is 0.25
+    assert hd["fp16"]["map@20_mean"] > 0.5  # 4 well-separated classes: a random ranking scores ~0.1
     assert abs(hd["fp16"]["map@20_mean"] - hd["fp32"]["map@20_mean"]) < 0.02
-    assert "| PCA | 6 |" in res["markdown"] and len(res["rows"]) == 3 * 3
+    assert "| PCA | 6 |" in res["markdown"] and len(res["rows"]) == 3 * 4
     import csv
 
     with open(tmp_path / "results.csv") as fh:

@@ -416,6 +416,21 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def frequency_prior_scores(data: HTCData) -> dict[str, float]:
+    """Micro/macro F1 and Hi-MiF1/Hi-MaF1 (fractions) of the frequency prior on the test split (issue 24).
+
+    Every test document gets the train split's most frequent label set
+    (:func:`hierviz.metrics.baselines.frequency_prior_targets`), scored by
+    :func:`hierviz.metrics.htc.hierarchical_f1`: the multi-label table's chance line.
+    """
+    from hierviz.metrics.baselines import frequency_prior_targets
+    from hierviz.metrics.htc import hierarchical_f1
+
+    test = data.part("test").targets
+    pred = frequency_prior_targets(data.part("train").targets, len(test))
+    return hierarchical_f1(test, pred, data.tree)
+
+
 def markdown_table(rows: Sequence[dict[str, Any]], title: str) -> str:
     """The results table (markdown) of :func:`summarise` rows: mean ± std per metric, k, α_t, α_l, radii."""
     head = "| method | λ | seeds | Micro-F1 | Macro-F1 | Hi-MiF1 | Hi-MaF1 | k | α_t | α_l | label r | text r |"
@@ -529,6 +544,17 @@ def _write_tables(out: Path, rows, records, data: HTCData, cfg: HTCConfig) -> No
             w.writerows(flat)
     sizes = {s: int((data.split == s).sum()) for s in ("train", "val", "test")}
     md = markdown_table(rows, f"{data.name}: test split, mean ± std over seeds (percent)")
+    prior = frequency_prior_scores(data)
+    with open(out / "baselines.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["baseline", *prior])
+        w.writeheader()
+        w.writerow({"baseline": "frequency_prior", **prior})
+    md += (
+        "| *Frequency prior* | – | – | "
+        + " | ".join(f"{100 * prior[k]:.2f}" for k in METRIC_KEYS)
+        + " | – | – | – | – | – |\n\n*Frequency prior*: the train split's most frequent label set predicted for "
+        "every test document (hierviz.metrics.baselines.frequency_prior_targets).\n"
+    )
     md += (
         f"\n{sizes} documents; tree {data.tree.num_nodes - 1} labels, {data.tree.height} levels; "
         f"encoder h={cfg.h}, layers={cfg.layers}, max_len={cfg.max_len}, epochs ≤ {cfg.epochs}, τ={cfg.tau}.\n"

@@ -386,6 +386,10 @@ def _run_retrieval(data, cfg, out, tree, progress, verbose):
     for f, red, n in tqdm(plan, desc="retrieval", disable=not progress):
         test = folds[f]
         train = np.setdiff1d(np.arange(len(y)), test)
+        if red == cfg.reducers[0] and n == n_grid[0]:  # issue 24: the chance line, once per fold
+            chance = _chance_row(f, y[test], y[train], cfg)
+            if chance is not None:
+                rows.append(chance)
         t0 = time.perf_counter()
         if red == "nca":  # fit NCA on a stratified subset (its cost is quadratic in the rows)
             sub = train[_stratified_subset(y[train], cfg.nca_fit_rows, cfg.seed)]
@@ -475,6 +479,32 @@ def _run_retrieval(data, cfg, out, tree, progress, verbose):
     return result
 
 
+#: ``variant`` of the chance row (:func:`hierviz.metrics.baselines.random_ranking_scores`).
+RANDOM_RANKING = "Random ranking (chance)"
+
+
+def _chance_row(fold: int, yq: np.ndarray, yg: np.ndarray, cfg: RetrievalConfig) -> dict[str, Any] | None:
+    """The expected scores of a uniformly random ranking of the fold's references (None if undefined)."""
+    from hierviz.metrics.baselines import random_ranking_scores
+
+    try:
+        scores = random_ranking_scores(yq, yg, tuple(cfg.ks), denominator=cfg.denominator)
+    except ValueError:  # the "hits" normaliser, or a query class without references
+        return None
+    row: dict[str, Any] = {
+        "fold": fold,
+        "variant": RANDOM_RANKING,
+        "base": "chance",
+        "n": "",
+        "dim_out": "",
+        "storage": "",
+        "bytes": 0,
+        "clip_fraction": "",
+        "seconds": 0.0,
+    }
+    return {**row, **scores}
+
+
 def summarise(rows: list[dict[str, Any]], ks: tuple[int, ...]) -> list[dict[str, Any]]:
     """Mean and standard deviation over folds of each (variant, storage).
 
@@ -491,7 +521,7 @@ def summarise(rows: list[dict[str, Any]], ks: tuple[int, ...]) -> list[dict[str,
         Keys ``variant``, ``base``, ``n``, ``dim_out``, ``storage``, ``bytes``, ``folds``
         and ``<metric>_mean`` / ``<metric>_std`` for every metric of the rows.
     """
-    metrics = [k for k in rows[0] if k.startswith(("map@", "p@", "r_precision", "ndcg"))] if rows else []
+    metrics = list(dict.fromkeys(k for r in rows for k in r if k.startswith(("map@", "p@", "r_precision", "ndcg"))))
     keyed: dict[tuple, list[dict[str, Any]]] = {}
     for r in rows:
         keyed.setdefault((r["variant"], r["storage"]), []).append(r)
@@ -500,6 +530,8 @@ def summarise(rows: list[dict[str, Any]], ks: tuple[int, ...]) -> list[dict[str,
         s = {k: rs[0][k] for k in ("variant", "base", "n", "dim_out", "storage", "bytes")}
         s["folds"] = len(rs)
         for m in metrics:
+            if any(m not in r for r in rs):  # the chance row has no tree NDCG
+                continue
             v = np.array([r[m] for r in rs], dtype=float)
             s[f"{m}_mean"], s[f"{m}_std"] = float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
         clips = [r["clip_fraction"] for r in rs if r["clip_fraction"] != ""]
@@ -510,6 +542,9 @@ def summarise(rows: list[dict[str, Any]], ks: tuple[int, ...]) -> list[dict[str,
 
 def table2_markdown(summary: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 10, 20), storage: str = "fp16") -> str:
     """A table shaped like Paper 03's Table 2: rows ``base × N``, for each k the base alone, ·→32 and ·→N.
+
+    A last row, *Random ranking (chance)*, gives the expected MAP@k of a random ordering of
+    the references (the ``chance`` rows of :func:`run_retrieval`) when the summary has one.
 
     MAP@k in percent, mean ± std over folds; the Hyper-DINO columns use ``storage``
     references (fp16 tangents by default: the 64-byte claim).
@@ -533,7 +568,10 @@ def table2_markdown(summary: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 
         return f"{100 * s[f'map@{k}_mean']:.2f} ± {100 * s[f'map@{k}_std']:.2f}"
 
     by: dict[tuple, dict[str, Any]] = {}
+    chance = next((s for s in summary if s["base"] == "chance"), None)
     for s in summary:
+        if s["base"] == "chance":
+            continue
         kind = "base" if s["dim_out"] == "" else ("in" if s["dim_out"] == s["n"] and s["dim_out"] != 32 else "32")
         if kind != "base" and s["storage"] != storage:
             continue
@@ -550,6 +588,16 @@ def table2_markdown(summary: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 
                 cell(by.get((base, n, "in")), k),
             ]
         lines.append(f"| {base.upper()} | {n} | " + " | ".join(cells) + " |")
+    if chance is not None:  # issue 24: what a random ranking of the references scores
+        cells = []
+        for k in ks:
+            cells += [cell(chance, k), "–", "–"]
+        lines.append("| *Random ranking (chance)* | – | " + " | ".join(cells) + " |")
+        lines += [
+            "",
+            "*Random ranking*: the expected MAP@k of a uniformly random ordering of each fold's references, "
+            "computed from the class shares (hierviz.metrics.baselines.random_ranking_scores); ± over folds.",
+        ]
     return "\n".join(lines) + "\n"
 
 

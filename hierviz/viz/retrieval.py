@@ -108,7 +108,11 @@ def map_vs_n_figure(summary: list[dict[str, Any]], k: int = 20, storage: str = "
     if not summary or key not in summary[0]:
         raise ValueError(f"summary has no {key!r}; run run_retrieval with k={k} in ks")
     families: dict[str, list[tuple[int, float, float]]] = {}
+    chance = None
     for s in summary:
+        if s["base"] == "chance":  # the random-ranking row: a horizontal line below
+            chance = 100 * s[key]
+            continue
         base = s["base"].upper()
         if s["dim_out"] == "":
             fam = f"{base}(N)"
@@ -136,6 +140,8 @@ def map_vs_n_figure(summary: list[dict[str, Any]], k: int = 20, storage: str = "
         yaxis_title=f"MAP@{k} (%)",
         height=420,
     )
+    if chance is not None:
+        fig.add_hline(y=chance, line=dict(color="grey", dash="dash"), annotation_text="random ranking (chance)")
     return fig
 
 
