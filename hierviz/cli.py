@@ -201,7 +201,7 @@ def _add_retrieval_commands(sub: Any) -> None:
         "MAP@1/5/10/20 over grouped cross-validation folds; writes results.csv, folds.csv and results.md.",
     )
     r.add_argument("--features", required=True, metavar="F.npz", help="a features file ('hierviz features')")
-    r.add_argument("--preset", default="quick", help="smoke, quick or paper (default: quick)")
+    r.add_argument("--preset", default="quick", help="smoke, quick, paper or paper03-gpu (default: quick)")
     r.add_argument("--reducers", help="comma-separated pca,nca,scaled")
     r.add_argument("--n-grid", dest="n_grid", help="comma-separated N of PCA(N)/NCA(N), e.g. 16,32,64")
     r.add_argument("--dim-out", dest="dim_out", help="comma-separated mapper outputs: 32 and/or 'in' (= N)")

@@ -243,7 +243,8 @@ class ReportConfig:
     baseline : str or None, default None
         The method every other method is compared with in ``results.md``'s paired-difference
         table (mean and 95 % CI of the same-seed difference; shown with ≥ 3 seeds,
-        :mod:`hierviz.report.stats`). None: SupCon when it was run, else the first method.
+        :mod:`hierviz.report.stats`). None: SupCon when it was run, else the first method; a
+        registered method that was not run leaves the table out (``results.md`` says so).
     """
 
     baseline: str | None = None
@@ -512,10 +513,10 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
                 raise ConfigError(f"{key}: unknown name {n!r}; {hint}valid names: {', '.join(list(reg))}")
         setattr(cfg, key, list(dict.fromkeys(names)))
     b = cfg.report.baseline
-    if b is not None and b not in cfg.methods:
-        raise ConfigError(
-            f"report.baseline: {b!r} is not among the methods {cfg.methods}; add it to methods or choose one of them"
-        )
+    if b is not None and b not in METHODS:  # a method not run here only leaves the paired table out
+        close = nearest(b, list(METHODS))
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        raise ConfigError(f"report.baseline: unknown method {b!r}; {hint}valid names: {', '.join(list(METHODS))}")
     if cfg.model.encoder not in ENCODERS:
         raise ConfigError(f"model.encoder: unknown encoder {cfg.model.encoder!r}; valid: {', '.join(ENCODERS)}")
     from hierviz.viz.projection import PROJECTIONS
