@@ -184,6 +184,8 @@ def test_report_baseline_key_is_validated():
     assert resolve_config("quick", ["report.baseline=lam"]).report.baseline == "lam"  # not run: no paired table
     with pytest.raises(ConfigError, match="report.baseline: unknown method 'supcn'; did you mean 'supcon'"):
         resolve_config("quick", ["report.baseline=supcn"])
+    with pytest.raises(ConfigError, match="eval.embedding: must be 'features', 'z' or null, got 'encoder'"):
+        resolve_config("quick", ["eval.embedding=encoder"])
 
 
 def test_compare_writes_imbalance_columns_majority_row_and_paired_cis(tmp_path):

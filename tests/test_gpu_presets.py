@@ -47,6 +47,7 @@ def test_gpu_compare_presets_resolve_to_the_paper_set_ups(name):
         )
     if name == "paper02-gpu":
         assert cfg.data.dataset == "hier-mnist" and cfg.data.image_size >= 64  # the category digit >= 16 px
+        assert cfg.eval.embedding == "features"
     if name == "paper04-gpu":
         assert cfg.eval.protocol == "unseen" and len(cfg.methods) == 9
 
@@ -70,6 +71,12 @@ def test_paper02_gpu_preset_runs_a_tiny_cpu_override(tmp_path):
     # hier-MNIST composes synthetic digits when mnist/t10k-* are absent, so this runs everywhere
     result = _tiny_run("paper02-gpu", tmp_path, ["data.limit=300", "methods=g-hmlc", "model.encoder=small_cnn"])
     assert "64 px" in result.markdown and result.rows[0]["method"] == "g-hmlc"
+    # paper 02's linear evaluation: every method is probed on its encoder features, not the d = 128 projection
+    rec = result.record("g-hmlc", "euclidean")
+    z = result.arrays("g-hmlc", "euclidean")["z_test"]
+    assert rec["eval_embedding"] == "features" and z.shape[1] != result.config.model.embed_dim
+    compare_json = (tmp_path / "compare.json").read_text(encoding="utf-8")
+    assert "linear probe on encoder features (every method)" in compare_json
 
 
 def test_paper04_gpu_preset_runs_a_tiny_cpu_override(tmp_path, data_dir):

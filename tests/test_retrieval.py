@@ -243,6 +243,23 @@ def _blobs(n=240, d=12, classes=4, seed=0):
     return FeaturesData(X, y, groups=np.arange(n) // 2)
 
 
+def test_cosine_control_mapper_trains_on_the_unit_sphere():
+    f = _blobs()
+    mapper, hist = train_mapper(f.features, f.labels, dim_out=8, epochs=10, seed=0, geometry="euclidean")
+    assert hist[-1] < hist[0] and type(mapper).__name__ == "CosineMapper"
+    with torch.no_grad():
+        h = mapper(torch.as_tensor(f.features))
+    torch.testing.assert_close(h.norm(dim=-1), torch.ones(len(h)))
+    cos = h @ h.T
+    same = torch.as_tensor(f.labels[:, None] == f.labels[None])
+    # HCL pulls a class together and pushes the others towards the margin (m0 = 0.5 in chordal distance)
+    assert float(cos[same].mean()) > 0.99 and float(cos[~same].mean()) < 0.9
+    nn_label = f.labels[(cos - 3 * torch.eye(len(h))).argmax(1).numpy()]
+    assert (nn_label == f.labels).mean() == 1.0
+    with pytest.raises(ValueError, match="'poincare' or 'euclidean'"):
+        train_mapper(f.features, f.labels, geometry="lorentz")
+
+
 def test_train_mapper_lowers_hcl_and_separates_classes():
     f = _blobs()
     mapper, hist = train_mapper(f.features, f.labels, dim_out=8, epochs=15, seed=0)
@@ -272,6 +289,7 @@ def test_run_retrieval_writes_tables_and_hyperbolic_beats_chance(tmp_path):
         ("Hyper-DINO(PCA(6), 32)", "fp32"),
         ("Hyper-DINO(PCA(6), 32)", "fp16"),
         ("Random ranking (chance)", ""),  # issue 24: the chance line
+        ("Cosine-mapper(PCA(6), 32)", "cosine"),  # issue 24: the same mapper without the ball
     }
     from hierviz.metrics.baselines import random_ranking_scores
     from hierviz.retrieval.protocol import grouped_folds
@@ -284,12 +302,14 @@ def test_run_retrieval_writes_tables_and_hyperbolic_beats_chance(tmp_path):
     assert {k: chance[k] for k in want} == pytest.approx(want) and 0.08 < chance[
         "map@20"
     ] < 0.11  # (p H_20 + p^2 (20 - H_20)) / 20, p ~ 1/4
-    assert "| *Random ranking (chance)* | – |" in res["markdown"]
+    assert "| *Random ranking (chance)* | – |" in res["markdown"] and "k=20: cos·→32" in res["markdown"]
+    cos = next(s for s in res["summary"] if s["storage"] == "cosine")
+    assert cos["map@20_mean"] > 0.5 and cos["dim_out"] == 32  # 4 separable classes: the control learns too
     hd = {s["storage"]: s for s in res["summary"] if s["variant"].startswith("Hyper")}
     assert hd["fp16"]["bytes"] == 64 and hd["fp32"]["bytes"] == 128
     assert hd["fp16"]["map@20_mean"] > 0.5  # 4 well-separated classes: a random ranking scores ~0.1
     assert abs(hd["fp16"]["map@20_mean"] - hd["fp32"]["map@20_mean"]) < 0.02
-    assert "| PCA | 6 |" in res["markdown"] and len(res["rows"]) == 3 * 4
+    assert "| PCA | 6 |" in res["markdown"] and len(res["rows"]) == 3 * 5
     import csv
 
     with open(tmp_path / "results.csv") as fh:

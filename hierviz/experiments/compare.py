@@ -349,13 +349,14 @@ def _run_one(
         return None  # under torchrun rank 0 alone evaluates and writes
     protocol_name = cfg.eval.protocol or method.protocol
     protocol = PROTOCOLS.get(protocol_name)
+    embedding = cfg.eval.embedding or method.embedding  # issue 24: one probe input for every method
     ev = protocol(
         result.model,
         train_ds,
         test_ds,
         tree,
         geometry,
-        embedding=method.embedding,
+        embedding=embedding,
         seed=seed,
         image_size=image_size,
         device=result.device,
@@ -367,7 +368,7 @@ def _run_one(
     np.savez_compressed(run_dir / "embeddings.npz", **arrays)
     from hierviz.evaluation import run_radius
 
-    radius = run_radius(model, arrays, tree, geometry, method.embedding)
+    radius = run_radius(model, arrays, tree, geometry, embedding)
     geo_cfg = geometry.config() if hasattr(geometry, "config") else {"name": geometry_name}
     record = {
         "name": run_dir.name,
@@ -384,7 +385,7 @@ def _run_one(
         "train_seconds": result.train_seconds,
         "eval_seconds": ev.seconds,
         "augment_on": speed["augment_on"],
-        "eval_embedding": method.embedding,
+        "eval_embedding": embedding,
         "protocol": protocol_name,
         "device": str(result.device),
         "history": result.history,
@@ -448,6 +449,14 @@ def _header(
         "Training": f"{t.epochs} epochs, batch {t.batch_size}, AdamW lr {t.lr_backbone:g}/{lr_head:g}"
         f" (backbone/head), warmup {warm:g} epochs + cosine, EMA {t.ema_decay or 'off'}, "
         f"tau {cfg.loss.get('tau')}, c {m.curvature:g}",
+        "Evaluation": "linear probe on "
+        + (
+            {"features": "encoder features (every method)", "z": "the projection head's output z (every method)"}[
+                cfg.eval.embedding
+            ]
+            if cfg.eval.embedding
+            else "each method's own embedding (z; encoder features for CE and HXE)"
+        ),
         "Device": ", ".join(sorted({str(r.get("device", "?")) for r in records})),
         "Timings": f"{total:.1f} s in all; training {train_s:.1f} s, evaluation {eval_s:.1f} s "
         f"over {len(records)} runs",

@@ -224,6 +224,11 @@ class EvalConfig:
         ``"unseen"``, paper 04 §III) instead of the one each method declares.
     fold : int, default 0
         Fold of the ``unseen`` protocol's 5-fold rotation of unseen leaves, in [0, 4].
+    embedding : {"features", "z"} or None, default None
+        What the linear probe reads for *every* method: ``"features"``, the encoder's
+        (penultimate) features mapped into the geometry (SimCLR's linear evaluation, paper 02
+        §4), or ``"z"``, the projection head's output. None: each method's own choice (``z``;
+        encoder features for CE and HXE, paper 01 §4.3). The report header names it.
     """
 
     projection: str = "tsne"
@@ -232,6 +237,7 @@ class EvalConfig:
     split: str = "test"
     protocol: str | None = None
     fold: int = 0
+    embedding: str | None = None
 
 
 @dataclass
@@ -512,6 +518,9 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
                 hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
                 raise ConfigError(f"{key}: unknown name {n!r}; {hint}valid names: {', '.join(list(reg))}")
         setattr(cfg, key, list(dict.fromkeys(names)))
+    _check(
+        cfg.eval.embedding in (None, "features", "z"), "eval.embedding", "'features', 'z' or null", cfg.eval.embedding
+    )
     b = cfg.report.baseline
     if b is not None and b not in METHODS:  # a method not run here only leaves the paired table out
         close = nearest(b, list(METHODS))

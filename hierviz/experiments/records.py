@@ -67,6 +67,7 @@ _NEW_KEY_DEFAULTS = {
     "train.augment_on": "auto",
     "data.persistent_workers": False,
     "data.prefetch_factor": None,
+    "eval.embedding": None,  # issue 24: the probe input of every method (None: each method's own)
 }
 
 #: Keys that legitimately differ between the runs of one comparison.

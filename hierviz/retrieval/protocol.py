@@ -42,6 +42,8 @@ __all__ = [
     "summarise",
     "table2_markdown",
     "variant_name",
+    "cosine_name",
+    "CosineMapper",
 ]
 
 
@@ -69,6 +71,10 @@ class RetrievalConfig:
         AP@k normaliser (:func:`hierviz.metrics.map_at_k`).
     storages : tuple of str
         How the reference embeddings are stored (:data:`hierviz.retrieval.STORAGES`).
+    cosine_control : bool
+        Also train the same mapper onto the unit sphere with HCL on the Euclidean (chordal,
+        i.e. cosine) distance at d = 32 and rank by cosine distance (issue 24): it separates
+        "hyperbolic" from "supervised metric learning on the reference labels".
     float16_base : bool
         Round the base features through float16 (§2.1).
     nca_fit_rows : int
@@ -98,6 +104,7 @@ class RetrievalConfig:
     ks: tuple[int, ...] = (1, 5, 10, 20)
     denominator: str = "min_k_r"
     storages: tuple[str, ...] = ("fp32", "fp16")
+    cosine_control: bool = True
     float16_base: bool = True
     nca_fit_rows: int = 2000
     limit: int | None = None
@@ -117,6 +124,17 @@ RETRIEVAL_PRESETS: dict[str, RetrievalConfig] = {
     # measured: <= 10 min on one H100 for HAM10000's 10,015 feature rows)
     "paper03-gpu": RetrievalConfig(n_grid=(20, 40, 80), dim_out=(32, "in"), epochs=100, batch_size=128, device="cuda"),
 }
+
+
+def cosine_name(base: str, n: int) -> str:
+    """The cosine control's variant name: ``Cosine-mapper(PCA(40), 32)``.
+
+    Examples
+    --------
+    >>> cosine_name("pca", 40)
+    'Cosine-mapper(PCA(40), 32)'
+    """
+    return f"Cosine-mapper({variant_name(base, n, None)}, 32)"
 
 
 def variant_name(base: str, n: int, dim_out: int | None) -> str:
@@ -174,6 +192,36 @@ def _device(name: str) -> torch.device:
     return torch.device(name)
 
 
+class CosineMapper(torch.nn.Module):
+    r"""The cosine control of Paper 03's mapper: the same MLP (D → 256 → d), output on the unit sphere.
+
+    ``forward(x) = W_2 ReLU(W_1 x + b_1) + b_2`` divided by its norm; ``geometry`` is
+    :class:`~hierviz.geometry.Euclidean` (unit sphere), so :class:`~hierviz.losses.HCLLoss` and the
+    ranking use the chordal distance :math:`\sqrt{2 - 2\cos}`. ``clip_fraction`` is 0 (no cap).
+
+    Examples
+    --------
+    >>> m = CosineMapper(6, 4)
+    >>> h = m(torch.randn(3, 6))
+    >>> h.shape, bool(torch.allclose(h.norm(dim=-1), torch.ones(3)))
+    (torch.Size([3, 4]), True)
+    """
+
+    def __init__(self, dim_in: int, dim_out: int = 32, hidden: int = 256) -> None:
+        super().__init__()
+        from hierviz.geometry import get_geometry
+
+        self.geometry = get_geometry("euclidean")
+        self.dim_in, self.dim_out = int(dim_in), int(dim_out)
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(dim_in, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, dim_out)
+        )
+        self.clip_fraction = 0.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.normalize(self.net(x), dim=-1)
+
+
 def train_mapper(
     x: np.ndarray,
     y: np.ndarray,
@@ -189,8 +237,13 @@ def train_mapper(
     seed: int = 0,
     device: str | torch.device = "cpu",
     progress: bool = False,
+    geometry: str = "poincare",
 ):
     """Train a :class:`~hierviz.models.HyperbolicMapper` with HCL (Paper 03 (Hyper-DINO) §3.2).
+
+    ``geometry="euclidean"`` trains the cosine control instead: the same two-layer MLP, its
+    output L2-normalised onto the unit sphere (:class:`CosineMapper`), HCL on the Euclidean
+    geometry's chordal distance (a monotone function of the cosine distance).
 
     Parameters
     ----------
@@ -209,10 +262,12 @@ def train_mapper(
     device : str or torch.device, default "cpu"
     progress : bool, default False
         A ``tqdm.auto`` bar over epochs.
+    geometry : {"poincare", "euclidean"}, default "poincare"
+        The ball (the paper) or the cosine control.
 
     Returns
     -------
-    mapper : HyperbolicMapper
+    mapper : HyperbolicMapper or CosineMapper
         In eval mode, on ``device``.
     history : list of float
         Mean training loss per epoch (the paper's Fig. 2).
@@ -233,7 +288,9 @@ def train_mapper(
         raise ValueError(f"train_mapper needs at least 2 training rows, got {len(X)}")
     device = torch.device(device)
     torch.manual_seed(seed)
-    mapper = HyperbolicMapper(X.shape[1], int(dim_out)).to(device)
+    if geometry not in ("poincare", "euclidean"):
+        raise ValueError(f"geometry must be 'poincare' or 'euclidean' (the cosine control), got {geometry!r}")
+    mapper = (HyperbolicMapper if geometry == "poincare" else CosineMapper)(X.shape[1], int(dim_out)).to(device)
     loss_fn = HCLLoss(mapper.geometry, m0=m0, alpha=alpha, lam=lam)
     opt = torch.optim.Adam(mapper.parameters(), lr=lr, weight_decay=weight_decay)
     gen = torch.Generator().manual_seed(seed)
@@ -475,6 +532,29 @@ def _run_retrieval(data, cfg, out, tree, progress, verbose):
                 f"(clip {clip_tr:.3f})",
                 flush=True,
             )
+        if cfg.cosine_control:  # issue 24: the same mapper, cosine loss and ranking, d = 32
+            t0 = time.perf_counter()
+            cos, _ = train_mapper(
+                xtr, y[train], dim_out=32, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr,
+                weight_decay=cfg.weight_decay, m0=cfg.m0, alpha=cfg.alpha, lam=cfg.lam, seed=cfg.seed + f,
+                device=device, geometry="euclidean",
+            )  # fmt: skip
+            with torch.no_grad():
+                c_tr, c_te = cos(torch.as_tensor(xtr, device=device)), cos(torch.as_tensor(xte, device=device))
+                Dc = (1.0 - c_te @ c_tr.T).clamp_min(0.0).cpu()
+            row = {
+                "fold": f,
+                "variant": cosine_name(red, n),
+                "base": red,
+                "n": n,
+                "dim_out": 32,
+                "storage": "cosine",
+                "bytes": 32 * 4,
+                "clip_fraction": "",
+                "seconds": time.perf_counter() - t0,
+            }
+            row.update(retrieval_metrics(Dc, y[test], y[train], ks=cfg.ks, denominator=cfg.denominator, tree=tree))
+            rows.append(row)
     summary = summarise(rows, cfg.ks)
     md = table2_markdown(summary, cfg.ks)
     result: dict[str, Any] = {"rows": rows, "summary": summary, "markdown": md, "history": histories, "paths": {}}
@@ -573,15 +653,20 @@ def table2_markdown(summary: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 
 
     by: dict[tuple, dict[str, Any]] = {}
     chance = next((s for s in summary if s["base"] == "chance"), None)
+    cos = {(s["base"], s["n"]): s for s in summary if s["storage"] == "cosine"}
     for s in summary:
-        if s["base"] == "chance":
+        if s["base"] == "chance" or s["storage"] == "cosine":
             continue
         kind = "base" if s["dim_out"] == "" else ("in" if s["dim_out"] == s["n"] and s["dim_out"] != 32 else "32")
         if kind != "base" and s["storage"] != storage:
             continue
         by[(s["base"], s["n"], kind)] = s
-    head = "| base | N | " + " | ".join(f"k={k}: base | k={k}: ·→32 | k={k}: ·→N" for k in ks) + " |"
-    sep = "|" + "---|" * (2 + 3 * len(ks))
+    per = 4 if cos else 3
+    extra = " | k={k}: cos·→32" if cos else ""
+    head = (
+        "| base | N | " + " | ".join(f"k={k}: base | k={k}: ·→32 | k={k}: ·→N" + extra.format(k=k) for k in ks) + " |"
+    )
+    sep = "|" + "---|" * (2 + per * len(ks))
     lines = [head, sep]
     for base, n in sorted({(b, n) for b, n, _ in by}, key=lambda t: (t[0], -t[1])):
         cells = []
@@ -590,17 +675,23 @@ def table2_markdown(summary: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 
                 cell(by.get((base, n, "base")), k),
                 cell(by.get((base, n, "32")), k),
                 cell(by.get((base, n, "in")), k),
-            ]
+            ] + ([cell(cos.get((base, n)), k)] if cos else [])
         lines.append(f"| {base.upper()} | {n} | " + " | ".join(cells) + " |")
     if chance is not None:  # issue 24: what a random ranking of the references scores
         cells = []
         for k in ks:
-            cells += [cell(chance, k), "–", "–"]
+            cells += [cell(chance, k)] + ["–"] * (per - 1)
         lines.append("| *Random ranking (chance)* | – | " + " | ".join(cells) + " |")
         lines += [
             "",
             "*Random ranking*: the expected MAP@k of a uniformly random ordering of each fold's references, "
             "computed from the class shares (hierviz.metrics.baselines.random_ranking_scores); ± over folds.",
+        ]
+    if cos:
+        lines += [
+            "",
+            "*cos·→32*: the cosine control, the same mapper onto the unit sphere trained with HCL on the "
+            "cosine (chordal) distance and ranked by cosine distance: supervised metric learning without the ball.",
         ]
     return "\n".join(lines) + "\n"
 
