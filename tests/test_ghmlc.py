@@ -92,7 +92,7 @@ def _batch(seed=0, dtype=torch.float32, B=6, d=8):
 def test_ghmlc_equals_hmlc_on_its_masks_and_masks_have_no_gradient():
     z, y = _batch(dtype=torch.float64)
     z.requires_grad_(True)
-    loss = GHMLCLoss(temperature=0.3, max_iter=50)
+    loss = GHMLCLoss(temperature=0.3, max_iter=50, gmm_dims=1)  # the 1-D fit (2-D: tests/test_ghmlc_2d.py)
     val = loss(z, y)
     m = loss.last_masks
     assert m.shape == (2, 6, 8) and not m.requires_grad
@@ -108,7 +108,7 @@ def test_ghmlc_equals_hmlc_on_its_masks_and_masks_have_no_gradient():
 def test_ghmlc_warm_start_state_and_tree_labels(breakhis_tree):
     z, _ = _batch()
     leaf = torch.tensor([0, 1, 4, 5, 5, 2])
-    loss = GHMLCLoss(breakhis_tree, temperature=0.2)
+    loss = GHMLCLoss(breakhis_tree, temperature=0.2, gmm_dims=1)  # the 1-D fit (2-D: tests/test_ghmlc_2d.py)
     assert loss.means.numel() == 0
     loss(z, leaf)
     first = loss.means.clone()

@@ -68,6 +68,8 @@ _NEW_KEY_DEFAULTS = {
     "data.persistent_workers": False,
     "data.prefetch_factor": None,
     "eval.embedding": None,  # issue 24: the probe input of every method (None: each method's own)
+    # issue 24: G-HMLC's 2-D GMM became the default; g-hmlc runs recorded before it used the 1-D fit
+    "loss.gmm_dims": 2,
 }
 
 #: Keys that legitimately differ between the runs of one comparison.

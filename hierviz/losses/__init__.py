@@ -20,7 +20,7 @@ from typing import Any
 
 from ._core import INPUT_KINDS, REDUCTIONS, SIMILARITIES, contrastive_log_prob
 from .ahmlc import AHMLCLoss, LevelAttention
-from .ghmlc import GHMLCLoss, fit_gmm_1d, gmm_feature_masks
+from .ghmlc import GHMLCLoss, fit_gmm_1d, fit_gmm_2d, gmm_feature_masks
 from .hc_outside import HierarchicalContrastiveLoss, OutsideSoftmaxHCLoss
 from .hcl import HCLLoss, hcl_terms
 from .hier_cls import BinaryLoss, LeafLoss, PerLevelLoss
@@ -57,6 +57,7 @@ __all__ = [
     "AHMLCLoss",
     "LevelAttention",
     "fit_gmm_1d",
+    "fit_gmm_2d",
     "gmm_feature_masks",
     "SoftLabelLoss",
     "hwc_omega",

@@ -20,7 +20,7 @@ from torch import nn
 from ._validation import _check_embeddings, _check_real
 from .hmlc import HMLCLoss
 
-__all__ = ["GMM1D", "fit_gmm_1d", "gmm_feature_masks", "GHMLCLoss"]
+__all__ = ["GMM1D", "GMM2D", "fit_gmm_1d", "fit_gmm_2d", "gmm_feature_masks", "GHMLCLoss"]
 
 
 @dataclass
@@ -173,6 +173,163 @@ def fit_gmm_1d(
     )
 
 
+@dataclass
+class GMM2D:
+    """``B`` fitted two-dimensional Gaussian mixtures of ``K`` full-covariance components.
+
+    Components are sorted by the mean of their two mean coordinates, ascending (the 1-D rule
+    of :class:`GMM1D` on the diagonal), so :func:`gmm_feature_masks` applies unchanged.
+
+    Attributes
+    ----------
+    means : torch.Tensor, shape (B, K, 2)
+    covariances : torch.Tensor, shape (B, K, 2, 2)
+        ``reg_covar`` added to the diagonal.
+    weights : torch.Tensor, shape (B, K)
+    resp : torch.Tensor, shape (B, n, K)
+    labels : torch.LongTensor, shape (B, n)
+    log_likelihood : torch.Tensor, shape (B,)
+    n_iter : int
+    converged : torch.BoolTensor, shape (B,)
+    """
+
+    means: torch.Tensor
+    covariances: torch.Tensor
+    weights: torch.Tensor
+    resp: torch.Tensor
+    labels: torch.Tensor
+    log_likelihood: torch.Tensor
+    n_iter: int
+    converged: torch.Tensor
+
+
+def _log_gauss_2d(x: torch.Tensor, mu: torch.Tensor, cov: torch.Tensor, pi: torch.Tensor) -> torch.Tensor:
+    # x (B, n, 1, 2); mu (B, 1, K, 2); cov (B, 1, K, 3) as (a, b, c) of [[a, b], [b, c]]; pi (B, 1, K) -> (B, n, K)
+    a, b, c = cov.unbind(-1)
+    det = a * c - b * b
+    d0, d1 = (x - mu).unbind(-1)
+    maha = (c * d0 * d0 - 2.0 * b * d0 * d1 + a * d1 * d1) / det
+    return torch.log(pi) - math.log(2 * math.pi) - 0.5 * torch.log(det) - 0.5 * maha
+
+
+def fit_gmm_2d(
+    x: torch.Tensor,
+    n_components: int,
+    *,
+    init_means: torch.Tensor | None = None,
+    max_iter: int = 100,
+    tol: float = 1e-3,
+    reg_covar: float = 1e-6,
+) -> GMM2D:
+    r"""Fit ``B`` independent 2-D Gaussian mixtures (full covariances) by batched EM (Paper 02 (HMLC), §3).
+
+    Paper 02 §3: the anchor image's embedding and its augmented view's "define a
+    two-dimensional plane, where a two-dimensional GMM is fitted": feature :math:`j` of image
+    :math:`b` is the point :math:`(z_a[j], z_p[j])`, and the mixture groups the ``d`` points.
+    EM as scikit-learn's ``GaussianMixture(covariance_type="full")``, all ``B`` mixtures at once.
+
+    Parameters
+    ----------
+    x : torch.Tensor, shape (B, n, 2), float
+        ``n`` points per mixture (``n ≥ n_components``), finite.
+    n_components : int, >= 1
+    init_means : torch.Tensor, shape (K, 2) or (B, K, 2), optional
+        Warm start; default the per-coordinate quantiles ``(k + ½)/K``.
+    max_iter : int, default 100
+    tol : float, default 1e-3
+        Stop when every mixture's mean log-likelihood per point changed by less.
+    reg_covar : float, default 1e-6
+        Added to the covariance diagonals.
+
+    Returns
+    -------
+    GMM2D
+
+    Raises
+    ------
+    ValueError
+        ``x`` not (B, n, 2), non-finite, fewer points than components; bad
+        ``n_components``, ``max_iter``, ``tol``, ``reg_covar`` or ``init_means`` shape.
+
+    Examples
+    --------
+    >>> import torch
+    >>> x = torch.tensor([[[0.0, 0.1], [0.1, 0.0], [5.0, 5.2], [5.1, 4.9]]])
+    >>> fit_gmm_2d(x, 2).labels.tolist()
+    [[0, 0, 1, 1]]
+    """
+    if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[-1] != 2:
+        raise ValueError(f"x must be a (B, n, 2) tensor, got {tuple(getattr(x, 'shape', ()))}")
+    if isinstance(n_components, bool) or not isinstance(n_components, int) or n_components < 1:
+        raise ValueError(f"n_components must be an integer >= 1, got {n_components!r}")
+    B, n, _ = x.shape
+    K = n_components
+    if n < K:
+        raise ValueError(f"x has n={n} points per row, fewer than n_components={K}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("x contains NaN or inf")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    tol = _check_real(tol, "tol", low=0.0)
+    reg_covar = _check_real(reg_covar, "reg_covar", low=0.0, strict=True)
+    xs = x.unsqueeze(2)  # (B, n, 1, 2)
+    if init_means is None:
+        q = (torch.arange(K, dtype=x.dtype, device=x.device) + 0.5) / K
+        mu = torch.quantile(x, q, dim=1).permute(1, 0, 2)  # (B, K, 2)
+    else:
+        mu = torch.as_tensor(init_means, dtype=x.dtype, device=x.device)
+        if mu.shape not in ((K, 2), (B, K, 2)):
+            raise ValueError(f"init_means must have shape ({K}, 2) or ({B}, {K}, 2), got {tuple(mu.shape)}")
+        mu = mu.expand(B, K, 2).clone()
+    mu = mu.unsqueeze(1)  # (B, 1, K, 2)
+    v = x.var(dim=1, unbiased=False) + reg_covar  # (B, 2)
+    cov = torch.stack([v[:, 0], torch.zeros_like(v[:, 0]), v[:, 1]], dim=-1)[:, None, None, :].expand(B, 1, K, 3)
+    pi = torch.full((B, 1, K), 1.0 / K, dtype=x.dtype, device=x.device)
+    prev = torch.full((B,), -math.inf, dtype=x.dtype, device=x.device)
+    converged = torch.zeros(B, dtype=torch.bool, device=x.device)
+    it = 0
+    for _ in range(max_iter):
+        it += 1
+        logp = _log_gauss_2d(xs, mu, cov, pi)
+        norm = torch.logsumexp(logp, dim=-1, keepdim=True)
+        resp = torch.exp(logp - norm)  # E-step (B, n, K)
+        ll = norm.squeeze(-1).mean(dim=1)
+        converged = (ll - prev).abs() < tol
+        prev = ll
+        if bool(converged.all()):
+            break
+        r = resp.unsqueeze(-1)  # (B, n, K, 1)
+        nk = resp.sum(dim=1) + 10 * torch.finfo(x.dtype).eps  # M-step (B, K)
+        mu = ((r * xs).sum(dim=1) / nk[..., None]).unsqueeze(1)
+        d0, d1 = (xs - mu).unbind(-1)  # (B, n, K)
+        a = (resp * d0 * d0).sum(dim=1) / nk + reg_covar
+        b = (resp * d0 * d1).sum(dim=1) / nk
+        c = (resp * d1 * d1).sum(dim=1) / nk + reg_covar
+        cov = torch.stack([a, b, c], dim=-1).unsqueeze(1)
+        pi = (nk / n).unsqueeze(1)
+    logp = _log_gauss_2d(xs, mu, cov, pi)
+    norm = torch.logsumexp(logp, dim=-1, keepdim=True)
+    resp = torch.exp(logp - norm)
+    mu, cov, pi = mu.squeeze(1), cov.squeeze(1), pi.squeeze(1)
+    order = mu.mean(dim=-1).argsort(dim=-1)  # sort components along the diagonal
+    mu = mu.gather(1, order[..., None].expand(B, K, 2))
+    cov = cov.gather(1, order[..., None].expand(B, K, 3))
+    pi = pi.gather(1, order)
+    resp = resp.gather(2, order[:, None, :].expand(B, n, K))
+    a, b, c = cov.unbind(-1)
+    full = torch.stack([torch.stack([a, b], -1), torch.stack([b, c], -1)], -2)
+    return GMM2D(
+        means=mu,
+        covariances=full,
+        weights=pi,
+        resp=resp,
+        labels=resp.argmax(dim=-1),
+        log_likelihood=norm.squeeze(-1).mean(dim=1),
+        n_iter=it,
+        converged=converged,
+    )
+
+
 def gmm_feature_masks(gmm: GMM1D) -> torch.Tensor:
     """Hard per-level feature masks ``M_h`` from fitted mixtures (Paper 02 (HMLC), §3).
 
@@ -183,8 +340,8 @@ def gmm_feature_masks(gmm: GMM1D) -> torch.Tensor:
 
     Parameters
     ----------
-    gmm : GMM1D
-        ``B`` mixtures of ``K`` components over ``d`` values.
+    gmm : GMM1D or GMM2D
+        ``B`` mixtures of ``K`` components over ``d`` values (or ``d`` 2-D points).
 
     Returns
     -------
@@ -218,8 +375,11 @@ class GHMLCLoss(nn.Module):
     The masks carry no gradient: the fit runs under ``torch.no_grad`` on detached
     embeddings, so gradients reach ``z`` only through the masked dot products.
 
-    Our readings where the paper is silent: the mixture is 1-D over the feature values of the
-    view-mean (the paper's Fig. 2 text mentions a 2-D plane of the two views); the warm start
+    The mixture is two-dimensional by default, as §3 says: the anchor view's and the augmented
+    view's embeddings "define a two-dimensional plane, where a two-dimensional GMM is fitted",
+    so feature ``j`` is the point ``(z_0[j], z_1[j])`` (:func:`fit_gmm_2d`, full covariances);
+    ``gmm_dims=1`` fits the 1-D mixture over the values of the view mean instead (hierviz ≤ 0.2;
+    also used with a single view). Our readings where the paper is silent: the warm start
     is the batch mean of the previous step's sorted component means (images differ from step
     to step, so per-image means cannot carry over); the component with the largest mean is
     level 1.
@@ -240,12 +400,15 @@ class GHMLCLoss(nn.Module):
         ``"g-hmlc"``/``"a-hmlc"`` methods do in a hyperbolic geometry; the paper is Euclidean).
     max_iter : int, default 100
         EM iterations per step (a warm start usually converges in a few).
+    gmm_dims : {2, 1}, default 2
+        2: the paper's 2-D mixture on the plane of the first two views; 1: the 1-D mixture on
+        the values of the view mean.
     tol : float, default 1e-3
     warm_start : bool, default True
 
     Attributes
     ----------
-    means : torch.Tensor, shape (L,) or (0,)
+    means : torch.Tensor, shape (L, 2), (L,) or (0,)
         The warm start for the next step (a non-persistent buffer: empty until the first
         call, not saved in checkpoints).
     last_masks : torch.Tensor or None
@@ -265,7 +428,7 @@ class GHMLCLoss(nn.Module):
     >>> y = torch.tensor([[0, 0], [1, 0], [2, 1], [2, 1]])
     >>> loss = GHMLCLoss(temperature=0.5)
     >>> bool(loss(z, y) > 0), tuple(loss.last_masks.shape), tuple(loss.means.shape)
-    (True, (2, 4, 8), (2,))
+    (True, (2, 4, 8), (2, 2))
     """
 
     input_kind = "embeddings"
@@ -283,6 +446,7 @@ class GHMLCLoss(nn.Module):
         warm_start: bool = True,
         similarity: Any = None,
         features: Any = None,
+        gmm_dims: int = 2,
     ):
         super().__init__()
         if not (features is None or callable(features)):
@@ -294,15 +458,22 @@ class GHMLCLoss(nn.Module):
         self.max_iter = int(max_iter)
         self.tol = _check_real(tol, "tol", low=0.0)
         self.warm_start = bool(warm_start)
+        if gmm_dims not in (1, 2):
+            raise ValueError(f"gmm_dims must be 1 (values of the view mean) or 2 (the paper's plane), got {gmm_dims!r}")
+        self.gmm_dims = int(gmm_dims)
         self.register_buffer("means", torch.zeros(0), persistent=False)
         self.last_masks: torch.Tensor | None = None
 
     def masks(self, z: torch.Tensor, levels: int) -> torch.Tensor:
         """Hard masks ``(L, B, d)`` for a batch ``z`` (B, V, d), updating the warm start; no gradient."""
         with torch.no_grad():
-            x = z.detach().mean(dim=1)
-            init = self.means if self.warm_start and self.means.numel() == levels else None
-            gmm = fit_gmm_1d(x, levels, init_means=init, max_iter=self.max_iter, tol=self.tol)
+            if self.gmm_dims == 2 and z.shape[1] >= 2:  # the paper's plane of the two views (§3)
+                x = torch.stack([z[:, 0].detach(), z[:, 1].detach()], dim=-1)  # (B, d, 2)
+                shape, fit = (levels, 2), fit_gmm_2d
+            else:  # one view, or gmm_dims=1: the values of the view mean
+                x, shape, fit = z.detach().mean(dim=1), (levels,), fit_gmm_1d
+            init = self.means if self.warm_start and tuple(self.means.shape) == shape else None
+            gmm = fit(x, levels, init_means=init, max_iter=self.max_iter, tol=self.tol)
             self.means = gmm.means.mean(dim=0)
             masks = gmm_feature_masks(gmm)
         self.last_masks = masks

@@ -21,7 +21,8 @@ Hyperparameters (``loss.*``): ``tau`` (τ, shared), ``level_order`` (``"class"``
 main order, or ``"category"``), ``hmlc_penalty`` (None = the paper's choice: ``"exp"`` for
 HMC/HMCE, ``"linear"`` for G-HMLC/A-HMLC), ``hmlc_mode`` (``"paper"`` or ``"official"``, HMC/HCE/HMCE
 only), ``base_temperature`` (None: no τ/τ_b factor in paper mode, 0.07 in official mode),
-``gmm_max_iter`` (EM iterations per step of G-HMLC).
+``gmm_max_iter`` (EM iterations per step of G-HMLC), ``gmm_dims`` (2: the paper's 2-D GMM on the plane
+of the two views, the default; 1: the 1-D fit on the view mean of hierviz ≤ 0.2).
 
 Geometry: the contrastive terms use the dot product of Eq. 3 (the cosine on the unit sphere of
 the Euclidean geometry) and, in a hyperbolic geometry, the geometry's similarity (−d) for
@@ -47,6 +48,7 @@ for _name, _default, _doc in (
     ("hmlc_mode", "paper", "HMC/HCE/HMCE: 'paper' (Eqs. 2-4) or 'official' (salesforce code, bit for bit)"),
     ("base_temperature", None, "HMLC τ_b: each level's loss × τ/τ_b (None = 1 in paper mode, 0.07 in official mode)"),
     ("gmm_max_iter", 100, "G-HMLC: EM iterations per training step (warm-started, >= 1)"),
+    ("gmm_dims", 2, "G-HMLC: 2 = the paper's 2-D GMM on the plane of the two views (§3), 1 = 1-D on the view mean"),
 ):
     register_hparam(_name, _default, _doc)
 
@@ -86,7 +88,9 @@ register_method("hce", display_name="HCE", hparams=_HMLC, needs=_NEEDS, paper=_P
 register_method("hmce", display_name="HMCE", hparams=_HMLC, needs=_NEEDS, paper=_PAPER)(_hmlc("hmce", "exp"))
 
 
-@register_method("g-hmlc", display_name="G-HMLC", hparams=(*_FEATURE, "gmm_max_iter"), needs=_NEEDS, paper=_PAPER)
+@register_method(
+    "g-hmlc", display_name="G-HMLC", hparams=(*_FEATURE, "gmm_max_iter", "gmm_dims"), needs=_NEEDS, paper=_PAPER
+)
 def g_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
     loss = GHMLCLoss(
         tree,
@@ -95,6 +99,7 @@ def g_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
         order=hp["level_order"],
         max_iter=int(hp["gmm_max_iter"]),
         features=_features(geometry),
+        gmm_dims=int(hp["gmm_dims"]),
     )
     return Objective("g-hmlc", {"ghmlc": loss})
 
