@@ -237,6 +237,8 @@ def test_htc_cli_smoke_resume_and_errors(tmp_path, capsys):
     tp = (Yte[:, cols] & mode[cols]).sum()
     micro = 2 * tp / (Yte[:, cols].sum() + len(Yte) * mode[cols].sum())
     assert f"| *Frequency prior* | – | – | {100 * micro:.2f} |" in md
+    seeds_csv = (out / "seeds.csv").read_text().splitlines()
+    assert seeds_csv[0].startswith("method,lam,seed,micro_f1") and len(seeds_csv) == 1 + 2  # two methods, one seed
     rec = json.loads((out / "runs" / "hyilr_lam0.3_seed0.json").read_text())
     assert set(rec["test"]) == {"micro_f1", "macro_f1", "hi_micro_f1", "hi_macro_f1"}
     assert rec["radius"]["label_max"] > 0 and rec["k"] > 0

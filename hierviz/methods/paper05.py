@@ -463,6 +463,8 @@ def run_htc(
 
     Each finished run is written atomically to ``<out>/runs/<method>_lam<λ>_seed<s>.json`` and
     skipped on a later call with ``resume=True`` (same config). Writes ``results.csv``,
+    ``seeds.csv`` (one row per run: the test metrics as fractions, k, α), ``baselines.csv``
+    (the frequency prior),
     ``results.md`` (mean ± std over seeds; learned ``k``, ``α_t``, ``α_l``; radii),
     ``levels.csv``, ``buckets.csv``, ``labels_<method>.npz`` (projected label embeddings of seed 0)
     and ``report.html`` (table, label embeddings on the Poincaré disk coloured by depth, per-level
@@ -540,6 +542,14 @@ def _write_tables(out: Path, rows, records, data: HTCData, cfg: HTCConfig) -> No
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
+    with open(out / "seeds.csv", "w", newline="") as f:  # issue 24: one row per run, for regenerating the table
+        w = csv.DictWriter(f, fieldnames=["method", "lam", "seed", *METRIC_KEYS, "k", "alpha_t", "alpha_l"])
+        w.writeheader()
+        for r in records:
+            w.writerow(
+                {"method": r["method"], "lam": r["lam"], "seed": r["seed"], **{k: r["test"][k] for k in METRIC_KEYS}}
+                | {k: r[k] for k in ("k", "alpha_t", "alpha_l")}
+            )
     for name, key in (("levels", "levels"), ("buckets", "buckets")):
         with open(out / f"{name}.csv", "w", newline="") as f:
             flat = [{"method": r["method"], "lam": r["lam"], "seed": r["seed"], **x} for r in records for x in r[key]]
