@@ -8,8 +8,8 @@ page cannot drift from its CSVs::
 
     python3 docs/results/make_tables.py            # rewrite the tables in place
     python3 docs/results/make_tables.py --check    # exit 1 if a page is out of date (CI, tests)
-    python3 docs/results/make_tables.py --baselines  # recompute the baselines.csv of the full-HAM10000
-                                                     # folders from the data (needs ham10000_64.npz)
+    python3 docs/results/make_tables.py --baselines  # recompute every folder's baselines.csv from its
+                                                     # data and split (needs ham10000_64.npz, mnist/)
 
 Pages of the other papers have their own scripts (``paper04_table.py``, ``paper02_level_probe.py``).
 """
@@ -23,9 +23,15 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PAGES = ["paper01.md"]
+PAGES = ["paper01.md", "paper02.md"]
 #: Folders whose runs used the whole HAM10000 file, lesion-grouped split seed 0 (for --baselines).
 FULL_HAM = ["ham10000-cpu", "ham10000-medium-cpu", "ham10000-medium-cpu-new-head"]
+#: Other folders: the ``quick``-preset overrides that load their data and split (for --baselines).
+DATA_OF = {
+    "paper02-hier-mnist-cpu": ["data.dataset=hier-mnist", "data.tree=hier-mnist", "data.limit=3000"],
+    "paper02-ham10000-sample-cpu": [],
+    "paper01-h200-sample": [],
+}
 _BLOCK = re.compile(r"(<!-- table: (?P<spec>[^>]+?) -->\n)(?P<body>.*?)(<!-- /table -->)", re.S)
 
 
@@ -67,6 +73,26 @@ def render(text: str) -> str:
     return _BLOCK.sub(lambda m: m.group(1) + table(m.group("spec").strip()) + m.group(4), text)
 
 
+def write_split_baselines() -> None:
+    """Recompute ``baselines.csv`` of :data:`DATA_OF` from each folder's data and split (as ``hierviz compare``)."""
+    import numpy as np
+
+    from hierviz.data import grouped_split
+    from hierviz.experiments import resolve_config
+    from hierviz.experiments.compare import load_data
+    from hierviz.metrics.baselines import majority_class_report
+    from hierviz.report.html import write_baselines_csv
+
+    for name, overrides in DATA_OF.items():
+        cfg = resolve_config("quick", overrides)
+        ds, tree, _ = load_data(cfg)
+        y = np.asarray(ds.labels)
+        split = grouped_split(y, None if ds.groups is None else np.asarray(ds.groups), seed=cfg.data.split_seed)
+        rep = majority_class_report(y[split["train"]], y[split["test"]], tree)
+        write_baselines_csv({"majority": rep}, HERE / name / "baselines.csv")
+        print(f"wrote {HERE / name / 'baselines.csv'}: top1 {rep['top1']:.4f}, hf1 {rep['hf1']:.4f}")
+
+
 def write_full_ham_baselines() -> None:
     """Recompute ``baselines.csv`` of :data:`FULL_HAM` from the data (grouped split, seed 0, two-step tree)."""
     import numpy as np
@@ -91,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.baselines:
         write_full_ham_baselines()
+        write_split_baselines()
     stale = []
     for page in PAGES:
         path = HERE / page
