@@ -352,7 +352,7 @@ def align_tree(tree: LabelTree, classes: Sequence[str]) -> LabelTree:
 
 def __getattr__(name: str) -> Any:
     if name == "DEFAULT_TREE":  # moved to the dataset registry (a dataset's default tree is part of its registration)
-        from hierviz.data.registry import DEFAULT_TREE
+        from hierviz.data.base import DEFAULT_TREE  # re-exported by hierviz.data.registry
 
         return DEFAULT_TREE
     raise AttributeError(f"module 'hierviz.data.trees' has no attribute {name!r}")

@@ -12,19 +12,12 @@ from __future__ import annotations
 from importlib import resources
 from os import PathLike
 
-from hierviz.data.base import ArrayDataset, DatasetInfo, find_data_file
+from hierviz.data.base import ArrayDataset, DatasetInfo, find_data_file, register_dataset
+from hierviz.data.loaders._io import HAM_CITATION, HAM_CLASSES, HAM_LICENCE  # defined there; exported here
 from hierviz.data.loaders.npz import load_npz
-from hierviz.data.registry import register_dataset
 
 __all__ = ["HAM_CITATION", "HAM_CLASSES", "HAM_LICENCE", "load_ham10000", "load_ham10000_sample"]
 
-HAM_CLASSES = ["nv", "mel", "bkl", "bcc", "akiec", "vasc", "df"]
-HAM_CITATION = (
-    "Tschandl P, Rosendahl C, Kittler H. The HAM10000 dataset, a large collection of multi-source "
-    "dermatoscopic images of common pigmented skin lesions. Sci Data 5:180161 (2018). "
-    "doi:10.1038/sdata.2018.161. Data: Harvard Dataverse doi:10.7910/DVN/DBW86T."
-)
-HAM_LICENCE = "CC BY-NC 4.0 (non-commercial; copyright ViDIR Group, Medical University of Vienna)"
 
 SAMPLE_INFO = DatasetInfo(
     "ham10000_sample.npz",

@@ -30,8 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hierviz.data.base import ArrayDataset, DatasetInfo, data_search_dirs, find_data_file
-from hierviz.data.registry import register_dataset
+from hierviz.data.base import ArrayDataset, DatasetInfo, data_search_dirs, find_data_file, register_dataset
 
 __all__ = [
     "NEWS_CITATION",
