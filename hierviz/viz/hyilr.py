@@ -8,15 +8,13 @@ r"""Figures for HyILR (Paper 05 (HyILR)): label embeddings on the disk, the hype
   points ``φ(e)`` (Eq. 11) and their geodesic distances (Eq. 4): the notebook's slider.
 * :func:`attention_heatmap` — ``softmax(Aᵀ)`` of Eq. 8 for one document (labels × tokens).
 * :func:`negatives_figure` — the tree with a sample's positives and the negatives Eqs. 13–14 pick.
-* :func:`level_bucket_figure`, :func:`history_figure` and :func:`write_report` (``hierviz htc``).
+* :func:`level_bucket_figure` and :func:`history_figure` (``hierviz htc``'s report,
+  :func:`hierviz.report.htc.write_report`).
 """
 
 from __future__ import annotations
 
-import html
-import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,7 +30,6 @@ __all__ = [
     "negatives_figure",
     "level_bucket_figure",
     "history_figure",
-    "write_report",
 ]
 
 DEPTH_COLORS = ("#444444", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
@@ -295,68 +292,6 @@ def history_figure(records: Sequence[dict[str, Any]]) -> go.Figure:
                                  showlegend=False), row=1, col=2)  # fmt: skip
     fig.update_layout(height=420)
     return fig
-
-
-def write_report(out: str | Path, rows: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]]) -> Path:
-    """``<out>/report.html`` for ``hierviz htc``: the table, label embeddings per method, levels, long tail, curves.
-
-    Parameters
-    ----------
-    out : path
-        The run folder (reads ``labels_<method>.npz`` and ``config.json`` there).
-    rows, records : sequences of dict
-        :func:`hierviz.methods.paper05.summarise` rows and the run records.
-
-    Returns
-    -------
-    pathlib.Path
-    """
-    from hierviz.report.html import write_report_html
-
-    out = Path(out)
-    cfg = json.loads((out / "config.json").read_text()) if (out / "config.json").is_file() else {}
-    heads = [
-        "method",
-        "λ",
-        "seeds",
-        "Micro-F1",
-        "Macro-F1",
-        "Hi-MiF1",
-        "Hi-MaF1",
-        "k",
-        "α_t",
-        "α_l",
-        "label r",
-        "text r",
-    ]
-    body = []
-    for r in rows:
-        cells = [html.escape(f"{r['display_name']} ({r['method']})"), f"{r['lam']:g}", str(r["seeds"])]
-        cells += [f"{r[k + '_mean']:.2f} ± {r[k + '_std']:.2f}" for k in ("micro_f1", "macro_f1", "hi_micro_f1",
-                                                                        "hi_macro_f1")]  # fmt: skip
-        cells += [f"{r[k]:.3g}" for k in ("k", "alpha_t", "alpha_l")]
-        cells += [f"{r['label_radius']:.2f}", f"{r['text_radius']:.2f}"]
-        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    table = "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr></thead><tbody>"
-    table += "".join(body) + "</tbody></table>"
-    figures: list[tuple[str, go.Figure]] = []
-    from hierviz.hierarchy import LabelTree
-
-    tree = LabelTree.from_json(out / "tree.json") if (out / "tree.json").is_file() else None
-    for npz in sorted(out.glob("labels_*.npz")):
-        f = np.load(npz, allow_pickle=False)
-        names = [str(n) for n in f["names"]]
-        if tree is None:
-            break
-        m = npz.stem[len("labels_") :]
-        figures.append((f"label embeddings: {m}", label_disk_figure(f["points"], names, tree, float(f["k"]),
-                                                                  str(f["geometry"]))))  # fmt: skip
-    if records:
-        figures.append(("per-level and long-tail F1 (macro)", level_bucket_figure(records)))
-        figures.append(("training curves", history_figure(records)))
-    header = {"command": "hierviz htc", "config": json.dumps(cfg)}
-    return write_report_html(out / "report.html", title="HyILR (Paper 05) — hierviz htc", header=header,
-                             table_html=table, figures=figures)  # fmt: skip
 
 
 # ------------------------------------------------------------------ notebook 09 helpers and panels
