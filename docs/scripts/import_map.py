@@ -4,7 +4,8 @@ Reads every ``hierviz/**/*.py`` with :mod:`ast` (nothing is imported, so it runs
 and counts the imports of ``hierviz`` modules, at the top of a module and inside functions
 (``import-linter`` sees both, so both count here).
 
-- **floors**: the packages of ``hierviz`` (``hierviz.losses``, ``hierviz.cli``, ...) as nodes,
+- **floors**: the packages of ``hierviz`` (``hierviz.losses``, ``hierviz.cli``, ...; ``__main__``
+  counts as ``cli``) as nodes,
   an edge for each import between two of them, import cycles between packages merged into one
   node; a floor is one step of the longest chain of imports (a package that imports no other
   package is on floor 1).
@@ -17,7 +18,8 @@ and counts the imports of ``hierviz`` modules, at the top of a module and inside
 Run from the repository root::
 
     python3 docs/scripts/import_map.py            # the summary
-    python3 docs/scripts/import_map.py --verbose  # and every cycle, upward and in-function import
+    python3 docs/scripts/import_map.py --verbose  # and every floor, cycle, upward and in-function import
+    python3 docs/scripts/import_map.py --with-aliases  # the 0.1 aliases' imports counted too
 """
 
 from __future__ import annotations
@@ -34,19 +36,23 @@ PACKAGE = "hierviz"
 # DESIGN.md's arrows, top (may import everything below) to bottom (imports nothing of hierviz).
 # Packages on one line are siblings. Keep in step with [tool.importlinter] in pyproject.toml.
 LAYERS: list[tuple[str, ...]] = [
-    ("cli", "__main__"),
-    ("course", "notebook_html"),
+    ("cli",),
+    ("retrieval",),
+    ("features",),
+    ("experiments",),
     ("report",),
     ("viz",),
-    ("experiments",),
-    ("evaluation", "retrieval", "train", "evaluate"),
-    ("training", "features"),
-    ("methods",),
-    ("losses", "samplers", "models", "metrics"),
-    ("data",),
-    ("geometry", "hierarchy", "tree"),
+    ("evaluation",),
+    ("training", "methods"),
+    ("losses", "samplers", "models"),
+    ("metrics", "data"),
+    ("geometry", "hierarchy"),
     ("_registry",),
 ]
+# Deprecated 0.1 aliases that reach up (ignored by the contracts too; removed in 0.3): (module, target).
+ALIASES = {("hierviz.losses.objective", "hierviz.methods"), ("hierviz.report", "hierviz.experiments.records")}
+# Not in a layer: the entry point, the 0.1 re-export modules, and two helpers that import no hierviz.
+UNLAYERED = {"__init__", "tree", "train", "evaluate", "course", "notebook_html"}
 
 
 def module_name(path: Path) -> str:
@@ -100,14 +106,23 @@ class Imports(ast.NodeVisitor):
             self.found.append((alias.name, node.lineno, self.depth > 0))
 
     def visit_ImportFrom(self, node: ast.ImportFrom):
+        # one import per statement and imported module (``from a import b, c`` is one import of a,
+        # unless b or c is itself a module)
         target = resolve(node, self.current, self.is_package)
+        seen = []
         for alias in node.names:
             sub = f"{target}.{alias.name}"
-            self.found.append((sub if sub in self.modules else target, node.lineno, self.depth > 0))
+            module = sub if sub in self.modules else target
+            if module not in seen:
+                seen.append(module)
+        for module in seen:
+            self.found.append((module, node.lineno, self.depth > 0))
 
 
 def package_of(module: str) -> str:
     parts = module.split(".")
+    if len(parts) > 1 and parts[1] == "__main__":  # ``python -m hierviz``: the CLI's two-line entry point
+        return "cli"
     return parts[1] if len(parts) > 1 else "__init__"
 
 
@@ -185,12 +200,14 @@ def floors(graph: dict[str, set[str]]) -> tuple[int, dict[str, int]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--verbose", "-v", action="store_true", help="list every finding")
+    parser.add_argument("--with-aliases", action="store_true", help="count the deprecated 0.1 aliases' imports too")
     args = parser.parse_args(argv)
+    left_out = set() if args.with_aliases else ALIASES
 
     modules = all_modules()
     module_graph: dict[str, set[str]] = defaultdict(set)
     package_graph: dict[str, set[str]] = defaultdict(set)
-    internal = in_function_internal = in_function_external = 0
+    internal = in_function_internal = in_function_external = aliases = 0
     in_function: list[str] = []
     upward: list[str] = []
     rank = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
@@ -214,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
                 target = target.rsplit(".", 1)[0]
             if target == name:
                 continue
+            if (name, target) in left_out:
+                aliases += 1
+                continue
             module_graph[name].add(target)
             source_pkg, target_pkg = package_of(name), package_of(target)
             if source_pkg != target_pkg:
@@ -222,8 +242,8 @@ def main(argv: list[str] | None = None) -> int:
                     upward.append(f"{where}: {source_pkg} -> {target_pkg} ({'in function' if in_fn else 'top'})")
     cycles = strongly_connected(module_graph)
     package_cycles = strongly_connected(package_graph)
-    n_floors, _ = floors(package_graph)
-    unlisted = sorted(p for p in package_graph if p not in rank and p != "__init__")
+    n_floors, level = floors(package_graph)
+    unlisted = sorted(p for p in package_graph if p not in rank and p not in UNLAYERED)
 
     print(f"modules: {len(modules)}")
     print(f"imports of hierviz modules: {internal} ({in_function_internal} inside functions)")
@@ -232,10 +252,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"module import cycles: {len(cycles)}")
     print(f"package import cycles: {len(package_cycles)}")
     print(f"upward imports (against LAYERS): {len(upward)}")
+    print(f"imports left out above (the deprecated 0.1 aliases in ALIASES): {aliases}")
     if unlisted:
         print(f"packages missing from LAYERS: {', '.join(unlisted)}")
     if args.verbose:
+        by_floor: dict[int, list[str]] = defaultdict(list)
+        for node, lvl in level.items():
+            by_floor[lvl].append(node)
+        floor_rows = [f"{lvl}: {', '.join(sorted(by_floor[lvl]))}" for lvl in sorted(by_floor, reverse=True)]
         for title, rows in (
+            ("floors (top first)", floor_rows),
             ("module cycles", [" <-> ".join(c) for c in cycles]),
             ("package cycles", [" <-> ".join(c) for c in package_cycles]),
             ("upward imports", upward),

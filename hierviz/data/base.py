@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from hierviz._registry import Registry
+from hierviz.data.splits import grouped_split
 
 __all__ = [
     "ENV_VAR",
@@ -437,8 +438,6 @@ class ArrayDataset:
             if self.official_split is None:
                 raise ValueError(f"official=True but dataset {self.name!r} has no official_split")
             return {k: self.subset(self.official_split == k) for k in ("train", "val", "test")}
-        from hierviz.data.splits import grouped_split
-
         idx = grouped_split(self.labels, self.groups, val=val, test=test, seed=seed)
         return {k: self.subset(v) for k, v in idx.items()}
 

@@ -29,6 +29,8 @@ from hierviz._registry import unknown_message
 
 # The registry itself lives in base.py (below the loaders, which register into it); re-exported here.
 from hierviz.data.base import DATASETS, DEFAULT_TREE, ArrayDataset, DatasetRegistry, DatasetSpec, register_dataset
+from hierviz.data.loaders.image_folder import load_image_folder
+from hierviz.data.loaders.npz import load_npz
 from hierviz.data.trees import align_tree, is_placeholder_classes, load_tree
 
 __all__ = [
@@ -89,9 +91,6 @@ def load_dataset(
     if isinstance(name_or_path, str) and name_or_path in DATASETS:
         ds = DATASETS.get(name_or_path).load(data_dir)
     else:
-        from hierviz.data.loaders.image_folder import load_image_folder
-        from hierviz.data.loaders.npz import load_npz
-
         p = Path(name_or_path).expanduser()
         if p.is_dir():
             ds = load_image_folder(p, image_size=image_size or 64)

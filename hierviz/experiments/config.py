@@ -489,7 +489,7 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         setattr(cfg, key, list(dict.fromkeys(names)))
     if cfg.model.encoder not in ENCODERS:
         raise ConfigError(f"model.encoder: unknown encoder {cfg.model.encoder!r}; valid: {', '.join(ENCODERS)}")
-    from hierviz.evaluation.projection import PROJECTIONS
+    from hierviz.metrics.projection import PROJECTIONS
 
     if cfg.eval.projection not in PROJECTIONS:
         raise ConfigError(

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from hierviz.evaluation.projection import (  # the projections are computed there; figures here
+from hierviz.metrics.projection import (  # the projections are computed there; figures here
     PROJECTION_LABELS,
     PROJECTIONS,
     project_2d,

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-# point-cloud checks live with the 2-D projections (hierviz.evaluation.projection); re-exported here
-from hierviz.evaluation.projection import _as_points, _to_numpy  # noqa: F401
+# point-cloud checks live with the 2-D projections (hierviz.metrics.projection); re-exported here
+from hierviz.metrics.projection import _as_points, _to_numpy  # noqa: F401
 
 __all__ = [
     "leaf_colors",
