@@ -36,6 +36,7 @@ __all__ = [
     "DatasetInfo",
     "DatasetRegistry",
     "DatasetSpec",
+    "INPUT_KINDS",
     "register_dataset",
     "bundled_sample_dir",
     "data_search_dirs",
@@ -483,12 +484,16 @@ class DatasetSpec:
         Tree used when the dataset is given without one (a tree name or JSON path).
     info : DatasetInfo
         File name, kind, fetch command, one-line description.
+    inputs : {"images", "vectors", "text"}, default "images"
+        What one sample is (:data:`INPUT_KINDS`); the encoder default follows it
+        (:func:`hierviz.experiments.resolve_config`: vectors → ``mlp``, images → the preset's CNN).
     """
 
     name: str
     loader: Callable[..., ArrayDataset]
     default_tree: str | None
     info: DatasetInfo
+    inputs: str = "images"
 
     # shortcuts, so that ``DATASETS[name].fetch`` reads as before 0.2 (DATASETS held DatasetInfo)
     @property
@@ -511,18 +516,29 @@ class DatasetSpec:
         """``info.description``."""
         return self.info.description
 
-    def load(self, data_dir: str | PathLike | None = None) -> ArrayDataset:
-        """Call the loader (passing ``data_dir`` if it takes one) and check what it returns.
+    @property
+    def takes_image_size(self) -> bool:
+        """The loader takes ``image_size`` (it reads a file made at that size when there is one)."""
+        return _takes(self.loader, "image_size")
+
+    def load(self, data_dir: str | PathLike | None = None, image_size: int | None = None) -> ArrayDataset:
+        """Call the loader (passing ``data_dir`` and ``image_size`` if it takes them) and check what it returns.
+
+        ``image_size`` reaches only a loader with an ``image_size`` parameter (e.g. ``ham10000``,
+        which reads ``ham10000_32.npz`` for 32 px when present); others ignore it here
+        (:func:`hierviz.data.load_dataset` resizes after loading).
 
         Raises
         ------
         TypeError
             The loader returned something other than an ArrayDataset.
         """
-        if _takes_data_dir(self.loader):
-            ds = self.loader(data_dir=data_dir)
-        else:
-            ds = self.loader()
+        kwargs: dict[str, Any] = {}
+        if _takes(self.loader, "data_dir"):
+            kwargs["data_dir"] = data_dir
+        if image_size is not None and _takes(self.loader, "image_size"):
+            kwargs["image_size"] = image_size
+        ds = self.loader(**kwargs)
         if not isinstance(ds, ArrayDataset):
             raise TypeError(
                 f"dataset loader {self.name!r} ({getattr(self.loader, '__qualname__', self.loader)!r}) returned "
@@ -531,12 +547,12 @@ class DatasetSpec:
         return ds
 
 
-def _takes_data_dir(fn: Callable[..., Any]) -> bool:
+def _takes(fn: Callable[..., Any], name: str) -> bool:
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return False
-    return any(p.name == "data_dir" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 class DatasetRegistry(Registry[DatasetSpec]):
@@ -558,6 +574,9 @@ class DatasetRegistry(Registry[DatasetSpec]):
         return [v for _, v in self.items()]
 
 
+#: What one sample of a dataset is (``register_dataset(..., inputs=...)``).
+INPUT_KINDS = ("images", "vectors", "text")
+
 #: Every dataset name :func:`load_dataset` accepts (built-ins and user registrations).
 DATASETS: DatasetRegistry = DatasetRegistry("dataset")
 
@@ -568,6 +587,7 @@ def register_dataset(
     default_tree: str | PathLike | None = None,
     info: DatasetInfo | str | None = None,
     replace: bool = False,
+    inputs: str = "images",
 ) -> Callable[[Callable[..., ArrayDataset]], Callable[..., ArrayDataset]]:
     """Decorator registering a loader function under ``name`` for :func:`load_dataset`.
 
@@ -582,6 +602,9 @@ def register_dataset(
         first line of the loader's docstring as description.
     replace : bool, default False
         Allow re-registering an existing name.
+    inputs : {"images", "vectors", "text"}, default "images"
+        What one sample is: an image (N, H, W, C), a feature vector (N, D) or a text. The
+        encoder default of a run follows it unless the encoder is set explicitly.
 
     Returns
     -------
@@ -592,6 +615,7 @@ def register_dataset(
     ------
     ValueError
         ``name`` is empty or already registered (without ``replace=True``).
+        ``inputs`` is not one of :data:`INPUT_KINDS`.
     TypeError
         ``info`` has the wrong type, or the decorated object is not callable.
 
@@ -605,12 +629,16 @@ def register_dataset(
     ...     return ArrayDataset(np.zeros((4, 2, 2, 3), np.uint8), np.array([0, 1, 0, 1]), ["a", "b"], name="doc-toy")
     >>> load_dataset("doc-toy").classes, DEFAULT_TREE["doc-toy"], DATASETS["doc-toy"].description
     (['a', 'b'], 'two-step', 'Four blank images.')
+    >>> DATASETS["doc-toy"].inputs, DATASETS["20news"].inputs
+    ('images', 'vectors')
     >>> DATASETS.unregister("doc-toy")
     """
     if info is not None and not isinstance(info, (DatasetInfo, str)):
         raise TypeError(f"info must be a DatasetInfo or a description str, got {type(info).__name__}")
     if default_tree is not None and not isinstance(default_tree, (str, PathLike)):
         raise TypeError(f"default_tree must be a tree name or path, got {type(default_tree).__name__}")
+    if inputs not in INPUT_KINDS:
+        raise ValueError(f"inputs must be one of {', '.join(INPUT_KINDS)}, got {inputs!r}")
 
     def deco(loader: Callable[..., ArrayDataset]) -> Callable[..., ArrayDataset]:
         if not callable(loader):
@@ -622,7 +650,7 @@ def register_dataset(
             meta = DatasetInfo(description=info if isinstance(info, str) else (doc[0] if doc else ""))
         key = str(name).strip().lower()
         tree = None if default_tree is None else str(default_tree)
-        DATASETS.register(name, DatasetSpec(key, loader, tree, meta), replace=replace)
+        DATASETS.register(name, DatasetSpec(key, loader, tree, meta, inputs), replace=replace)
         return loader
 
     return deco

@@ -28,7 +28,15 @@ from typing import Any
 from hierviz._registry import unknown_message
 
 # The registry itself lives in base.py (below the loaders, which register into it); re-exported here.
-from hierviz.data.base import DATASETS, DEFAULT_TREE, ArrayDataset, DatasetRegistry, DatasetSpec, register_dataset
+from hierviz.data.base import (
+    DATASETS,
+    DEFAULT_TREE,
+    INPUT_KINDS,
+    ArrayDataset,
+    DatasetRegistry,
+    DatasetSpec,
+    register_dataset,
+)
 from hierviz.data.loaders.image_folder import load_image_folder
 from hierviz.data.loaders.npz import load_npz
 from hierviz.data.trees import align_tree, is_placeholder_classes, load_tree
@@ -38,6 +46,7 @@ __all__ = [
     "DEFAULT_TREE",
     "DatasetRegistry",
     "DatasetSpec",
+    "INPUT_KINDS",
     "bind_tree",
     "load_dataset",
     "register_dataset",
@@ -89,7 +98,7 @@ def load_dataset(
     if not isinstance(name_or_path, (str, PathLike)):
         raise TypeError(f"name_or_path must be a dataset name or a path, got {type(name_or_path).__name__}")
     if isinstance(name_or_path, str) and name_or_path in DATASETS:
-        ds = DATASETS.get(name_or_path).load(data_dir)
+        ds = DATASETS.get(name_or_path).load(data_dir, image_size)
     else:
         p = Path(name_or_path).expanduser()
         if p.is_dir():

@@ -66,6 +66,7 @@ __all__ = [
     "resolve_config",
     "apply_overrides",
     "config_keys",
+    "default_encoder",
     "flatten",
 ]
 
@@ -435,6 +436,8 @@ def apply_overrides(cfg: ExperimentConfig, overrides: Sequence[str] | Mapping[st
 
     Changing ``data.dataset`` or ``data.path`` without setting ``data.tree`` resets the tree
     to ``None``: the new dataset's default tree (a tree JSON is required with ``data.path``).
+    Changing ``data.dataset`` without setting ``model.encoder`` picks an encoder that reads the
+    new dataset's inputs (:func:`default_encoder`: ``mlp`` for a vector dataset such as 20news).
 
     Raises
     ------
@@ -458,7 +461,47 @@ def apply_overrides(cfg: ExperimentConfig, overrides: Sequence[str] | Mapping[st
         # another dataset without a tree: its own default tree, not the preset's (a preset's tree
         # belongs to the preset's dataset; e.g. --preset quick --dataset hier-mnist)
         cfg.data.tree = None
+    if cfg.data.dataset != before[0] and "model.encoder" not in keys:
+        # another dataset without an encoder: one that reads its inputs (e.g. --preset quick --dataset 20news)
+        cfg.model.encoder = default_encoder(cfg.data.dataset, cfg.model.encoder)
     return cfg
+
+
+def default_encoder(dataset: str | None, encoder: str) -> str:
+    """The encoder a run of ``dataset`` uses when none is set explicitly.
+
+    A dataset declares what one sample is (``register_dataset(..., inputs=...)``):
+    ``"vectors"`` → ``"mlp"`` (or ``encoder`` if it takes vectors), ``"text"`` → the first
+    registered encoder with a ``text = True`` attribute (``encoder`` if none is), ``"images"``
+    (and an unregistered name, or none) → ``encoder``, the preset's CNN.
+
+    Parameters
+    ----------
+    dataset : str or None
+        A registered dataset name.
+    encoder : str
+        The preset's (or the current) encoder.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> default_encoder("20news", "small_cnn"), default_encoder("ham10000-sample", "small_cnn")
+    ('mlp', 'small_cnn')
+    """
+    # in the function: the registries import torch, which `hierviz --help` and config parsing do without
+    from hierviz.data import DATASETS
+    from hierviz.models import ENCODERS
+
+    inputs = DATASETS.get(dataset).inputs if isinstance(dataset, str) and dataset in DATASETS else "images"
+    current = ENCODERS.get(encoder) if encoder in ENCODERS else None
+    if inputs == "vectors" and not getattr(current, "vectors", False):
+        return "mlp"
+    if inputs == "text" and not getattr(current, "text", False):
+        return next((name for name, f in ENCODERS.items() if getattr(f, "text", False)), encoder)
+    return encoder
 
 
 def _check(cond: bool, key: str, what: str, value: Any) -> None:

@@ -51,6 +51,8 @@ RESULT_FREE_KEYS = frozenset(
         "eval.batch_size",
         "train.channels_last",  # memory layout and compilation: rounding only
         "train.compile",
+        "run.world_size",  # torchrun ranks: the same global batches and steps on any number (docs/distributed.md)
+        "run.global_batch_size",  # train.batch_size capped at the training set: follows from other keys
     }
 )
 
