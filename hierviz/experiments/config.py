@@ -40,6 +40,7 @@ import dataclasses
 import json
 import math
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -61,6 +62,7 @@ __all__ = [
     "EvalConfig",
     "ExperimentConfig",
     "PRESETS",
+    "RENAMED_KEYS",
     "preset_names",
     "load_preset",
     "resolve_config",
@@ -409,7 +411,18 @@ def _unknown_key(key: str, where: str) -> ConfigError:
     return ConfigError(f"{where}: unknown key {key!r}; {hint}")
 
 
+#: Keys renamed since they were written to run folders: old key -> new key. The old key is read
+#: (``--set``, presets, a run's config.json) with a DeprecationWarning; fingerprints use the new one.
+RENAMED_KEYS = {"loss.base_temperature": "loss.base_tau"}  # τ is ``tau`` in every method (issue 23)
+
+
 def _set_key(cfg: ExperimentConfig, key: str, value: Any, where: str) -> None:
+    if key.strip() in RENAMED_KEYS:
+        new = RENAMED_KEYS[key.strip()]
+        warnings.warn(
+            f"{where}: {key.strip()} is now {new}; the old name goes in 0.3", DeprecationWarning, stacklevel=3
+        )
+        key = new
     parts = key.strip().split(".")
     if len(parts) == 1 and parts[0] in _TOP:
         f = {f.name: f for f in dataclasses.fields(ExperimentConfig)}[parts[0]]

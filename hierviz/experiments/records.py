@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from hierviz.experiments.config import ConfigError, flatten
+from hierviz.experiments.config import RENAMED_KEYS, ConfigError, flatten
 
 __all__ = [
     "RESULT_FREE_KEYS",
@@ -195,9 +195,10 @@ def _get(d: Mapping[str, Any], key: str) -> Any:
 
 
 def _canonical(d: Mapping[str, Any], ignore: frozenset[str] | set[str]) -> dict[str, Any]:
+    flat = {RENAMED_KEYS.get(k, k): v for k, v in flatten(d).items()}  # a renamed key fingerprints as the new one
     return {
         k: v
-        for k, v in sorted(flatten(d).items())
+        for k, v in sorted(flat.items())
         if k not in ignore and not (k in _NEW_KEY_DEFAULTS and v == _NEW_KEY_DEFAULTS[k])
     }
 
