@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from hierviz.geometry import get_geometry
 from hierviz.hierarchy import LabelTree
 from hierviz.report.html import write_report_html
 from hierviz.viz.hyilr import history_figure, label_disk_figure, level_bucket_figure
@@ -70,8 +71,8 @@ def write_report(out: str | Path, rows: Sequence[dict[str, Any]], records: Seque
         if tree is None:
             break
         m = npz.stem[len("labels_") :]
-        figures.append((f"label embeddings: {m}", label_disk_figure(f["points"], names, tree, float(f["k"]),
-                                                                  str(f["geometry"]))))  # fmt: skip
+        figures.append((f"label embeddings: {m}", label_disk_figure(f["points"], names, tree,
+                        geometry=get_geometry(str(f["geometry"]), c=float(f["k"])))))  # fmt: skip
     if records:
         figures.append(("per-level and long-tail F1 (macro)", level_bucket_figure(records)))
         figures.append(("training curves", history_figure(records)))

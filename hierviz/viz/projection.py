@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from hierviz.geometry import get_geometry
 from hierviz.metrics.projection import (  # the projections are computed there; figures here
     PROJECTION_LABELS,
     PROJECTIONS,
@@ -175,8 +176,9 @@ def plot_projection(
     index = np.arange(N)
     if N > max_points:
         index = np.sort(np.random.default_rng(seed).choice(N, max_points, replace=False))
-    gname = geometry if isinstance(geometry, str) else getattr(geometry, "name", None)
-    hyperbolic = geometry is not None and gname != "euclidean"
+    if isinstance(geometry, str):
+        geometry = get_geometry(geometry)  # a name: curvature 1 (pass an instance for another c)
+    hyperbolic = bool(getattr(geometry, "hyperbolic", False))  # the capability, never the name
     XY = project_2d(Z[index], method=method, geometry=geometry, seed=seed, options=options)
     y = y_all[index]
 
