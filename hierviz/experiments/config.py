@@ -481,23 +481,12 @@ def apply_overrides(cfg: ExperimentConfig, overrides: Sequence[str] | Mapping[st
 
 
 def default_encoder(dataset: str | None, encoder: str) -> str:
-    """The encoder a run of ``dataset`` uses when none is set explicitly.
+    """The encoder a run of ``dataset`` uses when none is set explicitly (``encoder``: the current one).
 
-    A dataset declares what one sample is (``register_dataset(..., inputs=...)``):
-    ``"vectors"`` → ``"mlp"`` (or ``encoder`` if it takes vectors), ``"text"`` → the first
-    registered encoder with a ``text = True`` attribute (``encoder`` if none is), ``"images"``
-    (and an unregistered name, or none) → ``encoder``, the preset's CNN.
-
-    Parameters
-    ----------
-    dataset : str or None
-        A registered dataset name.
-    encoder : str
-        The preset's (or the current) encoder.
-
-    Returns
-    -------
-    str
+    A dataset declares what one sample is (``register_dataset(..., inputs=...)``): ``"vectors"``
+    → ``"mlp"`` (or ``encoder`` if it takes vectors), ``"text"`` → the first registered encoder
+    with a ``text = True`` attribute (else ``encoder``), ``"images"`` or an unregistered name →
+    ``encoder``, the preset's CNN. Returns an encoder name.
 
     Examples
     --------
