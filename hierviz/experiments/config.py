@@ -48,6 +48,13 @@ from pathlib import Path
 from typing import Any
 
 from hierviz._registry import nearest
+from hierviz.data import DATASETS
+from hierviz.evaluation import PROTOCOLS
+from hierviz.geometry import GEOMETRIES
+from hierviz.geometry._checks import C_MAX, C_MIN
+from hierviz.methods import LOSS_HPARAMS, METHODS
+from hierviz.metrics.projection import PROJECTIONS
+from hierviz.models import ENCODERS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -236,8 +243,6 @@ class EvalConfig:
 
 
 def _default_loss() -> dict[str, Any]:
-    from hierviz.methods import LOSS_HPARAMS
-
     return {k: h.default for k, h in LOSS_HPARAMS.items()}
 
 
@@ -377,8 +382,6 @@ def _coerce(value: Any, default: Any, annotation: Any, where: str) -> Any:
 
 
 def _coerce_loss(name: str, value: Any, where: str) -> Any:
-    from hierviz.methods import LOSS_HPARAMS
-
     default = LOSS_HPARAMS[name].default
     if value is None or default is None:
         return value
@@ -429,8 +432,6 @@ def _set_key(cfg: ExperimentConfig, key: str, value: Any, where: str) -> None:
         setattr(cfg, parts[0], _coerce(value, None, f.type, where))
         return
     if len(parts) == 2 and parts[0] == "loss":
-        from hierviz.methods import LOSS_HPARAMS
-
         if parts[1] not in LOSS_HPARAMS:
             raise _unknown_key(key, where)
         cfg.loss[parts[1]] = _coerce_loss(parts[1], value, where)
@@ -493,10 +494,6 @@ def default_encoder(dataset: str | None, encoder: str) -> str:
     >>> default_encoder("20news", "small_cnn"), default_encoder("ham10000-sample", "small_cnn")
     ('mlp', 'small_cnn')
     """
-    # in the function: the registries import torch, which `hierviz --help` and config parsing do without
-    from hierviz.data import DATASETS
-    from hierviz.models import ENCODERS
-
     inputs = DATASETS.get(dataset).inputs if isinstance(dataset, str) and dataset in DATASETS else "images"
     current = ENCODERS.get(encoder) if encoder in ENCODERS else None
     if inputs == "vectors" and not getattr(current, "vectors", False):
@@ -519,10 +516,6 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     ConfigError
         Naming the key, the value and what is valid.
     """
-    from hierviz.geometry import GEOMETRIES
-    from hierviz.methods import METHODS
-    from hierviz.models import ENCODERS
-
     for key, reg in (("methods", METHODS), ("geometries", GEOMETRIES)):
         names = getattr(cfg, key)
         _check(len(names) > 0, key, "a non-empty list", names)
@@ -534,8 +527,6 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         setattr(cfg, key, list(dict.fromkeys(names)))
     if cfg.model.encoder not in ENCODERS:
         raise ConfigError(f"model.encoder: unknown encoder {cfg.model.encoder!r}; valid: {', '.join(ENCODERS)}")
-    from hierviz.metrics.projection import PROJECTIONS
-
     if cfg.eval.projection not in PROJECTIONS:
         raise ConfigError(
             f"eval.projection: unknown projection {cfg.eval.projection!r}; valid: {', '.join(PROJECTIONS)}"
@@ -577,8 +568,6 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         "an integer >= 1 (or null)",
         cfg.data.prefetch_factor,
     )
-    from hierviz.geometry._checks import C_MAX, C_MIN
-
     _check(
         C_MIN <= cfg.model.curvature <= C_MAX,
         "model.curvature",
@@ -604,8 +593,6 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         cfg.data.dataset,
     )
     _check(cfg.eval.split in ("test", "val"), "eval.split", '"test" or "val"', cfg.eval.split)
-    from hierviz.evaluation import PROTOCOLS
-
     if cfg.eval.protocol is not None and cfg.eval.protocol not in PROTOCOLS:
         raise ConfigError(
             f"eval.protocol: unknown protocol {cfg.eval.protocol!r}; valid: {', '.join(PROTOCOLS)} (or null = "

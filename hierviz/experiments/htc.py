@@ -31,7 +31,6 @@ from hierviz.methods.paper05 import (
     summarise,
     train_htc,
 )
-from hierviz.report.htc import write_report
 
 __all__ = ["add_htc_parser", "run_htc", "run_htc_command"]
 
@@ -139,6 +138,10 @@ def _write_tables(out: Path, rows, records, data: HTCData, cfg: HTCConfig) -> No
         "to the origin of the projected label / test-text embeddings, in the run's own space.\n"
     )
     (out / "results.md").write_text(md)
+    # in the function: the HTML report imports plotly, which `hierviz --help` (this module builds
+    # the htc parser) does without
+    from hierviz.report.htc import write_report
+
     write_report(out, rows, records)
 
 

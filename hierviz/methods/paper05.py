@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from hierviz._registry import Registry
 from hierviz.data.loaders.htc import HTCData, load_htc
@@ -263,8 +264,6 @@ def train_htc(
         with ``k`` and ``α`` of this run, also for the ablations), ``label_points`` (c, h)
         projected labels, ``seconds``, and ``model``/``scales``/``tokenizer`` objects.
     """
-    from tqdm.auto import tqdm
-
     variant = HTC_METHODS.get(method)
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)

@@ -77,7 +77,7 @@ def parent_hulls(coords: Any, labels: Any, tree) -> dict[str, np.ndarray]:
     ValueError
         ``coords`` not (N, 2) or non-finite; ``labels`` length ≠ N or out of range.
     """
-    from scipy.spatial import ConvexHull, QhullError
+    from scipy.spatial import ConvexHull, QhullError  # in the function: scipy.spatial loads only for hulls
 
     X = _as_points(coords, "coords", dim=2)
     y = _leaf_labels(labels, tree, X.shape[0])

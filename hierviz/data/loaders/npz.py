@@ -103,6 +103,8 @@ def load_npz(path: str | PathLike, name: str | None = None) -> ArrayDataset:
     with open_npz(path) as z:
         files = set(z.files)
         if "train_images" in files:
+            # in the function: importing medmnist registers its datasets, which at the top would
+            # put them before ham10000 in the listing order
             from hierviz.data.loaders.medmnist import load_medmnist
 
             return load_medmnist(path, name=name)
