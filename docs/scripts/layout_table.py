@@ -1,7 +1,8 @@
 """CONTRIBUTING.md's layout table, generated from the code, and the modules over the line limit.
 
-Each row is one package (or top-level module) of ``hierviz``: its modules with their line counts
-and the first line of the package docstring. The table sits in CONTRIBUTING.md between
+Each row is one package (or top-level module) of ``hierviz``: its modules and the first line of
+the package docstring (no line counts, so that the table changes only when a module is added,
+moved or removed, or a docstring's first line changes). The table sits in CONTRIBUTING.md between
 ``<!-- layout:begin -->`` and ``<!-- layout:end -->``; this script rewrites it (``--write``),
 checks that it is current (``--check``, used by ``tests/test_layering.py``), or prints it.
 ``--long`` lists the modules over :data:`LINE_LIMIT` lines (issue 23: none should be).
@@ -44,19 +45,17 @@ def rows() -> list[tuple[str, str, str]]:
         if path.name.startswith((".", "__pycache__")):
             continue
         if path.is_file() and path.suffix == ".py" and path.name != "__init__.py":
-            out.append((f"`{path.name}`", f"{_lines(path)} lines", _first_line(path)))
+            out.append((f"`{path.name}`", "", _first_line(path)))
         elif path.is_dir() and (path / "__init__.py").is_file():
             modules = sorted(p for p in path.rglob("*.py") if "__pycache__" not in p.parts)
-            listed = ", ".join(
-                f"{p.relative_to(path).as_posix()} ({_lines(p)})" for p in modules if p.name != "__init__.py"
-            )
+            listed = ", ".join(p.relative_to(path).as_posix() for p in modules if p.name != "__init__.py")
             out.append((f"`{path.name}/`", listed or "`__init__.py` only", _first_line(path / "__init__.py")))
     return out
 
 
 def table() -> str:
     lines = [
-        "| package | modules (lines) | what it is (its docstring's first line) |",
+        "| package | modules | what it is (its docstring's first line) |",
         "|---|---|---|",
     ]
     lines += [f"| {name} | {modules} | {what} |" for name, modules, what in rows()]
