@@ -371,6 +371,7 @@ def test_projection_hyperbolic_uses_logmap0(breakhis_tree):
     fig2 = plot_projection(Z, y, breakhis_tree, method="pca", geometry=Renamed(c=2.0))
     assert fig2.layout.meta["tangent"] is True
     unit = torch.nn.functional.normalize(torch.tensor(X), dim=1)
+
     class Sphere(Euclidean):
         name = "my-sphere"
 
