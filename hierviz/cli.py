@@ -170,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--keys", action="store_true", help="list every key with its value")
     g.add_argument("--debug", action="store_true", help="print full tracebacks")
     _add_retrieval_commands(sub)
-    from hierviz.methods.paper05 import add_htc_parser  # ``hierviz htc`` (Paper 05 (HyILR))
+    from hierviz.experiments.htc import add_htc_parser  # ``hierviz htc`` (Paper 05 (HyILR))
 
     add_htc_parser(sub)
     return p
@@ -368,7 +368,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str], run_callbacks: dict | No
     if args.command in ("features", "retrieval"):
         return _run_retrieval_command(args)
     if args.command == "htc":
-        from hierviz.methods.paper05 import run_htc_command
+        from hierviz.experiments.htc import run_htc_command
 
         return run_htc_command(args)
     if args.command == "compare":

@@ -671,6 +671,10 @@ def test_compare_under_torchrun_resumes_a_one_process_run(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rec = json.loads((out / "runs" / "supcon-euclidean-s1" / "result.json").read_text())
+    # each run says how it was launched (result.json and its config.json); the fingerprint leaves it out
+    saved = json.loads((out / "runs" / "supcon-euclidean-s1" / "config.json").read_text())
+    assert (rec["world_size"], first["world_size"], saved["run"]["world_size"]) == (2, 1, 2)
+    assert rec["global_batch_size"] == first["global_batch_size"] == saved["run"]["global_batch_size"] == 32
     # the same global batches per epoch as one process: the second epoch ran on 2 ranks
     assert len(rec["step_history"]["loss"]) == len(first["step_history"]["loss"]) >= 2
     assert all(np.isfinite(rec["step_history"]["loss"]))

@@ -192,9 +192,12 @@ def test_compare_library_call_writes_runs_and_returns_the_table(tmp_path):
     assert [(r["method"], r["geometry"]) for r in result.rows] == [("supcon", "euclidean"), ("supcon", "poincare")]
     assert "| SupCon |" in result.markdown and result.paths["html"].is_file()
     saved = json.loads((tmp_path / "runs" / "supcon-poincare-s0" / "config.json").read_text())
-    assert saved["run"] == {"method": "supcon", "geometry": "poincare", "seed": 0} and saved["train"]["epochs"] == 1
+    assert saved["run"] == {"method": "supcon", "geometry": "poincare", "seed": 0, "world_size": 1,
+                            "global_batch_size": saved["train"]["batch_size"]}  # fmt: skip
+    assert saved["train"]["epochs"] == 1
     rec = json.loads((tmp_path / "runs" / "supcon-poincare-s0" / "result.json").read_text())
     assert rec["geometry_config"] == {"name": "poincare", "c": 1.0} and rec["method_display"] == "SupCon"
+    assert (rec["world_size"], rec["global_batch_size"]) == (1, 32)  # one process; train.batch_size=32
     # radius diagnostics (issue 10): per depth of the two-step tree, the learned scale, the clip share
     rad = rec["radius"]
     assert [row["depth"] for row in rad["radius_by_depth"]] == [0, 1, 2, 3]

@@ -262,10 +262,23 @@ def test_figures():
     for geo in ("lorentz", "poincare", "euclidean"):
         s = HyperbolicScales(4, geometry=geo)
         pts = s.project_labels(torch.as_tensor(rng.normal(size=(5, 4)))).detach().numpy()
-        fig = label_disk_figure(pts, names, TREE, k=1.0, geometry=geo)
+        fig = label_disk_figure(pts, names, TREE, c=1.0, geometry=geo)
         assert [t.name for t in fig.data][-2:] == ["depth 1", "depth 2"]
         xy = np.concatenate([np.c_[t.x, t.y] for t in fig.data if t.name.startswith("depth")])
         assert (np.linalg.norm(xy, axis=1) < 1.0).all()
+    # the geometry as an object (its own c) draws the same figure as its name and c; k= is deprecated
+    from hierviz.geometry import Lorentz
+
+    pts = HyperbolicScales(4, geometry="lorentz").project_labels(torch.as_tensor(rng.normal(size=(5, 4))))
+    pts = pts.detach().numpy()
+    by_name = label_disk_figure(pts, names, TREE, c=2.0, geometry="lorentz")
+    by_object = label_disk_figure(pts, names, TREE, geometry=Lorentz(c=2.0))
+    with pytest.warns(DeprecationWarning, match="k= is now c="):
+        old = label_disk_figure(pts, names, TREE, k=2.0, geometry="lorentz")
+    for other in (by_object, old):
+        for a, b in zip(by_name.data, other.data):
+            np.testing.assert_allclose(np.asarray(a.x, dtype=float), np.asarray(b.x, dtype=float), equal_nan=True)
+    assert max(np.hypot(t.x, t.y).max() for t in by_name.data if t.name.startswith("depth")) < 1 / np.sqrt(2.0)
     f1, f2 = hyperboloid_figure(1.0), hyperboloid_figure(4.0)
     assert f1.layout.title.text != f2.layout.title.text  # distances change with k
     z = f2.data[0].z

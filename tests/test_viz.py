@@ -361,6 +361,22 @@ def test_projection_hyperbolic_uses_logmap0(breakhis_tree):
     ref = PCA(2, random_state=0).fit_transform(ball.logmap0(Z).numpy())
     np.testing.assert_allclose(xy, ref, atol=1e-6)
     assert "logmap₀" in fig.layout.title.text and fig.layout.meta["tangent"] is True
+    # the geometry's capability decides, not its name: a subclass under another name is hyperbolic
+    # too, and the Euclidean geometry (by name, as an object, under another name) is not
+    from hierviz.geometry import Euclidean
+
+    class Renamed(PoincareBall):
+        name = "my-ball"
+
+    fig2 = plot_projection(Z, y, breakhis_tree, method="pca", geometry=Renamed(c=2.0))
+    assert fig2.layout.meta["tangent"] is True
+    unit = torch.nn.functional.normalize(torch.tensor(X), dim=1)
+
+    class Sphere(Euclidean):
+        name = "my-sphere"
+
+    for g in ("euclidean", Euclidean(), Sphere()):
+        assert plot_projection(unit, y, breakhis_tree, method="pca", geometry=g).layout.meta["tangent"] is False
 
 
 def test_projection_hulls(breakhis_tree, unbalanced_tree):

@@ -23,7 +23,15 @@ Layout: :mod:`~hierviz.data.base` (ArrayDataset, data folders), :mod:`~hierviz.d
 
 from hierviz.data.base import ArrayDataset, DatasetInfo, data_search_dirs, find_data_file
 from hierviz.data.loaders import MEDMNIST_INFO, load_image_folder, load_medmnist, load_npz  # registers built-ins
-from hierviz.data.registry import DATASETS, DEFAULT_TREE, DatasetSpec, bind_tree, load_dataset, register_dataset
+from hierviz.data.registry import (
+    DATASETS,
+    DEFAULT_TREE,
+    INPUT_KINDS,
+    DatasetSpec,
+    bind_tree,
+    load_dataset,
+    register_dataset,
+)
 from hierviz.data.splits import check_split, grouped_split
 from hierviz.data.trees import TREES, align_tree, load_tree, read_tree_json, register_tree, tree_source
 
@@ -36,6 +44,7 @@ __all__ = [
     "ContrastiveDataset",
     "DatasetInfo",
     "DatasetSpec",
+    "INPUT_KINDS",
     "EvalTransform",
     "FeatureViews",
     "TransformDataset",

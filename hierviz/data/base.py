@@ -15,8 +15,9 @@ the file and the ``python data_scripts/...`` command that fetches it.
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from os import PathLike
 from pathlib import Path
@@ -24,10 +25,19 @@ from typing import Any
 
 import numpy as np
 
+from hierviz._registry import Registry
+from hierviz.data.splits import grouped_split
+
 __all__ = [
     "ENV_VAR",
+    "DATASETS",
+    "DEFAULT_TREE",
     "ArrayDataset",
     "DatasetInfo",
+    "DatasetRegistry",
+    "DatasetSpec",
+    "INPUT_KINDS",
+    "register_dataset",
     "bundled_sample_dir",
     "data_search_dirs",
     "find_data_file",
@@ -110,8 +120,6 @@ def data_search_dirs(data_dir: str | PathLike | None = None) -> list[Path]:
 
 
 def _fetch_command(filename: str) -> str:
-    from hierviz.data.registry import DATASETS
-
     for _, spec in DATASETS.items():
         if spec.info.filename == filename and spec.info.fetch:
             return spec.info.fetch
@@ -394,7 +402,7 @@ class ArrayDataset:
             raise ValueError(f"size: dataset {self.name!r} holds feature vectors, not images; it cannot be resized")
         if self.image_size == (size, size):
             return self
-        from PIL import Image
+        from PIL import Image  # in the function: Pillow loads only when images are resized
 
         out = (
             np.stack([_square_resize(Image.fromarray(im), size) for im in self.images])
@@ -431,8 +439,6 @@ class ArrayDataset:
             if self.official_split is None:
                 raise ValueError(f"official=True but dataset {self.name!r} has no official_split")
             return {k: self.subset(self.official_split == k) for k in ("train", "val", "test")}
-        from hierviz.data.splits import grouped_split
-
         idx = grouped_split(self.labels, self.groups, val=val, test=test, seed=seed)
         return {k: self.subset(v) for k, v in idx.items()}
 
@@ -447,7 +453,7 @@ def _check_size(size: Any) -> int:
 
 def _square_resize(img: Any, size: int) -> np.ndarray:
     """Centre-crop a PIL image to a square and resize it (bilinear, antialiased) to uint8 (size, size, 3)."""
-    from PIL import Image
+    from PIL import Image  # in the function: Pillow loads only when images are resized
 
     img = img.convert("RGB")
     w, h = img.size
@@ -458,3 +464,218 @@ def _square_resize(img: Any, size: int) -> np.ndarray:
     if s != size:
         img = img.resize((size, size), Image.BILINEAR)
     return np.asarray(img, dtype=np.uint8)
+
+
+# ------------------------------------------------------------------ the dataset registry
+# Here, below the loaders that register into it (hierviz.data.registry re-exports every name).
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One registered dataset.
+
+    Attributes
+    ----------
+    name : str
+        The registered (lower-case) name.
+    loader : callable
+        ``loader()`` or ``loader(data_dir=...)`` → :class:`~hierviz.data.ArrayDataset`.
+    default_tree : str or None
+        Tree used when the dataset is given without one (a tree name or JSON path).
+    info : DatasetInfo
+        File name, kind, fetch command, one-line description.
+    inputs : {"images", "vectors", "text"}, default "images"
+        What one sample is (:data:`INPUT_KINDS`); the encoder default follows it
+        (:func:`hierviz.experiments.resolve_config`: vectors → ``mlp``, images → the preset's CNN).
+    """
+
+    name: str
+    loader: Callable[..., ArrayDataset]
+    default_tree: str | None
+    info: DatasetInfo
+    inputs: str = "images"
+
+    # shortcuts, so that ``DATASETS[name].fetch`` reads as before 0.2 (DATASETS held DatasetInfo)
+    @property
+    def filename(self) -> str:
+        """``info.filename``."""
+        return self.info.filename
+
+    @property
+    def kind(self) -> str:
+        """``info.kind``."""
+        return self.info.kind
+
+    @property
+    def fetch(self) -> str:
+        """``info.fetch``."""
+        return self.info.fetch
+
+    @property
+    def description(self) -> str:
+        """``info.description``."""
+        return self.info.description
+
+    @property
+    def takes_image_size(self) -> bool:
+        """The loader takes ``image_size`` (it reads a file made at that size when there is one)."""
+        return _takes(self.loader, "image_size")
+
+    def load(self, data_dir: str | PathLike | None = None, image_size: int | None = None) -> ArrayDataset:
+        """Call the loader (passing ``data_dir`` and ``image_size`` if it takes them) and check what it returns.
+
+        ``image_size`` reaches only a loader with an ``image_size`` parameter (e.g. ``ham10000``,
+        which reads ``ham10000_32.npz`` for 32 px when present); others ignore it here
+        (:func:`hierviz.data.load_dataset` resizes after loading).
+
+        Raises
+        ------
+        TypeError
+            The loader returned something other than an ArrayDataset.
+        """
+        kwargs: dict[str, Any] = {}
+        if _takes(self.loader, "data_dir"):
+            kwargs["data_dir"] = data_dir
+        if image_size is not None and _takes(self.loader, "image_size"):
+            kwargs["image_size"] = image_size
+        ds = self.loader(**kwargs)
+        if not isinstance(ds, ArrayDataset):
+            raise TypeError(
+                f"dataset loader {self.name!r} ({getattr(self.loader, '__qualname__', self.loader)!r}) returned "
+                f"{type(ds).__name__}; a registered loader must return a hierviz.data.ArrayDataset"
+            )
+        return ds
+
+
+def _takes(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+class DatasetRegistry(Registry[DatasetSpec]):
+    """:class:`~hierviz._registry.Registry` of :class:`DatasetSpec`, also readable as a mapping.
+
+    ``DATASETS[name]`` is ``DATASETS.get(name)``; ``keys()`` / ``values()`` / ``items()``
+    list the entries in registration order.
+    """
+
+    def __getitem__(self, name: str) -> DatasetSpec:
+        return self.get(name)
+
+    def keys(self) -> list[str]:
+        """Registered names."""
+        return self.names()
+
+    def values(self) -> list[DatasetSpec]:
+        """Registered specs."""
+        return [v for _, v in self.items()]
+
+
+#: What one sample of a dataset is (``register_dataset(..., inputs=...)``).
+INPUT_KINDS = ("images", "vectors", "text")
+
+#: Every dataset name :func:`load_dataset` accepts (built-ins and user registrations).
+DATASETS: DatasetRegistry = DatasetRegistry("dataset")
+
+
+def register_dataset(
+    name: str,
+    *,
+    default_tree: str | PathLike | None = None,
+    info: DatasetInfo | str | None = None,
+    replace: bool = False,
+    inputs: str = "images",
+) -> Callable[[Callable[..., ArrayDataset]], Callable[..., ArrayDataset]]:
+    """Decorator registering a loader function under ``name`` for :func:`load_dataset`.
+
+    Parameters
+    ----------
+    name : str
+        Dataset name (case-insensitive; stored lower-case).
+    default_tree : str or PathLike, optional
+        Tree name or tree JSON path used when the dataset is given without ``--tree``.
+    info : DatasetInfo or str, optional
+        File name / fetch command / description; a str is the description. Default: the
+        first line of the loader's docstring as description.
+    replace : bool, default False
+        Allow re-registering an existing name.
+    inputs : {"images", "vectors", "text"}, default "images"
+        What one sample is: an image (N, H, W, C), a feature vector (N, D) or a text. The
+        encoder default of a run follows it unless the encoder is set explicitly.
+
+    Returns
+    -------
+    callable
+        A decorator that registers the loader and returns it unchanged.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is empty or already registered (without ``replace=True``).
+        ``inputs`` is not one of :data:`INPUT_KINDS`.
+    TypeError
+        ``info`` has the wrong type, or the decorated object is not callable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hierviz.data import ArrayDataset, load_dataset
+    >>> @register_dataset("doc-toy", default_tree="two-step")
+    ... def doc_toy():
+    ...     '''Four blank images.'''
+    ...     return ArrayDataset(np.zeros((4, 2, 2, 3), np.uint8), np.array([0, 1, 0, 1]), ["a", "b"], name="doc-toy")
+    >>> load_dataset("doc-toy").classes, DEFAULT_TREE["doc-toy"], DATASETS["doc-toy"].description
+    (['a', 'b'], 'two-step', 'Four blank images.')
+    >>> DATASETS["doc-toy"].inputs, DATASETS["20news"].inputs
+    ('images', 'vectors')
+    >>> DATASETS.unregister("doc-toy")
+    """
+    if info is not None and not isinstance(info, (DatasetInfo, str)):
+        raise TypeError(f"info must be a DatasetInfo or a description str, got {type(info).__name__}")
+    if default_tree is not None and not isinstance(default_tree, (str, PathLike)):
+        raise TypeError(f"default_tree must be a tree name or path, got {type(default_tree).__name__}")
+    if inputs not in INPUT_KINDS:
+        raise ValueError(f"inputs must be one of {', '.join(INPUT_KINDS)}, got {inputs!r}")
+
+    def deco(loader: Callable[..., ArrayDataset]) -> Callable[..., ArrayDataset]:
+        if not callable(loader):
+            raise TypeError(f"register_dataset({name!r}) decorates a loader function, got {type(loader).__name__}")
+        if isinstance(info, DatasetInfo):
+            meta = info
+        else:
+            doc = (inspect.getdoc(loader) or "").strip().splitlines()
+            meta = DatasetInfo(description=info if isinstance(info, str) else (doc[0] if doc else ""))
+        key = str(name).strip().lower()
+        tree = None if default_tree is None else str(default_tree)
+        DATASETS.register(name, DatasetSpec(key, loader, tree, meta, inputs), replace=replace)
+        return loader
+
+    return deco
+
+
+class _DefaultTreeView(Mapping[str, str]):
+    """Read-only ``{dataset name: default tree}`` over :data:`DATASETS` (datasets that have one)."""
+
+    def __getitem__(self, name: str) -> str:
+        if not isinstance(name, str) or name not in DATASETS:
+            raise KeyError(name)
+        tree = DATASETS.get(name).default_tree
+        if tree is None:
+            raise KeyError(name)
+        return tree
+
+    def __iter__(self) -> Iterator[str]:
+        return (n for n, spec in DATASETS.items() if spec.default_tree is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        return f"DEFAULT_TREE({dict(self)!r})"
+
+
+#: The tree used when a dataset is given without one (CLI / notebooks); set by ``register_dataset``.
+DEFAULT_TREE: Mapping[str, str] = _DefaultTreeView()

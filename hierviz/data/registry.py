@@ -19,211 +19,38 @@ the :class:`DatasetSpec` with ``.fetch``, ``.filename``, ``.description``);
 
 from __future__ import annotations
 
-import inspect
 import os
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from hierviz._registry import Registry, unknown_message
-from hierviz.data.base import ArrayDataset, DatasetInfo
+from hierviz._registry import unknown_message
+
+# The registry itself lives in base.py (below the loaders, which register into it); re-exported here.
+from hierviz.data.base import (
+    DATASETS,
+    DEFAULT_TREE,
+    INPUT_KINDS,
+    ArrayDataset,
+    DatasetRegistry,
+    DatasetSpec,
+    register_dataset,
+)
+from hierviz.data.loaders.image_folder import load_image_folder
+from hierviz.data.loaders.npz import load_npz
 from hierviz.data.trees import align_tree, is_placeholder_classes, load_tree
 
 __all__ = [
     "DATASETS",
     "DEFAULT_TREE",
+    "DatasetRegistry",
     "DatasetSpec",
+    "INPUT_KINDS",
     "bind_tree",
     "load_dataset",
     "register_dataset",
 ]
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    """One registered dataset.
-
-    Attributes
-    ----------
-    name : str
-        The registered (lower-case) name.
-    loader : callable
-        ``loader()`` or ``loader(data_dir=...)`` → :class:`~hierviz.data.ArrayDataset`.
-    default_tree : str or None
-        Tree used when the dataset is given without one (a tree name or JSON path).
-    info : DatasetInfo
-        File name, kind, fetch command, one-line description.
-    """
-
-    name: str
-    loader: Callable[..., ArrayDataset]
-    default_tree: str | None
-    info: DatasetInfo
-
-    # shortcuts, so that ``DATASETS[name].fetch`` reads as before 0.2 (DATASETS held DatasetInfo)
-    @property
-    def filename(self) -> str:
-        """``info.filename``."""
-        return self.info.filename
-
-    @property
-    def kind(self) -> str:
-        """``info.kind``."""
-        return self.info.kind
-
-    @property
-    def fetch(self) -> str:
-        """``info.fetch``."""
-        return self.info.fetch
-
-    @property
-    def description(self) -> str:
-        """``info.description``."""
-        return self.info.description
-
-    def load(self, data_dir: str | PathLike | None = None) -> ArrayDataset:
-        """Call the loader (passing ``data_dir`` if it takes one) and check what it returns.
-
-        Raises
-        ------
-        TypeError
-            The loader returned something other than an ArrayDataset.
-        """
-        if _takes_data_dir(self.loader):
-            ds = self.loader(data_dir=data_dir)
-        else:
-            ds = self.loader()
-        if not isinstance(ds, ArrayDataset):
-            raise TypeError(
-                f"dataset loader {self.name!r} ({getattr(self.loader, '__qualname__', self.loader)!r}) returned "
-                f"{type(ds).__name__}; a registered loader must return a hierviz.data.ArrayDataset"
-            )
-        return ds
-
-
-def _takes_data_dir(fn: Callable[..., Any]) -> bool:
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == "data_dir" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-
-
-class DatasetRegistry(Registry[DatasetSpec]):
-    """:class:`~hierviz._registry.Registry` of :class:`DatasetSpec`, also readable as a mapping.
-
-    ``DATASETS[name]`` is ``DATASETS.get(name)``; ``keys()`` / ``values()`` / ``items()``
-    list the entries in registration order.
-    """
-
-    def __getitem__(self, name: str) -> DatasetSpec:
-        return self.get(name)
-
-    def keys(self) -> list[str]:
-        """Registered names."""
-        return self.names()
-
-    def values(self) -> list[DatasetSpec]:
-        """Registered specs."""
-        return [v for _, v in self.items()]
-
-
-#: Every dataset name :func:`load_dataset` accepts (built-ins and user registrations).
-DATASETS: DatasetRegistry = DatasetRegistry("dataset")
-
-
-def register_dataset(
-    name: str,
-    *,
-    default_tree: str | PathLike | None = None,
-    info: DatasetInfo | str | None = None,
-    replace: bool = False,
-) -> Callable[[Callable[..., ArrayDataset]], Callable[..., ArrayDataset]]:
-    """Decorator registering a loader function under ``name`` for :func:`load_dataset`.
-
-    Parameters
-    ----------
-    name : str
-        Dataset name (case-insensitive; stored lower-case).
-    default_tree : str or PathLike, optional
-        Tree name or tree JSON path used when the dataset is given without ``--tree``.
-    info : DatasetInfo or str, optional
-        File name / fetch command / description; a str is the description. Default: the
-        first line of the loader's docstring as description.
-    replace : bool, default False
-        Allow re-registering an existing name.
-
-    Returns
-    -------
-    callable
-        A decorator that registers the loader and returns it unchanged.
-
-    Raises
-    ------
-    ValueError
-        ``name`` is empty or already registered (without ``replace=True``).
-    TypeError
-        ``info`` has the wrong type, or the decorated object is not callable.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from hierviz.data import ArrayDataset, load_dataset
-    >>> @register_dataset("doc-toy", default_tree="two-step")
-    ... def doc_toy():
-    ...     '''Four blank images.'''
-    ...     return ArrayDataset(np.zeros((4, 2, 2, 3), np.uint8), np.array([0, 1, 0, 1]), ["a", "b"], name="doc-toy")
-    >>> load_dataset("doc-toy").classes, DEFAULT_TREE["doc-toy"], DATASETS["doc-toy"].description
-    (['a', 'b'], 'two-step', 'Four blank images.')
-    >>> DATASETS.unregister("doc-toy")
-    """
-    if info is not None and not isinstance(info, (DatasetInfo, str)):
-        raise TypeError(f"info must be a DatasetInfo or a description str, got {type(info).__name__}")
-    if default_tree is not None and not isinstance(default_tree, (str, PathLike)):
-        raise TypeError(f"default_tree must be a tree name or path, got {type(default_tree).__name__}")
-
-    def deco(loader: Callable[..., ArrayDataset]) -> Callable[..., ArrayDataset]:
-        if not callable(loader):
-            raise TypeError(f"register_dataset({name!r}) decorates a loader function, got {type(loader).__name__}")
-        if isinstance(info, DatasetInfo):
-            meta = info
-        else:
-            doc = (inspect.getdoc(loader) or "").strip().splitlines()
-            meta = DatasetInfo(description=info if isinstance(info, str) else (doc[0] if doc else ""))
-        key = str(name).strip().lower()
-        tree = None if default_tree is None else str(default_tree)
-        DATASETS.register(name, DatasetSpec(key, loader, tree, meta), replace=replace)
-        return loader
-
-    return deco
-
-
-class _DefaultTreeView(Mapping[str, str]):
-    """Read-only ``{dataset name: default tree}`` over :data:`DATASETS` (datasets that have one)."""
-
-    def __getitem__(self, name: str) -> str:
-        if not isinstance(name, str) or name not in DATASETS:
-            raise KeyError(name)
-        tree = DATASETS.get(name).default_tree
-        if tree is None:
-            raise KeyError(name)
-        return tree
-
-    def __iter__(self) -> Iterator[str]:
-        return (n for n, spec in DATASETS.items() if spec.default_tree is not None)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    def __repr__(self) -> str:
-        return f"DEFAULT_TREE({dict(self)!r})"
-
-
-#: The tree used when a dataset is given without one (CLI / notebooks); set by ``register_dataset``.
-DEFAULT_TREE: Mapping[str, str] = _DefaultTreeView()
 
 
 def load_dataset(
@@ -271,11 +98,8 @@ def load_dataset(
     if not isinstance(name_or_path, (str, PathLike)):
         raise TypeError(f"name_or_path must be a dataset name or a path, got {type(name_or_path).__name__}")
     if isinstance(name_or_path, str) and name_or_path in DATASETS:
-        ds = DATASETS.get(name_or_path).load(data_dir)
+        ds = DATASETS.get(name_or_path).load(data_dir, image_size)
     else:
-        from hierviz.data.loaders.image_folder import load_image_folder
-        from hierviz.data.loaders.npz import load_npz
-
         p = Path(name_or_path).expanduser()
         if p.is_dir():
             ds = load_image_folder(p, image_size=image_size or 64)

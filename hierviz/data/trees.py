@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from hierviz._registry import Registry, unknown_message
+from hierviz.data.base import DEFAULT_TREE  # noqa: F401 (0.1 name: the default trees moved to the dataset registry)
 from hierviz.hierarchy import LabelTree
 from hierviz.hierarchy.io import as_tree_object, parse_tree_json
 
@@ -348,11 +349,3 @@ def align_tree(tree: LabelTree, classes: Sequence[str]) -> LabelTree:
             + hint
         )
     return tree.with_leaf_order(classes)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "DEFAULT_TREE":  # moved to the dataset registry (a dataset's default tree is part of its registration)
-        from hierviz.data.registry import DEFAULT_TREE
-
-        return DEFAULT_TREE
-    raise AttributeError(f"module 'hierviz.data.trees' has no attribute {name!r}")

@@ -165,11 +165,14 @@ def load_data(config: ExperimentConfig):
         No tree for a file given by ``data.path``, ``data.limit`` below 3 × classes, or an
         unknown dataset or tree name (the message starts with the key, e.g. ``data.tree:``).
     """
-    from hierviz.data import DEFAULT_TREE, bind_tree, load_dataset
+    from hierviz.data import DATASETS, DEFAULT_TREE, bind_tree, load_dataset
 
     d = config.data
+    spec = DATASETS.get(d.dataset) if d.path is None and d.dataset in DATASETS else None
+    # a loader that takes image_size reads a file made at that size (ham10000_32.npz), else resizes once
+    size = d.image_size if spec is not None and spec.takes_image_size else None
     with _option_named("data.path" if d.path is not None else "data.dataset"):
-        ds = load_dataset(d.path if d.path is not None else d.dataset)
+        ds = load_dataset(d.path if d.path is not None else d.dataset, image_size=size)
     tree_arg = d.tree
     if tree_arg is None:
         if d.path is None and d.dataset in DEFAULT_TREE:
@@ -231,6 +234,12 @@ def _speed_options(cfg: ExperimentConfig, train_ds) -> dict[str, Any]:
         "loader_options": loader_options or None,
         "device_augment": None,
     }
+
+
+def _launch(cfg: ExperimentConfig, train_ds, world_size: int) -> dict[str, int]:
+    """``world_size`` (1, or the torchrun ranks) and ``global_batch_size`` (``train.batch_size``, capped
+    at the training set; split between the ranks) of a run: each run's config.json and result.json."""
+    return {"world_size": int(world_size), "global_batch_size": min(cfg.train.batch_size, len(train_ds))}
 
 
 def _run_one(
@@ -385,6 +394,7 @@ def _run_one(
         "train_seconds": result.train_seconds,
         "eval_seconds": ev.seconds,
         "augment_on": speed["augment_on"],
+        **_launch(cfg, train_ds, get_world_size()),
         "eval_embedding": embedding,
         "protocol": protocol_name,
         "device": str(result.device),
@@ -598,6 +608,7 @@ def _compare(
             header_split = run_split  # the header describes the first run's split
         run_dir = out / "runs" / run_name(method, geo, seed)
         run_cfg = cfg.run_config(method, geo, seed)
+        run_cfg["run"].update(_launch(cfg, train_ds, hd.get_world_size()))  # recorded, not fingerprinted
         fp = fingerprint(run_cfg)
         tag = f"[{i}/{len(plan)}] {method} · {geo} · seed {seed}"
         hd.barrier()  # rank 0's files of the previous run are on disk: every rank decides alike

@@ -41,6 +41,7 @@ import dataclasses
 import json
 import math
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -48,6 +49,13 @@ from pathlib import Path
 from typing import Any
 
 from hierviz._registry import nearest
+from hierviz.data import DATASETS
+from hierviz.evaluation import PROTOCOLS
+from hierviz.geometry import GEOMETRIES
+from hierviz.geometry._checks import C_MAX, C_MIN
+from hierviz.methods import LOSS_HPARAMS, METHODS
+from hierviz.metrics.projection import PROJECTIONS
+from hierviz.models import ENCODERS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -63,11 +71,13 @@ __all__ = [
     "ReportConfig",
     "ExperimentConfig",
     "PRESETS",
+    "RENAMED_KEYS",
     "preset_names",
     "load_preset",
     "resolve_config",
     "apply_overrides",
     "config_keys",
+    "default_encoder",
     "flatten",
 ]
 
@@ -257,8 +267,6 @@ class ReportConfig:
 
 
 def _default_loss() -> dict[str, Any]:
-    from hierviz.methods import LOSS_HPARAMS
-
     return {k: h.default for k, h in LOSS_HPARAMS.items()}
 
 
@@ -405,8 +413,6 @@ def _coerce(value: Any, default: Any, annotation: Any, where: str) -> Any:
 
 
 def _coerce_loss(name: str, value: Any, where: str) -> Any:
-    from hierviz.methods import LOSS_HPARAMS
-
     default = LOSS_HPARAMS[name].default
     if value is None or default is None:
         return value
@@ -439,15 +445,24 @@ def _unknown_key(key: str, where: str) -> ConfigError:
     return ConfigError(f"{where}: unknown key {key!r}; {hint}")
 
 
+#: Keys renamed since they were written to run folders: old key -> new key. The old key is read
+#: (``--set``, presets, a run's config.json) with a DeprecationWarning; fingerprints use the new one.
+RENAMED_KEYS = {"loss.base_temperature": "loss.base_tau"}  # τ is ``tau`` in every method (issue 23)
+
+
 def _set_key(cfg: ExperimentConfig, key: str, value: Any, where: str) -> None:
+    if key.strip() in RENAMED_KEYS:
+        new = RENAMED_KEYS[key.strip()]
+        warnings.warn(
+            f"{where}: {key.strip()} is now {new}; the old name goes in 0.3", DeprecationWarning, stacklevel=3
+        )
+        key = new
     parts = key.strip().split(".")
     if len(parts) == 1 and parts[0] in _TOP:
         f = {f.name: f for f in dataclasses.fields(ExperimentConfig)}[parts[0]]
         setattr(cfg, parts[0], _coerce(value, None, f.type, where))
         return
     if len(parts) == 2 and parts[0] == "loss":
-        from hierviz.methods import LOSS_HPARAMS
-
         if parts[1] not in LOSS_HPARAMS:
             raise _unknown_key(key, where)
         cfg.loss[parts[1]] = _coerce_loss(parts[1], value, where)
@@ -466,6 +481,8 @@ def apply_overrides(cfg: ExperimentConfig, overrides: Sequence[str] | Mapping[st
 
     Changing ``data.dataset`` or ``data.path`` without setting ``data.tree`` resets the tree
     to ``None``: the new dataset's default tree (a tree JSON is required with ``data.path``).
+    Changing ``data.dataset`` without setting ``model.encoder`` picks an encoder that reads the
+    new dataset's inputs (:func:`default_encoder`: ``mlp`` for a vector dataset such as 20news).
 
     Raises
     ------
@@ -489,7 +506,32 @@ def apply_overrides(cfg: ExperimentConfig, overrides: Sequence[str] | Mapping[st
         # another dataset without a tree: its own default tree, not the preset's (a preset's tree
         # belongs to the preset's dataset; e.g. --preset quick --dataset hier-mnist)
         cfg.data.tree = None
+    if cfg.data.dataset != before[0] and "model.encoder" not in keys:
+        # another dataset without an encoder: one that reads its inputs (e.g. --preset quick --dataset 20news)
+        cfg.model.encoder = default_encoder(cfg.data.dataset, cfg.model.encoder)
     return cfg
+
+
+def default_encoder(dataset: str | None, encoder: str) -> str:
+    """The encoder a run of ``dataset`` uses when none is set explicitly (``encoder``: the current one).
+
+    A dataset declares what one sample is (``register_dataset(..., inputs=...)``): ``"vectors"``
+    → ``"mlp"`` (or ``encoder`` if it takes vectors), ``"text"`` → the first registered encoder
+    with a ``text = True`` attribute (else ``encoder``), ``"images"`` or an unregistered name →
+    ``encoder``, the preset's CNN. Returns an encoder name.
+
+    Examples
+    --------
+    >>> default_encoder("20news", "small_cnn"), default_encoder("ham10000-sample", "small_cnn")
+    ('mlp', 'small_cnn')
+    """
+    inputs = DATASETS.get(dataset).inputs if isinstance(dataset, str) and dataset in DATASETS else "images"
+    current = ENCODERS.get(encoder) if encoder in ENCODERS else None
+    if inputs == "vectors" and not getattr(current, "vectors", False):
+        return "mlp"
+    if inputs == "text" and not getattr(current, "text", False):
+        return next((name for name, f in ENCODERS.items() if getattr(f, "text", False)), encoder)
+    return encoder
 
 
 def _check(cond: bool, key: str, what: str, value: Any) -> None:
@@ -505,10 +547,6 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     ConfigError
         Naming the key, the value and what is valid.
     """
-    from hierviz.geometry import GEOMETRIES
-    from hierviz.methods import METHODS
-    from hierviz.models import ENCODERS
-
     for key, reg in (("methods", METHODS), ("geometries", GEOMETRIES)):
         names = getattr(cfg, key)
         _check(len(names) > 0, key, "a non-empty list", names)
@@ -528,8 +566,6 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         raise ConfigError(f"report.baseline: unknown method {b!r}; {hint}valid names: {', '.join(list(METHODS))}")
     if cfg.model.encoder not in ENCODERS:
         raise ConfigError(f"model.encoder: unknown encoder {cfg.model.encoder!r}; valid: {', '.join(ENCODERS)}")
-    from hierviz.viz.projection import PROJECTIONS
-
     if cfg.eval.projection not in PROJECTIONS:
         raise ConfigError(
             f"eval.projection: unknown projection {cfg.eval.projection!r}; valid: {', '.join(PROJECTIONS)}"
@@ -571,8 +607,6 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         "an integer >= 1 (or null)",
         cfg.data.prefetch_factor,
     )
-    from hierviz.geometry._checks import C_MAX, C_MIN
-
     _check(
         C_MIN <= cfg.model.curvature <= C_MAX,
         "model.curvature",
@@ -598,8 +632,6 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         cfg.data.dataset,
     )
     _check(cfg.eval.split in ("test", "val"), "eval.split", '"test" or "val"', cfg.eval.split)
-    from hierviz.evaluation import PROTOCOLS
-
     if cfg.eval.protocol is not None and cfg.eval.protocol not in PROTOCOLS:
         raise ConfigError(
             f"eval.protocol: unknown protocol {cfg.eval.protocol!r}; valid: {', '.join(PROTOCOLS)} (or null = "

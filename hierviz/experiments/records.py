@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from hierviz.experiments.config import ConfigError, flatten
+from hierviz.experiments.config import RENAMED_KEYS, ConfigError, flatten
 
 __all__ = [
     "RESULT_FREE_KEYS",
@@ -52,6 +52,8 @@ RESULT_FREE_KEYS = frozenset(
         "train.channels_last",  # memory layout and compilation: rounding only
         "train.compile",
         "report.baseline",  # issue 24: which method the paired table compares with
+        "run.world_size",  # torchrun ranks: the same global batches and steps on any number (docs/distributed.md)
+        "run.global_batch_size",  # train.batch_size capped at the training set: follows from other keys
     }
 )
 
@@ -197,9 +199,10 @@ def _get(d: Mapping[str, Any], key: str) -> Any:
 
 
 def _canonical(d: Mapping[str, Any], ignore: frozenset[str] | set[str]) -> dict[str, Any]:
+    flat = {RENAMED_KEYS.get(k, k): v for k, v in flatten(d).items()}  # a renamed key fingerprints as the new one
     return {
         k: v
-        for k, v in sorted(flatten(d).items())
+        for k, v in sorted(flat.items())
         if k not in ignore and not (k in _NEW_KEY_DEFAULTS and v == _NEW_KEY_DEFAULTS[k])
     }
 

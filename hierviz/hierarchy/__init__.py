@@ -26,11 +26,10 @@ from hierviz.hierarchy.io import (
     dumps_tree_json,
     parse_tree_json,
     read_tree_file,
-    tree_from_obj,
     tree_to_obj,
     write_tree_file,
 )
-from hierviz.hierarchy.label_tree import LabelTree
+from hierviz.hierarchy.label_tree import LabelTree, tree_from_obj
 from hierviz.hierarchy.levels import LEVEL_ORDERS, level_groups, level_label_matrix, level_labels, level_names
 
 __all__ = [

@@ -33,6 +33,7 @@ tree thousands of levels deep round-trips in every form.
 
 Examples
 --------
+>>> from hierviz.hierarchy import tree_from_obj
 >>> tree_from_obj({"x": "a", "y": "a", "z": "root", "a": "root"}).leaves
 ['x', 'y', 'z']
 >>> detect_tree_form({"root": {"a": ["x"]}}), detect_tree_form([["root", "x"]])
@@ -54,9 +55,10 @@ from collections.abc import Mapping
 from json.decoder import scanstring
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hierviz.hierarchy.label_tree import LabelTree
+if TYPE_CHECKING:  # annotations only: label_tree imports this module (the arrow points one way)
+    from hierviz.hierarchy.label_tree import LabelTree
 
 __all__ = [
     "TREE_FORMS",
@@ -66,7 +68,6 @@ __all__ = [
     "read_tree_file",
     "detect_tree_form",
     "as_tree_object",
-    "tree_from_obj",
     "tree_to_obj",
     "dumps_tree_json",
     "write_tree_file",
@@ -401,8 +402,8 @@ def _json_value(v: Any) -> str:
     return "null" if v is None else f"the {_kind(v).split(' ', 1)[-1]} {json.dumps(v)}"
 
 
-def _tree_from_full(obj: Mapping, cls: type[LabelTree] = LabelTree) -> LabelTree:
-    """Build from the full form; errors unprefixed (the caller adds the file)."""
+def _tree_from_full(obj: Mapping, cls: type[LabelTree]) -> LabelTree:
+    """Build a ``cls`` (LabelTree) from the full form; errors unprefixed (the caller adds the file)."""
     unknown = sorted(set(obj) - FULL_FORM_KEYS)
     if unknown:
         shown = ", ".join(repr(k) for k in unknown)
@@ -438,46 +439,6 @@ def _as_full(obj: Any, name: str) -> dict:
             out.setdefault("name", name)
         return out
     return {"name": name, {"parents": "parents", "nested": "tree", "paths": "paths"}[form]: obj}
-
-
-def tree_from_obj(obj: Any, *, where: str = "<source>", name: str = "") -> LabelTree:
-    """Build a :class:`~hierviz.hierarchy.LabelTree` from parsed tree JSON in any of the four forms.
-
-    Parameters
-    ----------
-    obj : dict or list
-        A parent map, a nested dict, a paths list or the full form (told apart by
-        :func:`detect_tree_form`).
-    where : str, optional
-        The file or source, the first word of every error message.
-    name : str, optional
-        The tree's name when ``obj`` carries none (e.g. the file's stem).
-
-    Returns
-    -------
-    LabelTree
-        Leaf order: the full form's ``"leaf_order"`` if given, else first appearance
-        (parent map keys, paths) or depth-first order (nested dict).
-
-    Raises
-    ------
-    ValueError
-        The form or the tree is refused (fits no form, unknown keys, a string boolean,
-        cycles, duplicate names, ...); one line starting with ``where``.
-
-    Examples
-    --------
-    >>> tree_from_obj([["r", "a", "x"], ["r", "b"]]).leaves
-    ['x', 'b']
-    >>> tree_from_obj({"parents": {"x": "r"}, "dag_to_tree": "false"}, where="t.json")
-    Traceback (most recent call last):
-    ...
-    ValueError: t.json: dag_to_tree must be a JSON boolean (true/false), got the string "false"; write true or false without quotes
-    """
-    try:
-        return _tree_from_full(_as_full(obj, name))
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"{where}: {exc}") from None
 
 
 # --------------------------------------------------------------------------- writing
@@ -526,13 +487,14 @@ def tree_to_obj(tree: LabelTree, form: str = "full") -> dict | list:
 
     Examples
     --------
+    >>> from hierviz.hierarchy import tree_from_obj
     >>> t = tree_from_obj({"root": {"a": ["x", "y"], "b": None}})
     >>> tree_to_obj(t, "paths")
     [['root', 'a', 'x'], ['root', 'a', 'y'], ['root', 'b']]
     >>> tree_to_obj(t, "nested")
     {'root': {'a': ['x', 'y'], 'b': None}}
     """
-    if not isinstance(tree, LabelTree):
+    if not all(hasattr(tree, a) for a in ("root", "children", "parent", "ancestors", "leaves", "nodes")):
         raise TypeError(f"tree must be a LabelTree, got {type(tree).__name__}")
     if form == "full":
         return {"name": tree.name, "source": tree.source, "leaf_order": tree.leaves, "tree": _nested(tree)}

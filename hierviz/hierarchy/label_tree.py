@@ -40,8 +40,9 @@ import numpy as np
 import torch
 
 from hierviz.hierarchy.dag import ProjectionChoice, project_dag
+from hierviz.hierarchy.io import _as_full, _tree_from_full, read_tree_file, tree_to_obj, write_tree_file
 
-__all__ = ["LabelTree", "ProjectionChoice"]
+__all__ = ["LabelTree", "ProjectionChoice", "tree_from_obj"]
 
 _NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five"}
 _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
@@ -566,8 +567,6 @@ class LabelTree:
         >>> LabelTree.from_dict({"x": "a", "y": "a", "a": "root", "z": "root"}).leaves
         ['x', 'y', 'z']
         """
-        from hierviz.hierarchy.io import _as_full, _tree_from_full
-
         if not isinstance(obj, (Mapping, list, tuple)):
             raise TypeError(f"obj must be parsed tree JSON (a Mapping or a list), got {type(obj).__name__}")
         return _tree_from_full(_as_full(obj, ""), cls)
@@ -593,8 +592,6 @@ class LabelTree:
             Not UTF-8, invalid JSON (line and column), a repeated key, or content refused
             by :meth:`from_dict`; one line starting with the path.
         """
-        from hierviz.hierarchy.io import _as_full, _tree_from_full, read_tree_file
-
         path = Path(path).expanduser()
         obj = read_tree_file(path)
         try:
@@ -613,8 +610,6 @@ class LabelTree:
             :attr:`leaves`. ``LabelTree.from_dict(t.to_dict()) == t``. Other forms:
             :func:`hierviz.hierarchy.tree_to_obj`.
         """
-        from hierviz.hierarchy.io import tree_to_obj
-
         return tree_to_obj(self, "full")
 
     def to_json(self, path: str | PathLike, form: str = "full") -> None:
@@ -632,8 +627,6 @@ class LabelTree:
         ValueError
             Unknown ``form`` or an unwritable file (the path is named).
         """
-        from hierviz.hierarchy.io import write_tree_file
-
         write_tree_file(self, path, form)
 
     def with_leaf_order(self, classes: Sequence[str]) -> LabelTree:
@@ -1186,3 +1179,43 @@ class LabelTree:
 
     def __hash__(self) -> int:
         return hash(self._key())
+
+
+def tree_from_obj(obj: Any, *, where: str = "<source>", name: str = "") -> LabelTree:
+    """Build a :class:`~hierviz.hierarchy.LabelTree` from parsed tree JSON in any of the four forms.
+
+    Parameters
+    ----------
+    obj : dict or list
+        A parent map, a nested dict, a paths list or the full form (told apart by
+        :func:`detect_tree_form`).
+    where : str, optional
+        The file or source, the first word of every error message.
+    name : str, optional
+        The tree's name when ``obj`` carries none (e.g. the file's stem).
+
+    Returns
+    -------
+    LabelTree
+        Leaf order: the full form's ``"leaf_order"`` if given, else first appearance
+        (parent map keys, paths) or depth-first order (nested dict).
+
+    Raises
+    ------
+    ValueError
+        The form or the tree is refused (fits no form, unknown keys, a string boolean,
+        cycles, duplicate names, ...); one line starting with ``where``.
+
+    Examples
+    --------
+    >>> tree_from_obj([["r", "a", "x"], ["r", "b"]]).leaves
+    ['x', 'b']
+    >>> tree_from_obj({"parents": {"x": "r"}, "dag_to_tree": "false"}, where="t.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: t.json: dag_to_tree must be a JSON boolean (true/false), got the string "false"; write true or false without quotes
+    """
+    try:
+        return _tree_from_full(_as_full(obj, name), LabelTree)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{where}: {exc}") from None

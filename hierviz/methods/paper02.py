@@ -20,7 +20,8 @@ their tree (:func:`hierviz.hierarchy.level_labels`, ``loss.level_order``; ``Need
 Hyperparameters (``loss.*``): ``tau`` (τ, shared), ``level_order`` (``"class"`` first, Table 2's
 main order, or ``"category"``), ``hmlc_penalty`` (None = the paper's choice: ``"exp"`` for
 HMC/HMCE, ``"linear"`` for G-HMLC/A-HMLC), ``hmlc_mode`` (``"paper"`` or ``"official"``, HMC/HCE/HMCE
-only), ``base_temperature`` (None: no τ/τ_b factor in paper mode, 0.07 in official mode),
+only), ``base_tau`` (τ_b; None: no τ/τ_b factor in paper mode, 0.07 in official mode; the key was
+``base_temperature`` before 0.2, still read with a DeprecationWarning),
 ``gmm_max_iter`` (EM iterations per step of G-HMLC), ``gmm_dims`` (2: the paper's 2-D GMM on the plane
 of the two views, the default; 1: the 1-D fit on the view mean of hierviz ≤ 0.2).
 
@@ -46,13 +47,13 @@ for _name, _default, _doc in (
     ("level_order", "class", "Paper 02 level order: 'class' first (finest level first) or 'category' first"),
     ("hmlc_penalty", None, "HMLC level penalty λ_h = f(1/h): 'exp', 'pow2', 'linear' (None = the paper's per method)"),
     ("hmlc_mode", "paper", "HMC/HCE/HMCE: 'paper' (Eqs. 2-4) or 'official' (salesforce code, bit for bit)"),
-    ("base_temperature", None, "HMLC τ_b: each level's loss × τ/τ_b (None = 1 in paper mode, 0.07 in official mode)"),
+    ("base_tau", None, "HMLC τ_b: each level's loss × τ/τ_b (None = 1 in paper mode, 0.07 in official mode)"),
     ("gmm_max_iter", 100, "G-HMLC: EM iterations per training step (warm-started, >= 1)"),
     ("gmm_dims", 2, "G-HMLC: 2 = the paper's 2-D GMM on the plane of the two views (§3), 1 = 1-D on the view mean"),
 ):
     register_hparam(_name, _default, _doc)
 
-_HMLC = ("tau", "level_order", "hmlc_penalty", "hmlc_mode", "base_temperature")
+_HMLC = ("tau", "level_order", "hmlc_penalty", "hmlc_mode", "base_tau")
 _FEATURE = ("tau", "level_order", "hmlc_penalty")
 
 
@@ -70,7 +71,7 @@ def _hmlc(loss_type: str, default_penalty: str):
             loss_type,
             hp["hmlc_penalty"] or default_penalty,
             hp["tau"],
-            hp["base_temperature"],
+            hp["base_tau"],
             hp["hmlc_mode"],
             similarity=_similarity(geometry),
             tree=tree,

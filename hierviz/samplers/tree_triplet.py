@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from hierviz.samplers import register_sampler
+from hierviz.samplers.base import register_sampler
 
 __all__ = ["TreeTripletSampler", "TreeTripletBatchSampler", "triplet_templates"]
 

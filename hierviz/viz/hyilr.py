@@ -8,21 +8,26 @@ r"""Figures for HyILR (Paper 05 (HyILR)): label embeddings on the disk, the hype
   points ``φ(e)`` (Eq. 11) and their geodesic distances (Eq. 4): the notebook's slider.
 * :func:`attention_heatmap` — ``softmax(Aᵀ)`` of Eq. 8 for one document (labels × tokens).
 * :func:`negatives_figure` — the tree with a sample's positives and the negatives Eqs. 13–14 pick.
-* :func:`level_bucket_figure`, :func:`history_figure` and :func:`write_report` (``hierviz htc``).
+* :func:`level_bucket_figure` and :func:`history_figure` (``hierviz htc``'s report,
+  :func:`hierviz.report.htc.write_report`).
 """
 
 from __future__ import annotations
 
-import html
-import json
+import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
+
+from hierviz.geometry import get_geometry
+from hierviz.geometry._checks import scalar
+from hierviz.losses.hyilr import label_relations, lorentz_distance, lorentz_expmap0, negative_sets
+from hierviz.viz.disk import geodesic, reduce_to_disk
+from hierviz.viz.tree import tree_layout
 
 __all__ = [
     "DEPTH_COLORS",
@@ -32,28 +37,42 @@ __all__ = [
     "negatives_figure",
     "level_bucket_figure",
     "history_figure",
-    "write_report",
 ]
 
 DEPTH_COLORS = ("#444444", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 
 
-def _to_ball_2d(points: np.ndarray, k: float, geometry: str) -> tuple[np.ndarray, float, str]:
-    """Projected label points → 2-D disk coordinates, the disk's curvature and a caption."""
-    from hierviz.geometry.lorentz import math as lmath
-    from hierviz.viz.disk import reduce_to_disk
+def _deprecated_k(c: float, k: float | None, where: str) -> float:
+    """``k=`` (hierviz 0.2's name of the curvature magnitude here) → ``c``, with a DeprecationWarning."""
+    if k is None:
+        return c
+    warnings.warn(f"{where}: k= is now c= (the curvature magnitude is c everywhere)", DeprecationWarning, stacklevel=3)
+    return k
 
+
+def _to_ball_2d(points: np.ndarray, geometry: Any) -> tuple[np.ndarray, float, str]:
+    """Label points of ``geometry`` → 2-D disk coordinates, the disk's curvature and a caption.
+
+    Chosen by the geometry's capabilities, never its name: a non-hyperbolic geometry is squashed
+    into the unit disk for display; points with one coordinate fewer than the geometry's points
+    (``point_dim``: the Lorentz space parts that HyILR stores) get their time coordinate from
+    ``geometry.proj``; a geometry with ``to_ball`` (an isometry onto the Poincaré ball) is mapped
+    there; other hyperbolic points are taken as ball coordinates.
+    """
     P = torch.as_tensor(np.asarray(points, dtype=np.float64))
-    if geometry == "lorentz":
-        t = (1.0 / k + P.pow(2).sum(-1, keepdim=True)).sqrt()
-        ball = lmath.to_ball(torch.cat([t, P], -1), k).numpy()
-        c, note = k, "Lorentz → Poincaré ball (isometry)"
-    elif geometry == "poincare":
-        ball, c, note = P.numpy(), k, "Poincaré ball"
-    else:  # Euclidean: squash into the unit disk only for display
+    if not getattr(geometry, "hyperbolic", False):  # squash into the unit disk only for display
         r = np.linalg.norm(P.numpy(), axis=-1, keepdims=True)
         ball, c = P.numpy() / (1.0 + r), 1.0
-        note = "Euclidean, shown as x/(1+‖x‖)"
+        note = f"{geometry.display_name}, shown as x/(1+‖x‖)"
+    else:
+        c = float(scalar(geometry.c))
+        if geometry.point_dim(P.shape[-1]) > P.shape[-1]:  # space parts: the time coordinate from proj
+            P = geometry.proj(torch.cat([torch.zeros_like(P[..., :1]), P], -1))
+        to_ball = getattr(geometry, "to_ball", None)
+        if to_ball is not None:
+            ball, note = to_ball(P).detach().numpy(), f"{geometry.display_name} → Poincaré ball (isometry)"
+        else:
+            ball, note = P.detach().numpy(), geometry.display_name
     if ball.shape[1] > 2:
         ball, _ = reduce_to_disk(ball, c=c)
         note += ", PCA of log₀ to 2-D keeping radii"
@@ -61,7 +80,14 @@ def _to_ball_2d(points: np.ndarray, k: float, geometry: str) -> tuple[np.ndarray
 
 
 def label_disk_figure(
-    points: Any, names: Sequence[str], tree: Any, k: float = 1.0, geometry: str = "lorentz", title: str = ""
+    points: Any,
+    names: Sequence[str],
+    tree: Any,
+    c: float = 1.0,
+    geometry: Any = "lorentz",
+    title: str = "",
+    *,
+    k: float | None = None,
 ) -> go.Figure:
     """Label embeddings ``L_H`` on the Poincaré disk, coloured by depth, tree edges as geodesics.
 
@@ -73,10 +99,13 @@ def label_disk_figure(
     names : sequence of str
         The label (node) name of each row.
     tree : LabelTree
-    k : float, default 1.0
-        Learned curvature magnitude.
-    geometry : {"lorentz", "poincare", "euclidean"}
+    c : float, default 1.0
+        Curvature magnitude (the learned one of a run); used to build ``geometry`` from a name.
+    geometry : Geometry or str, default "lorentz"
+        A :class:`hierviz.geometry.Geometry` (its own ``c`` is used) or a registered name.
     title : str
+    k : float, optional
+        Deprecated name of ``c`` (a DeprecationWarning).
 
     Returns
     -------
@@ -88,12 +117,12 @@ def label_disk_figure(
     ValueError
         ``names`` and ``points`` differ in length.
     """
-    from hierviz.viz.disk import geodesic
-
+    c = _deprecated_k(c, k, "label_disk_figure")
+    geometry = get_geometry(geometry, c=float(c))
     P = np.asarray(points, dtype=np.float64)
     if len(names) != len(P):
         raise ValueError(f"names ({len(names)}) and points ({len(P)}) must have the same length")
-    xy, c, note = _to_ball_2d(P, float(k), geometry)
+    xy, c, note = _to_ball_2d(P, geometry)
     pos = {n: xy[i] for i, n in enumerate(names)}
     pos.setdefault(tree.root, np.zeros(2))
     fig = go.Figure()
@@ -121,7 +150,7 @@ def label_disk_figure(
             )
         )  # fmt: skip
     fig.update_layout(
-        title=title or f"Label embeddings ({note}; k = {k:.3g})",
+        title=title or f"Label embeddings ({note}; c = {c:.3g})",
         xaxis=dict(scaleanchor="y", visible=False),
         yaxis=dict(visible=False),
         width=620,
@@ -130,17 +159,21 @@ def label_disk_figure(
     return fig
 
 
-def hyperboloid_figure(k: float = 1.0, tangent: Any = None, extent: float = 1.6) -> go.Figure:
-    """The Lorentz sheet of curvature ``−k`` with points ``φ(e)`` (Eq. 11) and their distances (Eq. 4).
+def hyperboloid_figure(
+    c: float = 1.0, tangent: Any = None, extent: float = 1.6, *, k: float | None = None
+) -> go.Figure:
+    """The Lorentz sheet of curvature ``−c`` with points ``φ(e)`` (Eq. 11) and their distances (Eq. 4).
 
     Parameters
     ----------
-    k : float, default 1.0
-        Curvature magnitude (> 0).
+    c : float, default 1.0
+        Curvature magnitude (> 0); Paper 05 (HyILR) calls it k.
     tangent : array_like, shape (n, 2), optional
         Euclidean features ``e`` (tangent vectors at the origin); default: three fixed points.
     extent : float, default 1.6
         Half-width of the drawn patch in the space coordinates.
+    k : float, optional
+        Deprecated name of ``c`` (a DeprecationWarning).
 
     Returns
     -------
@@ -151,12 +184,11 @@ def hyperboloid_figure(k: float = 1.0, tangent: Any = None, extent: float = 1.6)
     Raises
     ------
     ValueError
-        ``k <= 0``.
+        ``c <= 0``.
     """
-    from hierviz.losses.hyilr import lorentz_distance, lorentz_expmap0
-
+    k = _deprecated_k(c, k, "hyperboloid_figure")  # the loss functions' name (Paper 05's k = c)
     if not k > 0:
-        raise ValueError(f"k must be > 0, got {k!r}")
+        raise ValueError(f"c must be > 0, got {k!r}")
     E = torch.as_tensor(
         np.asarray([[0.8, 0.0], [0.6, 0.5], [-0.9, -0.4]] if tangent is None else tangent, dtype=np.float64)
     )
@@ -174,7 +206,7 @@ def hyperboloid_figure(k: float = 1.0, tangent: Any = None, extent: float = 1.6)
                                name="points", marker=dict(size=5, color="#d62728")))  # fmt: skip
     D = lorentz_distance(U, U, k).numpy()
     pairs = ", ".join(f"d({names[i]},{names[j]}) = {D[i, j]:.2f}" for i in range(len(U)) for j in range(i + 1, len(U)))
-    fig.update_layout(title=f"k = {k:.2f}: {pairs}", height=480,
+    fig.update_layout(title=f"c = {k:.2f}: {pairs}", height=480,
                       scene=dict(xaxis_title="u_s1", yaxis_title="u_s2", zaxis_title="u_t"))  # fmt: skip
     return fig
 
@@ -224,8 +256,6 @@ def negatives_figure(tree: Any, positives: Sequence[str], neg_desc: Sequence[str
         Traces ``"edges"``, ``"other"``, ``"positive"``, ``"negative (descendant, Eq. 13)"``,
         ``"negative (same level, Eq. 14)"``.
     """
-    from hierviz.viz.tree import tree_layout
-
     pos = tree_layout(tree, "rows")
     ex, ey = [], []
     for n in tree.nodes:
@@ -297,68 +327,6 @@ def history_figure(records: Sequence[dict[str, Any]]) -> go.Figure:
     return fig
 
 
-def write_report(out: str | Path, rows: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]]) -> Path:
-    """``<out>/report.html`` for ``hierviz htc``: the table, label embeddings per method, levels, long tail, curves.
-
-    Parameters
-    ----------
-    out : path
-        The run folder (reads ``labels_<method>.npz`` and ``config.json`` there).
-    rows, records : sequences of dict
-        :func:`hierviz.methods.paper05.summarise` rows and the run records.
-
-    Returns
-    -------
-    pathlib.Path
-    """
-    from hierviz.report.html import write_report_html
-
-    out = Path(out)
-    cfg = json.loads((out / "config.json").read_text()) if (out / "config.json").is_file() else {}
-    heads = [
-        "method",
-        "λ",
-        "seeds",
-        "Micro-F1",
-        "Macro-F1",
-        "Hi-MiF1",
-        "Hi-MaF1",
-        "k",
-        "α_t",
-        "α_l",
-        "label r",
-        "text r",
-    ]
-    body = []
-    for r in rows:
-        cells = [html.escape(f"{r['display_name']} ({r['method']})"), f"{r['lam']:g}", str(r["seeds"])]
-        cells += [f"{r[k + '_mean']:.2f} ± {r[k + '_std']:.2f}" for k in ("micro_f1", "macro_f1", "hi_micro_f1",
-                                                                        "hi_macro_f1")]  # fmt: skip
-        cells += [f"{r[k]:.3g}" for k in ("k", "alpha_t", "alpha_l")]
-        cells += [f"{r['label_radius']:.2f}", f"{r['text_radius']:.2f}"]
-        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    table = "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr></thead><tbody>"
-    table += "".join(body) + "</tbody></table>"
-    figures: list[tuple[str, go.Figure]] = []
-    from hierviz.hierarchy import LabelTree
-
-    tree = LabelTree.from_json(out / "tree.json") if (out / "tree.json").is_file() else None
-    for npz in sorted(out.glob("labels_*.npz")):
-        f = np.load(npz, allow_pickle=False)
-        names = [str(n) for n in f["names"]]
-        if tree is None:
-            break
-        m = npz.stem[len("labels_") :]
-        figures.append((f"label embeddings: {m}", label_disk_figure(f["points"], names, tree, float(f["k"]),
-                                                                  str(f["geometry"]))))  # fmt: skip
-    if records:
-        figures.append(("per-level and long-tail F1 (macro)", level_bucket_figure(records)))
-        figures.append(("training curves", history_figure(records)))
-    header = {"command": "hierviz htc", "config": json.dumps(cfg)}
-    return write_report_html(out / "report.html", title="HyILR (Paper 05) — hierviz htc", header=header,
-                             table_html=table, figures=figures)  # fmt: skip
-
-
 # ------------------------------------------------------------------ notebook 09 helpers and panels
 def text_attention(model: Any, tokenizer: Any, text: str, max_len: int) -> tuple[np.ndarray, list[str]]:
     """``softmax(Aᵀ)`` of one document (Eq. 8) and its tokens, padding cut off.
@@ -394,24 +362,27 @@ def text_attention(model: Any, tokenizer: Any, text: str, max_len: int) -> tuple
     return att[:, :n], ["[CLS]", *words]
 
 
-def hyperboloid_panel(k: float = 1.0) -> Any:
-    """A :class:`~hierviz.viz.widgets.Panel`: slider ``k`` redrawing :func:`hyperboloid_figure`.
+def hyperboloid_panel(c: float = 1.0, *, k: float | None = None) -> Any:
+    """A :class:`~hierviz.viz.widgets.Panel`: slider ``c`` redrawing :func:`hyperboloid_figure`.
 
     Parameters
     ----------
-    k : float, default 1.0
+    c : float, default 1.0
         Initial curvature magnitude, in [0.1, 5].
+    k : float, optional
+        Deprecated name of ``c`` (a DeprecationWarning).
 
     Returns
     -------
     Panel
     """
-    import ipywidgets as widgets
+    import ipywidgets as widgets  # in the function: ipywidgets loads only when a panel is built
 
-    from hierviz.viz.widgets import Panel
+    from hierviz.viz.widgets import Panel  # in the function: viz.widgets imports ipywidgets too
 
-    s = widgets.FloatSlider(value=k, min=0.1, max=5.0, step=0.1, description="k", continuous_update=False)
-    return Panel({"k": s}, lambda k: hyperboloid_figure(k), title="Lorentz model: curvature −k")
+    c = _deprecated_k(c, k, "hyperboloid_panel")
+    s = widgets.FloatSlider(value=c, min=0.1, max=5.0, step=0.1, description="c", continuous_update=False)
+    return Panel({"c": s}, lambda c: hyperboloid_figure(c), title="Lorentz model: curvature −c")
 
 
 def negatives_panel(tree: Any, distances: Any, targets: Any, names: Sequence[str]) -> Any:
@@ -431,10 +402,9 @@ def negatives_panel(tree: Any, distances: Any, targets: Any, names: Sequence[str
     -------
     Panel
     """
-    import ipywidgets as widgets
+    import ipywidgets as widgets  # in the function: ipywidgets loads only when a panel is built
 
-    from hierviz.losses.hyilr import label_relations, negative_sets
-    from hierviz.viz.widgets import Panel
+    from hierviz.viz.widgets import Panel  # in the function: viz.widgets imports ipywidgets too
 
     d = torch.as_tensor(np.asarray(distances, dtype=np.float64))
     y = torch.as_tensor(np.asarray(targets, dtype=bool))

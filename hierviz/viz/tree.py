@@ -19,6 +19,9 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+# point-cloud checks live with the 2-D projections (hierviz.metrics.projection); re-exported here
+from hierviz.metrics.projection import _as_points, _to_numpy  # noqa: F401
+
 __all__ = [
     "leaf_colors",
     "family_colors",
@@ -36,36 +39,6 @@ _TEMPLATE = "plotly_white"
 
 
 # --------------------------------------------------------------------------- helpers
-def _to_numpy(x: Any) -> np.ndarray:
-    """Tensor / array / nested list → numpy array (detached, on CPU)."""
-    if hasattr(x, "detach") and hasattr(x, "cpu"):
-        x = x.detach().cpu().numpy()
-    return np.asarray(x)
-
-
-def _as_points(x: Any, name: str = "z", dim: int | None = None) -> np.ndarray:
-    """Validate a point cloud: 2-D, finite, real → float64 array of shape (N, d)."""
-    try:
-        arr = _to_numpy(x)
-    except Exception as exc:  # pragma: no cover - exotic inputs
-        raise TypeError(f"{name} must be array-like (numpy array or torch tensor), got {type(x).__name__}") from exc
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
-    if np.iscomplexobj(arr):
-        raise TypeError(f"{name} must be real-valued, got dtype {arr.dtype}")
-    arr = arr.astype(np.float64)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must have shape (N, d), got shape {arr.shape}")
-    if arr.shape[0] == 0:
-        raise ValueError(f"{name} is empty (0 points)")
-    if dim is not None and arr.shape[1] != dim:
-        raise ValueError(f"{name} must have {dim} columns, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        bad = int(np.sum(~np.all(np.isfinite(arr), axis=1)))
-        raise ValueError(f"{name} contains non-finite values (NaN/inf) in {bad} row(s)")
-    return arr
-
-
 def _check_positive(value: Any, name: str) -> float:
     """A finite float > 0 (curvature, temperature) or ValueError naming it."""
     try:

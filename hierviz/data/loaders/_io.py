@@ -14,7 +14,27 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NPZ_FIX", "NpzArrays", "check_labels", "data_error", "open_npz", "to_rgb"]
+__all__ = [
+    "HAM_CITATION",
+    "HAM_CLASSES",
+    "HAM_LICENCE",
+    "NPZ_FIX",
+    "NpzArrays",
+    "check_labels",
+    "data_error",
+    "open_npz",
+    "to_rgb",
+]
+
+# HAM10000's provenance: here (not in ham10000.py) so that the npz loader can recognise the file
+# without importing a loader module that imports it.
+HAM_CLASSES = ["nv", "mel", "bkl", "bcc", "akiec", "vasc", "df"]
+HAM_CITATION = (
+    "Tschandl P, Rosendahl C, Kittler H. The HAM10000 dataset, a large collection of multi-source "
+    "dermatoscopic images of common pigmented skin lesions. Sci Data 5:180161 (2018). "
+    "doi:10.1038/sdata.2018.161. Data: Harvard Dataverse doi:10.7910/DVN/DBW86T."
+)
+HAM_LICENCE = "CC BY-NC 4.0 (non-commercial; copyright ViDIR Group, Medical University of Vienna)"
 
 #: The fix named by every "could not read" error.
 NPZ_FIX = "re-create it with numpy.savez_compressed(path, images=uint8 (N, H, W, 3), labels=int (N,))"

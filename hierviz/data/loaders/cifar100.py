@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from os import PathLike
 
-from hierviz.data.base import ArrayDataset, DatasetInfo, find_data_file
+from hierviz.data.base import ArrayDataset, DatasetInfo, find_data_file, register_dataset
 from hierviz.data.loaders.npz import load_npz
-from hierviz.data.registry import register_dataset
 
 __all__ = ["CIFAR_CITATION", "load_cifar100"]
 

@@ -12,19 +12,12 @@ from __future__ import annotations
 from importlib import resources
 from os import PathLike
 
-from hierviz.data.base import ArrayDataset, DatasetInfo, find_data_file
+from hierviz.data.base import ArrayDataset, DatasetInfo, find_data_file, register_dataset
+from hierviz.data.loaders._io import HAM_CITATION, HAM_CLASSES, HAM_LICENCE  # defined there; exported here
 from hierviz.data.loaders.npz import load_npz
-from hierviz.data.registry import register_dataset
 
 __all__ = ["HAM_CITATION", "HAM_CLASSES", "HAM_LICENCE", "load_ham10000", "load_ham10000_sample"]
 
-HAM_CLASSES = ["nv", "mel", "bkl", "bcc", "akiec", "vasc", "df"]
-HAM_CITATION = (
-    "Tschandl P, Rosendahl C, Kittler H. The HAM10000 dataset, a large collection of multi-source "
-    "dermatoscopic images of common pigmented skin lesions. Sci Data 5:180161 (2018). "
-    "doi:10.1038/sdata.2018.161. Data: Harvard Dataverse doi:10.7910/DVN/DBW86T."
-)
-HAM_LICENCE = "CC BY-NC 4.0 (non-commercial; copyright ViDIR Group, Medical University of Vienna)"
 
 SAMPLE_INFO = DatasetInfo(
     "ham10000_sample.npz",
@@ -73,24 +66,39 @@ def load_ham10000_sample() -> ArrayDataset:
 
 
 @register_dataset("ham10000", default_tree="two-step", info=FULL_INFO)
-def load_ham10000(data_dir: str | PathLike | None = None) -> ArrayDataset:
-    """HAM10000 at 64 px from ``ham10000_64.npz`` in the data folder.
+def load_ham10000(data_dir: str | PathLike | None = None, image_size: int | None = None) -> ArrayDataset:
+    """HAM10000 from ``ham10000_64.npz`` in the data folder, or ``ham10000_<size>.npz`` for another size.
 
     Parameters
     ----------
     data_dir : str or PathLike, optional
         Folder searched instead of ``$HIERVIZ_DATA`` / ``../shared/data``.
+    image_size : int, optional
+        Side in pixels. ``ham10000_<image_size>.npz`` is read when the data folder has it
+        (``python data_scripts/download_ham10000.py --size 32`` makes the 32 px file, 27 MB
+        beside the 98 MB one); else the 64 px file is resized (Pillow bilinear, antialiased).
+        None or 64: the 64 px file.
 
     Returns
     -------
     ArrayDataset
-        10,015 images (64, 64, 3) uint8, 7 classes, ``groups`` = 7,470 lesion ids.
+        10,015 images (S, S, 3) uint8 (S = ``image_size`` or 64), 7 classes, ``groups`` =
+        7,470 lesion ids.
 
     Raises
     ------
     FileNotFoundError
-        The file is missing (names ``python data_scripts/download_ham10000.py --size 64``).
+        The 64 px file is missing and no file of the asked size is there (names
+        ``python data_scripts/download_ham10000.py --size 64``).
     ValueError
-        The file is unreadable or malformed (names the file and the fix).
+        The file is unreadable or malformed (names the file and the fix); ``image_size`` < 1.
     """
-    return load_npz(find_data_file(FULL_INFO.filename, data_dir), name="ham10000")
+    if image_size is not None and int(image_size) != 64:
+        try:
+            path = find_data_file(f"ham10000_{int(image_size)}.npz", data_dir)
+        except FileNotFoundError:
+            path = None
+        if path is not None:
+            return load_npz(path, name="ham10000").resized(int(image_size))  # resized: a no-op at that size
+    ds = load_npz(find_data_file(FULL_INFO.filename, data_dir), name="ham10000")
+    return ds if image_size is None else ds.resized(int(image_size))

@@ -30,8 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hierviz.data.base import ArrayDataset, DatasetInfo, find_data_file
-from hierviz.data.registry import register_dataset
+from hierviz.data.base import ArrayDataset, DatasetInfo, find_data_file, register_dataset
 
 __all__ = [
     "MNIST_CITATION",

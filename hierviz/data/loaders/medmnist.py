@@ -16,10 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from hierviz.data.base import ArrayDataset, DatasetInfo, find_data_file
-from hierviz.data.loaders._io import check_labels, open_npz, to_rgb
-from hierviz.data.loaders.ham10000 import HAM_CITATION
-from hierviz.data.registry import register_dataset
+from hierviz.data.base import ArrayDataset, DatasetInfo, find_data_file, register_dataset
+from hierviz.data.loaders._io import HAM_CITATION, check_labels, open_npz, to_rgb
 
 __all__ = ["MEDMNIST_CITATION", "MEDMNIST_INFO", "load_medmnist"]
 

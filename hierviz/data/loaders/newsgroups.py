@@ -30,8 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hierviz.data.base import ArrayDataset, DatasetInfo, data_search_dirs, find_data_file
-from hierviz.data.registry import register_dataset
+from hierviz.data.base import ArrayDataset, DatasetInfo, data_search_dirs, find_data_file, register_dataset
 
 __all__ = [
     "NEWS_CITATION",
@@ -205,7 +204,7 @@ def synthetic_corpus(
     return texts, np.asarray(labels, dtype=np.int64), groups, np.asarray(split)
 
 
-@register_dataset("20news", default_tree="20news", info=NEWS_INFO)
+@register_dataset("20news", default_tree="20news", info=NEWS_INFO, inputs="vectors")
 def load_20news(
     data_dir: str | PathLike | None = None, *, max_features: int = 2000, synthetic: bool | None = None
 ) -> ArrayDataset:

@@ -29,7 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from hierviz.data.base import ArrayDataset
-from hierviz.data.loaders._io import NPZ_FIX, NpzArrays, check_labels, open_npz, to_rgb
+from hierviz.data.loaders._io import (
+    HAM_CITATION,
+    HAM_CLASSES,
+    HAM_LICENCE,
+    NPZ_FIX,
+    NpzArrays,
+    check_labels,
+    open_npz,
+    to_rgb,
+)
 
 __all__ = ["GROUP_KEYS", "load_npz"]
 
@@ -48,8 +57,6 @@ def _str_meta(z: NpzArrays, key: str) -> str:
 
 def _known_provenance(classes: list[str], group_key: str | None) -> tuple[str, str]:
     """Citation and licence of a file recognised by its content (HAM10000: its 7 classes + lesion ids)."""
-    from hierviz.data.loaders.ham10000 import HAM_CITATION, HAM_CLASSES, HAM_LICENCE
-
     if classes == HAM_CLASSES and group_key == "lesion_id":
         return HAM_CITATION, HAM_LICENCE
     return "", ""
@@ -96,6 +103,8 @@ def load_npz(path: str | PathLike, name: str | None = None) -> ArrayDataset:
     with open_npz(path) as z:
         files = set(z.files)
         if "train_images" in files:
+            # in the function: importing medmnist registers its datasets, which at the top would
+            # put them before ham10000 in the listing order
             from hierviz.data.loaders.medmnist import load_medmnist
 
             return load_medmnist(path, name=name)
