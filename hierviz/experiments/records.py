@@ -51,6 +51,7 @@ RESULT_FREE_KEYS = frozenset(
         "eval.batch_size",
         "train.channels_last",  # memory layout and compilation: rounding only
         "train.compile",
+        "train.compile_loss",
     }
 )
 
