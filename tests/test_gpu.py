@@ -328,7 +328,7 @@ def test_objective_leaf_gradient_on_a_copied_tensor_is_filled():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (pytest -m gpu on a GPU)")
-@pytest.mark.parametrize(("name", "geo"), [("supcon", "euclidean"), ("hwc+lam", "euclidean"), ("hwc", "poincare")])
+@pytest.mark.parametrize(("name", "geo"), [("hwc+lam", "euclidean"), ("hwc", "poincare")])
 def test_compiled_objective_on_cuda_equals_eager(name, geo):
     """Issue 25: ``train.compile_loss`` on CUDA (inductor, fullgraph) equals the eager objective."""
     from hierviz.geometry import get_geometry
