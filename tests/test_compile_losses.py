@@ -167,3 +167,38 @@ def test_hyilr_loss_compiles_fullgraph_and_equals_eager(geometry):
         assert (a is None) == (b is None)
         if a is not None:
             torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_training_with_compile_loss_equals_eager_training(monkeypatch):
+    """``TrainConfig(compile_loss=True)``: the same losses step by step (aot_eager: the same graphs, no codegen)."""
+    from torch.utils.data import Dataset
+
+    from hierviz.losses import compiled
+    from hierviz.models import build_model
+    from hierviz.training import TrainConfig, fit, seed_everything
+
+    class Views(Dataset):
+        def __init__(self):
+            g = torch.Generator().manual_seed(1)
+            self.x = torch.randn(12, 2, 3, 8, 8, generator=g)
+            self.y = torch.arange(12) % 5
+
+        def __len__(self):
+            return 12
+
+        def __getitem__(self, i):
+            return self.x[i], int(self.y[i])
+
+    monkeypatch.setattr(compiled, "DEFAULT_BACKEND", "aot_eager")
+    histories = []
+    for flag in (False, True):
+        torch._dynamo.reset()
+        seed_everything(0)
+        model = build_model("small_cnn", get_geometry("euclidean"), embed_dim=6, width=4)
+        obj = build_objective("hwc+lam", TREE, get_geometry("euclidean"))
+        cfg = TrainConfig(epochs=1, batch_size=6, warmup_epochs=0, progress=False, amp=False, compile_loss=flag)
+        torch._dynamo.utils.counters.clear()
+        histories.append(fit(cfg, model, obj, Views()).step_history["loss"])
+        assert (torch._dynamo.utils.counters["stats"]["unique_graphs"] > 0) == flag  # compiled only when asked
+    assert len(histories[0]) == 2
+    assert histories[1] == pytest.approx(histories[0], rel=1e-5, abs=1e-6)

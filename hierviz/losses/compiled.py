@@ -42,7 +42,11 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["CompiledLoss", "objective_loss"]
+__all__ = ["CompiledLoss", "objective_loss", "DEFAULT_BACKEND"]
+
+#: ``torch.compile`` backend of :class:`CompiledLoss` when none is given (tests may set
+#: ``"aot_eager"``: the same graphs, no code generation).
+DEFAULT_BACKEND = "inductor"
 
 
 def objective_loss(objective: nn.Module, out: Mapping[str, Any], labels: torch.Tensor | None) -> tuple[Any, Any]:
@@ -75,8 +79,8 @@ class CompiledLoss:
     ----------
     objective : nn.Module
         The training objective (see :func:`objective_loss` for how it is called).
-    backend : str, default "inductor"
-        ``torch.compile`` backend (``"eager"``/``"aot_eager"`` trace without code generation).
+    backend : str, optional
+        ``torch.compile`` backend (default :data:`DEFAULT_BACKEND`, ``"inductor"``) (``"eager"``/``"aot_eager"`` trace without code generation).
     dynamic : bool, default False
         ``torch.compile``'s ``dynamic``: False specialises on the batch shape (static shapes).
     mode : str or None, default None
@@ -96,7 +100,7 @@ class CompiledLoss:
         self,
         objective: nn.Module,
         *,
-        backend: str = "inductor",
+        backend: str | None = None,
         dynamic: bool = False,
         mode: str | None = None,
         fallback: bool = True,
@@ -105,7 +109,7 @@ class CompiledLoss:
         self.calls = 0
         self.compiled = True
         self.fallback = bool(fallback)
-        kw: dict[str, Any] = {"fullgraph": True, "dynamic": bool(dynamic), "backend": backend}
+        kw: dict[str, Any] = {"fullgraph": True, "dynamic": bool(dynamic), "backend": backend or DEFAULT_BACKEND}
         if mode is not None:
             kw["mode"] = mode
         self._fn = torch.compile(self._step, **kw)
