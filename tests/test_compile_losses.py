@@ -86,12 +86,6 @@ def _check(name: str, geo: str, backend: str) -> None:
         torch.testing.assert_close(bc, be, **tol, msg=f"buffer {k}")
 
 
-#: Objectives that call the Poincaré ball's maps (logmap0 for the heads, expmap/logmap in the
-#: Karcher mean): hierviz.geometry.poincare.PoincareBall takes them from geoopt, whose
-#: ``tan_k``/``artan_k`` branch in Python on the curvature tensor (``if torch.all(k_sign.lt(0))``,
-#: geoopt/manifolds/stereographic/math.py:190/214), a data-dependent branch under dynamo. The fix
-#: belongs to the geometry (the closed forms of hierviz.geometry.poincare.math with a float c).
-_GEOOPT_MAPS = {"lam", "hwc+lam", "a-hmlc", "g-hmlc", "l", "pl", "b", "t+l", "t+pl", "t+b", "pl+b", "t+pl+b"}
 #: G-HMLC unrolls its GMM fit (``gmm_max_iter`` EM iterations) into the graph; a hyperbolic
 #: LAM its Karcher steps with every line-search trial.
 _SLOW = {"g-hmlc", ("lam", "lorentz"), ("hwc+lam", "lorentz")}
@@ -101,8 +95,6 @@ def _cases():
     for name in METHODS.names():
         for geo in GEOMETRIES:
             marks = []
-            if geo == "poincare" and name in _GEOOPT_MAPS:
-                marks.append(pytest.mark.xfail(reason="geoopt's Poincaré maps branch on the curvature", strict=False))
             if name in _SLOW or (name, geo) in _SLOW:
                 marks.append(pytest.mark.slow)
             yield pytest.param(name, geo, marks=marks, id=f"{name}-{geo}")
