@@ -6,8 +6,8 @@
 #
 # Steps (each under `timeout`, the script never stops early; the exit code of each is in
 # OUT_DIR/status.txt):
-#   1. pytest -m gpu                          -> OUT_DIR/pytest_gpu.txt            (80 s)
-#   2. bench_pairwise_dist.py --vs-cdist      -> OUT_DIR/pairwise_vs_cdist.{txt,json} (40 s)
+#   1. pytest -m gpu                          -> OUT_DIR/pytest_gpu.txt            (90 s)
+#   2. bench_pairwise_dist.py --vs-cdist      -> OUT_DIR/pairwise_vs_cdist.{txt,json} (35 s)
 #      4096x128 and 16384x128, the default kernel (compiled on CUDA), eager and reference
 #   3. bench_losses.py --share --compile-loss -> OUT_DIR/losses_share.{txt,json}  (110 s)
 #      ResNet-50, 224 px, B128, bf16: the train.compile_loss path of the gpu preset
@@ -42,8 +42,8 @@ else
     PYTEST_SEL=(tests)
 fi
 
-run pytest_gpu 80 "$PY" -m pytest -o addopts="" -m gpu "${PYTEST_SEL[@]}" -q -p no:randomly -p no:cacheprovider
-run pairwise_vs_cdist 40 "$PY" benchmarks/bench_pairwise_dist.py --vs-cdist --device "$DEVICE" "${PD_ARGS[@]}" \
+run pytest_gpu 90 "$PY" -m pytest -o addopts="" -m gpu "${PYTEST_SEL[@]}" -q -p no:randomly -p no:cacheprovider
+run pairwise_vs_cdist 35 "$PY" benchmarks/bench_pairwise_dist.py --vs-cdist --device "$DEVICE" "${PD_ARGS[@]}" \
     --json "$OUT/pairwise_vs_cdist.json"
 run losses_share 110 "$PY" benchmarks/bench_losses.py --share --compile-loss --device "$DEVICE" "${LS_ARGS[@]}" \
     --json "$OUT/losses_share.json"

@@ -71,3 +71,17 @@ def test_a_failing_compiled_cuda_kernel_falls_back_to_eager_with_a_warning(monke
     ref = _value_and_grad(lambda t: pm.pairwise_dist_reference(t, None, 1.0), x, w)
     torch.testing.assert_close(got[0], ref[0], rtol=0, atol=1e-12)
     torch.testing.assert_close(got[1], ref[1], rtol=1e-10, atol=1e-10)
+
+
+def test_the_backward_uses_the_kernel_kind_of_its_forward(monkeypatch):
+    calls = []
+    pair = (
+        lambda *a: (calls.append("fwd"), K._fwd_elementwise(*a))[1],
+        lambda *a: (calls.append("bwd"), K._bwd_elementwise(*a))[1],
+    )
+    monkeypatch.setattr(K, "_kernels", lambda t: pair)
+    x = _points().requires_grad_()
+    out = K.poincare_pairwise_dist(x, None, 1.0)
+    monkeypatch.setattr(K, "_kernels", lambda t: (K._fwd_inplace, K._bwd_inplace))  # switched before backward
+    out.sum().backward()
+    assert calls == ["fwd", "bwd"]

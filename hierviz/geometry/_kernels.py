@@ -204,15 +204,19 @@ def _kernels(t: Tensor) -> tuple:
     return _fwd_inplace, _bwd_inplace
 
 
-def _run(which: int, t: Tensor, *args):
-    """Call the forward (0) or backward (1) kernel for ``t``; a failing compiled CUDA kernel falls back to eager."""
+def _run(fns: tuple, which: int, *args):
+    """Call the forward (0) or backward (1) kernel of the pair ``fns`` (from :func:`_kernels`).
+
+    The forward records its pair, so the backward uses the same kind (compiled or eager). A
+    failing compiled CUDA kernel falls back to the eager one, with a warning, for good.
+    """
     global _CUDA_FAILED
-    fns = _kernels(t)
-    fn = fns[which]
-    if fns is not _CUDA_KERNELS:
-        return fn(*args)
+    if fns is not _CUDA_KERNELS or _CUDA_KERNELS is None:
+        return fns[which](*args)
+    if _CUDA_FAILED:
+        return (_fwd_inplace, _bwd_inplace)[which](*args)
     try:
-        return fn(*args)
+        return fns[which](*args)
     except Exception as err:  # noqa: BLE001 - e.g. no Triton/compiler on this machine: stay correct, eagerly
         _CUDA_FAILED = True
         import warnings
@@ -284,11 +288,12 @@ class _PoincarePairwise(torch.autograd.Function):
         nx, a = _poincare_parts(x, c)
         ny, b = (nx, a) if sym else _poincare_parts(y, c)
         g = x @ (x if sym else y).transpose(-1, -2)
-        out, qc, below = _run(0, g, g, nx, ny, a, b, c, eps, sym)
+        fns = _kernels(g)
+        out, qc, below = _run(fns, 0, g, nx, ny, a, b, c, eps, sym)
         if sym:  # the diagonal: exactly 0, no gradient
             out.diagonal(dim1=-2, dim2=-1).zero_()
             below.diagonal(dim1=-2, dim2=-1).fill_(True)
-        ctx.c, ctx.eps, ctx.sym = c, eps, sym
+        ctx.c, ctx.eps, ctx.sym, ctx.fns = c, eps, sym, fns
         ctx.save_for_backward(x, x if sym else y, qc, a, b, below)
         return out
 
@@ -302,7 +307,7 @@ class _PoincarePairwise(torch.autograd.Function):
             _, qc, _ = _fwd_elementwise(x @ y.transpose(-1, -2), nx, ny, a, b, c, ctx.eps, sym)
             p, pq = _bwd_elementwise(grad, qc, below, c)
         else:
-            p, pq = _run(1, grad, grad, qc, below, c)
+            p, pq = _run(ctx.fns, 1, grad, qc, below, c)
         pt = p.transpose(-1, -2)
         two_c = 2.0 * c
         ax, by = a[..., None] * x, b[..., None] * y
