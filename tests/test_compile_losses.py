@@ -194,3 +194,17 @@ def test_training_with_compile_loss_equals_eager_training(monkeypatch):
         assert (torch._dynamo.utils.counters["stats"]["unique_graphs"] > 0) == flag  # compiled only when asked
     assert len(histories[0]) == 2
     assert histories[1] == pytest.approx(histories[0], rel=1e-5, abs=1e-6)
+
+
+def test_compile_loss_key_is_on_in_the_gpu_preset_and_leaves_fingerprints_alone():
+    from hierviz.experiments.config import ExperimentConfig, resolve_config
+    from hierviz.experiments.records import fingerprint
+
+    assert resolve_config("gpu", {}).train.compile_loss is True
+    assert resolve_config("quick", {}).train.compile_loss is False
+    d = ExperimentConfig().to_dict()
+    old = {k: dict(v) if isinstance(v, dict) else v for k, v in d.items()}
+    del old["train"]["compile_loss"]  # a run recorded before the key still resumes and merges
+    on = ExperimentConfig().to_dict()
+    on["train"]["compile_loss"] = True  # rounding only: not part of a run's identity
+    assert fingerprint(d) == fingerprint(old) == fingerprint(on)
