@@ -151,6 +151,7 @@ def bench_share(
     methods: tuple[str, ...] = ("supcon", "hwc+lam"),
     geometries: tuple[str, ...] = ("euclidean", "poincare"),
     embed_dim: int = 128,
+    compile_loss: bool = False,
 ) -> list[dict]:
     """Share of a training step (two views, autocast bf16 on CUDA, AdamW) taken by each loss.
 
@@ -180,6 +181,11 @@ def bench_share(
         model = model.to(memory_format=torch.channels_last)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         objectives = {m: build_objective(m, tree, geometry).to(device) for m in methods}
+        if compile_loss:  # train.compile_loss: fullgraph torch.compile after one eager call (issue 25)
+            from hierviz.losses import CompiledLoss
+
+            compiled = {m: CompiledLoss(o) for m, o in objectives.items()}
+            objectives = {m: (lambda z, y, f=f: f({"z": z}, y)) for m, f in compiled.items()}
 
         def step(obj, model=model, opt=opt):
             def run():
@@ -221,6 +227,36 @@ def bench_share(
     return rows
 
 
+#: Issue 25's targets: the share of a ResNet-50 224 px B128 bf16 step each loss may take.
+SHARE_GOALS = {"supcon": 0.015, "hwc+lam": 0.03}
+
+
+def verdicts(rows: list[dict]) -> list[dict]:
+    """One goal/measured/met line per (method, geometry) with a goal in :data:`SHARE_GOALS`."""
+    out = []
+    for r in rows:
+        goal = SHARE_GOALS.get(r["method"])
+        if goal is None:
+            continue
+        out.append(
+            dict(
+                goal=f"{r['method']} {r['geometry']}: share of the step <= {100 * goal:.1f}%",
+                measured=f"{100 * r['share']:.2f}% (loss alone {r['loss_ms']:.2f} ms, step {r['step_ms']:.2f} ms)",
+                met=bool(r["share"] <= goal),
+            )
+        )
+    return out
+
+
+def _write_json(path: str | None, payload: dict) -> None:
+    if path:
+        import json
+
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(payload, f, indent=2)
+        print(f"wrote {path}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Command-line entry point; prints a table per geometry."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -235,6 +271,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--image-size", type=int, default=224)
     ap.add_argument("--batch", type=int, default=128, help="images per step for --share (two views each)")
     ap.add_argument("--compile", action="store_true", help="fuse the Poincaré kernels with torch.compile")
+    ap.add_argument("--compile-loss", action="store_true", help="objectives through CompiledLoss (train.compile_loss)")
+    ap.add_argument("--methods", default="supcon,hwc+lam", help="methods for --share")
+    ap.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -249,20 +288,46 @@ def main(argv: list[str] | None = None) -> None:
             f"torch {torch.__version__}, {device} ({name}), {args.encoder} {args.image_size} px, batch {args.batch} "
             f"x 2 views, {'bf16 autocast, ' if device.type == 'cuda' else ''}AdamW, median of {args.repeats} "
             f"interleaved steps{', compiled kernels' if args.compile else ''}"
+            f"{', compiled objectives' if args.compile_loss else ''}"
         )
         print(f"  {'geometry':10s} {'loss':8s} {'step ms':>9s} {'base ms':>9s} {'share':>7s} {'loss alone ms':>14s}")
-        for r in bench_share(
+        rows = bench_share(
             args.encoder,
             args.image_size,
             args.batch,
             device,
             args.repeats,
+            methods=tuple(args.methods.split(",")),
             geometries=tuple(args.geometries.split(",")),
-        ):
+            compile_loss=args.compile_loss,
+        )
+        for r in rows:
             print(
                 f"  {r['geometry']:10s} {r['method']:8s} {r['step_ms']:9.2f} {r['base_ms']:9.2f} "
                 f"{100 * r['share']:6.1f}% {r['loss_ms']:14.2f}"
             )
+        vs = verdicts(rows)
+        for v in vs:
+            print(f"GOAL {v['goal']} | measured {v['measured']} | {'met' if v['met'] else 'not met'}")
+        _write_json(
+            args.json,
+            dict(
+                benchmark="bench_losses --share",
+                torch=torch.__version__,
+                device=name,
+                date=time.strftime("%Y-%m-%d", time.gmtime()),
+                settings=dict(
+                    encoder=args.encoder,
+                    image_size=args.image_size,
+                    batch=args.batch,
+                    repeats=args.repeats,
+                    compile_loss=args.compile_loss,
+                    compile_kernels=args.compile,
+                ),
+                rows=rows,
+                verdicts=vs,
+            ),
+        )
         return
     print(
         f"torch {torch.__version__}, threads {torch.get_num_threads()}, 2B = {args.n}, d = {args.d}, "

@@ -120,11 +120,24 @@ def bench_vs_cdist(n: int, d: int, c: float, device: torch.device, repeats: int)
     v = torch.randn(n, d, device=device)
     v = v / v.norm(dim=-1, keepdim=True) * torch.rand(n, 1, device=device) * 1.5
     x = PoincareBall(c=c).expmap0(v / c**0.5)
+    from hierviz.geometry import _kernels
+
+    def fused_eager(z):  # the eager kernels even on CUDA (hierviz 0.2's CUDA path)
+        prev = _kernels.COMPILE_ON_CUDA
+        _kernels.COMPILE_ON_CUDA = False
+        try:
+            return poincare_pairwise_dist(z, None, c)
+        finally:
+            _kernels.COMPILE_ON_CUDA = prev
+
     fns = {
         "cdist": lambda z: torch.cdist(z, z),
-        "fused": lambda z: poincare_pairwise_dist(z, None, c),
+        "fused": lambda z: poincare_pairwise_dist(z, None, c),  # the default: compiled on CUDA
+        "fused-eager": fused_eager,
         "reference": lambda z: pm.pairwise_dist_reference(z, None, c),
     }
+    if device.type != "cuda":
+        del fns["fused-eager"]  # the same function on a CPU
     # interleave the three so a neighbour's load on a shared machine hits all of them alike
     times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(max(1, repeats)):
@@ -136,12 +149,22 @@ def bench_vs_cdist(n: int, d: int, c: float, device: torch.device, repeats: int)
     for k in fns:
         print(f"  {k:<10} median {med[k] * 1e3:9.2f} ms   ratio to cdist {med[k] / med['cdist']:.2f}x")
     print(f"  fused / reference: {med['fused'] / med['reference']:.2f}x")
+    ratio = med["fused"] / med["cdist"]
+    print(
+        f"GOAL Poincaré pairwise fwd+bwd <= {CDIST_GOAL}x torch.cdist at {n}x{d} | measured "
+        f"{ratio:.2f}x ({med['fused'] * 1e3:.2f} ms vs {med['cdist'] * 1e3:.2f} ms, {device}) | "
+        f"{'met' if ratio <= CDIST_GOAL else 'not met'}"
+    )
     return med
+
+
+#: Issue 25's target for the default Poincaré kernel (fused; compiled on CUDA).
+CDIST_GOAL = 1.5
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--n", type=int, default=1024, help="number of points (default 1024)")
+    p.add_argument("--n", default="1024", help="number of points (default 1024); --vs-cdist: a list, e.g. 4096,16384")
     p.add_argument("--d", type=int, default=256, help="dimension (default 256)")
     p.add_argument("--c", type=float, default=1.0, help="Poincaré curvature magnitude (curvature -c)")
     p.add_argument("--k", type=float, default=1.0, help="Lorentz curvature magnitude (curvature -k)")
@@ -152,14 +175,41 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--vs-cdist", action="store_true", help="time Poincaré (fused, reference) against torch.cdist")
     p.add_argument("--device", default="cpu", help="cpu or cuda (with --vs-cdist)")
     p.add_argument("--compile", action="store_true", help="fuse the kernel's elementwise passes (torch.compile)")
+    p.add_argument("--json", default=None, metavar="PATH", help="with --vs-cdist: also write the results as JSON")
     a = p.parse_args(argv)
+    sizes = [int(s) for s in str(a.n).split(",")]
+    a.n = sizes[0]
     if a.compile:
         from hierviz.geometry._kernels import compile_kernels
 
         compile_kernels(True)
     if a.vs_cdist:
         print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-        bench_vs_cdist(a.n, a.d, a.c, torch.device(a.device), a.repeats)
+        device = torch.device(a.device)
+        rows = []
+        for n in sizes:
+            med = bench_vs_cdist(n, a.d, a.c, device, a.repeats)
+            ratio = med["fused"] / med["cdist"]
+            rows.append(dict(n=n, d=a.d, ms={k: 1e3 * v for k, v in med.items()}, ratio=ratio, met=ratio <= CDIST_GOAL))
+        if a.json:
+            import json
+
+            name = torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or "cpu")
+            with open(a.json, "w", encoding="utf-8") as f:
+                json.dump(
+                    dict(
+                        benchmark="bench_pairwise_dist --vs-cdist",
+                        torch=torch.__version__,
+                        device=name,
+                        date=time.strftime("%Y-%m-%d", time.gmtime()),
+                        goal=f"fused <= {CDIST_GOAL}x torch.cdist, forward+backward, float32",
+                        compile_kernels=a.compile,
+                        rows=rows,
+                    ),
+                    f,
+                    indent=2,
+                )
+            print(f"wrote {a.json}")
         return
 
     torch.manual_seed(a.seed)

@@ -56,3 +56,26 @@ def test_run_notebooks_selection_and_parameters():
         mod.select(["99"])
     with pytest.raises(SystemExit, match="KEY=VALUE"):
         mod._parse_param("SMOKE")
+
+
+def test_bench_goal_lines_and_json(tmp_path, capsys):
+    """Issue 25: one GOAL line per measured objective / size, met or not met, and a JSON file."""
+    import json
+
+    losses = _load("bench_losses")
+    rows = [
+        dict(geometry="euclidean", method="supcon", step_ms=100.0, base_ms=99.0, share=0.01, loss_ms=1.0),
+        dict(geometry="poincare", method="hwc+lam", step_ms=100.0, base_ms=90.0, share=0.10, loss_ms=9.0),
+        dict(geometry="poincare", method="simclr", step_ms=100.0, base_ms=90.0, share=0.10, loss_ms=9.0),
+    ]
+    v = losses.verdicts(rows)
+    assert [x["met"] for x in v] == [True, False]  # simclr has no goal
+    assert v[0]["goal"] == "supcon euclidean: share of the step <= 1.5%" and v[0]["measured"].startswith("1.00%")
+    pairwise = _load("bench_pairwise_dist")
+    out = tmp_path / "pd.json"
+    pairwise.main(["--vs-cdist", "--n", "32,48", "--d", "4", "--repeats", "1", "--json", str(out)])
+    text = capsys.readouterr().out
+    assert text.count("GOAL Poincaré pairwise fwd+bwd <= 1.5x torch.cdist") == 2
+    data = json.loads(out.read_text())
+    assert [r["n"] for r in data["rows"]] == [32, 48] and data["device"] and data["date"]
+    assert all(r["met"] == (r["ratio"] <= 1.5) for r in data["rows"])

@@ -300,9 +300,59 @@ def test_fused_poincare_and_losses_on_cuda_equal_the_reference():
     losses = []
     for dev in ("cpu", "cuda"):
         obj = build_objective("hwc+lam", tree, ball).to(dev)
-        zz = z.to(dev).requires_grad_()
+        zz = z.to(dev).detach().requires_grad_()  # a leaf on the device: its .grad is filled
         loss, _ = obj(zz, y.to(dev))
         loss.backward()
         losses.append((loss.detach().cpu(), zz.grad.cpu()))
+    assert losses[0][1] is not None and losses[1][1] is not None
     torch.testing.assert_close(losses[1][0], losses[0][0], rtol=1e-9, atol=1e-9)
     torch.testing.assert_close(losses[1][1], losses[0][1], rtol=1e-7, atol=1e-9)
+
+
+def test_objective_leaf_gradient_on_a_copied_tensor_is_filled():
+    """CPU twin of the CUDA test above: the gradient is read from a leaf made on the target device."""
+    from hierviz.geometry import get_geometry
+    from hierviz.hierarchy import LabelTree
+    from hierviz.losses import build_objective
+
+    tree = LabelTree.from_nested({"root": {"p": ["a", "b", "c"], "q": ["d", "e"]}})
+    ball = get_geometry("poincare")
+    g = torch.Generator().manual_seed(0)
+    v = (0.3 * torch.randn(16, 2, 8, generator=g, dtype=torch.float64)).requires_grad_()
+    z = ball.expmap0(v)  # has a grad_fn: z.to(dev).requires_grad_() would not be a leaf
+    zz = z.to("cpu").detach().requires_grad_()
+    loss, _ = build_objective("hwc+lam", tree, ball)(zz, torch.arange(16) % 5)
+    loss.backward()
+    assert zz.is_leaf and zz.grad is not None and bool(zz.grad.abs().sum() > 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (pytest -m gpu on a GPU)")
+@pytest.mark.parametrize(("name", "geo"), [("hwc+lam", "euclidean"), ("hwc", "poincare")])
+def test_compiled_objective_on_cuda_equals_eager(name, geo):
+    """Issue 25: ``train.compile_loss`` on CUDA (inductor, fullgraph) equals the eager objective."""
+    from hierviz.geometry import get_geometry
+    from hierviz.hierarchy import LabelTree
+    from hierviz.losses import CompiledLoss
+    from hierviz.methods import build_objective
+
+    torch._dynamo.reset()
+    tree = LabelTree.from_nested({"root": {"p": ["a", "b", "c"], "q": ["d", "e"]}})
+    geometry = get_geometry(geo)
+    g = torch.Generator().manual_seed(0)
+    v = 0.3 * torch.randn(64, 2, 16, generator=g)
+    z = (geometry.expmap0(v) if geometry.hyperbolic else torch.nn.functional.normalize(v, dim=-1)).cuda()
+    y = (torch.arange(64) % 5).cuda()
+    results = []
+    for compiled in (False, True):
+        obj = build_objective(name, tree, geometry).cuda()
+        fn = CompiledLoss(obj, fallback=False)
+        fn({"z": z}, y)  # the eager first call (prototypes, checks)
+        if not compiled:
+            fn.compiled = False
+        zz = z.detach().clone().requires_grad_()
+        loss, _ = fn({"z": zz}, y)
+        loss.backward()
+        results.append((loss.detach(), zz.grad))
+    torch.testing.assert_close(results[1][0], results[0][0], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(results[1][1], results[0][1], rtol=1e-4, atol=1e-5)

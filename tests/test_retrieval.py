@@ -192,7 +192,7 @@ def test_fp16_tangents_beat_fp16_coordinates_near_the_boundary():
 def test_index_errors():
     with pytest.raises(ValueError, match="outside the Poincaré ball"):
         ReferenceIndex(torch.ones(3, 2))
-    with pytest.raises(ValueError, match=r"storage must be one of \['fp32', 'fp16', 'fp16-ball'\]"):
+    with pytest.raises(ValueError, match=r"storage must be one of \['fp32', 'fp16', 'fp16-ball', 'fp64'\]"):
         ReferenceIndex(torch.zeros(3, 2), storage="int8")
     index = ReferenceIndex(torch.zeros(3, 2))
     with pytest.raises(ValueError, match=r"k must be an integer in \[1, 3\]"):
@@ -207,7 +207,8 @@ def test_index_on_gpu_equals_cpu():
     ref, q = _ball(2000, 32, 4), _ball(100, 32, 5)
     dc, ic = ReferenceIndex(ref, storage="fp16").search(q, k=10)
     dg, ig = ReferenceIndex(ref, storage="fp16", device="cuda").search(q.cuda(), k=10)
-    assert torch.allclose(dc, dg.cpu(), atol=1e-4)
+    assert torch.equal(ic, ig.cpu())  # the same top-k: float64 search and exact re-rank (issue 25)
+    torch.testing.assert_close(dc, dg.cpu(), rtol=1e-6, atol=1e-6)
 
 
 # --------------------------------------------------------------------------- protocol

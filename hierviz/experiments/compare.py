@@ -310,6 +310,7 @@ def _run_one(
         resume=resume,
         progress=progress,
         sync_bn=t.sync_bn,
+        compile_loss=t.compile_loss,
     )
     views = method.needs.views
     image_size = int(cfg.data.image_size)

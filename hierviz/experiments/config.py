@@ -194,7 +194,8 @@ class TrainSection:
     ``channels_last`` None = on for CUDA; ``compile``: ``torch.compile`` the model
     (``nn.Module.compile``) and the fused Poincaré kernels
     (:func:`hierviz.geometry._kernels.compile_kernels`); off by default (slow to start on a
-    CPU, never required).
+    CPU, never required). ``compile_loss``: the objective through ``torch.compile(fullgraph=True)``
+    (:class:`hierviz.losses.CompiledLoss`, issue 25; on in the ``gpu`` preset).
     """
 
     epochs: int = 100
@@ -212,6 +213,7 @@ class TrainSection:
     augment_on: str = "auto"
     channels_last: bool | None = None
     compile: bool = False
+    compile_loss: bool = False
 
 
 @dataclass

@@ -54,6 +54,7 @@ RESULT_FREE_KEYS = frozenset(
         "report.baseline",  # issue 24: which method the paired table compares with
         "run.world_size",  # torchrun ranks: the same global batches and steps on any number (docs/distributed.md)
         "run.global_batch_size",  # train.batch_size capped at the training set: follows from other keys
+        "train.compile_loss",
     }
 )
 

@@ -202,7 +202,7 @@ class Geometry(abc.ABC):
         t = as_float_tensor(x, name)
         if t.dim() < min_dim:
             raise ValueError(f"{name} must have at least {min_dim} dimension(s), got shape {tuple(t.shape)}")
-        if self.validate:
+        if self.validate and not torch.compiler.is_compiling():  # value check: eager only (issue 25)
             self.check_point(t, name)
         return t
 

@@ -119,7 +119,7 @@ def group_mean(
 
     counts = _segment_sum(w.detach(), idx, K)
     empty = counts <= 0
-    if bool(empty.any()) and init_t is None and not allow_empty:
+    if not allow_empty and init_t is None and bool(empty.any()):  # no host read with allow_empty (issue 25)
         missing = torch.nonzero(empty).flatten().tolist()
         shown = missing[:20]
         more = "" if len(missing) <= 20 else f" (+{len(missing) - 20} more)"
@@ -145,7 +145,7 @@ def group_mean(
                 break
             mu = geometry._karcher_step(mu, vbar, xt, idx, w, K, beta)
 
-    if bool(empty.any()):
+    if torch.compiler.is_compiling() or bool(empty.any()):  # compiled: always the (cheap) select
         if init_t is not None:
             fill = init_t
         elif geometry._flat:
@@ -199,7 +199,7 @@ def karcher_step(
             passed |= ~better & (step > 0)
             step = torch.where(better, torch.full_like(step, t), step)
             best_f = torch.where(better, f1, best_f)
-            if bool(passed.all()):
+            if not torch.compiler.is_compiling() and bool(passed.all()):  # compiled: every trial (issue 25)
                 break
             t /= 2
     return geometry._exp(mu, step.unsqueeze(-1) * vbar)

@@ -20,6 +20,7 @@ from typing import Any
 
 from ._core import INPUT_KINDS, REDUCTIONS, SIMILARITIES, contrastive_log_prob
 from .ahmlc import AHMLCLoss, LevelAttention
+from .compiled import CompiledLoss
 from .ghmlc import GHMLCLoss, fit_gmm_1d, fit_gmm_2d, gmm_feature_masks
 from .hc_outside import HierarchicalContrastiveLoss, OutsideSoftmaxHCLoss
 from .hcl import HCLLoss, hcl_terms
@@ -35,6 +36,7 @@ from .supcon import SupConLoss
 from .triplet import TripletLoss
 
 __all__ = [
+    "CompiledLoss",
     "OBJECTIVES",
     "HPARAMS",
     "REDUCTIONS",

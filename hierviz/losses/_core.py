@@ -45,7 +45,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validation import _check_choice, _check_embeddings, _check_labels, _check_real, _check_tree, _resolve_geometry
+from ._validation import (
+    _check_choice,
+    _check_embeddings,
+    _check_labels,
+    _check_tau,
+    _check_tree,
+    _is_hyperbolic,
+    _resolve_geometry,
+)
 
 __all__ = ["REDUCTIONS", "SIMILARITIES", "INPUT_KINDS", "contrastive_log_prob"]
 
@@ -89,6 +97,19 @@ def contrastive_log_prob(logits: torch.Tensor) -> torch.Tensor:
     return logits - lse
 
 
+def _rescale_tiny(x: torch.Tensor) -> torch.Tensor:
+    """Rows of ``x`` (N, d) with max-abs entry below 1e-6 divided by it; others unchanged (bit for bit).
+
+    A cosine similarity does not depend on the norms, but ``F.normalize`` divides by
+    ``max(‖x‖, 1e-12)``, so rows of norm ≤ 1e-12 came out shorter than 1 and the loss changed
+    (issue 27 #5: SupCon gave 2.41 for ``z·1e-13`` and 7.66 for ``z``). Rescaling by the
+    largest entry first (exact for powers of two, no overflow, no host sync) restores the
+    direction; an all-zero row stays zero.
+    """
+    amax = x.detach().abs().amax(dim=-1, keepdim=True)
+    return torch.where(amax < 1e-6, x / amax.clamp_min(torch.finfo(x.dtype).tiny), x)
+
+
 def _reduce(log_prob: torch.Tensor, weights: torch.Tensor, reduction: str) -> torch.Tensor:
     """Weighted negative log-likelihood, normalised per ``reduction`` (see module docstring)."""
     per_anchor = -(weights * log_prob).sum(dim=1)
@@ -122,7 +143,7 @@ class _PairwiseContrastive(nn.Module):
         super().__init__()
         self.tree = _check_tree(tree, self._needs_tree, type(self).__name__)
         self.geometry = _resolve_geometry(geometry)
-        self.tau = _check_real(tau, "tau", low=0.0, strict=True)
+        self.tau = _check_tau(tau)
         self.reduction = _check_choice(reduction, "reduction", REDUCTIONS)
         if not (similarity is None or callable(similarity)):
             _check_choice(similarity, "similarity", SIMILARITIES)
@@ -136,7 +157,7 @@ class _PairwiseContrastive(nn.Module):
 
     # -- hyperparameters are plain attributes (sliders may set them); re-checked each call
     def _check_hparams(self) -> None:
-        _check_real(self.tau, "tau", low=0.0, strict=True)
+        _check_tau(self.tau)
         _check_choice(self.reduction, "reduction", REDUCTIONS)
 
     def pairwise_similarity(self, x: torch.Tensor) -> torch.Tensor:
@@ -153,9 +174,11 @@ class _PairwiseContrastive(nn.Module):
         """
         sim = self.similarity
         if sim is None or sim == "geometry":
+            if not _is_hyperbolic(self.geometry):  # cosine: scale-free, also for norms <= 1e-12
+                x = _rescale_tiny(x)
             return self.geometry.similarity(x)
         if sim == "cosine":
-            xn = F.normalize(x, dim=-1)
+            xn = F.normalize(_rescale_tiny(x), dim=-1)
             return xn @ xn.T
         if sim == "neg_dist":
             return -self.geometry.pairwise_dist(x)

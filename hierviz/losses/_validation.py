@@ -18,6 +18,48 @@ import torch
 __all__: list[str] = []  # private helpers; import them by name
 
 _INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+#: Half-precision inputs the losses upcast to float32 before computing (:func:`_upcast`).
+_HALF_DTYPES = (torch.float16, torch.bfloat16)
+#: Smallest temperature accepted: float32's smallest normal number. Below it ``1/τ`` and
+#: ``s/τ`` overflow float32 (a NaN loss); see :func:`_check_tau`.
+TAU_MIN = float(torch.finfo(torch.float32).tiny)
+
+
+def _compiling() -> bool:
+    """True while ``torch.compile`` traces the caller (issue 25).
+
+    Value checks (finiteness, label ranges, points on the manifold) read tensor values on the
+    host; a compiled training step must not, so they are skipped while tracing and run in
+    eager mode (every eager call and the first, eager, call of
+    :class:`hierviz.losses.CompiledObjective`). Shape and dtype checks always run: they cost
+    no host read and are part of the graph's guards.
+    """
+    return torch.compiler.is_compiling()
+
+
+def _upcast(x: torch.Tensor) -> torch.Tensor:
+    """float16/bfloat16 → float32 (losses compute in full precision); other dtypes unchanged."""
+    return x.float() if x.dtype in _HALF_DTYPES else x
+
+
+def _check_tau(value: Any, name: str = "tau") -> float:
+    """Return the temperature ``value`` after checking ``TAU_MIN <= value`` and finite (issue 27 #6).
+
+    Raises
+    ------
+    TypeError
+        Not a real number.
+    ValueError
+        NaN/inf, ``<= 0``, or below :data:`TAU_MIN` (≈1.18e-38, float32's smallest normal
+        number: ``similarity/τ`` would overflow to inf and the loss become NaN).
+    """
+    v = _check_real(value, name, low=0.0, strict=True)
+    if v < TAU_MIN:
+        raise ValueError(
+            f"{name}={v:g} is below {TAU_MIN:.3g} (float32's smallest normal number): similarity/{name} "
+            f"overflows to inf and the loss is NaN; use {name} >= 1e-30 (typical values are 0.05-1)"
+        )
+    return v
 
 
 def _check_real(
@@ -113,17 +155,21 @@ def _check_embeddings(z: Any, geometry: Any, *, min_views: int, who: str) -> tup
             f"z must have shape (B, V, d) (B images, V views); got shape {tuple(z.shape)}. "
             "For one view per image use z.unsqueeze(1)."
         )
-    B, V, _ = z.shape
+    B, V, d = z.shape
+    if d < 1:
+        raise ValueError(f"z has embedding dimension d=0 (shape {tuple(z.shape)}); {who} needs d >= 1")
     if V < min_views:
         raise ValueError(
             f"z has V={V} view(s) but {who} needs at least {min_views} views per image (z of shape (B, V, d))"
         )
     if B * V < 2:
         raise ValueError(f"z holds {B * V} embedding(s); {who} needs at least 2 (z of shape (B, V, d))")
-    if not bool(torch.isfinite(z).all()):
-        raise ValueError(f"z contains NaN or inf ({int((~torch.isfinite(z)).sum())} entries); check the encoder output")
-    flat = z.transpose(0, 1).reshape(V * B, z.shape[-1])
-    _check_on_manifold(flat, geometry, "z")
+    flat = z.transpose(0, 1).reshape(V * B, d)
+    if not _compiling():  # value checks read the tensor on the host: eager only (issue 25)
+        if not bool(torch.isfinite(z).all()):
+            n_bad = int((~torch.isfinite(z)).sum())
+            raise ValueError(f"z contains NaN or inf ({n_bad} entries); check the encoder output")
+        _check_on_manifold(flat, geometry, "z")
     return flat, B, V
 
 
@@ -149,6 +195,8 @@ def _check_labels(labels: Any, batch: int, num_leaves: int | None, device: torch
     if labels.shape != (batch,):
         raise ValueError(f"labels must have shape (B,) = ({batch},) to match z, got {tuple(labels.shape)}")
     labels = labels.to(device=device, dtype=torch.long)
+    if _compiling():  # the range check reads the labels on the host: eager only (issue 25)
+        return labels
     lo, hi = int(labels.min()), int(labels.max())
     if lo < 0 or (num_leaves is not None and hi >= num_leaves):
         rng = f"[0, {num_leaves - 1}] (the tree has C = {num_leaves} leaves)" if num_leaves is not None else ">= 0"
@@ -176,7 +224,7 @@ def _check_logits(logits: Any, num_leaves: int) -> torch.Tensor:
         raise ValueError(
             f"logits must have shape (B, C) with C = {num_leaves} leaves and B >= 1, got {tuple(logits.shape)}"
         )
-    if not bool(torch.isfinite(logits).all()):
+    if not _compiling() and not bool(torch.isfinite(logits).all()):
         raise ValueError(f"logits contains NaN or inf ({int((~torch.isfinite(logits)).sum())} entries)")
     return logits
 

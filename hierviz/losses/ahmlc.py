@@ -17,7 +17,7 @@ from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import UninitializedParameter
 
-from ._validation import _check_embeddings
+from ._validation import _check_embeddings, _upcast
 from .hmlc import HMLCLoss
 
 __all__ = ["LevelAttention", "AHMLCLoss"]
@@ -201,6 +201,7 @@ class AHMLCLoss(nn.Module):
             Scalar ≥ 0, differentiable w.r.t. ``z`` and the attention heads.
         """
         _check_embeddings(z, None, min_views=1, who="AHMLCLoss")
+        z = _upcast(z)  # float16/bfloat16 -> float32: the attention heads are float32 (issue 27 #16)
         if self.features is not None:
             z = self.features(z)
         y = self.hmlc.level_labels_of(labels, z.shape[0])

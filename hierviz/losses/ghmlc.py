@@ -14,10 +14,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
-from ._validation import _check_embeddings, _check_real
+from ._validation import _check_embeddings, _check_real, _compiling, _upcast
 from .hmlc import HMLCLoss
 
 __all__ = ["GMM1D", "GMM2D", "fit_gmm_1d", "fit_gmm_2d", "gmm_feature_masks", "GHMLCLoss"]
@@ -120,7 +121,7 @@ def fit_gmm_1d(
     K = n_components
     if n < K:
         raise ValueError(f"x has n={n} values per row, fewer than n_components={K}")
-    if not bool(torch.isfinite(x).all()):
+    if not _compiling() and not bool(torch.isfinite(x).all()):
         raise ValueError("x contains NaN or inf")
     if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
         raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
@@ -140,21 +141,33 @@ def fit_gmm_1d(
     pi = torch.full((B, 1, K), 1.0 / K, dtype=x.dtype, device=x.device)
     prev = torch.full((B,), -math.inf, dtype=x.dtype, device=x.device)
     converged = torch.zeros(B, dtype=torch.bool, device=x.device)
-    it = 0
+    compiling = _compiling()
+    done = torch.zeros((), dtype=torch.bool, device=x.device)
+    it: Any = 0
     for _ in range(max_iter):  # EM iterations (all B mixtures advance together)
-        it += 1
         logp = _log_gauss(xs, mu, var, pi)
         norm = torch.logsumexp(logp, dim=-1, keepdim=True)
         resp = torch.exp(logp - norm)  # E-step
         ll = norm.squeeze(-1).mean(dim=1)
-        converged = (ll - prev).abs() < tol
+        if compiling:
+            # no host-side break in a compiled step: after convergence the parameters freeze, so the
+            # result equals the eager early exit (the remaining iterations recompute the same values)
+            converged = torch.where(done, converged, (ll - prev).abs() < tol)
+            it = it + (~done).to(torch.long)
+            done = done | converged.all()
+        else:
+            it += 1
+            converged = (ll - prev).abs() < tol
+            if bool(converged.all()):
+                break
         prev = ll
-        if bool(converged.all()):
-            break
         nk = resp.sum(dim=1, keepdim=True) + 10 * torch.finfo(x.dtype).eps  # M-step
-        mu = (resp * xs).sum(dim=1, keepdim=True) / nk
-        var = (resp * (xs - mu) ** 2).sum(dim=1, keepdim=True) / nk + reg_covar
-        pi = nk / n
+        mu_new = (resp * xs).sum(dim=1, keepdim=True) / nk
+        var_new = (resp * (xs - mu_new) ** 2).sum(dim=1, keepdim=True) / nk + reg_covar
+        if compiling:
+            mu, var, pi = (torch.where(done, old, new) for old, new in ((mu, mu_new), (var, var_new), (pi, nk / n)))
+        else:
+            mu, var, pi = mu_new, var_new, nk / n
     logp = _log_gauss(xs, mu, var, pi)
     norm = torch.logsumexp(logp, dim=-1, keepdim=True)
     resp = torch.exp(logp - norm)
@@ -266,7 +279,7 @@ def fit_gmm_2d(
     K = n_components
     if n < K:
         raise ValueError(f"x has n={n} points per row, fewer than n_components={K}")
-    if not bool(torch.isfinite(x).all()):
+    if not _compiling() and not bool(torch.isfinite(x).all()):
         raise ValueError("x contains NaN or inf")
     if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
         raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
@@ -287,26 +300,39 @@ def fit_gmm_2d(
     pi = torch.full((B, 1, K), 1.0 / K, dtype=x.dtype, device=x.device)
     prev = torch.full((B,), -math.inf, dtype=x.dtype, device=x.device)
     converged = torch.zeros(B, dtype=torch.bool, device=x.device)
-    it = 0
+    compiling = _compiling()
+    done = torch.zeros((), dtype=torch.bool, device=x.device)
+    it: Any = 0
     for _ in range(max_iter):
-        it += 1
         logp = _log_gauss_2d(xs, mu, cov, pi)
         norm = torch.logsumexp(logp, dim=-1, keepdim=True)
         resp = torch.exp(logp - norm)  # E-step (B, n, K)
         ll = norm.squeeze(-1).mean(dim=1)
-        converged = (ll - prev).abs() < tol
+        if compiling:
+            # as fit_gmm_1d: no host-side break in a compiled step; after convergence the
+            # parameters freeze, so the result equals the eager early exit
+            converged = torch.where(done, converged, (ll - prev).abs() < tol)
+            it = it + (~done).to(torch.long)
+            done = done | converged.all()
+        else:
+            it += 1
+            converged = (ll - prev).abs() < tol
+            if bool(converged.all()):
+                break
         prev = ll
-        if bool(converged.all()):
-            break
         r = resp.unsqueeze(-1)  # (B, n, K, 1)
         nk = resp.sum(dim=1) + 10 * torch.finfo(x.dtype).eps  # M-step (B, K)
-        mu = ((r * xs).sum(dim=1) / nk[..., None]).unsqueeze(1)
-        d0, d1 = (xs - mu).unbind(-1)  # (B, n, K)
+        mu_new = ((r * xs).sum(dim=1) / nk[..., None]).unsqueeze(1)
+        d0, d1 = (xs - mu_new).unbind(-1)  # (B, n, K)
         a = (resp * d0 * d0).sum(dim=1) / nk + reg_covar
         b = (resp * d0 * d1).sum(dim=1) / nk
         c = (resp * d1 * d1).sum(dim=1) / nk + reg_covar
-        cov = torch.stack([a, b, c], dim=-1).unsqueeze(1)
-        pi = (nk / n).unsqueeze(1)
+        cov_new = torch.stack([a, b, c], dim=-1).unsqueeze(1)
+        pi_new = (nk / n).unsqueeze(1)
+        if compiling:
+            mu, cov, pi = (torch.where(done, old, new) for old, new in ((mu, mu_new), (cov, cov_new), (pi, pi_new)))
+        else:
+            mu, cov, pi = mu_new, cov_new, pi_new
     logp = _log_gauss_2d(xs, mu, cov, pi)
     norm = torch.logsumexp(logp, dim=-1, keepdim=True)
     resp = torch.exp(logp - norm)
@@ -455,6 +481,8 @@ class GHMLCLoss(nn.Module):
         self.hmlc = HMLCLoss(
             loss_type, layer_penalty, temperature, mode="paper", tree=tree, order=order, similarity=similarity
         )
+        if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+            raise ValueError(f"max_iter must be an integer >= 1 (EM iterations of the GMM fit), got {max_iter!r}")
         self.max_iter = int(max_iter)
         self.tol = _check_real(tol, "tol", low=0.0)
         self.warm_start = bool(warm_start)
@@ -488,6 +516,7 @@ class GHMLCLoss(nn.Module):
             Scalar ≥ 0, differentiable w.r.t. ``z`` (not through the masks).
         """
         _check_embeddings(z, None, min_views=1, who="GHMLCLoss")
+        z = _upcast(z)
         if self.features is not None:
             z = self.features(z)
         y = self.hmlc.level_labels_of(labels, z.shape[0])

@@ -159,7 +159,7 @@ class HCLLoss(nn.Module):
         self.lam = _check_real(lam, "lam", low=0.0)
         self.eps = _check_real(eps, "eps", low=0.0, strict=True)
         self.tree = _check_tree(tree, False, "HCLLoss", needs=("num_leaves",))
-        self.last_terms: dict[str, float] = {}
+        self._last_terms: dict[str, torch.Tensor] = {}
 
     def extra_repr(self) -> str:
         return f"geometry={self.geometry!r}, m0={self.m0:g}, alpha={self.alpha:g}, lam={self.lam:g}"
@@ -191,5 +191,10 @@ class HCLLoss(nn.Module):
         y = _check_labels(labels, B, num_leaves, flat.device).repeat(V)  # view-major, as flat
         D = self.geometry.pairwise_dist(flat)
         terms = hcl_terms(D, y, flat.norm(dim=-1), m0=self.m0, alpha=self.alpha, lam=self.lam, eps=self.eps)
-        self.last_terms = {k: float(v.detach()) for k, v in terms.items() if k != "loss"}
+        self._last_terms = {k: v.detach() for k, v in terms.items() if k != "loss"}  # read lazily: no host sync
         return terms["loss"]
+
+    @property
+    def last_terms(self) -> dict[str, float]:
+        """The terms of the last call as floats (``{}`` before the first call)."""
+        return {k: float(v) for k, v in getattr(self, "_last_terms", {}).items()}

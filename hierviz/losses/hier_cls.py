@@ -43,7 +43,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from hierviz.losses._validation import _check_embeddings, _check_labels, _check_tree, _is_hyperbolic
+from hierviz.losses._validation import _check_embeddings, _check_labels, _check_tree, _is_hyperbolic, _upcast
 
 __all__ = [
     "LeafLoss",
@@ -150,11 +150,11 @@ class _HeadLoss(nn.Module):
         """Leaf counts so far (this batch counted first in training mode); None without class weights."""
         if self.class_weight == "none":
             return None
+        batch = torch.zeros_like(self.leaf_counts).index_add_(0, y, torch.ones_like(y, dtype=self.leaf_counts.dtype))
         if self.training:
-            self.leaf_counts += torch.bincount(y, minlength=self.tree.num_leaves).to(self.leaf_counts)
-        if not bool((self.leaf_counts[y] > 0).all()):  # eval before any training step: count this batch
-            return self.leaf_counts + torch.bincount(y, minlength=self.tree.num_leaves).to(self.leaf_counts)
-        return self.leaf_counts
+            self.leaf_counts += batch
+        # eval before any training step: count this batch (a select, not a host-side branch)
+        return torch.where((self.leaf_counts[y] > 0).all(), self.leaf_counts, self.leaf_counts + batch)
 
     def extra_repr(self) -> str:
         return f"class_weight={self.class_weight!r}"
@@ -167,6 +167,7 @@ class _HeadLoss(nn.Module):
     def _inputs(self, z: torch.Tensor, labels: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """``z`` (B, V, d) -> flat (B*V, d) rows and their labels (each view is a sample)."""
         _check_embeddings(z, self.geometry, min_views=1, who=self.who)
+        z = _upcast(z)  # float16/bfloat16 -> float32: the head's weights are float32 (issue 27 #16)
         B, V, _ = z.shape
         y = _check_labels(labels, B, self.tree.num_leaves, z.device)
         return z.reshape(B * V, z.shape[-1]), y.repeat_interleave(V)

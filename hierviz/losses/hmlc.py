@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validation import _check_choice, _check_embeddings, _check_real
+from ._validation import _check_choice, _check_embeddings, _check_labels, _check_real, _check_tau
 
 __all__ = ["HMLCLoss", "LOSS_TYPES", "LAYER_PENALTIES", "HMLC_MODES", "layer_penalty_weights"]
 
@@ -215,7 +215,7 @@ class HMLCLoss(nn.Module):
         super().__init__()
         self.loss_type = _check_choice(loss_type, "loss_type", LOSS_TYPES)
         self.layer_penalty = _check_choice(layer_penalty, "layer_penalty", LAYER_PENALTIES)
-        self.temperature = _check_real(temperature, "temperature", low=0.0, strict=True)
+        self.temperature = _check_tau(temperature, "temperature")
         self.mode = _check_choice(mode, "mode", HMLC_MODES)
         if base_temperature is None and mode == "official":
             base_temperature = OFFICIAL_BASE_TEMPERATURE
@@ -227,6 +227,7 @@ class HMLCLoss(nn.Module):
         if not (similarity is None or callable(similarity)):
             raise TypeError(f"similarity must be None or a callable (N, d) -> (N, N), got {type(similarity).__name__}")
         self.similarity = similarity
+        self._tables: dict[tuple[str, str], torch.Tensor] = {}
         from hierviz.hierarchy.levels import LEVEL_ORDERS
 
         self.order = _check_choice(order, "order", LEVEL_ORDERS)
@@ -254,23 +255,32 @@ class HMLCLoss(nn.Module):
         ValueError
             Leaf labels without a ``tree``, or labels outside the tree.
         """
-        if labels is not None and np.ndim(labels) == 1:
+        if labels is not None and (labels.ndim if isinstance(labels, torch.Tensor) else np.ndim(labels)) == 1:
             if self.tree is None:
                 raise ValueError(
                     "got leaf labels (B,) but HMLCLoss was built without tree=; pass level_labels (B, L) "
                     "or build the loss with tree=LabelTree"
                 )
-            from hierviz.hierarchy.levels import level_labels
-
             lab = torch.as_tensor(labels)
             if lab.shape != (batch,):
                 raise ValueError(f"labels must have shape (B,) = ({batch},) to match z, got {tuple(lab.shape)}")
+            lab = _check_labels(lab, batch, self.tree.num_leaves, lab.device)
             if self.mode == "official":
-                cols = level_labels(self.tree, lab, "category")
+                cols = self._level_table("category", lab.device)[lab]
                 inst = torch.arange(batch, device=cols.device)[:, None] + self.tree.num_nodes
                 return torch.cat([cols, inst], dim=1)
-            return level_labels(self.tree, lab, self.order)
+            return self._level_table(self.order, lab.device)[lab]
         return labels
+
+    def _level_table(self, order: str, device: torch.device) -> torch.Tensor:
+        """``level_label_matrix(tree, order)`` (C, L) on ``device``, cached (no tree walk in a compiled step)."""
+        key = (order, str(device))
+        table = self._tables.get(key)
+        if table is None:
+            from hierviz.hierarchy.levels import level_label_matrix
+
+            table = self._tables[key] = level_label_matrix(self.tree, order).to(device)
+        return table
 
     # ------------------------------------------------------------------ forward
     def forward(self, z: torch.Tensor, level_labels: Any, masks: torch.Tensor | None = None) -> torch.Tensor:
@@ -299,7 +309,7 @@ class HMLCLoss(nn.Module):
         """
         _check_choice(self.loss_type, "loss_type", LOSS_TYPES)
         _check_choice(self.layer_penalty, "layer_penalty", LAYER_PENALTIES)
-        _check_real(self.temperature, "temperature", low=0.0, strict=True)
+        _check_tau(self.temperature, "temperature")
         flat, B, V = _check_embeddings(z, None, min_views=1, who="HMLCLoss")
         labels = _check_level_labels(self.level_labels_of(level_labels, B), B, flat.device)
         if self.mode == "official":

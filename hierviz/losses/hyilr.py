@@ -49,6 +49,8 @@ from hierviz.geometry._checks import full_precision
 from hierviz.geometry.lorentz import math as lmath
 from hierviz.geometry.poincare import math as pmath
 
+from ._validation import _check_tau, _compiling
+
 Tensor = torch.Tensor
 
 __all__ = [
@@ -445,10 +447,13 @@ def hyilr_contrastive_loss(d: Tensor, targets: Tensor, negatives: Tensor, tau: f
     Raises
     ------
     ValueError
-        ``tau <= 0`` or mismatched shapes.
+        ``tau <= 0`` (or below float32's normal range), NaN/inf in ``d``, or mismatched shapes.
     """
-    if not tau > 0:
-        raise ValueError(f"tau must be > 0, got {tau!r}")
+    tau = _check_tau(tau)
+    if not isinstance(d, Tensor) or not torch.is_floating_point(d) or d.ndim != 2:
+        raise ValueError(f"d must be a floating (B, c) tensor of distances, got {getattr(d, 'shape', type(d))}")
+    if not _compiling() and not bool(torch.isfinite(d).all()):  # a host read: eager only (issue 25)
+        raise ValueError(f"d contains NaN or inf ({int((~torch.isfinite(d)).sum())} entries); check the encoder output")
     targets = targets.to(torch.bool)
     negatives = negatives.to(torch.bool)
     if targets.shape != d.shape or negatives.shape != d.shape:
@@ -464,9 +469,9 @@ def hyilr_contrastive_loss(d: Tensor, targets: Tensor, negatives: Tensor, tau: f
     log_den = torch.where(has, log_den, torch.zeros_like(log_den))
     per_pos = (log_den[:, None] - logits).masked_fill(~targets, 0.0)
     per_sample = per_pos.sum(1) / npos.clamp_min(1)
-    if not bool(has.any()):
-        return d.sum() * 0.0
-    return per_sample[has].mean()
+    # mean over the samples with a positive, 0 (with a graph) when none has one: no host read
+    hasf = has.to(per_sample.dtype)
+    return (per_sample * hasf).sum() / hasf.sum().clamp_min(1.0)
 
 
 def hyilr_loss(

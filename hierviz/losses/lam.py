@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validation import _check_labels, _check_on_manifold, _check_real, _check_tree, _resolve_geometry
+from ._validation import _check_labels, _check_on_manifold, _check_real, _check_tree, _compiling, _resolve_geometry
 
 __all__ = ["LAMLoss", "default_margins"]
 
@@ -259,18 +259,18 @@ class LAMLoss(nn.Module):
             raise TypeError(f"z must be a floating-point tensor, got dtype {z.dtype}")
         if z.ndim == 2:
             z = z[:, None, :]
-        if z.ndim != 3 or z.shape[0] == 0:
-            raise ValueError(f"z must have shape (B, V, D) or (B, D) with B >= 1; got {tuple(z.shape)}")
-        if not bool(torch.isfinite(z).all()):
-            raise ValueError(
-                f"z contains NaN or inf ({int((~torch.isfinite(z)).sum())} entries); check the encoder output"
-            )
+        if z.ndim != 3 or z.shape[0] == 0 or z.shape[-1] == 0:
+            raise ValueError(f"z must have shape (B, V, D) or (B, D) with B >= 1 and D >= 1; got {tuple(z.shape)}")
         B, V, D = z.shape
         if self.leaf_slot.device != z.device:  # follow the embeddings (buffers move with the module)
             self.to(z.device)
         lab = _check_labels(labels, B, int(self.tree.num_leaves), z.device)
         flat = z.transpose(0, 1).reshape(V * B, D)
-        _check_on_manifold(flat, self.geometry, "z")
+        if not _compiling():  # value checks read the tensor on the host: eager only (issue 25)
+            if not bool(torch.isfinite(z).all()):
+                n_bad = int((~torch.isfinite(z)).sum())
+                raise ValueError(f"z contains NaN or inf ({n_bad} entries); check the encoder output")
+            _check_on_manifold(flat, self.geometry, "z")
         if self.prototypes.shape[1] == 0:
             self.prototypes = self._origin_rows(self.num_prototypes, D, z.dtype, z.device)
         elif self.prototypes.shape[1] != D:
@@ -311,7 +311,7 @@ class LAMLoss(nn.Module):
         n_lvl, n = slots.shape
         x = flat.unsqueeze(0).expand(n_lvl, n, flat.shape[1]).reshape(n_lvl * n, flat.shape[1])
         idx = slots.reshape(-1)
-        present = torch.bincount(idx, minlength=P) > 0
+        present = torch.zeros(P, dtype=torch.bool, device=idx.device).index_fill_(0, idx, True)
         init = self.proto_initialized
         protos = self.prototypes.to(flat.dtype)
         origin = self._origin_rows(1, protos.shape[1], flat.dtype, flat.device)
@@ -319,8 +319,11 @@ class LAMLoss(nn.Module):
         moved = self.geometry.ema_step(base, x, idx, self.eta)  # Eq. 9 / Eq. 10; absent groups unchanged
         new = torch.where((present & init)[:, None], moved, base)
         fresh = present & ~init
-        if bool(fresh.any()):  # first batch that shows these ancestors: initialise with the group mean
-            means, _ = self.geometry.group_mean(x, idx, P, steps=self.mean_steps, allow_empty=True)
+        # first batch that shows these ancestors: initialise with the group mean (Karcher,
+        # ``mean_steps`` steps, no tolerance: no host sync). Compiled, it runs every step (a
+        # branch on ``fresh`` would read it on the host); eager, only when needed.
+        if _compiling() or bool(fresh.any()):
+            means, _ = self.geometry.group_mean(x, idx, P, steps=self.mean_steps, tol=None, allow_empty=True)
             new = torch.where(fresh[:, None], means.to(flat.dtype), new)
         self.prototypes.copy_(new.to(self.prototypes.dtype))
         self.proto_initialized |= present

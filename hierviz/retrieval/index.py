@@ -12,7 +12,13 @@ Storage modes (``storage=``):
 
 * ``"fp32"``: ball coordinates, float32 (4·d bytes per image);
 * ``"fp16"``: :math:`\log_0` tangents, float16 (2·d bytes: 64 bytes at d = 32);
-* ``"fp16-ball"``: ball coordinates, float16 (2·d bytes; the naive choice, for comparison).
+* ``"fp16-ball"``: ball coordinates, float16 (2·d bytes; the naive choice, for comparison);
+* ``"fp64"``: ball coordinates, float64 (8·d bytes): float64 points searched exactly.
+
+Search decodes and ranks in float64 and re-ranks the final candidates exactly
+(:meth:`ReferenceIndex.search`), so CPU and GPU return the same top-k whatever the
+device's matmul mode (issue 25; hierviz 0.2 searched in float32, TF32 on a GPU). A Lorentz geometry is refused at build (map the
+points to the ball first); float16 storage refuses points whose tangent is too short for it.
 
 Search walks the references in chunks (``ref_chunk``) and the queries in batches
 (``query_batch``), decoding one chunk at a time, so the memory beyond the stored index is
@@ -36,15 +42,39 @@ __all__ = [
 ]
 
 #: Storage modes of :class:`ReferenceIndex`.
-STORAGES = ("fp32", "fp16", "fp16-ball")
+STORAGES = ("fp32", "fp16", "fp16-ball", "fp64")
 
 
 def _geometry(geometry: Any):
-    if geometry is None:
-        from hierviz.geometry import PoincareBall
+    from hierviz.geometry import PoincareBall
 
+    if geometry is None:
         return PoincareBall(1.0)
+    if not isinstance(geometry, PoincareBall):
+        raise ValueError(
+            f"the reference index works in the Poincaré ball only, got geometry={type(geometry).__name__}; "
+            "map Lorentz points to the ball first (hierviz.geometry.lorentz.math.to_ball) and pass a PoincareBall"
+        )
     return geometry
+
+
+#: Candidates kept per query before the exact re-rank: ``k + max(k, RERANK_MARGIN)``.
+RERANK_MARGIN = 16
+#: Smallest non-zero tangent norm float16 storage keeps (relative error <= 1e-2 beyond it).
+FP16_MIN_NORM = 1e-3
+
+
+def _exact_dist(x: torch.Tensor, y: torch.Tensor, c: float) -> torch.Tensor:
+    """Poincaré distance of matching rows in float64 from the differences (no Gram matrix, no matmul).
+
+    ``(2/√c) arsinh(√(c‖x − y‖² / ((1 − c‖x‖²)(1 − c‖y‖²))))``: exact to float64 rounding on any
+    device and in any matmul mode (TF32, bfloat16), also next to the boundary, where
+    ``artanh``-based formulas saturate.
+    """
+    x, y = x.to(torch.float64), y.to(torch.float64)
+    num = c * (x - y).pow(2).sum(-1)
+    den = (1.0 - c * x.pow(2).sum(-1)) * (1.0 - c * y.pow(2).sum(-1))
+    return (2.0 / c**0.5) * torch.asinh((num / den.clamp_min(torch.finfo(torch.float64).tiny)).sqrt())
 
 
 def encode_points(x: torch.Tensor, storage: str, geometry: Any = None) -> torch.Tensor:
@@ -73,6 +103,8 @@ def encode_points(x: torch.Tensor, storage: str, geometry: Any = None) -> torch.
         raise ValueError(f"storage must be one of {list(STORAGES)}, got {storage!r}")
     if storage == "fp32":
         return x.detach().to(torch.float32)
+    if storage == "fp64":
+        return x.detach().to(torch.float64)
     if storage == "fp16":
         return g.logmap0(x.detach().to(torch.float64)).to(torch.float16)
     return x.detach().to(torch.float16)
@@ -103,6 +135,8 @@ def decode_points(
     if storage == "fp16":
         return g.expmap0(stored.to(dtype))
     x = stored.to(dtype)
+    if storage == "fp64":
+        return x
     if storage == "fp16-ball":  # rounding may land a point on or beyond the boundary
         x = g.proj(x)
     return x
@@ -173,7 +207,9 @@ class ReferenceIndex:
     Raises
     ------
     ValueError
-        Bad shapes, points outside the ball, unknown ``storage``, non-positive batch sizes.
+        Bad shapes, points outside the ball, unknown ``storage``, non-positive batch sizes, a
+        geometry other than the Poincaré ball, or (``"fp16"``) non-zero points with a tangent
+        norm below float16's reach (~1e-3: use ``"fp32"``).
 
     Examples
     --------
@@ -210,8 +246,24 @@ class ReferenceIndex:
         self.storage = storage
         self.device = torch.device(device)
         self.stored = encode_points(x, storage, self.geometry).to(self.device)
+        if storage == "fp16":
+            self._check_fp16(x)
         self.labels = None if labels is None else np.asarray(labels)
         self.query_batch, self.ref_chunk = query_batch, ref_chunk
+
+    def _check_fp16(self, x: torch.Tensor) -> None:
+        """Refuse points whose float16 tangent loses their direction or norm (tiny norms, issue 27 #9)."""
+        t = self.geometry.logmap0(x.detach().to(torch.float64))
+        n = t.norm(dim=-1)
+        back = self.stored.to("cpu", torch.float64)
+        err = (back - t).norm(dim=-1) / n.clamp_min(1e-300)
+        bad = (n > 0) & (err > 1e-2)
+        if bool(bad.any()):
+            raise ValueError(
+                f"points: {int(bad.sum())} point(s) have a tangent norm as small as {float(n[bad].min()):.3g}, "
+                f"below what float16 storage keeps (~{FP16_MIN_NORM:g}): their ranking would be arbitrary; "
+                "use storage='fp32' (or 'fp64') for such points"
+            )
 
     def __len__(self) -> int:
         return int(self.stored.shape[0])
@@ -236,10 +288,22 @@ class ReferenceIndex:
         if q.ndim != 2 or q.shape[1] != self.dim:
             raise ValueError(f"queries must have shape (Q, {self.dim}), got {tuple(q.shape)}")
         self.geometry.check_point(q, name="queries")
-        return q.detach().to(self.device, torch.float32)
+        return q.detach().to(self.device, torch.float64)
+
+    def _out_dtype(self, queries: Any) -> torch.dtype:
+        """float64 for float64 queries or fp64 storage, else float32."""
+        dt = getattr(queries, "dtype", None)
+        return torch.float64 if dt in (torch.float64, np.float64) or self.storage == "fp64" else torch.float32
+
+    def _c(self) -> float:
+        c = self.geometry.c
+        return float(c.detach()) if isinstance(c, torch.Tensor) else float(c)
 
     def distances(self, queries: Any) -> torch.Tensor:
-        """All query-reference distances, shape (Q, G), float32 on the index's device.
+        """All query-reference distances, shape (Q, G), on the index's device.
+
+        Computed in float64 from the decoded references (the values :meth:`search` returns)
+        and returned in float32 (float64 for float64 queries or ``"fp64"`` storage).
 
         Raises
         ------
@@ -248,10 +312,10 @@ class ReferenceIndex:
         """
         q = self._queries(queries)
         cols = []
-        for s in range(0, len(self), self.ref_chunk):
-            ref = decode_points(self.stored[s : s + self.ref_chunk], self.storage, self.geometry)
+        for s in range(0, len(self), self.ref_chunk):  # float64: the values search() returns, on any device
+            ref = decode_points(self.stored[s : s + self.ref_chunk], self.storage, self.geometry, dtype=torch.float64)
             cols.append(torch.cat([self.geometry.pairwise_dist(qb, ref) for qb in q.split(self.query_batch)]))
-        return torch.cat(cols, dim=1)
+        return torch.cat(cols, dim=1).to(self._out_dtype(queries))
 
     @torch.no_grad()
     def search(self, queries: Any, k: int = 20) -> tuple[torch.Tensor, torch.Tensor]:
@@ -266,8 +330,12 @@ class ReferenceIndex:
 
         Returns
         -------
-        distances : torch.Tensor, shape (Q, k), float32
-            Ascending per row.
+        distances : torch.Tensor, shape (Q, k), float32 (float64 for float64 queries or ``"fp64"`` storage)
+            Ascending per row. Search runs in float64: the candidates (``k + max(k, 16)`` per
+            query) from the references decoded in float64, then an exact re-rank with the
+            distances computed from differences, so the top-k and its distances are the same
+            on a CPU and a GPU whatever the matmul mode (TF32, bfloat16) and float64 points
+            are searched exactly.
         indices : torch.Tensor, shape (Q, k), int64
             Reference rows (equal distances in no promised order).
 
@@ -279,22 +347,28 @@ class ReferenceIndex:
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(self):
             raise ValueError(f"k must be an integer in [1, {len(self)}], got {k!r}")
         q = self._queries(queries)
+        kc = min(len(self), k + max(k, RERANK_MARGIN))  # candidates per query before the exact re-rank
+        c = self._c()
         out_d, out_i = [], []
         for qb in q.split(self.query_batch):
-            best_d = torch.full((len(qb), 0), float("inf"), device=self.device)
+            best_d = torch.full((len(qb), 0), float("inf"), device=self.device, dtype=torch.float64)
             best_i = torch.zeros((len(qb), 0), dtype=torch.long, device=self.device)
             for s in range(0, len(self), self.ref_chunk):
-                ref = decode_points(self.stored[s : s + self.ref_chunk], self.storage, self.geometry)
-                d = self.geometry.pairwise_dist(qb, ref)
-                kk = min(k, d.shape[1])
-                dv, di = torch.topk(d, kk, dim=1, largest=False, sorted=True)
+                ref = decode_points(self.stored[s : s + self.ref_chunk], self.storage, self.geometry, dtype=q.dtype)
+                d = self.geometry.pairwise_dist(qb, ref)  # float64 Gram form: not affected by TF32
+                dv, di = torch.topk(d, min(kc, d.shape[1]), dim=1, largest=False, sorted=True)
                 cand_d = torch.cat([best_d, dv], dim=1)
                 cand_i = torch.cat([best_i, di + s], dim=1)
-                order = torch.argsort(cand_d, dim=1, stable=True)[:, :k]
+                order = torch.argsort(cand_d, dim=1, stable=True)[:, :kc]
                 best_d, best_i = cand_d.gather(1, order), cand_i.gather(1, order)
-            out_d.append(best_d)
-            out_i.append(best_i)
-        return torch.cat(out_d), torch.cat(out_i)
+            # exact re-rank of the candidates: distances from differences (no matmul, no cancellation)
+            refs = decode_points(self.stored[best_i.flatten()], self.storage, self.geometry, dtype=torch.float64)
+            d64 = _exact_dist(qb.repeat_interleave(best_i.shape[1], 0), refs, c).view_as(best_d)
+            order = torch.argsort(d64, dim=1, stable=True)[:, :k]
+            out_d.append(d64.gather(1, order))
+            out_i.append(best_i.gather(1, order))
+        out = self._out_dtype(queries)
+        return torch.cat(out_d).to(out), torch.cat(out_i)
 
 
 def storage_error_curve(

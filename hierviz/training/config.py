@@ -62,6 +62,10 @@ class TrainConfig:
         (:func:`hierviz.training.distributed.convert_batchnorm`: ``SyncBatchNorm`` on CUDA,
         ``AllReduceBatchNorm`` on CPU); False: each rank normalises with its own share.  No
         effect in one process.
+    compile_loss : bool, default False
+        Run the objective through ``torch.compile(fullgraph=True)`` after one eager step
+        (:class:`hierviz.losses.CompiledLoss`; issue 25). Falls back to eager with a warning
+        if compiling fails.
     """
 
     epochs: int = 100
@@ -80,6 +84,7 @@ class TrainConfig:
     resume: bool = False
     progress: bool = True
     sync_bn: bool = True
+    compile_loss: bool = False
 
     def __post_init__(self) -> None:
         def _int(name: str, lo: int) -> None:

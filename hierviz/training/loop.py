@@ -499,6 +499,11 @@ def fit(
     # float rounding differs from the first calls: the first run in a process would then differ
     # from later ones and a resumed run from an uninterrupted one.  Run them unoptimised.
     jit_guard = torch.jit.optimized_execution(False)
+    loss_fn = None
+    if getattr(config, "compile_loss", False) and hasattr(objective, "loss_from_output"):
+        from hierviz.losses.compiled import CompiledLoss
+
+        loss_fn = CompiledLoss(objective)
     jit_guard.__enter__()
     try:
         for epoch in range(start_epoch, config.epochs):
@@ -524,7 +529,10 @@ def fit(
                     out = train_model(x)
                 if distributed:  # negatives from every rank: the objective sees the global batch
                     out, y = _dist.gather_batch(out, y, shared=getattr(model, "shared_outputs", ()))
-                loss, terms = _objective_loss(objective, out, y, requires_logits)
+                if loss_fn is not None:  # train.compile_loss (issue 25)
+                    loss, terms = loss_fn(out, y)
+                else:
+                    loss, terms = _objective_loss(objective, out, y, requires_logits)
                 values = {"loss": float(loss.detach())}
                 values.update(
                     {k: float(torch.as_tensor(v).detach().float().mean()) for k, v in terms.items() if k != "loss"}

@@ -289,6 +289,8 @@ class PoincareBall(Geometry):
         ValueError
             Points outside the ball or non-finite.
         """
+        if torch.compiler.is_compiling() and not self.learnable:
+            return pmath.logmap0(self._points(x, "x"), self.c)
         return self.manifold.logmap0(self._points(x, "x"))
 
     @_fp32
@@ -358,13 +360,26 @@ class PoincareBall(Geometry):
 
     # batched maps for the shared Karcher / EMA code (geoopt, no checks)
     def _log(self, base: Tensor, x: Tensor) -> Tensor:
+        if torch.compiler.is_compiling() and not self.learnable:
+            return pmath.logmap(base, x, self.c)
         return self.manifold.logmap(base, x)
 
     def _exp(self, base: Tensor, v: Tensor) -> Tensor:
+        if torch.compiler.is_compiling() and not self.learnable:
+            return pmath.expmap(base, v, self.c)
         return self.manifold.expmap(base, v)
 
+    def _dist_rows(self, a: Tensor, b: Tensor) -> Tensor:
+        if torch.compiler.is_compiling() and not self.learnable:
+            return pmath.dist(a, b, self.c)
+        return self.manifold.dist(a, b)
+
     def _log0(self, x: Tensor) -> Tensor:
+        if torch.compiler.is_compiling() and not self.learnable:
+            return pmath.logmap0(x, self.c)
         return self.manifold.logmap0(x)
 
     def _exp0(self, v: Tensor) -> Tensor:
+        if torch.compiler.is_compiling() and not self.learnable:
+            return pmath.expmap0(v, self.c)
         return self.manifold.expmap0(v)

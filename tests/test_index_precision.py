@@ -1,0 +1,87 @@
+"""Issue 25 item 3 and issue 27 item 9: the reference index ranks exactly, on any device and matmul mode."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hierviz.geometry import PoincareBall, get_geometry
+from hierviz.retrieval import ReferenceIndex
+
+
+def _exact_topk(ref: torch.Tensor, q: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Brute force in float64 from differences (no Gram matrix): the reference ranking."""
+    x, y = q.double()[:, None, :], ref.double()[None, :, :]
+    num = (x - y).pow(2).sum(-1)
+    den = (1 - x.pow(2).sum(-1)) * (1 - y.pow(2).sum(-1))
+    d = 2 * torch.asinh((num / den).sqrt())
+    return torch.sort(d, dim=1, stable=True)[0][:, :k], torch.sort(d, dim=1, stable=True)[1][:, :k]
+
+
+def _shell(n: int, d: int, seed: int, lo: float, hi: float) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    u = torch.nn.functional.normalize(torch.randn(n, d, generator=g, dtype=torch.float64), dim=-1)
+    return u * (lo + (hi - lo) * torch.rand(n, 1, generator=g, dtype=torch.float64))
+
+
+class _ReducedPrecisionBall(PoincareBall):
+    """A ball whose float32 pairwise distances use bfloat16-rounded inputs: a device in a reduced
+    matmul mode (TF32 keeps 10 mantissa bits, bfloat16 7). float64 work is unaffected, as on a GPU."""
+
+    def pairwise_dist(self, x, y=None):
+        if x.dtype == torch.float32:
+            x = x.to(torch.bfloat16).float()
+            y = None if y is None else y.to(torch.bfloat16).float()
+        return super().pairwise_dist(x, y)
+
+
+@pytest.mark.parametrize("storage", ["fp16", "fp32"])
+def test_search_does_not_depend_on_the_matmul_mode(storage):
+    ref, q = _shell(600, 32, 0, 0.3, 0.95).float(), _shell(30, 32, 1, 0.3, 0.95).float()
+    d0, i0 = ReferenceIndex(ref, storage=storage).search(q, k=10)
+    d1, i1 = ReferenceIndex(ref, storage=storage, geometry=_ReducedPrecisionBall()).search(q, k=10)
+    assert torch.equal(i0, i1)
+    assert torch.equal(d0, d1)
+    prev = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("medium")  # bfloat16 matmuls where the CPU has them
+        d2, i2 = ReferenceIndex(ref, storage=storage).search(q, k=10)
+    finally:
+        torch.set_float32_matmul_precision(prev)
+    assert torch.equal(i0, i2) and torch.equal(d0, d2)
+
+
+def test_float64_points_near_the_boundary_are_searched_exactly():
+    ref, q = _shell(400, 16, 2, 0.997, 0.99999), _shell(10, 16, 3, 0.997, 0.99999)
+    want_d, want_i = _exact_topk(ref, q, 3)
+    d, i = ReferenceIndex(ref, storage="fp64").search(q, k=3)
+    assert d.dtype == torch.float64
+    assert torch.equal(i, want_i)
+    torch.testing.assert_close(d, want_d, rtol=1e-9, atol=0)
+
+
+def test_fp16_storage_is_ranked_exactly_over_its_decoded_points():
+    ref, q = _shell(400, 16, 4, 0.5, 0.999), _shell(10, 16, 5, 0.5, 0.999)
+    index = ReferenceIndex(ref, storage="fp16")
+    decoded = PoincareBall().expmap0(index.stored.double())
+    want_d, want_i = _exact_topk(decoded, q, 5)
+    d, i = index.search(q, k=5)
+    assert torch.equal(i, want_i)
+    torch.testing.assert_close(d, want_d, rtol=1e-9, atol=0)
+
+
+def test_tiny_norms_are_refused_by_fp16_and_ranked_exactly_in_fp32():
+    ref, q = _shell(50, 8, 6, 1e-9, 3e-9), _shell(4, 8, 7, 1e-9, 3e-9)
+    with pytest.raises(ValueError, match=r"storage='fp32'"):
+        ReferenceIndex(ref, storage="fp16")
+    want_d, want_i = _exact_topk(ref.float().double(), q, 5)
+    d, i = ReferenceIndex(ref.float(), storage="fp32").search(q, k=5)
+    assert torch.equal(i, want_i)
+    torch.testing.assert_close(d, want_d, rtol=1e-6, atol=0)
+
+
+def test_a_lorentz_geometry_is_refused_at_build():
+    lor = get_geometry("lorentz")
+    pts = lor.expmap0(0.3 * torch.randn(5, 3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="Poincaré ball only.*to_ball"):
+        ReferenceIndex(pts, geometry=lor)
