@@ -1,0 +1,67 @@
+"""Issue 27 (reliability): one test per root cause of the 0.2 probe, each failing on hierviz 0.2.
+
+Named ``test_reliability_<cause>``; the cause number of the issue is in each docstring.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from hierviz.geometry import Lorentz, PoincareBall
+
+F64 = torch.float64
+
+
+# --------------------------------------------------------------------------- 1: Poincaré near the boundary
+def test_reliability_poincare_dist_logmap0_exact_near_boundary():
+    """#1: dist and logmap0 keep every float64 digit up to the boundary (0.2: 16.81 and 8.41, geoopt's clamp)."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 40
+    ball = PoincareBall()
+    x = torch.tensor([[1 - 1e-9, 0.0]], dtype=F64)
+    ref = 4 * mpmath.atanh(mpmath.mpf(float(x[0, 0])))  # 42.83
+    assert float(ball.dist(x, -x)[0]) == pytest.approx(float(ref), rel=1e-7)
+    assert float(ball.pairwise_dist(x, -x)[0, 0]) == pytest.approx(float(ref), rel=1e-7)  # the same formulation
+    y = torch.tensor([[1 - 1e-12, 0.0]], dtype=F64)
+    ref0 = mpmath.atanh(mpmath.mpf(float(y[0, 0])))  # 14.16
+    assert float(ball.logmap0(y)[0, 0]) == pytest.approx(float(ref0), rel=1e-7)
+    # logmap's Riemannian length is the distance, also near the boundary
+    v = ball.logmap(x, -x)
+    assert float(2 / (1 - x.pow(2).sum()) * v.norm()) == pytest.approx(float(ref), rel=1e-6)
+    # and d(x, x) = 0 with a zero (finite) gradient
+    z = torch.tensor([[0.3, -0.2]], dtype=F64, requires_grad=True)
+    (g,) = torch.autograd.grad(ball.dist(z, z).sum(), z)
+    assert float(ball.dist(z, z).detach()) == 0.0 and torch.equal(g, torch.zeros_like(g))
+
+
+# --------------------------------------------------------------------------- 2: Lorentz overflow
+@pytest.mark.parametrize("dtype, ok, bad", [(torch.float32, 80.0, 90.0), (torch.float64, 350.0, 355.0)])
+def test_reliability_lorentz_radius_guard_expmap0(dtype, ok, bad):
+    """#2: expmap0 is finite up to the dtype's radius and refuses beyond it (0.2: inf from 90 / 355, NaN from 711)."""
+    L = Lorentz()
+    assert bool(torch.isfinite(L.expmap0(torch.tensor([[ok, 0.0]], dtype=dtype))).all())
+    for norm in (bad, 711.0):
+        with pytest.raises(ValueError, match=r"tangent norm .* exceeds .*largest radius"):
+            L.expmap0(torch.tensor([[norm, 0.0]], dtype=dtype))
+
+
+def test_reliability_lorentz_dist_at_radius_300_and_check_point_overflow():
+    """#2: float64 dist at radius 300 is finite and exact (0.2: inf); an overflowing float32 point is refused."""
+    L = Lorentz()
+    r, theta = 300.0, 2 * math.exp(-6.4)  # two points at radius 300, angle theta apart
+    v = torch.tensor([[r, 0.0], [r * math.cos(theta), r * math.sin(theta)]], dtype=F64)
+    x = L.expmap0(v)
+    # closed form: cosh d = cosh² r − sinh² r cos θ = 1 + 2 sinh² r sin²(θ/2)
+    ref = 2 * math.asinh(math.sinh(r) * math.sin(theta / 2))
+    assert ref == pytest.approx(587.2, abs=0.05)
+    assert float(L.dist(x[0], x[1])) == pytest.approx(ref, rel=1e-9)
+    assert float(L.pairwise_dist(x)[0, 1]) == pytest.approx(ref, rel=1e-9)
+    # a float32 point whose Minkowski form overflows float32 (0.2: NaN violation, accepted)
+    bad = torch.tensor([[1e20, 0.0, 5e19]], dtype=torch.float32)
+    with pytest.raises(ValueError, match="off the hyperboloid"):
+        L.check_point(bad)
+    with pytest.raises(ValueError, match="beyond the radius"):
+        L.check_point(torch.tensor([[1e200, 1e200]], dtype=F64))
