@@ -65,3 +65,49 @@ def test_reliability_lorentz_dist_at_radius_300_and_check_point_overflow():
         L.check_point(bad)
     with pytest.raises(ValueError, match="beyond the radius"):
         L.check_point(torch.tensor([[1e200, 1e200]], dtype=F64))
+
+
+# --------------------------------------------------------------------------- 3: Karcher means
+def _grad_norm64(geom, mu, x):
+    """Riemannian gradient norm of the Fréchet objective at ``mu``, all in float64 (exact maps)."""
+    x64 = geom.proj(x.double()) if isinstance(geom, Lorentz) else x.double()
+    m64 = geom.proj(mu.double()) if isinstance(geom, Lorentz) else mu.double()
+    v = geom.logmap(m64.expand_as(x64), x64).mean(0)
+    if isinstance(geom, Lorentz):
+        return float(v[1:].pow(2).sum() - v[0] ** 2) ** 0.5
+    return float(2 / (1 - m64.pow(2).sum()) * v.norm())
+
+
+@pytest.mark.parametrize("geom", [PoincareBall(), Lorentz()], ids=repr)
+@pytest.mark.parametrize("dtype", [torch.float32, F64], ids=str)
+def test_reliability_karcher_mean_default_converges(geom, dtype):
+    """#3: mean()/group_mean() default to convergence, grad norm <= 1e-5 (0.2: 3 steps, up to 0.137)."""
+    g = torch.Generator().manual_seed(3)
+    x = geom.expmap0(torch.randn(120, 6, generator=g, dtype=F64) * 2.0).to(dtype)  # spread, near the boundary
+    mu = geom.mean(x)
+    assert mu.dtype == dtype
+    assert _grad_norm64(geom, mu, x) <= 1e-5
+    assert _grad_norm64(geom, geom.mean(x, steps=3), x) > 5e-5  # the paper's 3 steps remain an option
+    idx = torch.arange(120) % 3
+    mus = geom.group_mean(x, idx, 3)
+    assert max(_grad_norm64(geom, mus[k], x[idx == k]) for k in range(3)) <= 1e-5
+
+
+def test_reliability_karcher_float32_objective_compared_in_float64(monkeypatch):
+    """#3: fixed float32 steps no longer stall 2.1e-3 from the mean; steps=N, tol=None runs N sync-free steps."""
+    ball = PoincareBall()
+    g = torch.Generator().manual_seed(4)
+    x = ball.expmap0(torch.randn(200, 4, generator=g, dtype=F64) * 1.5)
+    ref = ball.mean(x, steps=200, tol=1e-12)
+    m32 = ball.mean(x.float(), steps=40)  # float32 arithmetic throughout, no tolerance
+    assert float(ball.dist(m32.double(), ref)) < 1e-5
+    calls = []
+    orig = PoincareBall._karcher_step
+
+    def spy(self, *args, **kwargs):
+        calls.append(kwargs.get("sync"))
+        return orig(self, *args, **kwargs)
+
+    monkeypatch.setattr(PoincareBall, "_karcher_step", spy)
+    ball.group_mean(x.float(), torch.arange(200) % 4, 4, steps=5, tol=None)
+    assert calls == [False] * 5  # exactly 5 steps, no early exit (no host sync in the line search)

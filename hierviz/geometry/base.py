@@ -357,13 +357,14 @@ class Geometry(abc.ABC):
         x: Any,
         index: Any,
         num_groups: int,
-        steps: int = 3,
+        steps: int | None = None,
         init: Any = None,
         *,
         weights: Any = None,
         allow_empty: bool = False,
         beta: float = 1.0,
         tol: float | None = None,
+        max_steps: int = _frechet.MAX_STEPS,
     ) -> Tensor | tuple[Tensor, Tensor]:
         r"""Per-group Fréchet/Karcher means, all groups at once (paper 01 Eq. 3).
 
@@ -385,9 +386,14 @@ class Geometry(abc.ABC):
             Group id of each row, in ``[0, num_groups)``.
         num_groups : int
             K, the number of groups (rows of the output).
-        steps : int, default 3
-            Karcher fixed-point steps (paper 01: :math:`T_{mean}=3`). 0 returns the
-            initial estimate.
+        steps : int or None, default None
+            ``None`` (default): iterate until converged, i.e. every non-empty group's
+            Riemannian gradient norm is at most ``tol`` (default
+            :data:`~hierviz.geometry.frechet.DEFAULT_TOL` = 1e-6), at most ``max_steps``
+            steps. An int: exactly that many Karcher fixed-point steps when ``tol`` is None
+            (paper 01: :math:`T_{mean}=3`; no host synchronisation in the loop, so it runs
+            inside compiled training steps), or at most that many with ``tol``. 0 returns
+            the initial estimate.
         init : Tensor, shape (K, D), optional
             Starting estimates (e.g. the EMA prototypes, paper 01 §4.2). Default: the
             origin-tangent mean :math:`\exp_0(\mathrm{mean}_i \log_0 x_i)` per group
@@ -405,10 +411,13 @@ class Geometry(abc.ABC):
             group near the boundary); see ``_karcher_step``. A step that raises the
             objective is never taken.
         tol : float, optional
-            Stop before ``steps`` once every non-empty group's Fréchet gradient norm
+            Stop once every non-empty group's Fréchet gradient norm
             :math:`\|\bar v_g\|_{\mu_g}` (:func:`hierviz.geometry.frechet.riemannian_grad_norm`)
-            is at most ``tol``. ``None`` (default): run exactly ``steps`` steps (no host
-            synchronisation; what training uses).
+            is at most ``tol`` (one host synchronisation per step). ``None`` with an int
+            ``steps``: run exactly ``steps`` steps; with ``steps=None``: 1e-6. Reached in
+            float32 and float64 alike (the line search compares the objective in float64).
+        max_steps : int, default 100
+            Cap on the steps when ``steps`` is None.
 
         Returns
         -------
@@ -437,6 +446,7 @@ class Geometry(abc.ABC):
             allow_empty=allow_empty,
             beta=beta,
             tol=tol,
+            max_steps=max_steps,
         )
 
     def _karcher_step(
@@ -449,6 +459,8 @@ class Geometry(abc.ABC):
         K: int,
         beta: float,
         max_halvings: int = 8,
+        *,
+        sync: bool = True,
     ) -> Tensor:
         r"""One step of Eq. 3, :math:`\mu_g \leftarrow \exp_{\mu_g}(\beta_g \bar v_g)`, made monotone.
 
@@ -460,7 +472,7 @@ class Geometry(abc.ABC):
         compact groups follow Eq. 3 exactly. The objective is evaluated without gradient;
         the returned estimate stays differentiable with respect to ``x``.
         """
-        return _frechet.karcher_step(self, mu, vbar, x, idx, w, K, beta, max_halvings=max_halvings)
+        return _frechet.karcher_step(self, mu, vbar, x, idx, w, K, beta, max_halvings=max_halvings, sync=sync)
 
     def _dist_rows(self, a: Tensor, b: Tensor) -> Tensor:
         """Row-wise geodesic distance via the geoopt manifold, unvalidated (internal, for the mean)."""
@@ -474,7 +486,16 @@ class Geometry(abc.ABC):
         return self._exp0(_segment_sum(self._log0(x) * wcol, idx, K) / denom)
 
     @_fp32
-    def mean(self, x: Any, weights: Any = None, steps: int = 3, init: Any = None) -> Tensor:
+    def mean(
+        self,
+        x: Any,
+        weights: Any = None,
+        steps: int | None = None,
+        init: Any = None,
+        *,
+        tol: float | None = None,
+        max_steps: int = _frechet.MAX_STEPS,
+    ) -> Tensor:
         r"""Fréchet/Karcher mean of a set of points (paper 01 Eq. 3; Euclidean: arithmetic mean).
 
         Parameters
@@ -483,12 +504,18 @@ class Geometry(abc.ABC):
             Points on the manifold, n >= 1.
         weights : Tensor, shape (n,), optional
             Non-negative weights with a positive sum (default: uniform).
-        steps : int, default 3
-            Fixed-point steps in the tangent space at the current estimate
-            (:math:`T_{mean}=3`, :math:`\beta=1`).
+        steps : int or None, default None
+            ``None``: iterate to convergence (Riemannian gradient norm <= ``tol``, default
+            1e-6, at most ``max_steps`` steps). An int: that many fixed-point steps in the
+            tangent space at the current estimate (paper 01: :math:`T_{mean}=3`,
+            :math:`\beta=1`), fewer if ``tol`` is given and reached first.
         init : Tensor, shape (D,), optional
             Starting estimate (default: :math:`\exp_0(\mathrm{mean}_i \log_0 x_i)`;
             Lorentz: the Lorentzian centroid).
+        tol : float, optional
+            Gradient-norm tolerance (see :meth:`group_mean`).
+        max_steps : int, default 100
+            Cap on the steps when ``steps`` is None.
 
         Returns
         -------
@@ -500,7 +527,7 @@ class Geometry(abc.ABC):
         ValueError
             If ``x`` is empty, off the manifold or non-finite, or weights sum to 0.
         """
-        return _frechet.mean(self, x, weights=weights, steps=steps, init=init)
+        return _frechet.mean(self, x, weights=weights, steps=steps, init=init, tol=tol, max_steps=max_steps)
 
     @_fp32
     def ema_step(self, proto: Any, x: Any, index: Any, eta: float) -> Tensor:
