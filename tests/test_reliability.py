@@ -111,3 +111,42 @@ def test_reliability_karcher_float32_objective_compared_in_float64(monkeypatch):
     monkeypatch.setattr(PoincareBall, "_karcher_step", spy)
     ball.group_mean(x.float(), torch.arange(200) % 4, 4, steps=5, tol=None)
     assert calls == [False] * 5  # exactly 5 steps, no early exit (no host sync in the line search)
+
+
+# --------------------------------------------------------------------------- 4: Euclidean maps
+def test_reliability_euclidean_refuses_nan_inf_and_zero_vectors():
+    """#4: expmap0/expmap/proj/to_manifold refuse NaN/inf; proj/to_manifold refuse a zero vector (0.2: passed)."""
+    from hierviz.geometry import Euclidean
+
+    E = Euclidean()
+    bad = torch.tensor([[1.0, float("nan")], [float("inf"), 0.0]])
+    for call in (E.expmap0, E.proj, E.to_manifold, lambda v: E.expmap(torch.ones(2, 2), v)):
+        with pytest.raises(ValueError, match="non-finite"):
+            call(bad)
+    for call in (E.proj, E.to_manifold):
+        with pytest.raises(ValueError, match="1 row.* zero vectors .* cannot be projected"):
+            call(torch.tensor([[3.0, 4.0], [0.0, 0.0]]))
+    # a tiny but non-zero vector is a direction: exactly unit (0.2: v/1e-12, norm 1e-4)
+    torch.testing.assert_close(E.proj(torch.tensor([[3e-16, 4e-16]], dtype=F64)), torch.tensor([[0.6, 0.8]], dtype=F64))
+    assert torch.equal(E.expmap0(torch.zeros(1, 2)), torch.zeros(1, 2))  # a zero tangent vector is defined
+
+
+# --------------------------------------------------------------------------- 7/8: embedding validation (metrics)
+def test_reliability_embedding_validation_layer():
+    """#7/#8: d = 0 embeddings refused by the metrics; mismatched sets name both shapes; to_manifold(3.0) refused."""
+    import numpy as np
+
+    from hierviz.geometry import Euclidean
+    from hierviz.hierarchy import LabelTree
+    from hierviz.metrics import linear_probe
+    from hierviz.metrics.ranking import ranking_report
+
+    tree = LabelTree.from_parents({"a": "r", "b": "r", "r": None})
+    y = np.array([0, 1, 0, 1])
+    with pytest.raises(ValueError, match=r"0 coordinates per point.*D >= 1"):
+        ranking_report(np.zeros((4, 0)), y, tree)
+    with pytest.raises(ValueError, match=r"z_train has shape \(4, 3\) and z_test has shape \(4, 2\)"):
+        linear_probe(np.ones((4, 3)), y, np.ones((4, 2)), Euclidean())
+    for geom in (PoincareBall(), Lorentz()):
+        with pytest.raises(ValueError, match="got shape \\(\\)"):
+            geom.to_manifold(torch.tensor(3.0))

@@ -139,7 +139,7 @@ class Geometry(abc.ABC):
         Raises
         ------
         ValueError
-            ``clip_r <= 0`` or NaN, or non-finite ``v``.
+            ``clip_r <= 0`` or NaN, non-finite ``v``, or ``v`` 0-d / with ``d = 0``.
 
         Examples
         --------
@@ -152,6 +152,10 @@ class Geometry(abc.ABC):
         if clip_r is not None and not (float(clip_r) > 0):
             raise ValueError(f"clip_r must be > 0 (or None to disable clipping), got {clip_r!r}")
         t = v if isinstance(v, Tensor) else as_float_tensor(v, "v")
+        if t.dim() == 0 or t.shape[-1] == 0:
+            raise ValueError(
+                f"v must have shape (..., d) with d >= 1 (one row per embedding), got shape {tuple(t.shape)}"
+            )
         with torch.autocast(device_type=t.device.type, enabled=False):
             t = t.to(torch.float64 if t.dtype == torch.float64 else torch.float32)
             if clip_r is not None and float(clip_r) != float("inf"):

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from hierviz.geometry import frechet as _frechet
+from hierviz.metrics._validate import as_embeddings, same_dim
 
 if TYPE_CHECKING:  # pragma: no cover - imports for type checkers only
     from hierviz.geometry import Geometry
@@ -104,20 +105,8 @@ def _pair_labels(y_true: Any, y_pred: Any, tree: LabelTree) -> tuple[torch.Tenso
 
 
 def _as_points(z: Any, name: str, geometry: Geometry | None = None) -> torch.Tensor:
-    """Validate an embedding matrix (n, D) of floats (and, with a geometry, that it lies on it)."""
-    t = z if isinstance(z, torch.Tensor) else torch.as_tensor(np.asarray(z))
-    if not t.dtype.is_floating_point:
-        raise TypeError(f"{name} must be a floating-point array/tensor, got dtype {t.dtype}")
-    if t.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (n, D), got shape {tuple(t.shape)}")
-    if t.shape[0] == 0:
-        raise ValueError(f"{name} is empty; need at least one point")
-    if not bool(torch.isfinite(t).all()):
-        raise ValueError(f"{name} holds non-finite values (NaN or inf)")
-    t = t.detach()
-    if geometry is not None:
-        geometry.check_point(t, name=name)
-    return t
+    """Validate an embedding matrix (n, D), D >= 1, of finite floats (and, with a geometry, that it lies on it)."""
+    return as_embeddings(z, name, geometry)
 
 
 def _reduce(per_sample: torch.Tensor, reduction: str) -> float | torch.Tensor:
@@ -396,8 +385,7 @@ def _proto_distances(
     if z.shape[0] != y.shape[0]:
         raise ValueError(f"z and y must have the same length, got {z.shape[0]} and {y.shape[0]}")
     protos = _as_points(protos, "protos", geometry)
-    if protos.shape[1] != z.shape[1]:
-        raise ValueError(f"protos has dimension {protos.shape[1]} but z has {z.shape[1]}")
+    same_dim(protos, "protos", z, "z")
     ids = node_ids if isinstance(node_ids, torch.Tensor) else torch.as_tensor(np.asarray(node_ids))
     if ids.dtype.is_floating_point or ids.dtype == torch.bool or ids.ndim != 1:
         raise TypeError(
