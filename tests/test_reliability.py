@@ -150,3 +150,52 @@ def test_reliability_embedding_validation_layer():
     for geom in (PoincareBall(), Lorentz()):
         with pytest.raises(ValueError, match="got shape \\(\\)"):
             geom.to_manifold(torch.tensor(3.0))
+
+
+# --------------------------------------------------------------------------- bring your own data
+def _medmnist_file(path, labels_max=4, per_class=3):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    arrays = {}
+    for s in ("train", "val", "test"):
+        lab = np.repeat(np.arange(labels_max + 1), per_class)[:, None]
+        arrays[f"{s}_images"] = rng.integers(0, 255, (lab.shape[0], 8, 8), dtype=np.uint8)
+        arrays[f"{s}_labels"] = lab
+    np.savez(path, **arrays)
+    return path
+
+
+@pytest.mark.parametrize("stem", ["retinamnist", "my_scans"])
+def test_reliability_integer_leaves_bind_to_unnamed_npz(tmp_path, stem):
+    """Integer leaves "0".."4" bind to a MedMNIST-format npz without class names, whatever the file is called."""
+    import warnings
+
+    from hierviz.data import bind_tree
+    from hierviz.data.loaders.npz import load_npz
+
+    ds = load_npz(_medmnist_file(tmp_path / f"{stem}.npz"))
+    parents = {"0": "healthy", "1": "disease", "2": "disease", "3": "disease", "4": "disease"}
+    tree = {"parents": {**parents, "healthy": "retina", "disease": "retina"}}
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        ds2, t = bind_tree(ds, tree)
+    assert ds2.classes == ["0", "1", "2", "3", "4"] and t.leaves == ds2.classes
+    assert t.parent("0") == "healthy" and ds2.labels.tolist() == ds.labels.tolist()
+    said = [str(w.message) for w in rec if "bind_tree" in str(w.message)]
+    if stem == "retinamnist":  # 0.2 refused: grade_0 ... were invented from the file name
+        assert len(said) == 1 and "integer labels" in said[0] and "grade_0" in said[0]
+    else:
+        assert said == []
+
+
+def test_reliability_npz_huge_unnamed_labels_refused(tmp_path):
+    """#15: labels reaching 2e12 without class names are refused in one line (0.2: built 2e12 names)."""
+    import numpy as np
+
+    from hierviz.data.loaders.npz import load_npz
+
+    p = tmp_path / "big.npz"
+    np.savez(p, images=np.zeros((2, 4, 4), np.uint8), labels=np.array([0, 2 * 10**12]))
+    with pytest.raises(ValueError, match=r"big.npz: labels go up to 2000000000000 but the file names no classes"):
+        load_npz(p)
