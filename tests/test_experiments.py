@@ -582,6 +582,12 @@ def test_report_input_errors_are_one_line(tmp_path, capsys):
     assert err.startswith(f"hierviz: error: {run / 'result.json'}: not a readable JSON run record (")
     assert err.endswith("; delete the run folder and rerun\n")
     (run / "result.json").write_text('{"method": "supcon", "geometry": "euclidean", "seed": 0}', encoding="utf-8")
+    _, err = _cli(capsys, ["report", "--out", str(tmp_path)], 2)  # issue 27 #12: the missing keys named
+    assert err == f"hierviz: error: {run / 'result.json'}: run record without key 'name' (and 'metrics'); " + (
+        "delete the run folder and rerun\n"
+    )
+    rec = '{"name": "supcon-euclidean-s0", "method": "supcon", "geometry": "euclidean", "seed": 0, "metrics": {}}'
+    (run / "result.json").write_text(rec, encoding="utf-8")
     _, err = _cli(capsys, ["report", "--out", str(tmp_path)], 2)
     assert err == (
         f"hierviz: error: {run}: no config.json (written by hierviz 0.1?); rerun it with this version "

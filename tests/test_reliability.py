@@ -199,3 +199,27 @@ def test_reliability_npz_huge_unnamed_labels_refused(tmp_path):
     np.savez(p, images=np.zeros((2, 4, 4), np.uint8), labels=np.array([0, 2 * 10**12]))
     with pytest.raises(ValueError, match=r"big.npz: labels go up to 2000000000000 but the file names no classes"):
         load_npz(p)
+
+
+# --------------------------------------------------------------------------- 12: run-folder files
+def test_reliability_run_file_reader_names_the_file(tmp_path):
+    """#12: an empty result.json, broken compare.json/tree.json/embeddings.npz name the file (0.2: KeyError 'name')."""
+    from hierviz.experiments.config import ConfigError
+    from hierviz.experiments.records import RECORD_KEYS, load_records, read_run_file
+
+    run = tmp_path / "runs" / "supcon-euclidean-s0"
+    run.mkdir(parents=True)
+    (run / "result.json").write_text("{}")
+    with pytest.raises(ConfigError, match=r"supcon-euclidean-s0/result.json: run record without key 'name'"):
+        load_records(tmp_path)
+    (tmp_path / "compare.json").write_text("[1, 2")
+    with pytest.raises(ConfigError, match=r"compare.json: not a readable JSON compare.json"):
+        read_run_file(tmp_path / "compare.json")
+    (tmp_path / "tree.json").write_text("[]")
+    with pytest.raises(ConfigError, match=r"tree.json: label tree must be a JSON object, got list"):
+        read_run_file(tmp_path / "tree.json", what="label tree")
+    (run / "embeddings.npz").write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(ConfigError, match=r"embeddings.npz: cannot read the saved embeddings"):
+        read_run_file(run / "embeddings.npz", what="saved embeddings")
+    with pytest.raises(ConfigError, match=r"config.json: config.json not found"):
+        read_run_file(run / "config.json", required=RECORD_KEYS)

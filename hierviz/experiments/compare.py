@@ -28,6 +28,7 @@ import numpy as np
 from hierviz.experiments.config import ConfigError, ExperimentConfig, validate
 from hierviz.experiments.records import (
     PLAN_KEYS,
+    RECORD_KEYS,
     RESULT_FREE_KEYS,
     atomic_write_text,
     check_mergeable,
@@ -35,6 +36,7 @@ from hierviz.experiments.records import (
     fingerprint,
     json_default,
     load_records,
+    read_run_file,
     run_name,
 )
 
@@ -87,8 +89,7 @@ class CompareResult:
 
     def arrays(self, method: str, geometry: str, seed: int = 0) -> dict[str, np.ndarray]:
         """The saved evaluation arrays of one run (``embeddings.npz``: ``z_test``, ``y_test``, …)."""
-        with np.load(self.record(method, geometry, seed)["embeddings"]) as f:
-            return {k: f[k] for k in f.files}
+        return read_run_file(self.record(method, geometry, seed)["embeddings"], what="saved embeddings")
 
     def _repr_markdown_(self) -> str:  # Jupyter shows the table
         return self.markdown
@@ -581,7 +582,7 @@ def _compare(
         hd.barrier()  # rank 0's files of the previous run are on disk: every rank decides alike
         res_file, cfg_file = run_dir / "result.json", run_dir / "config.json"
         if resume and cfg_file.is_file():
-            saved = json.loads(cfg_file.read_text(encoding="utf-8"))
+            saved = read_run_file(cfg_file)
             saved.pop("fingerprint", None)
             if fingerprint(saved, _RESUME_FREE_KEYS) != fingerprint(run_cfg, _RESUME_FREE_KEYS):
                 keys = diff_keys(saved, run_cfg, _RESUME_FREE_KEYS)
@@ -590,7 +591,7 @@ def _compare(
                     "use the same preset and --set values, or another --out"
                 )
         if resume and res_file.is_file():
-            rec = json.loads(res_file.read_text(encoding="utf-8"))
+            rec = read_run_file(res_file, required=RECORD_KEYS)
             say(f"{tag}: finished earlier, reusing {res_file}", flush=True)
         else:
             if main:
@@ -712,14 +713,18 @@ def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bo
         raise ConfigError(f"--out: no finished runs under {out / 'runs'} (run 'hierviz compare --out {out}' first)")
     check_mergeable(records)
     meta_file = out / "compare.json"
-    meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
+    meta = read_run_file(meta_file) if meta_file.is_file() else {}
     order = {name: i for i, name in enumerate(meta.get("runs", []))}
     records.sort(key=lambda r: (order.get(r.get("name"), len(order)), r.get("name", "")))
     cfg_dict = {k: v for k, v in records[0]["config"].items() if k not in ("run", "fingerprint")}
     cfg = ExperimentConfig.from_dict(cfg_dict, where=str(Path(records[0]["folder"]) / "config.json"))
     tree_file = out / "tree.json"
     if tree_file.is_file():
-        tree = LabelTree.from_dict(json.loads(tree_file.read_text(encoding="utf-8")))
+        tree_obj = read_run_file(tree_file, what="label tree")
+        try:
+            tree = LabelTree.from_dict(tree_obj)
+        except (ValueError, TypeError, KeyError) as exc:  # a readable JSON object that is no tree
+            raise ConfigError(f"{tree_file}: not a label tree ({exc}); delete it and rerun compare") from None
     else:
         _, tree, _ = load_data(cfg)
     methods = list(dict.fromkeys(r["method"] for r in records))

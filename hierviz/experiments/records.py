@@ -28,6 +28,8 @@ import numpy as np
 from hierviz.experiments.config import ConfigError, flatten
 
 __all__ = [
+    "read_run_file",
+    "RECORD_KEYS",
     "RESULT_FREE_KEYS",
     "PLAN_KEYS",
     "RUN_KEYS",
@@ -107,11 +109,76 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return path
 
 
-def _read_json(path: Path) -> dict:
+#: Keys every ``result.json`` run record must have (the report, tables and ``compare`` read them).
+RECORD_KEYS = ("name", "method", "geometry", "seed", "metrics")
+
+_RUN_FILE_FIX = "delete the run folder and rerun"
+
+
+def read_run_file(path: str | os.PathLike, *, required: Sequence[str] = (), what: str = "") -> Any:
+    """Read one file of a run folder, naming the file in every error (issue 27 #12).
+
+    The one reader of ``config.json``, ``result.json``, ``compare.json``, ``tree.json``
+    (JSON objects) and ``embeddings.npz`` (arrays): a missing, unreadable, truncated or
+    malformed file, or one without a required key, is one :class:`ConfigError` line naming
+    the file and the fix, never a bare ``KeyError``/``JSONDecodeError``/``BadZipFile``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file; ``.npz`` files are read as arrays, anything else as a JSON object.
+    required : sequence of str
+        Keys (JSON) or arrays (npz) that must be present.
+    what : str
+        What the file is, for the message (default: from the name).
+
+    Returns
+    -------
+    dict
+        The JSON object, or ``{name: array}`` for an npz (loaded, file closed).
+
+    Raises
+    ------
+    ConfigError
+        Missing/unreadable file, invalid JSON, not an object, missing keys.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "result.json"
+    >>> _ = p.write_text("{}")
+    >>> read_run_file(p, required=RECORD_KEYS)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hierviz.experiments.config.ConfigError: .../result.json: run record without key 'name' ...
+    """
+    path = Path(path)
+    what = what or ("run record" if path.name == "result.json" else path.name)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as f:
+                obj = {k: f[k] for k in f.files}
+        else:
+            obj = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: {what} not found; {_RUN_FILE_FIX}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: not a readable JSON run record ({exc}); delete the run folder and rerun") from None
+        raise ConfigError(f"{path}: not a readable JSON {what} ({exc}); {_RUN_FILE_FIX}") from None
+    except (OSError, ValueError, EOFError) as exc:  # permissions, a directory, a corrupt/truncated npz
+        raise ConfigError(f"{path}: cannot read the {what} ({type(exc).__name__}: {exc}); {_RUN_FILE_FIX}") from None
+    except Exception as exc:  # zipfile.BadZipFile and friends from a damaged npz
+        raise ConfigError(f"{path}: cannot read the {what} ({type(exc).__name__}: {exc}); {_RUN_FILE_FIX}") from None
+    if not isinstance(obj, dict):
+        raise ConfigError(f"{path}: {what} must be a JSON object, got {type(obj).__name__}; {_RUN_FILE_FIX}")
+    missing = [k for k in required if k not in obj]
+    if missing:
+        more = f" (and {', '.join(repr(k) for k in missing[1:])})" if len(missing) > 1 else ""
+        raise ConfigError(f"{path}: {what} without key {missing[0]!r}{more}; {_RUN_FILE_FIX}")
+    return obj
+
+
+def _read_json(path: Path, required: Sequence[str] = ()) -> dict:
+    return read_run_file(path, required=required)
 
 
 def load_records(out_dir: str | os.PathLike) -> list[dict]:
@@ -134,7 +201,7 @@ def load_records(out_dir: str | os.PathLike) -> list[dict]:
     """
     out = []
     for p in sorted(Path(out_dir).glob("runs/*/result.json")):
-        rec = _read_json(p)
+        rec = _read_json(p, RECORD_KEYS)
         if rec.get("embeddings"):
             rec["embeddings"] = str(p.parent / Path(rec["embeddings"]).name)
         cfg_file = p.parent / "config.json"
