@@ -223,3 +223,15 @@ def test_reliability_run_file_reader_names_the_file(tmp_path):
         read_run_file(run / "embeddings.npz", what="saved embeddings")
     with pytest.raises(ConfigError, match=r"config.json: config.json not found"):
         read_run_file(run / "config.json", required=RECORD_KEYS)
+
+
+# --------------------------------------------------------------------------- 18: run-name sanitiser
+@pytest.mark.parametrize("method", ["../../evil", "..", "/abs/path", "a\\\\b", ".hidden", "x\x00y"])
+def test_reliability_run_names_stay_inside_out(tmp_path, method):
+    """#18: a method registered as ../../evil names a folder inside --out/runs (0.2: wrote outside --out)."""
+    from hierviz.experiments.records import run_name
+
+    name = run_name(method, "poincare", 0)
+    folder = (tmp_path / "runs" / name).resolve()
+    assert folder.parent == (tmp_path / "runs").resolve() and not name.startswith(".")
+    assert "/" not in name and "\\" not in name and "\x00" not in name

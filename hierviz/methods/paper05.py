@@ -43,6 +43,7 @@ import torch
 
 from hierviz._registry import Registry
 from hierviz.data.loaders.htc import HTCData, load_htc
+from hierviz.experiments.records import safe_name
 from hierviz.losses.hyilr import HyperbolicScales, hyilr_loss, label_relations
 from hierviz.metrics.htc import frequency_bucket_f1, hierarchical_f1, label_columns, per_level_f1
 from hierviz.models.text import BertTextEncoder, BertTokenizerAdapter, HyILRModel, TransformerTextEncoder, WordVocab
@@ -493,7 +494,7 @@ def run_htc(
     jobs += [("hyilr", float(lam), s) for lam in (lams or []) if float(lam) != cfg.lam for s in cfg.seeds]
     records = []
     for m, lam, s in tqdm(jobs, desc="htc runs", disable=not progress):
-        path = out / "runs" / f"{m}_lam{lam:g}_seed{s}.json"
+        path = out / "runs" / f"{safe_name(m)}_lam{lam:g}_seed{s}.json"  # one sanitiser (issue 27 #18)
         if resume and path.is_file():
             records.append(json.loads(path.read_text()))
             continue
