@@ -521,7 +521,8 @@ def test_unknown_import_is_one_line(capsys):
     _, err = _cli(capsys, ["compare", "--import", "no_such_module_xyz", "--quick"], 2)
     assert err == (
         "hierviz: error: --import no_such_module_xyz: cannot import it (No module named "
-        "'no_such_module_xyz'); put the module on PYTHONPATH or in the current folder\n"
+        "'no_such_module_xyz'); put the module on PYTHONPATH or in the current folder, "
+        "or give the path of a .py file\n"
     )
 
 

@@ -235,3 +235,48 @@ def test_reliability_run_names_stay_inside_out(tmp_path, method):
     folder = (tmp_path / "runs" / name).resolve()
     assert folder.parent == (tmp_path / "runs").resolve() and not name.startswith(".")
     assert "/" not in name and "\\" not in name and "\x00" not in name
+
+
+# --------------------------------------------------------------------------- 10: numbers in settings
+def test_reliability_settings_numbers_name_the_key():
+    """#10: NaN/inf/1e400 integers name the key; lr_backbone=1e308 is blamed on lr_backbone (0.2: lr_head)."""
+    from hierviz.experiments.config import ConfigError, resolve_config
+
+    for value in (float("nan"), float("inf"), float("1e400")):
+        with pytest.raises(ConfigError, match=r"^train.epochs: expected an integer, got (nan|inf)$"):
+            resolve_config("quick", {"train.epochs": value})
+    with pytest.raises(ConfigError, match=r"--set train.epochs=1e400: expected an integer"):
+        resolve_config("quick", ["train.epochs=1e400"])
+    with pytest.raises(ConfigError, match=r"^train.lr_backbone: must be <= 1.7e307 while train.lr_head is null"):
+        resolve_config("quick", ["train.lr_backbone=1e308"])
+    assert resolve_config("quick", ["train.lr_backbone=1e308", "train.lr_head=1e-3"]).train.lr_backbone == 1e308
+    with pytest.raises(ConfigError, match=r"--preset: empty name"):  # 19: "" no longer means full
+        resolve_config("", [])
+
+
+# --------------------------------------------------------------------------- 11: --import
+def _cli_err(capsys, argv):
+    from hierviz.cli import main
+
+    rc = main(argv)
+    return rc, capsys.readouterr().err
+
+
+def test_reliability_import_errors_are_one_line(tmp_path, monkeypatch, capsys):
+    """#11: any exception, sys.exit, a path: one line naming the module (0.2: no name / silent exit / 'package')."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "h27_boom.py").write_text("raise RuntimeError('boom')\n")
+    (tmp_path / "h27_exit.py").write_text("import sys\nsys.exit(3)\n")
+    (tmp_path / "h27_ok.py").write_text("H27 = 1\n")
+    rc, err = _cli_err(capsys, ["config", "--import", "h27_boom", "--preset", "quick"])
+    assert rc == 2 and err.startswith("hierviz: error: --import h27_boom: the module raised RuntimeError: boom at ")
+    assert err.count("\n") == 1
+    rc, err = _cli_err(capsys, ["config", "--import", "h27_exit", "--preset", "quick"])
+    assert rc == 2 and "--import h27_exit: the module called sys.exit(3)" in err
+    rc, err = _cli_err(capsys, ["config", "--import", str(tmp_path / "h27_ok.py"), "--preset", "quick"])
+    assert rc == 0 and err == ""
+    rc, err = _cli_err(capsys, ["config", "--import", "./missing.py", "--preset", "quick"])
+    assert rc == 2 and "--import ./missing.py: no such .py file" in err
+    rc, err = _cli_err(capsys, ["config", "--preset", ""])
+    assert rc == 2 and "--preset: empty name" in err

@@ -338,6 +338,13 @@ def _expect(where: str, what: str, value: Any) -> ConfigError:
     return ConfigError(f"{where}: expected {what}, got {value!r}")
 
 
+def _is_integral(value: Any) -> bool:
+    """An int, or a finite float with an integer value (``int(nan)``/``int(inf)`` raise without a key)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, int) or (math.isfinite(value) and float(value).is_integer())
+
+
 def _coerce(value: Any, default: Any, annotation: Any, where: str) -> Any:
     """Coerce ``value`` to the type of a field (given its annotation string and default)."""
     ann = str(annotation)
@@ -351,7 +358,7 @@ def _coerce(value: Any, default: Any, annotation: Any, where: str) -> Any:
             return value
         raise _expect(where, "true or false", value)
     if "int" in ann and "float" not in ann:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
+        if not _is_integral(value):  # NaN, inf and 1e400 (inf in JSON/TOML) too, naming the key
             raise _expect(where, "an integer", value)
         return int(value)
     if "float" in ann:
@@ -384,7 +391,7 @@ def _coerce_loss(name: str, value: Any, where: str) -> Any:
             raise _expect(where, "true or false", value)
         return value
     if isinstance(default, int):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
+        if not _is_integral(value):
             raise _expect(where, "an integer", value)
         return int(value)
     if isinstance(default, float):
@@ -545,6 +552,12 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     _check(cfg.train.lr_backbone > 0, "train.lr_backbone", "> 0", cfg.train.lr_backbone)
     _check(cfg.train.lr_head is None or cfg.train.lr_head > 0, "train.lr_head", "> 0 (or null)", cfg.train.lr_head)
     _check(
+        cfg.train.lr_head is not None or math.isfinite(10.0 * cfg.train.lr_backbone),
+        "train.lr_backbone",
+        "<= 1.7e307 while train.lr_head is null (lr_head = 10 × lr_backbone would overflow)",
+        cfg.train.lr_backbone,
+    )
+    _check(
         cfg.train.warmup_epochs is None or cfg.train.warmup_epochs >= 0,
         "train.warmup_epochs",
         ">= 0",
@@ -594,6 +607,8 @@ def load_preset(name: str | Path) -> dict[str, Any]:
         Unknown name (nearest named), unreadable or invalid TOML (the file named).
     """
     text_name = str(name)
+    if not text_name.strip():  # Path("") is the current folder: "" must not mean the defaults
+        raise ConfigError(f"--preset: empty name; give a preset ({', '.join(preset_names())}) or a .toml path")
     if text_name.endswith(".toml") or Path(text_name).is_file():
         path = Path(text_name)
         if not path.is_file():
