@@ -280,3 +280,23 @@ def test_reliability_import_errors_are_one_line(tmp_path, monkeypatch, capsys):
     assert rc == 2 and "--import ./missing.py: no such .py file" in err
     rc, err = _cli_err(capsys, ["config", "--preset", ""])
     assert rc == 2 and "--preset: empty name" in err
+
+
+# --------------------------------------------------------------------------- 16: hierarchical_f1(y, y)
+def test_reliability_hierarchical_f1_of_truth_is_one():
+    """#16 (metrics side): F1(y, y) = 1 with labels that never occur (0.2: macro 0.4)."""
+    import numpy as np
+
+    from hierviz.hierarchy import LabelTree
+    from hierviz.metrics.htc import hierarchical_f1, per_level_f1
+
+    tree = LabelTree.from_nested({"root": {"a": ["a1", "a2", "a3"], "b": ["b1", "b2"]}})
+    y = np.zeros((3, tree.num_nodes), bool)
+    for i in range(3):
+        y[i, [tree.node_index["a"], tree.node_index["a1"]]] = True
+    assert hierarchical_f1(y, y, tree) == {"micro_f1": 1.0, "macro_f1": 1.0, "hi_micro_f1": 1.0, "hi_macro_f1": 1.0}
+    assert [r["macro_f1"] for r in per_level_f1(y, y, tree)] == [1.0, 1.0]
+    # a wrong prediction of an otherwise absent label still counts (present in the prediction)
+    p = y.copy()
+    p[0, tree.node_index["b2"]] = True
+    assert hierarchical_f1(y, p, tree)["macro_f1"] == pytest.approx((1 + 1 + 0) / 3)
