@@ -300,3 +300,41 @@ def test_reliability_hierarchical_f1_of_truth_is_one():
     p = y.copy()
     p[0, tree.node_index["b2"]] = True
     assert hierarchical_f1(y, p, tree)["macro_f1"] == pytest.approx((1 + 1 + 0) / 3)
+
+
+# --------------------------------------------------------------------------- 13: htc options and .jsonl data
+def test_reliability_htc_options_and_jsonl(tmp_path):
+    """#13: threshold/lam checks name the option; null text, string labels, empty/1-doc/non-UTF-8 files are clear."""
+    import json
+
+    from hierviz.data.loaders.htc import load_htc_jsonl
+    from hierviz.methods.paper05 import HTCConfig
+
+    for bad in (2.0, 0.0, float("nan")):
+        with pytest.raises(ValueError, match="threshold must"):
+            HTCConfig(threshold=bad)
+    with pytest.raises(ValueError, match="^lam must be a finite number, got nan"):
+        HTCConfig(lam=float("nan"))
+    tree = tmp_path / "t_tree.json"
+    tree.write_text(json.dumps({"parents": {"a": "root", "a1": "a", "b": "root"}}))
+    f = tmp_path / "t_htc.jsonl"
+
+    def write(*rows):
+        f.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+    ok = {"text": "x y", "labels": ["a", "a1"], "split": "train"}
+    write({"text": None, "labels": ["a"]}, ok)
+    with pytest.raises(ValueError, match=r"t_htc.jsonl:1: \"text\" must be a string, got null"):
+        load_htc_jsonl(f, tree)
+    write(ok, {"text": "z", "labels": "a1"})
+    with pytest.raises(ValueError, match=r"t_htc.jsonl:2: \"labels\" must be a list of label names"):
+        load_htc_jsonl(f, tree)
+    for rows in ((), (ok,)):
+        write(*rows)
+        with pytest.raises(ValueError, match=rf"t_htc.jsonl: holds {len(rows)} document\(s\)"):
+            load_htc_jsonl(f, tree)
+    f.write_bytes(b'{"text": "caf\xe9", "labels": ["a"]}\n')
+    with pytest.raises(ValueError, match=r"t_htc.jsonl: not UTF-8 text"):
+        load_htc_jsonl(f, tree)
+    write(ok, {**ok, "split": "test"})
+    assert len(load_htc_jsonl(f, tree)) == 2
