@@ -338,3 +338,15 @@ def test_reliability_htc_options_and_jsonl(tmp_path):
         load_htc_jsonl(f, tree)
     write(ok, {**ok, "split": "test"})
     assert len(load_htc_jsonl(f, tree)) == 2
+
+
+# --------------------------------------------------------------------------- 15: deep trees
+def test_reliability_deep_tree_json_written_iteratively(tmp_path):
+    """#15: compare's tree.json writer handles a 1000-level tree (0.2: RecursionError from json.dumps)."""
+    from hierviz.experiments.records import write_tree_json
+    from hierviz.hierarchy import LabelTree
+
+    deep = LabelTree.from_parents({f"n{i}": (f"n{i - 1}" if i else None) for i in range(1001)} | {"m": "n999"})
+    p = write_tree_json(tmp_path / "tree.json", deep)
+    back = LabelTree.from_json(p)
+    assert back.depth("n1000") == 1000 and back.leaves == deep.leaves

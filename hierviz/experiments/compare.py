@@ -38,6 +38,7 @@ from hierviz.experiments.records import (
     load_records,
     read_run_file,
     run_name,
+    write_tree_json,
 )
 
 __all__ = ["CompareResult", "compare", "report", "limit_indices", "load_data"]
@@ -567,7 +568,7 @@ def _compare(
 
     if main:
         atomic_write_text(out / "config.json", json.dumps(cfg.to_dict(), indent=1, default=json_default))
-        atomic_write_text(out / "tree.json", json.dumps(tree.to_dict(), indent=1, default=json_default))
+        write_tree_json(out / "tree.json", tree)
 
     plan = [(m, g, s) for m in cfg.methods for g in cfg.geometries for s in range(cfg.seeds)]
     records, header_split = [], split
@@ -720,11 +721,11 @@ def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bo
     cfg = ExperimentConfig.from_dict(cfg_dict, where=str(Path(records[0]["folder"]) / "config.json"))
     tree_file = out / "tree.json"
     if tree_file.is_file():
-        tree_obj = read_run_file(tree_file, what="label tree")
-        try:
-            tree = LabelTree.from_dict(tree_obj)
-        except (ValueError, TypeError, KeyError) as exc:  # a readable JSON object that is no tree
-            raise ConfigError(f"{tree_file}: not a label tree ({exc}); delete it and rerun compare") from None
+        try:  # LabelTree.from_json reads iteratively (any depth) and names the file
+            tree = LabelTree.from_json(tree_file)
+        except (ValueError, TypeError, KeyError, OSError) as exc:  # a readable JSON object that is no tree
+            text = str(exc) if str(exc).startswith(str(tree_file)) else f"{tree_file}: not a label tree ({exc})"
+            raise ConfigError(f"{text}; delete it and rerun compare") from None
     else:
         _, tree, _ = load_data(cfg)
     methods = list(dict.fromkeys(r["method"] for r in records))

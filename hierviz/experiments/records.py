@@ -29,6 +29,7 @@ import numpy as np
 from hierviz.experiments.config import ConfigError, flatten
 
 __all__ = [
+    "write_tree_json",
     "safe_name",
     "read_run_file",
     "RECORD_KEYS",
@@ -199,6 +200,26 @@ def read_run_file(path: str | os.PathLike, *, required: Sequence[str] = (), what
         more = f" (and {', '.join(repr(k) for k in missing[1:])})" if len(missing) > 1 else ""
         raise ConfigError(f"{path}: {what} without key {missing[0]!r}{more}; {_RUN_FILE_FIX}")
     return obj
+
+
+def write_tree_json(path: str | os.PathLike, tree: Any) -> Path:
+    """Write a run folder's ``tree.json`` atomically with the iterative JSON writer (any depth).
+
+    ``json.dumps`` recurses once per level, so a 1000-level tree ended ``compare`` in a
+    RecursionError (issue 27 #15); :func:`hierviz.hierarchy.io.dumps_tree_json` does not.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from hierviz.hierarchy import LabelTree
+    >>> deep = LabelTree.from_parents({f"n{i}": f"n{i - 1}" if i else None for i in range(1500)})
+    >>> p = write_tree_json(pathlib.Path(tempfile.mkdtemp()) / "tree.json", deep)
+    >>> LabelTree.from_json(p).depth("n1499")
+    1499
+    """
+    from hierviz.hierarchy.io import dumps_tree_json
+
+    return atomic_write_text(path, dumps_tree_json(tree.to_dict(), indent=1) + "\n")
 
 
 def _read_json(path: Path, required: Sequence[str] = ()) -> dict:
