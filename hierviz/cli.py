@@ -413,6 +413,10 @@ def _resolve(args: argparse.Namespace):
 
 
 def _run(args: argparse.Namespace, argv: Sequence[str], run_callbacks: dict | None) -> int:
+    if getattr(args, "out", None) is not None and not str(args.out).strip():  # "" would mean the current folder
+        from hierviz.experiments import ConfigError
+
+        raise ConfigError("--out: empty path; give the folder (or file) to write to")
     _import_modules(getattr(args, "imports", []))
     if args.command in ("features", "retrieval"):
         return _run_retrieval_command(args)

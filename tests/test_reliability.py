@@ -350,3 +350,24 @@ def test_reliability_deep_tree_json_written_iteratively(tmp_path):
     p = write_tree_json(tmp_path / "tree.json", deep)
     back = LabelTree.from_json(p)
     assert back.depth("n1000") == 1000 and back.leaves == deep.leaves
+
+
+# --------------------------------------------------------------------------- 19: odd output paths
+def test_reliability_features_out_reports_the_real_path(tmp_path, monkeypatch, capsys):
+    """#19: save_features into an existing folder returns the file it wrote; --out "" refused (0.2: cwd)."""
+    import numpy as np
+
+    from hierviz.features import FeaturesData, save_features
+
+    data = FeaturesData(np.ones((4, 3), np.float32), np.array([0, 1, 0, 1]), ["a", "b"])
+    folder = tmp_path / "feats"
+    folder.mkdir()
+    p = save_features(folder, data)
+    assert p == folder / "features.npz" and p.is_file()
+    q = save_features(tmp_path / "plain", data)
+    assert q == tmp_path / "plain.npz" and q.is_file()
+    with pytest.raises(ValueError, match="features path is empty"):
+        save_features("", data)
+    monkeypatch.chdir(tmp_path)
+    rc, err = _cli_err(capsys, ["compare", "--quick", "--out", ""])
+    assert rc == 2 and "--out: empty path" in err
