@@ -371,3 +371,15 @@ def test_reliability_features_out_reports_the_real_path(tmp_path, monkeypatch, c
     monkeypatch.chdir(tmp_path)
     rc, err = _cli_err(capsys, ["compare", "--quick", "--out", ""])
     assert rc == 2 and "--out: empty path" in err
+
+
+# --------------------------------------------------------------------------- 21: 0.1 checkpoints
+def test_reliability_checkpoint_without_digest_warns(tmp_path):
+    """#21: a 0.1-format checkpoint (bare torch.save) is read with a one-line warning (0.2: silently)."""
+    from hierviz.training import load_checkpoint
+
+    p = tmp_path / "checkpoint.pt"
+    torch.save({"epoch": 3}, p)
+    with pytest.warns(UserWarning, match=r"checkpoint.pt: a hierviz 0.1 checkpoint without a sha256 digest") as rec:
+        assert load_checkpoint(p)["epoch"] == 3
+    assert "\n" not in str(rec[0].message)
