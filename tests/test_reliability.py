@@ -383,3 +383,22 @@ def test_reliability_checkpoint_without_digest_warns(tmp_path):
     with pytest.warns(UserWarning, match=r"checkpoint.pt: a hierviz 0.1 checkpoint without a sha256 digest") as rec:
         assert load_checkpoint(p)["epoch"] == 3
     assert "\n" not in str(rec[0].message)
+
+
+# --------------------------------------------------------------------------- 20: --pretrained partial match
+def test_reliability_pretrained_partial_match_warns_or_refuses(tmp_path):
+    """#20: a weights file matching 1 of the encoder's tensors is refused, a partial one warns (0.2: silent)."""
+    from hierviz.models import build_encoder
+
+    enc = build_encoder("small_cnn")
+    own = enc.state_dict()
+    one = tmp_path / "one.pt"
+    k0 = next(iter(own))
+    torch.save({k0: own[k0], "other.weight": torch.zeros(3)}, one)
+    with pytest.raises(ValueError, match=rf"only 1 of the encoder's {len(own)} tensors match"):
+        build_encoder("small_cnn", pretrained=one)
+    most = tmp_path / "most.pt"
+    keep = dict(list(own.items())[:-1])
+    torch.save(keep, most)
+    with pytest.warns(UserWarning, match=rf"loaded {len(own) - 1} of the encoder's {len(own)} tensors"):
+        build_encoder("small_cnn", pretrained=most)
