@@ -233,10 +233,11 @@ def _run_retrieval_command(args: argparse.Namespace) -> int:
     from hierviz.experiments import ConfigError
 
     if args.command == "features":
+        from hierviz.experiments.config import MAX_IMAGE_SIZE
         from hierviz.features import FeaturesData, export_checkpoint, export_run, reduce_features, save_features
 
-        if args.image_size is not None and args.image_size < 1:
-            raise ConfigError(f"--image-size: must be >= 1, got {args.image_size}")
+        if args.image_size is not None and not 1 <= args.image_size <= MAX_IMAGE_SIZE:
+            raise ConfigError(f"--image-size: must be in [1, {MAX_IMAGE_SIZE}] px, got {args.image_size}")
         if args.reduce in ("pca", "nca") and args.n_components is None:
             raise ConfigError(f"--reduce {args.reduce} needs --n N (the number of components)")
         if args.run is not None:

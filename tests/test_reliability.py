@@ -402,3 +402,22 @@ def test_reliability_pretrained_partial_match_warns_or_refuses(tmp_path):
     torch.save(keep, most)
     with pytest.warns(UserWarning, match=rf"loaded {len(own) - 1} of the encoder's {len(own)} tensors"):
         build_encoder("small_cnn", pretrained=most)
+
+
+# --------------------------------------------------------------------------- 22: deep messages
+def test_reliability_image_size_and_tiny_splits_are_one_line(tmp_path, capsys):
+    """#22: --image-size 20000 refused before any worker; 2 images per class named as such (0.2: 'nothing to embed')."""
+    import json
+
+    import numpy as np
+
+    rc, err = _cli_err(capsys, ["config", "--preset", "quick", "--image-size", "20000"])
+    assert rc == 2 and err.startswith("hierviz: error: --image-size (data.image_size): must be <= 4096 px")
+    npz = tmp_path / "tiny.npz"
+    np.savez(npz, images=np.zeros((6, 8, 8), np.uint8), labels=np.array([0, 0, 1, 1, 2, 2]))
+    tree = tmp_path / "tree.json"
+    tree.write_text(json.dumps({"parents": {"0": "r", "1": "r", "2": "r"}}))
+    argv = ["compare", "--quick", "--out", str(tmp_path / "out"), "--set", f"data.path={npz}"]
+    rc, err = _cli_err(capsys, [*argv, "--set", f"data.tree={tree}", "--set", "data.limit=null"])
+    assert rc == 2 and "split is empty: 6 images over 3 classes (at most 2 per class)" in err, err
+    assert err.count("\n") == 1

@@ -544,6 +544,15 @@ def _compare(
     split = grouped_split(
         np.asarray(ds.labels), None if ds.groups is None else np.asarray(ds.groups), seed=cfg.data.split_seed
     )
+    empty = [k for k in ("train", "test") if len(split[k]) == 0]
+    if empty:  # issue 27 #22: say why here, not "dataset is empty: nothing to embed" after training
+        counts = np.bincount(np.asarray(ds.labels))
+        raise ConfigError(
+            f"the {' and '.join(empty)} split is empty: {len(ds)} {'samples' if ds.is_vector else 'images'} over "
+            f"{len(counts)} classes (at most {int(counts.max())} per class) give train/val/test = "
+            f"{len(split['train'])}/{len(split['val'])}/{len(split['test'])}; the grouped split needs about 3 or more "
+            "per class (more images, fewer classes, or a larger data.limit)"
+        )
     from hierviz.evaluation import PROTOCOLS
     from hierviz.methods import get_method
 

@@ -468,6 +468,10 @@ def apply_overrides(cfg: ExperimentConfig, overrides: Sequence[str] | Mapping[st
     return cfg
 
 
+#: Largest image side accepted (checked before any worker starts: 20000 px crashed inside one).
+MAX_IMAGE_SIZE = 4096
+
+
 def _check(cond: bool, key: str, what: str, value: Any) -> None:
     if not cond:
         raise ConfigError(f"{key}: must be {what}, got {value!r}")
@@ -518,6 +522,12 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         ("train.threads", cfg.train.threads),
     ):
         _check(v is None or v >= 1, key, "an integer >= 1 (or null)", v)
+    _check(
+        cfg.data.image_size is None or cfg.data.image_size <= MAX_IMAGE_SIZE,
+        "data.image_size",
+        f"<= {MAX_IMAGE_SIZE} px (a batch of larger images does not fit in memory; the papers use 32-224)",
+        cfg.data.image_size,
+    )
     _check(cfg.data.limit is None or cfg.data.limit >= 2, "data.limit", "an integer >= 2 (or null)", cfg.data.limit)
     _check(cfg.data.workers >= 0, "data.workers", "an integer >= 0", cfg.data.workers)
     _check(cfg.data.split_seed >= 0, "data.split_seed", "an integer >= 0", cfg.data.split_seed)
