@@ -421,3 +421,25 @@ def test_reliability_image_size_and_tiny_splits_are_one_line(tmp_path, capsys):
     rc, err = _cli_err(capsys, [*argv, "--set", f"data.tree={tree}", "--set", "data.limit=null"])
     assert rc == 2 and "split is empty: 6 images over 3 classes (at most 2 per class)" in err, err
     assert err.count("\n") == 1
+
+
+# --------------------------------------------------------------------------- 14: retrieval on little data
+def test_reliability_retrieval_little_data_names_the_minimum():
+    """#14: --limit 1 / 10 give one message with the minimum (0.2: scikit-learn's / a k-range message)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from hierviz.features import FeaturesData
+    from hierviz.retrieval import RETRIEVAL_PRESETS, run_retrieval
+
+    rng = np.random.default_rng(0)
+    data = FeaturesData(rng.normal(size=(60, 8)).astype(np.float32), np.repeat(np.arange(4), 15), list("abcd"))
+    for limit in (1, 10):
+        cfg = replace(RETRIEVAL_PRESETS["smoke"], limit=limit, epochs=1)
+        with pytest.raises(ValueError, match=rf"limit={limit} is too few rows for retrieval: .* need at least 40"):
+            run_retrieval(data, cfg, progress=False)
+    with pytest.raises(
+        ValueError, match=r"60 rows are too few for retrieval: a fold keeps only 30 references .* need at least 100"
+    ):
+        run_retrieval(data, replace(RETRIEVAL_PRESETS["smoke"], limit=None, ks=(50,), epochs=1), progress=False)
