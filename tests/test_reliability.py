@@ -443,3 +443,30 @@ def test_reliability_retrieval_little_data_names_the_minimum():
         ValueError, match=r"60 rows are too few for retrieval: a fold keeps only 30 references .* need at least 100"
     ):
         run_retrieval(data, replace(RETRIEVAL_PRESETS["smoke"], limit=None, ks=(50,), epochs=1), progress=False)
+
+
+# --------------------------------------------------------------------------- 17: Ctrl-C at an epoch boundary
+def test_reliability_ctrl_c_while_workers_start_is_not_lost():
+    """#17: a SIGINT that lands while DataLoader workers fork is raised at the epoch boundary (0.2: swallowed)."""
+    import os
+    import signal
+
+    from hierviz.training.loop import _iter_deferring_sigint
+
+    class ForkingLoader:
+        """Stands in for DataLoader: the signal arrives inside a hook that swallows exceptions (logging's at-fork)."""
+
+        def __iter__(self):
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(1000):  # give the handler a bytecode boundary to run at
+                    pass
+            except KeyboardInterrupt:  # what the at-fork hook did: "Exception ignored in ..."
+                pass
+            return iter([1, 2])
+
+    assert list(iter(ForkingLoader())) == [1, 2]  # plain iter: the interrupt is lost, training would go on
+    with pytest.raises(KeyboardInterrupt):
+        _iter_deferring_sigint(ForkingLoader())
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+    assert list(_iter_deferring_sigint([1, 2])) == [1, 2]
