@@ -470,3 +470,15 @@ def test_reliability_ctrl_c_while_workers_start_is_not_lost():
         _iter_deferring_sigint(ForkingLoader())
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
     assert list(_iter_deferring_sigint([1, 2])) == [1, 2]
+
+
+def test_reliability_named_integer_classes_bind_by_name_and_say_so():
+    """Bring your own data: a file naming its classes "2", "0", "1" fits both readings; names win, a warning says so."""
+    import numpy as np
+
+    from hierviz.data import ArrayDataset, bind_tree
+
+    ds = ArrayDataset(np.zeros((3, 2, 2, 3), np.uint8), np.array([0, 1, 2]), ["2", "0", "1"], name="mine")
+    with pytest.warns(UserWarning, match=r"bound by name \(leaf '2' is label 0\)"):
+        ds2, t = bind_tree(ds, {"parents": {"0": "r", "1": "r", "2": "r"}})
+    assert ds2.classes == ["2", "0", "1"] and t.leaves == ["2", "0", "1"]
