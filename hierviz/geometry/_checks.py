@@ -168,7 +168,7 @@ def _check_index(index: Any, n: int, num_groups: int, device: torch.device, name
     if idx.dim() != 1 or idx.shape[0] != n:
         raise ValueError(f"{name} must have shape ({n},) to match x, got {tuple(idx.shape)}")
     idx = idx.to(device=device, dtype=torch.long)
-    if n > 0:
+    if n > 0 and not torch.compiler.is_compiling():  # a host sync: not inside a compiled step
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= num_groups:
             raise ValueError(

@@ -141,7 +141,8 @@ def group_mean(
         init_t = None if init_t is None else init_t.double()
     counts = _segment_sum(w.detach(), idx, K)
     empty = counts <= 0
-    if init_t is None and not allow_empty and bool(empty.any()):  # the only sync of the fixed-step path
+    # the only sync of the fixed-step path (skipped while torch.compile traces: no graph break there)
+    if init_t is None and not allow_empty and not torch.compiler.is_compiling() and bool(empty.any()):
         missing = torch.nonzero(empty).flatten().tolist()
         shown = missing[:20]
         more = "" if len(missing) <= 20 else f" (+{len(missing) - 20} more)"
