@@ -150,6 +150,10 @@ def test_reliability_embedding_validation_layer():
     for geom in (PoincareBall(), Lorentz()):
         with pytest.raises(ValueError, match="got shape \\(\\)"):
             geom.to_manifold(torch.tensor(3.0))
+    for geom in (PoincareBall(), Lorentz(), Euclidean()):
+        a, b = geom.proj(torch.rand(3, 3) * 0.1), geom.proj(torch.rand(4, 3) * 0.1)
+        with pytest.raises(ValueError, match=r"x has shape \(3, 3\) and y has shape \(4, 3\)"):
+            geom.dist(a, b)
 
 
 # --------------------------------------------------------------------------- bring your own data

@@ -217,6 +217,13 @@ class Geometry(abc.ABC):
             raise ValueError(
                 f"{xname} and {yname} must have the same last dimension, got {xt.shape[-1]} and {yt.shape[-1]}"
             )
+        try:
+            torch.broadcast_shapes(xt.shape, yt.shape)
+        except RuntimeError:  # issue 27 #8: name both shapes, not torch's broadcasting message
+            raise ValueError(
+                f"{xname} has shape {tuple(xt.shape)} and {yname} has shape {tuple(yt.shape)}: their leading "
+                f"(batch) dimensions do not broadcast; use pairwise_dist for all pairs"
+            ) from None
         dtype = torch.promote_types(xt.dtype, yt.dtype)
         return xt.to(dtype), yt.to(device=xt.device, dtype=dtype)
 
