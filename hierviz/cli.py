@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import importlib
 import json
 import sys
 from collections.abc import Sequence
@@ -237,10 +236,11 @@ def _run_retrieval_command(args: argparse.Namespace) -> int:
     from hierviz.experiments import ConfigError
 
     if args.command == "features":
+        from hierviz.experiments.config import MAX_IMAGE_SIZE
         from hierviz.features import FeaturesData, export_checkpoint, export_run, reduce_features, save_features
 
-        if args.image_size is not None and args.image_size < 1:
-            raise ConfigError(f"--image-size: must be >= 1, got {args.image_size}")
+        if args.image_size is not None and not 1 <= args.image_size <= MAX_IMAGE_SIZE:
+            raise ConfigError(f"--image-size: must be in [1, {MAX_IMAGE_SIZE}] px, got {args.image_size}")
         if args.reduce in ("pca", "nca") and args.n_components is None:
             raise ConfigError(f"--reduce {args.reduce} needs --n N (the number of components)")
         if args.run is not None:
@@ -325,6 +325,11 @@ def _run_retrieval_command(args: argparse.Namespace) -> int:
 
 
 def _import_modules(names: Sequence[str]) -> None:
+    """Import each ``--import`` module (a dotted name or a ``.py`` file path) for its registrations.
+
+    Any failure inside the user's module (an ImportError, any other exception, even
+    ``sys.exit``) is one ConfigError line naming the module (issue 27 #11).
+    """
     import os
 
     from hierviz.experiments import ConfigError
@@ -333,11 +338,59 @@ def _import_modules(names: Sequence[str]) -> None:
         sys.path.insert(0, os.getcwd())
     for name in names:
         try:
-            importlib.import_module(name)
+            _import_one(name)
+        except ConfigError:
+            raise
         except ImportError as exc:
             raise ConfigError(
-                f"--import {name}: cannot import it ({exc}); put the module on PYTHONPATH or in the current folder"
+                f"--import {name}: cannot import it ({exc}); put the module on PYTHONPATH or in the current folder, "
+                "or give the path of a .py file"
             ) from None
+        except SystemExit as exc:  # sys.exit() inside the module must not end hierviz silently
+            raise ConfigError(
+                f"--import {name}: the module called sys.exit({exc.code!r}) while being imported; "
+                "remove the call from its top level (guard it with if __name__ == '__main__':)"
+            ) from None
+        except Exception as exc:
+            where = ""
+            tb = exc.__traceback__
+            while tb is not None:  # the innermost frame of the user's code
+                where = f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
+                tb = tb.tb_next
+            raise ConfigError(
+                f"--import {name}: the module raised {type(exc).__name__}: {exc}{where}; fix the module "
+                "(rerun with --debug for the traceback)"
+            ) from exc
+
+
+def _import_one(name: str) -> None:
+    import importlib.util
+    import os
+    from pathlib import Path
+
+    from hierviz.experiments import ConfigError
+
+    path = Path(name)
+    if name.endswith(".py") or os.sep in name or (os.altsep and os.altsep in name):
+        if not path.is_file():
+            raise ConfigError(f"--import {name}: no such .py file; give a module name or the path of a .py file")
+        mod_name = f"hierviz_user_{path.stem}"
+        spec = importlib.util.spec_from_file_location(mod_name, path)
+        if spec is None or spec.loader is None:
+            raise ConfigError(f"--import {name}: not an importable Python file (it must end in .py)")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[mod_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(mod_name, None)
+            raise
+        return
+    if not name or name.startswith(".") or not all(part.isidentifier() for part in name.split(".")):
+        raise ConfigError(
+            f"--import {name!r}: not a module name (dotted Python identifiers, e.g. my_methods) nor a .py file path"
+        )
+    importlib.import_module(name)
 
 
 def _resolve(args: argparse.Namespace):
@@ -347,7 +400,7 @@ def _resolve(args: argparse.Namespace):
         from hierviz.experiments import ConfigError
 
         raise ConfigError(f"--quick and --preset {args.preset} contradict each other; give one")
-    preset = "quick" if args.quick else (args.preset or "full")
+    preset = "quick" if args.quick else (args.preset if args.preset is not None else "full")
     overrides: dict[str, Any] = {}
     for opt, key in SHORTCUTS.items():
         value = getattr(args, opt, None)
@@ -364,6 +417,10 @@ def _resolve(args: argparse.Namespace):
 
 
 def _run(args: argparse.Namespace, argv: Sequence[str], run_callbacks: dict | None) -> int:
+    if getattr(args, "out", None) is not None and not str(args.out).strip():  # "" would mean the current folder
+        from hierviz.experiments import ConfigError
+
+        raise ConfigError("--out: empty path; give the folder (or file) to write to")
     _import_modules(getattr(args, "imports", []))
     if args.command in ("features", "retrieval"):
         return _run_retrieval_command(args)

@@ -95,15 +95,16 @@ def test_missing_checkpoint(tmp_path):
 def test_hierviz_01_bare_files_still_load(tmp_path):
     p = tmp_path / "old.pt"
     torch.save({"epoch": 3, "model": {"w": torch.ones(2)}}, p)
-    got = load_checkpoint(p)
+    with pytest.warns(UserWarning, match="without a sha256 digest"):  # issue 27 #21: said, not silent
+        got = load_checkpoint(p)
     assert got["epoch"] == 3 and torch.equal(got["model"]["w"], torch.ones(2))
     # a damaged 0.1 file has no digest but still fails to unpickle: refused, named
     p.write_bytes(p.read_bytes()[:40])
-    with pytest.raises(CheckpointError, match=r"^checkpoint '.*old\.pt' is corrupt \("):
+    with pytest.raises(CheckpointError, match=r"^checkpoint '.*old\.pt' is corrupt \("), pytest.warns(UserWarning):
         load_checkpoint(p)
     # random bytes are never unpickled as code
     p.write_bytes(np.random.default_rng(0).bytes(200))
-    with pytest.raises(CheckpointError, match=r"old\.pt' is corrupt"):
+    with pytest.raises(CheckpointError, match=r"old\.pt' is corrupt"), pytest.warns(UserWarning):
         load_checkpoint(p)
 
 

@@ -524,7 +524,8 @@ def test_unknown_import_is_one_line(capsys):
     _, err = _cli(capsys, ["compare", "--import", "no_such_module_xyz", "--quick"], 2)
     assert err == (
         "hierviz: error: --import no_such_module_xyz: cannot import it (No module named "
-        "'no_such_module_xyz'); put the module on PYTHONPATH or in the current folder\n"
+        "'no_such_module_xyz'); put the module on PYTHONPATH or in the current folder, "
+        "or give the path of a .py file\n"
     )
 
 
@@ -585,6 +586,12 @@ def test_report_input_errors_are_one_line(tmp_path, capsys):
     assert err.startswith(f"hierviz: error: {run / 'result.json'}: not a readable JSON run record (")
     assert err.endswith("; delete the run folder and rerun\n")
     (run / "result.json").write_text('{"method": "supcon", "geometry": "euclidean", "seed": 0}', encoding="utf-8")
+    _, err = _cli(capsys, ["report", "--out", str(tmp_path)], 2)  # issue 27 #12: the missing keys named
+    assert err == f"hierviz: error: {run / 'result.json'}: run record without key 'name' (and 'metrics'); " + (
+        "delete the run folder and rerun\n"
+    )
+    rec = '{"name": "supcon-euclidean-s0", "method": "supcon", "geometry": "euclidean", "seed": 0, "metrics": {}}'
+    (run / "result.json").write_text(rec, encoding="utf-8")
     _, err = _cli(capsys, ["report", "--out", str(tmp_path)], 2)
     assert err == (
         f"hierviz: error: {run}: no config.json (written by hierviz 0.1?); rerun it with this version "

@@ -502,9 +502,12 @@ def test_group_mean_equals_per_group_loop(geom):
     idx = torch.randint(0, 5, (40,), generator=g)
     idx[:5] = torch.arange(5)
     w = torch.rand(40, generator=g, dtype=F64) + 0.1
-    out = geom.group_mean(x, idx, 5, weights=w)
-    loop = torch.stack([geom.mean(x[idx == k], weights=w[idx == k]) for k in range(5)])
+    out = geom.group_mean(x, idx, 5, weights=w, steps=3)  # fixed steps: the same arithmetic per group
+    loop = torch.stack([geom.mean(x[idx == k], weights=w[idx == k], steps=3) for k in range(5)])
     torch.testing.assert_close(out, loop, rtol=0, atol=1e-12)
+    # converged (the default): each group stops at its own step, all within the tolerance
+    conv = torch.stack([geom.mean(x[idx == k], weights=w[idx == k]) for k in range(5)])
+    torch.testing.assert_close(geom.group_mean(x, idx, 5, weights=w), conv, rtol=0, atol=1e-5)
     if isinstance(geom, Euclidean):
         ref = torch.stack([(x[idx == k] * w[idx == k, None]).sum(0) / w[idx == k].sum() for k in range(5)])
         torch.testing.assert_close(out, ref)

@@ -150,10 +150,13 @@ def test_to_manifold_equals_the_hyperbolic_head_exactly(geom, clip_r):
 def test_to_manifold_equals_l2normalize_exactly():
     g, head = Euclidean(), L2Normalize()
     for v in _inputs():
+        with pytest.raises(ValueError, match="1 row.* zero vectors"):  # issue 27 #4: no direction
+            g.to_manifold(v)
+        v = v[1:]  # the head keeps a zero row zero (no check in training); to_manifold refuses it
         z = g.to_manifold(v, clip_r=2.0)  # clip_r is ignored on the sphere
         assert z.dtype == head(v).dtype and torch.equal(z, head(v))
     with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
-        v = _inputs()[0]
+        v = _inputs()[0][1:]
         assert g.to_manifold(v).dtype == torch.float32 and torch.equal(g.to_manifold(v), head(v))
     torch.testing.assert_close(g.to_manifold([[3.0, 4.0]]), torch.tensor([[0.6, 0.8]], dtype=F64))  # numpy rules
     with pytest.raises(TypeError, match="v must be a torch.Tensor or numeric array, got str"):

@@ -328,11 +328,12 @@ def test_poincare_distance_is_exact_across_the_accepted_range(c):
     assert float(ball.dist(x[0], x[1])) * c**0.5 == pytest.approx(ref, rel=1e-6)
 
 
-def test_geoopt_dist_caps_near_16_8_in_float64_too_and_pairwise_does_not():
+def test_geoopt_dist_caps_near_16_8_in_float64_too_and_ours_do_not():
     ball = PoincareBall(1.0)
     x = torch.tensor([[1 - 1e-9, 0.0], [-(1 - 1e-9), 0.0]], dtype=F64)
     exact = 4 * math.atanh(1 - 1e-9)  # two points at radius 2 artanh(1 - 1e-9) on opposite sides
-    assert float(ball.dist(x[0], x[1])) == pytest.approx(2 * math.atanh(1 - 1e-7), rel=1e-6)  # the cap, 16.8
+    assert float(ball.manifold.dist(x[0], x[1])) == pytest.approx(2 * math.atanh(1 - 1e-7), rel=1e-6)  # the cap
+    assert float(ball.dist(x[0], x[1])) == pytest.approx(exact, rel=1e-9)  # hierviz 0.3: no cap
     assert float(ball.pairwise_dist(x)[0, 1]) == pytest.approx(exact, rel=1e-6)
 
 

@@ -193,6 +193,12 @@ class ArrayDataset:
         (MedMNIST, CIFAR-100).
     ids : numpy.ndarray of str, shape (N,), optional
         Per-image identifiers (HAM10000 ``image_id``, file paths of an image folder).
+    names_inferred : bool, default False
+        True when the file carries no class names and ``classes`` were supplied by hierviz
+        (a MedMNIST file's official names, looked up by its file name):
+        :func:`hierviz.data.bind_tree` then also binds a tree whose leaves are the integer
+        labels ``"0"``, ``"1"``, ... (issue 27). ``class_0`` ... placeholders are always
+        unnamed.
 
     Notes
     -----
@@ -231,6 +237,7 @@ class ArrayDataset:
     licence: str = ""
     official_split: np.ndarray | None = None
     ids: np.ndarray | None = field(default=None, repr=False)
+    names_inferred: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
         im = np.asarray(self.images)

@@ -20,6 +20,7 @@ the :class:`DatasetSpec` with ``.fetch``, ``.filename``, ``.description``);
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import replace as dc_replace
 from os import PathLike
 from pathlib import Path
@@ -137,6 +138,12 @@ def bind_tree(dataset: ArrayDataset, tree: Any) -> tuple[ArrayDataset, Any]:
     3. the tree has exactly C leaves: its leaf order names label 0, 1, ... (put a
        ``"leaf_order"`` in the tree JSON).
 
+    Data whose names hierviz supplied rather than the file (:attr:`ArrayDataset.names_inferred`:
+    a MedMNIST-layout file, named by its file name, e.g. RetinaMNIST's ``grade_0`` ...) binds to
+    a tree whose leaves are the integer labels ``"0"`` ... by rule 1 as well, with a one-line
+    UserWarning saying so. Where a file's own names are integers in another order than the
+    labels, both readings fit: the names win and a UserWarning says so.
+
     Then :func:`hierviz.data.align_tree` re-orders the tree's leaves to the dataset's classes.
 
     Parameters
@@ -169,15 +176,41 @@ def bind_tree(dataset: ArrayDataset, tree: Any) -> tuple[ArrayDataset, Any]:
     if not isinstance(dataset, ArrayDataset):
         raise TypeError(f"dataset must be an ArrayDataset, got {type(dataset).__name__}")
     tree = load_tree(tree)
+    c = dataset.num_classes
+    leaves = list(tree.leaves)
+    by_name = set(leaves) == set(dataset.classes) and len(set(dataset.classes)) == c
+    integer = _label_value_classes(leaves, c, "")
     if is_placeholder_classes(dataset.classes):
-        c = dataset.num_classes
-        leaves = list(tree.leaves)
-        named = _label_value_classes(leaves, c, "") or _label_value_classes(leaves, c, "class_")
+        named = integer or _label_value_classes(leaves, c, "class_")
         if named is not None:
             dataset = dataset.with_classes(named) if len(named) == c else _with_more_classes(dataset, named)
         elif tree.num_leaves == c:
             dataset = dataset.with_classes(leaves)
+    elif integer is not None and dataset.names_inferred and not by_name:
+        # no names in the file (hierviz supplied e.g. MedMNIST's grade_0 ...): integer leaves are the labels
+        warnings.warn(
+            f"bind_tree: {dataset.name or 'the dataset'} carries no class names; the tree's leaves "
+            f"{_short(integer)} are bound to the integer labels (leaf '0' is label 0; the names "
+            f"{_short(dataset.classes)} hierviz looked up from the file name are not used)",
+            UserWarning,
+            stacklevel=2,
+        )
+        named = dc_replace(dataset, names_inferred=False)
+        dataset = named.with_classes(integer) if len(integer) == c else _with_more_classes(named, integer)
+    elif integer is not None and by_name and dataset.classes != integer[:c]:
+        # the file names its classes with integers in another order: both readings fit
+        warnings.warn(
+            f"bind_tree: the tree's leaves {_short(integer)} match {dataset.name or 'the dataset'}'s class names "
+            f"{_short(dataset.classes)} by name and also the integer labels; bound by name (leaf "
+            f"{dataset.classes[0]!r} is label 0), as the file names them",
+            UserWarning,
+            stacklevel=2,
+        )
     return dataset, align_tree(tree, dataset.classes)
+
+
+def _short(names: list[str], n: int = 4) -> str:
+    return "[" + ", ".join(repr(x) for x in names[:n]) + (", ...]" if len(names) > n else "]")
 
 
 def _with_more_classes(dataset: ArrayDataset, classes: list[str]) -> ArrayDataset:

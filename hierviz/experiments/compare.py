@@ -28,6 +28,7 @@ import numpy as np
 from hierviz.experiments.config import ConfigError, ExperimentConfig, validate
 from hierviz.experiments.records import (
     PLAN_KEYS,
+    RECORD_KEYS,
     RESULT_FREE_KEYS,
     atomic_write_text,
     check_mergeable,
@@ -35,7 +36,9 @@ from hierviz.experiments.records import (
     fingerprint,
     json_default,
     load_records,
+    read_run_file,
     run_name,
+    write_tree_json,
 )
 
 __all__ = ["CompareResult", "compare", "report", "limit_indices", "load_data"]
@@ -87,8 +90,7 @@ class CompareResult:
 
     def arrays(self, method: str, geometry: str, seed: int = 0) -> dict[str, np.ndarray]:
         """The saved evaluation arrays of one run (``embeddings.npz``: ``z_test``, ``y_test``, …)."""
-        with np.load(self.record(method, geometry, seed)["embeddings"]) as f:
-            return {k: f[k] for k in f.files}
+        return read_run_file(self.record(method, geometry, seed)["embeddings"], what="saved embeddings")
 
     def _repr_markdown_(self) -> str:  # Jupyter shows the table
         return self.markdown
@@ -575,6 +577,15 @@ def _compare(
     split = grouped_split(
         np.asarray(ds.labels), None if ds.groups is None else np.asarray(ds.groups), seed=cfg.data.split_seed
     )
+    empty = [k for k in ("train", "test") if len(split[k]) == 0]
+    if empty:  # issue 27 #22: say why here, not "dataset is empty: nothing to embed" after training
+        counts = np.bincount(np.asarray(ds.labels))
+        raise ConfigError(
+            f"the {' and '.join(empty)} split is empty: {len(ds)} {'samples' if ds.is_vector else 'images'} over "
+            f"{len(counts)} classes (at most {int(counts.max())} per class) give train/val/test = "
+            f"{len(split['train'])}/{len(split['val'])}/{len(split['test'])}; the grouped split needs about 3 or more "
+            "per class (more images, fewer classes, or a larger data.limit)"
+        )
     from hierviz.evaluation import PROTOCOLS
     from hierviz.methods import get_method
 
@@ -599,7 +610,7 @@ def _compare(
 
     if main:
         atomic_write_text(out / "config.json", json.dumps(cfg.to_dict(), indent=1, default=json_default))
-        atomic_write_text(out / "tree.json", json.dumps(tree.to_dict(), indent=1, default=json_default))
+        write_tree_json(out / "tree.json", tree)
 
     plan = [(m, g, s) for m in cfg.methods for g in cfg.geometries for s in range(cfg.seeds)]
     records, header_split = [], split
@@ -615,7 +626,7 @@ def _compare(
         hd.barrier()  # rank 0's files of the previous run are on disk: every rank decides alike
         res_file, cfg_file = run_dir / "result.json", run_dir / "config.json"
         if resume and cfg_file.is_file():
-            saved = json.loads(cfg_file.read_text(encoding="utf-8"))
+            saved = read_run_file(cfg_file)
             saved.pop("fingerprint", None)
             if fingerprint(saved, _RESUME_FREE_KEYS) != fingerprint(run_cfg, _RESUME_FREE_KEYS):
                 keys = diff_keys(saved, run_cfg, _RESUME_FREE_KEYS)
@@ -624,7 +635,7 @@ def _compare(
                     "use the same preset and --set values, or another --out"
                 )
         if resume and res_file.is_file():
-            rec = json.loads(res_file.read_text(encoding="utf-8"))
+            rec = read_run_file(res_file, required=RECORD_KEYS)
             say(f"{tag}: finished earlier, reusing {res_file}", flush=True)
         else:
             if main:
@@ -747,14 +758,18 @@ def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bo
         raise ConfigError(f"--out: no finished runs under {out / 'runs'} (run 'hierviz compare --out {out}' first)")
     check_mergeable(records)
     meta_file = out / "compare.json"
-    meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
+    meta = read_run_file(meta_file) if meta_file.is_file() else {}
     order = {name: i for i, name in enumerate(meta.get("runs", []))}
     records.sort(key=lambda r: (order.get(r.get("name"), len(order)), r.get("name", "")))
     cfg_dict = {k: v for k, v in records[0]["config"].items() if k not in ("run", "fingerprint")}
     cfg = ExperimentConfig.from_dict(cfg_dict, where=str(Path(records[0]["folder"]) / "config.json"))
     tree_file = out / "tree.json"
     if tree_file.is_file():
-        tree = LabelTree.from_dict(json.loads(tree_file.read_text(encoding="utf-8")))
+        try:  # LabelTree.from_json reads iteratively (any depth) and names the file
+            tree = LabelTree.from_json(tree_file)
+        except (ValueError, TypeError, KeyError, OSError) as exc:  # a readable JSON object that is no tree
+            text = str(exc) if str(exc).startswith(str(tree_file)) else f"{tree_file}: not a label tree ({exc})"
+            raise ConfigError(f"{text}; delete it and rerun compare") from None
     else:
         _, tree, _ = load_data(cfg)
     methods = list(dict.fromkeys(r["method"] for r in records))

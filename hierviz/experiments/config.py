@@ -379,6 +379,13 @@ def _expect(where: str, what: str, value: Any) -> ConfigError:
     return ConfigError(f"{where}: expected {what}, got {value!r}")
 
 
+def _is_integral(value: Any) -> bool:
+    """An int, or a finite float with an integer value (``int(nan)``/``int(inf)`` raise without a key)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, int) or (math.isfinite(value) and float(value).is_integer())
+
+
 def _coerce(value: Any, default: Any, annotation: Any, where: str) -> Any:
     """Coerce ``value`` to the type of a field (given its annotation string and default)."""
     ann = str(annotation)
@@ -392,7 +399,7 @@ def _coerce(value: Any, default: Any, annotation: Any, where: str) -> Any:
             return value
         raise _expect(where, "true or false", value)
     if "int" in ann and "float" not in ann:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
+        if not _is_integral(value):  # NaN, inf and 1e400 (inf in JSON/TOML) too, naming the key
             raise _expect(where, "an integer", value)
         return int(value)
     if "float" in ann:
@@ -423,7 +430,7 @@ def _coerce_loss(name: str, value: Any, where: str) -> Any:
             raise _expect(where, "true or false", value)
         return value
     if isinstance(default, int):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
+        if not _is_integral(value):
             raise _expect(where, "an integer", value)
         return int(value)
     if isinstance(default, float):
@@ -536,6 +543,10 @@ def default_encoder(dataset: str | None, encoder: str) -> str:
     return encoder
 
 
+#: Largest image side accepted (checked before any worker starts: 20000 px crashed inside one).
+MAX_IMAGE_SIZE = 4096
+
+
 def _check(cond: bool, key: str, what: str, value: Any) -> None:
     if not cond:
         raise ConfigError(f"{key}: must be {what}, got {value!r}")
@@ -588,6 +599,12 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         ("train.threads", cfg.train.threads),
     ):
         _check(v is None or v >= 1, key, "an integer >= 1 (or null)", v)
+    _check(
+        cfg.data.image_size is None or cfg.data.image_size <= MAX_IMAGE_SIZE,
+        "data.image_size",
+        f"<= {MAX_IMAGE_SIZE} px (a batch of larger images does not fit in memory; the papers use 32-224)",
+        cfg.data.image_size,
+    )
     _check(cfg.data.limit is None or cfg.data.limit >= 2, "data.limit", "an integer >= 2 (or null)", cfg.data.limit)
     _check(cfg.data.workers >= 0, "data.workers", "an integer >= 0", cfg.data.workers)
     _check(cfg.data.split_seed >= 0, "data.split_seed", "an integer >= 0", cfg.data.split_seed)
@@ -619,6 +636,12 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     _check(cfg.model.scale_init > 0, "model.scale_init", "> 0", cfg.model.scale_init)
     _check(cfg.train.lr_backbone > 0, "train.lr_backbone", "> 0", cfg.train.lr_backbone)
     _check(cfg.train.lr_head is None or cfg.train.lr_head > 0, "train.lr_head", "> 0 (or null)", cfg.train.lr_head)
+    _check(
+        cfg.train.lr_head is not None or math.isfinite(10.0 * cfg.train.lr_backbone),
+        "train.lr_backbone",
+        "<= 1.7e307 while train.lr_head is null (lr_head = 10 × lr_backbone would overflow)",
+        cfg.train.lr_backbone,
+    )
     _check(
         cfg.train.warmup_epochs is None or cfg.train.warmup_epochs >= 0,
         "train.warmup_epochs",
@@ -667,6 +690,8 @@ def load_preset(name: str | Path) -> dict[str, Any]:
         Unknown name (nearest named), unreadable or invalid TOML (the file named).
     """
     text_name = str(name)
+    if not text_name.strip():  # Path("") is the current folder: "" must not mean the defaults
+        raise ConfigError(f"--preset: empty name; give a preset ({', '.join(preset_names())}) or a .toml path")
     if text_name.endswith(".toml") or Path(text_name).is_file():
         path = Path(text_name)
         if not path.is_file():

@@ -20,6 +20,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from hierviz.data.loaders.htc import HTCData
+from hierviz.experiments.records import safe_name
 from hierviz.methods.paper05 import (
     HTC_METHODS,
     HTC_PRESETS,
@@ -99,7 +100,7 @@ def run_htc(
     jobs += [("hyilr", float(lam), s) for lam in (lams or []) if float(lam) != cfg.lam for s in cfg.seeds]
     records = []
     for m, lam, s in tqdm(jobs, desc="htc runs", disable=not progress):
-        path = out / "runs" / f"{m}_lam{lam:g}_seed{s}.json"
+        path = out / "runs" / f"{safe_name(m)}_lam{lam:g}_seed{s}.json"  # one sanitiser (issue 27 #18)
         if resume and path.is_file():
             records.append(json.loads(path.read_text()))
             continue

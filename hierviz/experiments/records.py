@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,14 @@ from typing import Any
 import numpy as np
 
 from hierviz.experiments.config import RENAMED_KEYS, ConfigError, flatten
+from hierviz.report.run_files import RECORD_KEYS, RunFileError
+from hierviz.report.run_files import read_run_file as _read_run_file
 
 __all__ = [
+    "write_tree_json",
+    "safe_name",
+    "read_run_file",
+    "RECORD_KEYS",
     "RESULT_FREE_KEYS",
     "PLAN_KEYS",
     "RUN_KEYS",
@@ -79,15 +86,37 @@ _NEW_KEY_DEFAULTS = {
 RUN_KEYS = frozenset({"run.method", "run.geometry", "run.seed", "fingerprint"}) | PLAN_KEYS | RESULT_FREE_KEYS
 
 
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def safe_name(part: Any) -> str:
+    """One path component from a user-supplied name: the single sanitiser of run-folder names.
+
+    Every character outside ``A-Z a-z 0-9 . _ -`` (``/``, ``\\``, ``+``, spaces, ``:``, NUL …)
+    becomes ``_`` and a leading ``.`` gets a ``_`` in front, so a method registered as
+    ``../../evil`` (through ``--import``) names a folder *inside* ``--out/runs``, never a path
+    outside it (issue 27 #18), and no run folder is hidden or ``..``.
+
+    Examples
+    --------
+    >>> safe_name("../../evil"), safe_name("hwc+lam"), safe_name("")
+    ('_.._.._evil', 'hwc_lam', '_')
+    """
+    text = _UNSAFE.sub("_", str(part))
+    return "_" + text if text.startswith(".") or not text else text
+
+
 def run_name(method: str, geometry: str, seed: int) -> str:
-    """Folder name of a run: ``hwc_lam-poincare-s0`` ('+' becomes '_').
+    """Folder name of a run: ``hwc_lam-poincare-s0`` (each part through :func:`safe_name`).
 
     Examples
     --------
     >>> run_name("hwc+lam", "poincare", 0)
     'hwc_lam-poincare-s0'
+    >>> run_name("../../evil", "poincare", 0)
+    '_.._.._evil-poincare-s0'
     """
-    return f"{method.replace('+', '_')}-{geometry}-s{seed}"
+    return f"{safe_name(method)}-{safe_name(geometry)}-s{safe_name(seed)}"
 
 
 def json_default(o: Any) -> Any:
@@ -114,11 +143,68 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return path
 
 
-def _read_json(path: Path) -> dict:
+def read_run_file(path: str | os.PathLike, *, required: Sequence[str] = (), what: str = "") -> Any:
+    """Read one file of a run folder, naming the file in every error (issue 27 #12).
+
+    :func:`hierviz.report.run_files.read_run_file` (the one reader of ``config.json``,
+    ``result.json``, ``compare.json``, ``tree.json`` and ``embeddings.npz``) with its failures
+    raised as :class:`ConfigError`, one line naming the file and the fix.
+
+    Parameters
+    ----------
+    path : str or Path
+    required : sequence of str
+        Keys (JSON) or arrays (npz) that must be present.
+    what : str
+        What the file is, for the message (default: from the name).
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    ConfigError
+        Missing/unreadable file, invalid JSON, not an object, missing keys.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "result.json"
+    >>> _ = p.write_text("{}")
+    >>> read_run_file(p, required=RECORD_KEYS)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hierviz.experiments.config.ConfigError: .../result.json: run record without key 'name' ...
+    """
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: not a readable JSON run record ({exc}); delete the run folder and rerun") from None
+        return _read_run_file(path, required=required, what=what)
+    except RunFileError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def write_tree_json(path: str | os.PathLike, tree: Any) -> Path:
+    """Write a run folder's ``tree.json`` atomically with the iterative JSON writer (any depth).
+
+    ``json.dumps`` recurses once per level, so a 1000-level tree ended ``compare`` in a
+    RecursionError (issue 27 #15); :func:`hierviz.hierarchy.io.dumps_tree_json` does not.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from hierviz.hierarchy import LabelTree
+    >>> deep = LabelTree.from_parents({f"n{i}": f"n{i - 1}" if i else None for i in range(1500)})
+    >>> p = write_tree_json(pathlib.Path(tempfile.mkdtemp()) / "tree.json", deep)
+    >>> LabelTree.from_json(p).depth("n1499")
+    1499
+    """
+    from hierviz.hierarchy.io import dumps_tree_json
+
+    return atomic_write_text(path, dumps_tree_json(tree.to_dict(), indent=1) + "\n")
+
+
+def _read_json(path: Path, required: Sequence[str] = ()) -> dict:
+    return read_run_file(path, required=required)
 
 
 def load_records(out_dir: str | os.PathLike) -> list[dict]:
@@ -141,7 +227,7 @@ def load_records(out_dir: str | os.PathLike) -> list[dict]:
     """
     out = []
     for p in sorted(Path(out_dir).glob("runs/*/result.json")):
-        rec = _read_json(p)
+        rec = _read_json(p, RECORD_KEYS)
         if rec.get("embeddings"):
             rec["embeddings"] = str(p.parent / Path(rec["embeddings"]).name)
         cfg_file = p.parent / "config.json"

@@ -174,7 +174,8 @@ def save_features(path: str | PathLike, data: FeaturesData, *, float16: bool = F
     Returns
     -------
     pathlib.Path
-        The file written.
+        The file written: ``path``, ``path + ".npz"`` when it lacks the suffix, or
+        ``path/features.npz`` when ``path`` is an existing folder.
 
     Raises
     ------
@@ -191,7 +192,13 @@ def save_features(path: str | PathLike, data: FeaturesData, *, float16: bool = F
     >>> g.features.dtype, g.classes
     (dtype('float16'), ['a', 'b', 'c'])
     """
+    if not str(path).strip():
+        raise ValueError("features path is empty; give a file name ending in .npz")
     path = Path(path)
+    if path.is_dir():  # np.savez would write <folder>.npz beside it and report the folder (issue 27 #19)
+        path = path / "features.npz"
+    elif path.suffix != ".npz":
+        path = path.with_name(path.name + ".npz")  # what np.savez_compressed writes: return that path
     X = np.asarray(data.features)
     if float16:
         if np.abs(X).max() > np.finfo(np.float16).max:

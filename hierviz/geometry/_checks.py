@@ -187,11 +187,11 @@ def _check_num_groups(num_groups: Any) -> int:
     return int(num_groups)
 
 
-def _check_steps(steps: Any) -> int:
+def _check_steps(steps: Any, name: str = "steps") -> int:
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
-        raise TypeError(f"steps must be an int, got {type(steps).__name__}")
+        raise TypeError(f"{name} must be an int, got {type(steps).__name__}")
     if steps < 0:
-        raise ValueError(f"steps must be >= 0, got {steps}")
+        raise ValueError(f"{name} must be >= 0, got {steps}")
     return int(steps)
 
 

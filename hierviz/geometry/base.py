@@ -139,7 +139,7 @@ class Geometry(abc.ABC):
         Raises
         ------
         ValueError
-            ``clip_r <= 0`` or NaN, or non-finite ``v``.
+            ``clip_r <= 0`` or NaN, non-finite ``v``, or ``v`` 0-d / with ``d = 0``.
 
         Examples
         --------
@@ -152,6 +152,10 @@ class Geometry(abc.ABC):
         if clip_r is not None and not (float(clip_r) > 0):
             raise ValueError(f"clip_r must be > 0 (or None to disable clipping), got {clip_r!r}")
         t = v if isinstance(v, Tensor) else as_float_tensor(v, "v")
+        if t.dim() == 0 or t.shape[-1] == 0:
+            raise ValueError(
+                f"v must have shape (..., d) with d >= 1 (one row per embedding), got shape {tuple(t.shape)}"
+            )
         with torch.autocast(device_type=t.device.type, enabled=False):
             t = t.to(torch.float64 if t.dtype == torch.float64 else torch.float32)
             if clip_r is not None and float(clip_r) != float("inf"):
@@ -213,6 +217,13 @@ class Geometry(abc.ABC):
             raise ValueError(
                 f"{xname} and {yname} must have the same last dimension, got {xt.shape[-1]} and {yt.shape[-1]}"
             )
+        try:
+            torch.broadcast_shapes(xt.shape, yt.shape)
+        except RuntimeError:  # issue 27 #8: name both shapes, not torch's broadcasting message
+            raise ValueError(
+                f"{xname} has shape {tuple(xt.shape)} and {yname} has shape {tuple(yt.shape)}: their leading "
+                f"(batch) dimensions do not broadcast; use pairwise_dist for all pairs"
+            ) from None
         dtype = torch.promote_types(xt.dtype, yt.dtype)
         return xt.to(dtype), yt.to(device=xt.device, dtype=dtype)
 
@@ -357,13 +368,14 @@ class Geometry(abc.ABC):
         x: Any,
         index: Any,
         num_groups: int,
-        steps: int = 3,
+        steps: int | None = None,
         init: Any = None,
         *,
         weights: Any = None,
         allow_empty: bool = False,
         beta: float = 1.0,
         tol: float | None = None,
+        max_steps: int = _frechet.MAX_STEPS,
     ) -> Tensor | tuple[Tensor, Tensor]:
         r"""Per-group Fréchet/Karcher means, all groups at once (paper 01 Eq. 3).
 
@@ -385,9 +397,14 @@ class Geometry(abc.ABC):
             Group id of each row, in ``[0, num_groups)``.
         num_groups : int
             K, the number of groups (rows of the output).
-        steps : int, default 3
-            Karcher fixed-point steps (paper 01: :math:`T_{mean}=3`). 0 returns the
-            initial estimate.
+        steps : int or None, default None
+            ``None`` (default): iterate until converged, i.e. every non-empty group's
+            Riemannian gradient norm is at most ``tol`` (default
+            :data:`~hierviz.geometry.frechet.DEFAULT_TOL` = 1e-6), at most ``max_steps``
+            steps. An int: exactly that many Karcher fixed-point steps when ``tol`` is None
+            (paper 01: :math:`T_{mean}=3`; no host synchronisation in the loop, so it runs
+            inside compiled training steps), or at most that many with ``tol``. 0 returns
+            the initial estimate.
         init : Tensor, shape (K, D), optional
             Starting estimates (e.g. the EMA prototypes, paper 01 §4.2). Default: the
             origin-tangent mean :math:`\exp_0(\mathrm{mean}_i \log_0 x_i)` per group
@@ -405,10 +422,13 @@ class Geometry(abc.ABC):
             group near the boundary); see ``_karcher_step``. A step that raises the
             objective is never taken.
         tol : float, optional
-            Stop before ``steps`` once every non-empty group's Fréchet gradient norm
+            Stop once every non-empty group's Fréchet gradient norm
             :math:`\|\bar v_g\|_{\mu_g}` (:func:`hierviz.geometry.frechet.riemannian_grad_norm`)
-            is at most ``tol``. ``None`` (default): run exactly ``steps`` steps (no host
-            synchronisation; what training uses).
+            is at most ``tol`` (one host synchronisation per step). ``None`` with an int
+            ``steps``: run exactly ``steps`` steps; with ``steps=None``: 1e-6. Reached in
+            float32 and float64 alike (the line search compares the objective in float64).
+        max_steps : int, default 100
+            Cap on the steps when ``steps`` is None.
 
         Returns
         -------
@@ -437,6 +457,7 @@ class Geometry(abc.ABC):
             allow_empty=allow_empty,
             beta=beta,
             tol=tol,
+            max_steps=max_steps,
         )
 
     def _karcher_step(
@@ -449,6 +470,8 @@ class Geometry(abc.ABC):
         K: int,
         beta: float,
         max_halvings: int = 8,
+        *,
+        sync: bool = True,
     ) -> Tensor:
         r"""One step of Eq. 3, :math:`\mu_g \leftarrow \exp_{\mu_g}(\beta_g \bar v_g)`, made monotone.
 
@@ -460,7 +483,7 @@ class Geometry(abc.ABC):
         compact groups follow Eq. 3 exactly. The objective is evaluated without gradient;
         the returned estimate stays differentiable with respect to ``x``.
         """
-        return _frechet.karcher_step(self, mu, vbar, x, idx, w, K, beta, max_halvings=max_halvings)
+        return _frechet.karcher_step(self, mu, vbar, x, idx, w, K, beta, max_halvings=max_halvings, sync=sync)
 
     def _dist_rows(self, a: Tensor, b: Tensor) -> Tensor:
         """Row-wise geodesic distance via the geoopt manifold, unvalidated (internal, for the mean)."""
@@ -474,7 +497,16 @@ class Geometry(abc.ABC):
         return self._exp0(_segment_sum(self._log0(x) * wcol, idx, K) / denom)
 
     @_fp32
-    def mean(self, x: Any, weights: Any = None, steps: int = 3, init: Any = None) -> Tensor:
+    def mean(
+        self,
+        x: Any,
+        weights: Any = None,
+        steps: int | None = None,
+        init: Any = None,
+        *,
+        tol: float | None = None,
+        max_steps: int = _frechet.MAX_STEPS,
+    ) -> Tensor:
         r"""Fréchet/Karcher mean of a set of points (paper 01 Eq. 3; Euclidean: arithmetic mean).
 
         Parameters
@@ -483,12 +515,18 @@ class Geometry(abc.ABC):
             Points on the manifold, n >= 1.
         weights : Tensor, shape (n,), optional
             Non-negative weights with a positive sum (default: uniform).
-        steps : int, default 3
-            Fixed-point steps in the tangent space at the current estimate
-            (:math:`T_{mean}=3`, :math:`\beta=1`).
+        steps : int or None, default None
+            ``None``: iterate to convergence (Riemannian gradient norm <= ``tol``, default
+            1e-6, at most ``max_steps`` steps). An int: that many fixed-point steps in the
+            tangent space at the current estimate (paper 01: :math:`T_{mean}=3`,
+            :math:`\beta=1`), fewer if ``tol`` is given and reached first.
         init : Tensor, shape (D,), optional
             Starting estimate (default: :math:`\exp_0(\mathrm{mean}_i \log_0 x_i)`;
             Lorentz: the Lorentzian centroid).
+        tol : float, optional
+            Gradient-norm tolerance (see :meth:`group_mean`).
+        max_steps : int, default 100
+            Cap on the steps when ``steps`` is None.
 
         Returns
         -------
@@ -500,7 +538,7 @@ class Geometry(abc.ABC):
         ValueError
             If ``x`` is empty, off the manifold or non-finite, or weights sum to 0.
         """
-        return _frechet.mean(self, x, weights=weights, steps=steps, init=init)
+        return _frechet.mean(self, x, weights=weights, steps=steps, init=init, tol=tol, max_steps=max_steps)
 
     @_fp32
     def ema_step(self, proto: Any, x: Any, index: Any, eta: float) -> Tensor:

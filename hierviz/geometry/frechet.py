@@ -24,7 +24,13 @@ from hierviz.geometry._checks import (
     as_float_tensor,
 )
 
-__all__ = ["group_mean", "mean", "ema_step", "karcher_step", "riemannian_grad_norm"]
+__all__ = ["group_mean", "mean", "ema_step", "karcher_step", "riemannian_grad_norm", "DEFAULT_TOL", "MAX_STEPS"]
+
+#: Default stopping tolerance of :func:`group_mean`/:func:`mean` when ``steps`` is None: every
+#: group's Riemannian gradient norm :math:`\|\bar v_g\|_{\mu_g}` at most this.
+DEFAULT_TOL = 1e-6
+#: Default cap on the Karcher steps when iterating to convergence (``steps=None``).
+MAX_STEPS = 100
 
 
 def riemannian_grad_norm(geometry, mu: Tensor, vbar: Tensor) -> Tensor:
@@ -51,7 +57,8 @@ def riemannian_grad_norm(geometry, mu: Tensor, vbar: Tensor) -> Tensor:
     with torch.no_grad():
         if geometry._flat:
             return vbar.norm(dim=-1)
-        return geometry._dist_rows(mu, geometry._exp(mu, vbar))
+        m64 = mu.detach().double()  # the length of a short step, without float32 cancellation
+        return geometry._dist_rows(m64, geometry._exp(m64, vbar.detach().double())).to(mu.dtype)
 
 
 def group_mean(
@@ -59,13 +66,14 @@ def group_mean(
     x: Any,
     index: Any,
     num_groups: int,
-    steps: int = 3,
+    steps: int | None = None,
     init: Any = None,
     *,
     weights: Any = None,
     allow_empty: bool = False,
     beta: float = 1.0,
     tol: float | None = None,
+    max_steps: int = MAX_STEPS,
 ) -> Tensor | tuple[Tensor, Tensor]:
     r"""Per-group Fréchet/Karcher means of ``x`` on ``geometry``, all groups at once (paper 01 Eq. 3).
 
@@ -77,7 +85,7 @@ def group_mean(
     ----------
     geometry : Geometry
         Supplies the maps (``_log``/``_exp``), the start (``_initial_means``) and the checks.
-    x, index, num_groups, steps, init, weights, allow_empty, beta, tol
+    x, index, num_groups, steps, init, weights, allow_empty, beta, tol, max_steps
         As :meth:`hierviz.geometry.Geometry.group_mean`.
 
     Returns
@@ -107,9 +115,16 @@ def group_mean(
         raise ValueError("x is empty (n=0): a mean needs at least one point")
     K = _check_num_groups(num_groups)
     idx = _check_index(index, n, K, xt.device)
-    steps = _check_steps(steps)
+    if steps is None:  # iterate to convergence (the default): tol on the gradient norm, max_steps cap
+        steps = _check_steps(max_steps, "max_steps")
+        if tol is None:
+            tol = DEFAULT_TOL
+    else:
+        steps = _check_steps(steps)
     if tol is not None and not (float(tol) >= 0):
         raise ValueError(f"tol must be >= 0 (or None to run every step), got {tol!r}")
+    # fixed steps (tol None): no host synchronisation in the loop (compiled training steps)
+    sync = tol is not None
     w = _check_weights(weights, n, xt)
     init_t = None
     if init is not None:
@@ -117,9 +132,17 @@ def group_mean(
         if tuple(init_t.shape) != (K, D):
             raise ValueError(f"init must have shape ({K}, {D}), got {tuple(init_t.shape)}")
 
+    out_dtype = xt.dtype
+    if sync and not geometry._flat and xt.dtype != torch.float64:
+        # iterating to a tolerance: float32 log maps near the boundary are too noisy (their mean, the
+        # step, is off by ~1e-4 at norm 0.9999), so the iteration runs in float64 and the mean is
+        # rounded once at the end (differentiable through the casts)
+        xt, w = xt.double(), w.double()
+        init_t = None if init_t is None else init_t.double()
     counts = _segment_sum(w.detach(), idx, K)
     empty = counts <= 0
-    if not allow_empty and init_t is None and bool(empty.any()):  # no host read with allow_empty (issue 25)
+    # the only sync of the fixed-step path (skipped while torch.compile traces: no graph break there)
+    if init_t is None and not allow_empty and not torch.compiler.is_compiling() and bool(empty.any()):
         missing = torch.nonzero(empty).flatten().tolist()
         shown = missing[:20]
         more = "" if len(missing) <= 20 else f" (+{len(missing) - 20} more)"
@@ -141,11 +164,13 @@ def group_mean(
         for _ in range(steps):
             v = geometry._log(mu[idx], xt) * wcol
             vbar = _segment_sum(v, idx, K) / denom
-            if tol is not None and float(riemannian_grad_norm(geometry, mu, vbar)[~empty].max()) <= tol:
-                break
-            mu = geometry._karcher_step(mu, vbar, xt, idx, w, K, beta)
+            if sync:
+                gn = riemannian_grad_norm(geometry, mu, vbar).masked_fill(empty, 0.0)
+                if not float(gn.max()) > tol:  # converged (a NaN stops too: more steps cannot mend it)
+                    break
+            mu = geometry._karcher_step(mu, vbar, xt, idx, w, K, beta, sync=sync)
 
-    if torch.compiler.is_compiling() or bool(empty.any()):  # compiled: always the (cheap) select
+    if init_t is not None or allow_empty:  # else no group is empty (checked above); no sync: a where
         if init_t is not None:
             fill = init_t
         elif geometry._flat:
@@ -153,6 +178,7 @@ def group_mean(
         else:
             fill = geometry.origin(geometry._tangent_dim(D), dtype=xt.dtype, device=xt.device).expand(K, D)
         mu = torch.where(empty.unsqueeze(-1), fill, mu)
+    mu = mu.to(out_dtype)
     if allow_empty:
         return mu, ~empty
     return mu
@@ -168,6 +194,8 @@ def karcher_step(
     K: int,
     beta: float,
     max_halvings: int = 8,
+    *,
+    sync: bool = True,
 ) -> Tensor:
     r"""One step of Eq. 3, :math:`\mu_g \leftarrow \exp_{\mu_g}(\beta_g \bar v_g)`, with a monotone line search.
 
@@ -176,36 +204,57 @@ def karcher_step(
     :math:`\overline{\sqrt c\, d \coth(\sqrt c\, d)}` (> 1), so for a spread group the
     full step overshoots, often by a factor of about 2, and the plain iteration oscillates
     or diverges. Here each group takes, among the trial steps
-    :math:`\beta, \beta/2, \dots, \beta/2^{\text{max\_halvings}}`, the one with the lowest
-    :math:`F_g`, and only if it lowers :math:`F_g` strictly; otherwise it stays where it
-    is. So :math:`F_g` never rises (hierviz 0.2 accepted rises up to :math:`10^{-6}F_g` and
-    took the first non-rising step, and its 3-step means could be 0.4 away from the
-    minimiser). For a compact group near the minimiser the full step is the best and Eq. 3
-    is followed exactly. The objective is evaluated without gradient; the returned
+    :math:`\beta, \beta/2, \dots, \beta/2^{\text{max\_halvings}}`, the largest one that does not
+    raise :math:`F_g`, replaced by a smaller one only if that lowers :math:`F_g` further;
+    if every trial raises it, the group stays where it is. So :math:`F_g` never rises. For a
+    compact group near the minimiser the full step is the best and Eq. 3 is followed exactly.
+
+    The objective is compared in float64 whatever the points' dtype: hierviz 0.2 compared it
+    in float32 and took only strict decreases, so near the minimiser, where a step changes
+    :math:`F_g` by less than float32 resolves, every step was refused and float32 means stalled
+    2.1e-3 from the Fréchet mean. The objective is evaluated without gradient; the returned
     estimate stays differentiable with respect to ``x``.
+
+    ``sync=False`` runs all ``max_halvings + 1`` trials without the early exit (no host
+    synchronisation: usable inside compiled training steps); the result is the same.
     """
     with torch.no_grad():
         xd, wd, vd, mud = x.detach(), w.detach(), vbar.detach(), mu.detach()
-        best_f = _segment_sum(wd * geometry._dist_rows(mud[idx], xd) ** 2, idx, K)
+        x64, w64 = xd.double(), wd.double()
+
+        def objective(m: Tensor) -> Tensor:
+            return _segment_sum(w64 * geometry._dist_rows(m.double()[idx], x64) ** 2, idx, K)
+
+        best_f = objective(mud)
         step = torch.zeros(K, dtype=x.dtype, device=x.device)  # 0 = stay: never a rise of F_g
         passed = torch.zeros(K, dtype=torch.bool, device=x.device)
         t = float(beta)
         for _ in range(max_halvings + 1):
-            trial = geometry._exp(mud, t * vd)
-            f1 = _segment_sum(wd * geometry._dist_rows(trial[idx], xd) ** 2, idx, K)
-            better = (f1 < best_f) & ~passed  # NaN compares False: never taken
+            f1 = objective(geometry._exp(mud, t * vd))
+            # the first acceptable step may tie (at the minimiser a step changes nothing); a smaller
+            # one must improve strictly. NaN compares False: never taken
+            better = ((f1 < best_f) | ((f1 <= best_f) & (step == 0))) & ~passed
             # F_g is geodesically convex, so along the ray it rises again once past its minimum:
             # a group that improved earlier and not now needs no smaller trial step
             passed |= ~better & (step > 0)
             step = torch.where(better, torch.full_like(step, t), step)
             best_f = torch.where(better, f1, best_f)
-            if not torch.compiler.is_compiling() and bool(passed.all()):  # compiled: every trial (issue 25)
+            if sync and not torch.compiler.is_compiling() and bool(passed.all()):
                 break
             t /= 2
     return geometry._exp(mu, step.unsqueeze(-1) * vbar)
 
 
-def mean(geometry, x: Any, weights: Any = None, steps: int = 3, init: Any = None) -> Tensor:
+def mean(
+    geometry,
+    x: Any,
+    weights: Any = None,
+    steps: int | None = None,
+    init: Any = None,
+    *,
+    tol: float | None = None,
+    max_steps: int = MAX_STEPS,
+) -> Tensor:
     r"""Fréchet/Karcher mean of a set of points on ``geometry`` (paper 01 Eq. 3; Euclidean: arithmetic mean).
 
     One group of :func:`group_mean`. Parameters, return value and errors as
@@ -227,7 +276,7 @@ def mean(geometry, x: Any, weights: Any = None, steps: int = 3, init: Any = None
             raise ValueError("weights sum to 0: the weighted mean is undefined")
     else:
         w = None
-    return geometry.group_mean(xt, idx, 1, steps=steps, init=init1, weights=w)[0]
+    return geometry.group_mean(xt, idx, 1, steps=steps, init=init1, weights=w, tol=tol, max_steps=max_steps)[0]
 
 
 def ema_step(geometry, proto: Any, x: Any, index: Any, eta: float) -> Tensor:

@@ -351,11 +351,22 @@ class LabelTree:
         for level in range(1, L + 1):
             col = paths[:, level]
             k += col[:, None] == col[None, :]
-        lca_depth = torch.minimum(k, self._leaf_depth[:, None].to(kdt)).long()
+        # small-int depth(lca) and in-place arithmetic: one (C, C) int64 temporary at a time
+        # (issue 27 #15: a 10,000-leaf tree peaked at 4.8 GB here, now about half)
+        lca_small = torch.minimum(k, self._leaf_depth[:, None].to(kdt))
         del k
-        self._lca_matrix = paths.gather(1, lca_depth)
-        self._rho_matrix = lca_depth.to(torch.float32) / float(L)
-        self._tree_distance_matrix = self._leaf_depth[:, None] + self._leaf_depth[None, :] - 2 * lca_depth
+        index = lca_small.long()
+        self._lca_matrix = paths.gather(1, index)
+        del index
+        rho = lca_small.to(torch.float32)
+        rho /= float(L)
+        self._rho_matrix = rho
+        dist = lca_small.long()
+        del lca_small
+        dist *= -2
+        dist += self._leaf_depth[:, None]
+        dist += self._leaf_depth[None, :]
+        self._tree_distance_matrix = dist
 
     @staticmethod
     def _check_leaf_order(classes: Sequence[str], leaves: Sequence[str], argname: str) -> list[str]:

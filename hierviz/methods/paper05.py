@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import time
 from collections.abc import Sequence
@@ -142,10 +143,18 @@ class HTCConfig:
     def __post_init__(self) -> None:
         for m in self.methods:
             HTC_METHODS.get(m)  # UnknownNameError naming the nearest
+        for name in ("lam", "tau", "lr", "threshold"):  # NaN/inf named here, not later as a bad lr
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
         if self.lam < 0:
             raise ValueError(f"lam must be >= 0, got {self.lam}")
         if not self.tau > 0:
             raise ValueError(f"tau must be > 0, got {self.tau}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+        if not 0 < self.threshold < 1:  # sigmoid outputs lie in (0, 1): 2 would predict nothing
+            raise ValueError(f"threshold must lie in (0, 1) (a cut on sigmoid probabilities), got {self.threshold!r}")
         for name in ("epochs", "batch_size", "h", "layers", "heads", "max_len", "vocab"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:

@@ -112,6 +112,12 @@ def hierarchy_consistent(y_pred: Any, tree: Any) -> np.ndarray:
 def _f1(y_true: np.ndarray, y_pred: np.ndarray, average: str) -> float:
     from sklearn.metrics import f1_score
 
+    if average == "macro":
+        # macro over the labels that occur in the truth or the prediction (issue 27 #16): a label
+        # absent from both has no true positives, false positives or false negatives, and counting it
+        # as F1 = 0 made hierarchical_f1(y, y) score 0.4; scikit-learn's zero_division=1 reading
+        present = y_true.any(0) | y_pred.any(0)
+        y_true, y_pred = y_true[:, present], y_pred[:, present]
     if y_true.shape[1] == 0:
         return float("nan")
     return float(f1_score(y_true, y_pred, average=average, zero_division=0))
@@ -131,7 +137,23 @@ def hierarchical_f1(y_true: Any, y_pred: Any, tree: Any) -> dict[str, float]:
     dict
         ``micro_f1``, ``macro_f1`` (scikit-learn ``f1_score`` over the non-root labels,
         ``zero_division=0``), ``hi_micro_f1``, ``hi_macro_f1`` (the same on
-        :func:`hierarchy_consistent` predictions; module notes), all in [0, 1].
+        :func:`hierarchy_consistent` predictions; module notes), all in [0, 1]. The macro
+        averages run over the labels present in ``y_true`` or the predictions: paper 05 §5.2
+        defers to the HTC studies' Macro-F1 without defining absent labels, and a label with
+        no true and no predicted document has F1 undefined (scikit-learn's ``zero_division``);
+        counting it as 0 would make ``hierarchical_f1(y, y)`` less than 1. NaN if no label
+        occurs at all.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hierviz.hierarchy import LabelTree
+    >>> tree = LabelTree.from_nested({"root": {"a": ["a1", "a2"], "b": ["b1"]}})
+    >>> y = np.zeros((2, tree.num_nodes), bool)
+    >>> y[0, [tree.node_index["a"], tree.node_index["a1"]]] = True  # a2, b, b1 never occur
+    >>> y[1, [tree.node_index["a"], tree.node_index["a1"]]] = True
+    >>> hierarchical_f1(y, y, tree)["macro_f1"]
+    1.0
 
     Raises
     ------

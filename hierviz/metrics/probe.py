@@ -16,6 +16,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from hierviz.metrics._validate import same_dim
 from hierviz.metrics.hierarchy import (
     _as_labels,
     _as_points,
@@ -115,8 +116,7 @@ def linear_probe(
     seed = _check_seed(seed)
     zt = _as_points(z_train, "z_train", geometry)
     ze = _as_points(z_test, "z_test", geometry)
-    if zt.shape[1] != ze.shape[1]:
-        raise ValueError(f"z_train has dimension {zt.shape[1]} but z_test has {ze.shape[1]}")
+    same_dim(zt, "z_train", ze, "z_test")
     yt = torch.as_tensor(np.asarray(y_train)) if not isinstance(y_train, torch.Tensor) else y_train
     if yt.dtype.is_floating_point or yt.dtype == torch.bool:
         raise TypeError(f"y_train must hold integer leaf indices, got dtype {yt.dtype}")
@@ -215,6 +215,7 @@ def hierarchy_report(
     y_te = _as_labels(y_test, "y_test", tree)
     z_tr = _as_points(z_train, "z_train", geometry)
     z_te = _as_points(z_test, "z_test", geometry)
+    same_dim(z_tr, "z_train", z_te, "z_test")
     if z_tr.shape[0] != y_tr.numel():
         raise ValueError(f"z_train and y_train must have the same length, got {z_tr.shape[0]} and {y_tr.numel()}")
     if z_te.shape[0] != y_te.numel():

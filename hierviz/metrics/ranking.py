@@ -364,9 +364,15 @@ def ndcg_tree(
 
 
 def _cosine(z: Any, zg: Any | None = None) -> torch.Tensor:
-    a = torch.nn.functional.normalize(torch.as_tensor(np.asarray(z), dtype=torch.float64), dim=-1)
-    b = a if zg is None else torch.nn.functional.normalize(torch.as_tensor(np.asarray(zg), dtype=torch.float64), dim=-1)
-    return a @ b.T
+    from hierviz.metrics._validate import as_embeddings, same_dim
+
+    zt = as_embeddings(z, "z")
+    a = torch.nn.functional.normalize(zt.double(), dim=-1)
+    if zg is None:
+        return a @ a.T
+    zgt = as_embeddings(zg, "zg")
+    same_dim(zt, "z", zgt, "zg")
+    return a @ torch.nn.functional.normalize(zgt.double(), dim=-1).T
 
 
 def ranking_report(z: Any, labels: Any, tree: Any, *, geometry: Any = None, k: int = 5) -> dict[str, float]:

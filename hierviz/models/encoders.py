@@ -9,6 +9,7 @@ returns a module with an integer ``out_dim``. Pretrained weights are never downl
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import torch
@@ -196,7 +197,27 @@ def _load_state_dict_file(module: nn.Module, path: str | Path) -> None:
             f"pretrained: no tensor in {str(path)!r} matches the encoder's parameter names and shapes "
             f"(file keys e.g. {list(state)[:3]}, model keys e.g. {list(own)[:3]})"
         )
+    # issue 27 #20: a file matching only some of the encoder's tensors is said (few: refused)
+    n_own, n_used = len(own), len(usable)
+    if n_used < MIN_PRETRAINED_FRACTION * n_own:
+        raise ValueError(
+            f"pretrained: only {n_used} of the encoder's {n_own} tensors match {str(path)!r} by name and shape "
+            f"(at least {MIN_PRETRAINED_FRACTION:.0%} needed); is it weights of another architecture? "
+            f"(file keys e.g. {list(state)[:3]}, model keys e.g. {list(own)[:3]})"
+        )
+    if n_used < n_own:
+        skipped = [k for k in own if k not in usable]
+        warnings.warn(
+            f"pretrained: loaded {n_used} of the encoder's {n_own} tensors from {str(path)!r}; "
+            f"{len(skipped)} keep their random initialisation (e.g. {skipped[:3]})",
+            UserWarning,
+            stacklevel=3,
+        )
     module.load_state_dict(usable, strict=False)
+
+
+#: Smallest share of an encoder's tensors a ``pretrained`` file must provide (else refused).
+MIN_PRETRAINED_FRACTION = 0.5
 
 
 def resnet_encoder(

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from hierviz.report.run_files import read_run_file
 from hierviz.report.tables import (
     METRICS,
     UNSEEN_METRICS,
@@ -376,9 +377,9 @@ def build_report(
             if not emb or not Path(emb).is_file():
                 notes.append(f"{label}: no saved test embeddings, figures skipped")
                 continue
-            with np.load(emb) as f:
-                z, y = f["z_test"], f["y_test"]
-                protos, pnodes = f["prototypes"], f["proto_nodes"]
+            f = read_run_file(emb, required=("z_test", "y_test", "prototypes", "proto_nodes"), what="saved embeddings")
+            z, y = f["z_test"], f["y_test"]
+            protos, pnodes = f["prototypes"], f["proto_nodes"]
             geom = get_geometry(**r["geometry_config"]) if r.get("geometry_config") else get_geometry(geo)
             what = "encoder features" if r.get("eval_embedding") == "features" else "embeddings"
             note = collapsed_note(z)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import time
 from dataclasses import asdict, dataclass, replace
 from os import PathLike
@@ -433,12 +434,28 @@ def _run_retrieval(data, cfg, out, tree, progress, verbose):
     device = _device(cfg.device)
     X, y = data.features.astype(np.float32), data.labels
     groups = data.groups
+    # issue 27 #14: too little data is one message with the minimum, not scikit-learn's / a k-range error
+    k_max = max(cfg.ks) if cfg.ks else 1
+    n_classes = len(np.unique(y))
+    need = max(n_classes, math.ceil(k_max * cfg.folds / (cfg.folds - 1)), cfg.folds)
+    if cfg.limit is not None and int(cfg.limit) < need:
+        raise ValueError(
+            f"limit={cfg.limit} is too few rows for retrieval: {cfg.folds} folds with MAP@{k_max} need at least "
+            f"{need} (every held-out query ranks >= {k_max} references; {n_classes} classes); raise limit or lower "
+            "folds / ks"
+        )
     if cfg.limit is not None:
         keep = _stratified_subset(y, int(cfg.limit), cfg.seed)
         X, y = X[keep], y[keep]
         groups = None if groups is None else np.asarray(groups)[keep]
     n_grid = sorted({min(int(n), X.shape[1]) for n in cfg.n_grid})
     folds = grouped_folds(y, groups, cfg.folds, cfg.seed)
+    small = min(len(y) - len(f) for f in folds)
+    if small < k_max:
+        raise ValueError(
+            f"{len(y)} rows are too few for retrieval: a fold keeps only {small} references but MAP@{k_max} ranks "
+            f"{k_max}; need at least {need} rows ({cfg.folds} folds), or lower folds / ks"
+        )
     rows: list[dict[str, Any]] = []
     histories: dict[str, list[float]] = {}
     examples: dict[str, np.ndarray] = {}

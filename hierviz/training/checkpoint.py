@@ -12,7 +12,8 @@ supported) and only then renames the new file over the old one, so a crash at an
 leaves at least one complete, verified checkpoint. :func:`load_checkpoint` verifies the
 digest before unpickling (``weights_only``: no code runs) and raises
 :class:`CheckpointError`, naming the file and the kept previous one, on any mismatch.
-Files written by hierviz 0.1 (a bare ``torch.save``) are still read, without a digest.
+Files written by hierviz 0.1 (a bare ``torch.save``) are still read, without a digest, with a
+one-line UserWarning saying the file was not verified.
 """
 
 from __future__ import annotations
@@ -263,7 +264,13 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         if hashlib.sha256(payload).hexdigest().encode("ascii") != line[7:]:
             raise _corrupt(path, "sha256 mismatch: the file changed after it was written")
     else:
-        payload = data  # hierviz 0.1: a bare torch.save, no digest
+        payload = data  # hierviz 0.1: a bare torch.save, no digest: say so (issue 27 #21), once per read
+        warnings.warn(
+            f"{path}: a hierviz 0.1 checkpoint without a sha256 digest, read unverified (damage shows only if "
+            "torch cannot unpickle it); the next checkpoint written adds the digest",
+            UserWarning,
+            stacklevel=2,
+        )
     try:
         return torch.load(io.BytesIO(payload), map_location=map_location, weights_only=True)
     except Exception as exc:  # truncated zip, unpickling error, ...

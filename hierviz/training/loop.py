@@ -321,6 +321,35 @@ def _objective_loss(
     return objective(z, y)
 
 
+def _iter_deferring_sigint(loader: Any) -> Any:
+    """``iter(loader)`` with Ctrl-C deferred to its end, then raised as KeyboardInterrupt.
+
+    Starting DataLoader workers forks; a SIGINT that lands while CPython runs its at-fork
+    hooks (logging's re-initialises its locks there) raises inside the hook, where the
+    exception is printed as "ignored" and lost: the run went on to the end and exited 0
+    (issue 27 #17). Here the signal only records itself while the workers start, and the
+    interrupt is raised right after, at the epoch boundary (the last checkpoint is kept).
+    Only in the main thread with Python's default handler installed; otherwise plain ``iter``.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        return iter(loader)
+    hit: list[int] = []
+    old = signal.signal(signal.SIGINT, lambda signum, frame: hit.append(signum))
+    try:
+        batches = iter(loader)
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if hit:
+        del batches  # shut the workers down before leaving
+        raise KeyboardInterrupt
+    return batches
+
+
 def fit(
     config: TrainConfig,
     model: nn.Module,
@@ -514,7 +543,7 @@ def fit(
             model.train()
             objective.train()
             sums: dict[str, float] = {}
-            batches = iter(loader)
+            batches = _iter_deferring_sigint(loader)  # issue 27 #17: Ctrl-C while workers fork is kept
             for step in range(steps_per_epoch):
                 with _augment_threads(config.num_workers == 0):
                     batch = next(batches)

@@ -239,3 +239,45 @@ def check_labels(labels: np.ndarray, n_images: int, where: str, fix: str = NPZ_F
     if labels.size and labels.min() < 0:
         raise ValueError(f"{where}: negative label {int(labels.min())}; labels must be 0..C-1; {fix}")
     return labels
+
+
+#: Most classes a file without class names may imply (its largest label + 1): each gets a
+#: ``class_<i>`` name, so a stray label of 2e12 would otherwise build 2e12 names (MemoryError).
+MAX_UNNAMED_CLASSES = 100_000
+
+
+def placeholder_classes(labels: np.ndarray, where: str, fix: str = NPZ_FIX) -> list[str]:
+    """``["class_0", ..., "class_{max label}"]`` for labels without names; refuse absurd label values.
+
+    Parameters
+    ----------
+    labels : numpy.ndarray of int, shape (N,)
+        Checked labels (:func:`check_labels`), ``>= 0``.
+    where : str
+        Prefix of the message (file and array name).
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    ValueError
+        The largest label implies more than :data:`MAX_UNNAMED_CLASSES` classes (one line,
+        naming the file, the largest label and the fix).
+
+    Examples
+    --------
+    >>> placeholder_classes(np.array([0, 2]), "x")
+    ['class_0', 'class_1', 'class_2']
+    """
+    if not labels.size:
+        return []
+    top = int(labels.max())
+    if top >= MAX_UNNAMED_CLASSES:
+        raise ValueError(
+            f"{where} go up to {top} but the file names no classes: that would be {top + 1} classes "
+            f"(at most {MAX_UNNAMED_CLASSES} without names); labels must be class indices 0..C-1 "
+            f"(re-number them, e.g. np.unique(labels, return_inverse=True)) or add a 'classes' array"
+        )
+    return [f"class_{i}" for i in range(top + 1)]

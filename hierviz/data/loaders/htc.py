@@ -353,17 +353,37 @@ def load_htc_jsonl(
             raise FileNotFoundError(f"{tp}: the tree of {p} is missing; pass tree= or keep <name>_tree.json beside it")
         tree = LabelTree.from_json(tp)
     texts, labels, split = [], [], []
-    with open(p, encoding="utf-8") as f:
-        for ln, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                o = json.loads(line)
-                texts.append(str(o["text"]))
-                labels.append([str(x) for x in o["labels"]])
+    fmt = '{"text": "...", "labels": ["a", "a1"], "split": "train"}'
+    try:
+        with open(p, encoding="utf-8") as f:
+            for ln, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    o = json.loads(line)
+                except ValueError as exc:
+                    raise ValueError(f"{p}:{ln}: not a JSON line ({exc}); each line must be {fmt}") from None
+                if not isinstance(o, dict) or "text" not in o or "labels" not in o:
+                    raise ValueError(f"{p}:{ln}: each line must be an object {fmt}, got {str(o)[:60]!r}")
+                text, labs = o["text"], o["labels"]
+                if not isinstance(text, str):  # null would become the text "None"
+                    raise ValueError(f'{p}:{ln}: "text" must be a string, got {json.dumps(text)[:40]}')
+                if not isinstance(labs, list) or not all(isinstance(x, str) for x in labs):
+                    # a bare string "a1" would be split into characters
+                    raise ValueError(
+                        f'{p}:{ln}: "labels" must be a list of label names (e.g. ["a", "a1"]), '
+                        f"got {json.dumps(labs)[:40]}"
+                    )
+                texts.append(text)
+                labels.append(labs)
                 split.append(str(o.get("split", "train")))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{p}:{ln}: expected {{'text', 'labels', 'split'}} JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the file as UTF-8") from None
+    if len(texts) < 2:
+        raise ValueError(
+            f"{p}: holds {len(texts)} document(s); an HTC dataset needs at least 2 (train and test), "
+            f"one JSON line each: {fmt}"
+        )
     sp = np.array(split)
     bad = sorted(set(sp.tolist()) - {"train", "val", "test"})
     if bad:

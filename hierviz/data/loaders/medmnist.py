@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from hierviz.data.base import ArrayDataset, DatasetInfo, find_data_file, register_dataset
-from hierviz.data.loaders._io import HAM_CITATION, check_labels, open_npz, to_rgb
+from hierviz.data.loaders._io import HAM_CITATION, check_labels, open_npz, placeholder_classes, to_rgb
 
 __all__ = ["MEDMNIST_CITATION", "MEDMNIST_INFO", "load_medmnist"]
 
@@ -217,7 +217,8 @@ def load_medmnist(path: str | PathLike, name: str | None = None) -> ArrayDataset
         classes, licence = list(info["classes"]), info["licence"]
         citation = f"{MEDMNIST_CITATION} Source data: {info['source']}"
     else:
-        classes, licence = [f"class_{i}" for i in range(n_cls)], "unknown (see the data's own licence)"
+        classes = placeholder_classes(labels, f"{path}: labels", MEDMNIST_FIX)
+        licence = "unknown (see the data's own licence)"
         citation = MEDMNIST_CITATION
     return ArrayDataset(
         images=np.concatenate(imgs),
@@ -228,6 +229,7 @@ def load_medmnist(path: str | PathLike, name: str | None = None) -> ArrayDataset
         citation=citation,
         licence=licence,
         official_split=np.concatenate(split),
+        names_inferred=info is not None,  # MedMNIST files carry no names: these come from the file name
     )
 
 

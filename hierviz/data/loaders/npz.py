@@ -37,6 +37,7 @@ from hierviz.data.loaders._io import (
     NpzArrays,
     check_labels,
     open_npz,
+    placeholder_classes,
     to_rgb,
 )
 
@@ -132,7 +133,7 @@ def load_npz(path: str | PathLike, name: str | None = None) -> ArrayDataset:
                     f"(labels must be in 0..{len(classes) - 1}); fix the labels or list every class in 'classes'"
                 )
         else:
-            classes = [f"class_{i}" for i in range(int(labels.max()) + 1 if labels.size else 0)]
+            classes = placeholder_classes(labels, f"{path}: {label_key}")
         gkey = next((k for k in GROUP_KEYS if k in files), None)
         groups = z[gkey] if gkey else None
         if groups is not None and groups.shape != (n,):

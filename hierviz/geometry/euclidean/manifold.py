@@ -7,6 +7,7 @@ sphere, monotone in cosine similarity), similarity = cosine, mean = arithmetic m
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import geoopt
@@ -78,7 +79,13 @@ class Euclidean(Geometry):
         Returns
         -------
         Tensor, shape (..., d)
-            Unit vectors (zero rows stay zero), float32 or float64.
+            Unit vectors, float32 or float64.
+
+        Raises
+        ------
+        ValueError
+            With ``validate`` (default): NaN/inf values, zero rows (no direction: hierviz
+            0.2 returned them unchanged), or a 0-d ``v``.
 
         Examples
         --------
@@ -89,7 +96,34 @@ class Euclidean(Geometry):
         t = v if isinstance(v, Tensor) else as_float_tensor(v, "v")
         with torch.autocast(device_type=t.device.type, enabled=False):
             t = t.to(torch.float64 if t.dtype == torch.float64 else torch.float32)
-            return F.normalize(t, dim=-1, eps=1e-12)
+            return self._unit(t, "v")
+
+    def _unit(self, t: Tensor, name: str) -> Tensor:
+        """``t/‖t‖`` row-wise; with ``validate``, NaN/inf and zero rows are refused (one host sync).
+
+        A zero vector has no direction, so it cannot be put on the sphere (hierviz 0.2
+        returned it unchanged, a point off the sphere). ``F.normalize``'s ``eps = 1e-12``
+        floor is not used: it returned ``v/1e-12`` (not a unit vector) for norms below it;
+        any norm above float's smallest normal is divided exactly.
+        """
+        if t.dim() == 0:
+            raise ValueError(f"{name} must have shape (..., d) with d >= 1, got a scalar; pass a vector")
+        if t.shape[-1] == 0:
+            raise ValueError(f"{name} must have d >= 1 coordinates, got shape {tuple(t.shape)}")
+        n = t.norm(dim=-1, keepdim=True)
+        if self.validate and n.numel():
+            with torch.no_grad():
+                lo, total = torch.stack([n.detach().min(), n.detach().sum()]).tolist()
+            if not math.isfinite(total):
+                _check_finite(t, name)
+            tiny = torch.finfo(t.dtype).tiny
+            if lo < tiny:
+                bad = int((n.detach() < tiny).sum())
+                raise ValueError(
+                    f"{name}: {bad} row(s) are zero vectors (norm < {tiny:.3g}), which have no direction and "
+                    f"cannot be projected onto the unit sphere; drop them or add a bias to the head"
+                )
+        return t / n.clamp_min(torch.finfo(t.dtype).tiny)
 
     # ------------------------------------------------------------------ checks
     def check_point(self, x: Any, name: str = "x") -> None:
@@ -113,18 +147,25 @@ class Euclidean(Geometry):
 
     @_fp32
     def proj(self, x: Any) -> Tensor:
-        """Unit-normalise: ``x / max(‖x‖, 1e-12)`` (zero vectors stay zero).
+        """Unit-normalise: ``x / ‖x‖``.
 
         Parameters
         ----------
         x : Tensor, shape (..., d)
+            Non-zero finite vectors.
 
         Returns
         -------
         Tensor, shape (..., d)
             Unit vectors.
+
+        Raises
+        ------
+        ValueError
+            With ``validate`` (default): NaN/inf values or zero rows (a zero vector has no
+            direction; hierviz 0.2 returned it unchanged), or a 0-d ``x``.
         """
-        return F.normalize(as_float_tensor(x, "x"), dim=-1, eps=1e-12)
+        return self._unit(as_float_tensor(x, "x"), "x")
 
     # ------------------------------------------------------------------ distances
     @_fp32
@@ -223,9 +264,18 @@ class Euclidean(Geometry):
         Returns
         -------
         Tensor, shape (..., d)
-            ``v`` (apply :meth:`proj` to get unit vectors).
+            ``v`` (apply :meth:`proj` to get unit vectors; a zero ``v`` is a valid tangent
+            vector and maps to the origin of ``R^d``, which :meth:`proj` refuses).
+
+        Raises
+        ------
+        ValueError
+            With ``validate``: NaN/inf values (hierviz 0.2 passed them through).
         """
-        return as_float_tensor(v, "v")
+        t = as_float_tensor(v, "v")
+        if self.validate:
+            _check_finite(t, "v")
+        return t
 
     @_fp32
     def logmap0(self, x: Any) -> Tensor:
@@ -254,7 +304,10 @@ class Euclidean(Geometry):
         Tensor, shape (..., d)
         """
         xt = self._points(x, "x")
-        return self.manifold.expmap(xt, as_float_tensor(v, "v"))
+        vt = as_float_tensor(v, "v")
+        if self.validate:
+            _check_finite(vt, "v")
+        return self.manifold.expmap(xt, vt)
 
     @_fp32
     def logmap(self, x: Any, y: Any) -> Tensor:

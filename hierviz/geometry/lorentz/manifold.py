@@ -215,18 +215,19 @@ class Lorentz(Geometry):
         if t.numel() == 0:
             return
         with torch.no_grad():
-            t = t.detach()
+            tol = 1e-3 if t.dtype == torch.float32 else 1e-6
+            t = t.detach().double()  # float32 squares overflow from coordinates ~1.8e19 (radius ~44)
             sq = t.pow(2)
             spatial = sq[..., 1:].sum(-1)
             mink = spatial - sq[..., 0]
-            tol = 1e-3 if t.dtype == torch.float32 else 1e-6
             err = (self.c * mink + 1.0).abs()
             # relative violation; NaN/inf propagate into the max
             viol = err / (tol * (self.c * (spatial + sq[..., 0])).clamp_min(1.0))
             lower = t[..., 0] <= 0
-            worst, n_lower = torch.stack([viol.max(), lower.sum().to(viol.dtype)]).tolist()
-            if not math.isfinite(worst):
+            worst, n_lower, top = torch.stack([viol.max(), lower.sum().to(viol.dtype), t.abs().max()]).tolist()
+            if not math.isfinite(worst) or not math.isfinite(top):
                 _check_finite(t, name)
+            self._radius_guard(top, name, "lies", torch.float64)
             if n_lower > 0:
                 raise ValueError(
                     f"{name}: {int(n_lower)} point(s) have time coordinate x0 <= 0 "
@@ -239,6 +240,18 @@ class Lorentz(Geometry):
                     f"(c={scalar(self.c):g}; worst |c<x,x>_L + 1| = {float(err.max()):.3g}); "
                     f"map tangent vectors with expmap0() or fix the time coordinate with proj()"
                 )
+
+    def _radius_guard(self, top: float, name: str, verb: str, dtype: torch.dtype) -> None:
+        """Refuse coordinates beyond :data:`~hierviz.geometry.lorentz.math.COORD_MAX` (an error, never inf/NaN)."""
+        bound = lmath.COORD_MAX.get(dtype, lmath.COORD_MAX[torch.float32])
+        if top > bound:
+            r = lmath.max_radius(scalar(self.c), dtype)
+            raise ValueError(
+                f"{name}: a point {verb} beyond the radius the Lorentz model can hold in {str(dtype)[6:]} "
+                f"(largest coordinate {top:.3g} > {bound:.3g}, distance from the origin > {r:.4g}); "
+                f"its Minkowski form would overflow to inf/NaN. Clip the tangent norm (to_manifold(v, clip_r=...))"
+                + (" or use float64" if dtype != torch.float64 else "")
+            )
 
     def _points(self, x: Any, name: str, min_dim: int = 1) -> Tensor:
         """Validate in the input's dtype, then float64 with the time coordinate recomputed."""
@@ -291,7 +304,12 @@ class Lorentz(Geometry):
     # ------------------------------------------------------------------ distances
     @_float64_inside
     def dist(self, x: Any, y: Any) -> Tensor:
-        r"""Geodesic distance :math:`\frac{1}{\sqrt c}\operatorname{arcosh}(-c\langle x,y\rangle_{\mathcal L})` (``geoopt.Lorentz.dist``).
+        r"""Geodesic distance :math:`\frac{1}{\sqrt c}\operatorname{arcosh}(-c\langle x,y\rangle_{\mathcal L})`.
+
+        Computed as :math:`\frac{2}{\sqrt c}\operatorname{arsinh}\sqrt{\tfrac c4\|y-x\|^2_{\mathcal L}}`
+        (:func:`hierviz.geometry.lorentz.math.dist`, in float64): finite for every point
+        :meth:`check_point` accepts (geoopt's arcosh form was inf at radius 300 in float64),
+        and exact for close points.
 
         Parameters
         ----------
@@ -308,7 +326,7 @@ class Lorentz(Geometry):
             Off-manifold or non-finite points, mismatched dimension.
         """
         xt, yt = self._pair(x, y)
-        return self.manifold.dist(xt, yt)
+        return lmath.dist(xt, yt, self.c)
 
     @_float64_inside
     def pairwise_dist(self, x: Any, y: Any = None) -> Tensor:
@@ -362,13 +380,27 @@ class Lorentz(Geometry):
         Raises
         ------
         ValueError
-            Non-finite ``v`` or a scalar.
+            Non-finite ``v``, a scalar, or (radius guard) ``sqrt(c)·‖v‖`` beyond
+            :func:`~hierviz.geometry.lorentz.math.max_radius` of the dtype (≈ 354 float64, ≈ 87
+            float32 at ``c = 1``), where the point's coordinates would overflow: hierviz 0.2
+            returned inf from norm ≈ 90 (float32) / ≈ 355 (float64) and NaN from 711.
         """
         t = as_float_tensor(v, "v")
         if t.dim() == 0:
             raise ValueError("v must have shape (..., d), got a scalar")
-        if self.validate:
-            _check_finite(t, "v")
+        if self.validate and t.numel():
+            with torch.no_grad():
+                top = float(t.detach().double().norm(dim=-1).max())
+            if not math.isfinite(top):
+                _check_finite(t, "v")
+            r = lmath.max_radius(scalar(self.c), t.dtype)
+            if top > r:
+                raise ValueError(
+                    f"v: tangent norm {top:.4g} exceeds {r:.4g}, the largest radius the Lorentz model holds in "
+                    f"{str(t.dtype)[6:]} (cosh(sqrt(c)·‖v‖)/sqrt(c) would overflow to inf); clip it "
+                    f"(to_manifold(v, clip_r=...)) or rescale the head"
+                    + (", or use float64" if t.dtype != torch.float64 else "")
+                )
         return self.manifold.expmap0(lmath._pad(t.double()))
 
     @_float64_inside
@@ -426,7 +458,15 @@ class Lorentz(Geometry):
             _check_finite(vt, "v")
         if vt.shape[-1] != xt.shape[-1]:
             raise ValueError(f"v must be an ambient tangent vector with {xt.shape[-1]} coordinates, got {vt.shape[-1]}")
-        return self._exp(xt, vt.to(xt.dtype))
+        out = self._exp(xt, vt.to(xt.dtype))
+        if self.validate and out.numel():
+            with torch.no_grad():
+                top = float(out.detach().abs().max())  # NaN/inf propagate
+            dtype = _out_dtype((x, v), {})
+            if not math.isfinite(top):
+                top = float("inf")
+            self._radius_guard(top, "expmap(x, v)", "would lie", dtype)
+        return out
 
     @_float64_inside
     def logmap(self, x: Any, y: Any) -> Tensor:

@@ -36,6 +36,8 @@ Tensor = torch.Tensor
 __all__ = [
     "minkowski_inner",
     "dist",
+    "COORD_MAX",
+    "max_radius",
     "pairwise_dist",
     "proj",
     "proju",
@@ -89,7 +91,15 @@ def minkowski_inner(x: Tensor, y: Tensor, keepdim: bool = False) -> Tensor:
 
 
 def dist(x: Tensor, y: Tensor, c: float) -> Tensor:
-    r"""Geodesic distance :math:`\frac{1}{\sqrt c}\operatorname{arcosh}(-c\langle x, y\rangle_{\mathcal L})`, broadcast.
+    r"""Geodesic distance :math:`\frac{2}{\sqrt c}\operatorname{arsinh}\sqrt{\tfrac c4\|y - x\|^2_{\mathcal L}}`, broadcast.
+
+    Equal to :math:`\frac{1}{\sqrt c}\operatorname{arcosh}(-c\langle x, y\rangle_{\mathcal L})` on the
+    hyperboloid (:math:`\tfrac c4\|y-x\|^2_{\mathcal L} = \sinh^2(\sqrt c\,d/2)`), the form
+    :func:`pairwise_dist` and :func:`logmap` use: the difference is taken directly, so close points
+    keep their digits (no ``1 + 1e-7`` clamp) and far points do not overflow: the arcosh form
+    multiplies coordinates (``x_0 y_0 ≈ e^{2√c r}/4c``), which is inf in float64 from radius
+    ``≈ 355/√c`` on; this one squares differences, finite up to the coordinate bound
+    :data:`COORD_MAX` (two float64 points at radius 300: 587.2, not inf).
 
     Parameters
     ----------
@@ -101,10 +111,39 @@ def dist(x: Tensor, y: Tensor, c: float) -> Tensor:
     Returns
     -------
     Tensor, shape (...)
-        The arcosh argument is clamped at ``1 + 1e-7`` (float32: loses distances below ~1e-3;
-        :func:`pairwise_dist` keeps them).
+        Non-negative distances; ``dist(x, x)`` is exactly 0 with a zero gradient.
     """
-    return torch.acosh((-c * minkowski_inner(x, y)).clamp_min(1.0 + 1e-7)) / c**0.5
+    diff = y - x
+    w = (0.25 * c) * minkowski_inner(diff, diff)
+    pos = w > 0
+    root = torch.where(pos, w, torch.ones_like(w)).sqrt()  # zero gradient where w <= 0 (x == y)
+    return torch.where(pos, (2.0 / c**0.5) * torch.asinh(root), torch.zeros_like(w))
+
+
+#: Largest coordinate magnitude a Lorentz point may have, per dtype: float64 keeps squared
+#: differences of two points finite (``(2B)²·(d+1) < max``); a float32 point must be
+#: representable (every formula runs in float64 on it). Beyond it the maps refuse (radius guard).
+COORD_MAX = {
+    torch.float64: (torch.finfo(torch.float64).max / 64.0) ** 0.5,
+    torch.float32: torch.finfo(torch.float32).max / 16.0,
+}
+
+
+def max_radius(c: float, dtype: torch.dtype) -> float:
+    """Largest distance from the origin whose point has coordinates below :data:`COORD_MAX`.
+
+    ``x_0 = cosh(√c r)/√c ≤ B`` gives ``r ≤ arcosh(B√c)/√c``: ``≈ 354`` (float64) and
+    ``≈ 87`` (float32) at ``c = 1``.
+
+    Examples
+    --------
+    >>> round(max_radius(1.0, torch.float64)), round(max_radius(1.0, torch.float32))
+    (354, 87)
+    """
+    import math
+
+    sc = float(c) ** 0.5
+    return math.acosh(max(COORD_MAX.get(dtype, COORD_MAX[torch.float32]) * sc, 1.0)) / sc
 
 
 def pairwise_dist(x: Tensor, y: Tensor | None, c: float) -> Tensor:

@@ -83,8 +83,9 @@ class PoincareBall(Geometry):
     -----
     Numerics (paper 01 §3.4/§4.2): points are kept at norm ``< (1-eps)/sqrt(c)`` by
     :meth:`proj`/:meth:`expmap0`/:meth:`expmap` (geoopt's margins: ``eps = 4e-3`` in float32,
-    ``1e-5`` in float64); artanh arguments are clamped by geoopt to ``1 − 1e-7`` (the paper
-    uses ``1 − 1e-6``); the pairwise distance uses the arsinh form above with its squared
+    ``1e-5`` in float64); :meth:`dist`, :meth:`logmap0` and :meth:`logmap` are our closed
+    forms, exact up to the boundary (geoopt's clamp its artanh argument at ``1 − 1e-7``; the
+    paper uses ``1 − 1e-6``); the pairwise distance uses the arsinh form above with its squared
     argument floored at ``1e-12`` (float32) / ``1e-24`` (float64), which keeps gradients
     finite on the diagonal and near the boundary.
     """
@@ -185,9 +186,11 @@ class PoincareBall(Geometry):
         Returns
         -------
         Tensor, shape (...)
-            ``(2/sqrt(c))·artanh(sqrt(c)·‖(−x) ⊕_c y‖)`` — paper 01 Eq. 2 (times ``1/sqrt(c)``).
-            geoopt clamps the artanh argument at ``1 − 1e-7``, so distances saturate at
-            ``≈ 16.8/√c`` in any dtype; :meth:`pairwise_dist` has no cap.
+            ``(2/sqrt(c))·arsinh(sqrt(c)‖x − y‖ / sqrt((1 − c‖x‖²)(1 − c‖y‖²)))`` — paper 01
+            Eq. 2 (times ``1/sqrt(c)``), :func:`hierviz.geometry.poincare.math.dist`: exact up to
+            the boundary in float64 (geoopt's ``dist`` clamps its artanh argument at
+            ``1 − 1e-7`` and saturates at ``≈ 16.8/√c``; hierviz 0.2 returned that), the same
+            formulation as :meth:`pairwise_dist`.
 
         Raises
         ------
@@ -195,7 +198,7 @@ class PoincareBall(Geometry):
             Points outside the ball, non-finite values, mismatched ``d``.
         """
         xt, yt = self._pair(x, y)
-        return self.manifold.dist(xt, yt)
+        return pmath.dist(xt, yt, self.c)
 
     @_fp32
     def pairwise_dist(self, x: Any, y: Any = None) -> Tensor:
@@ -282,16 +285,16 @@ class PoincareBall(Geometry):
         Returns
         -------
         Tensor, shape (..., d)
-            Tangent vectors at the origin (``geoopt.PoincareBall.logmap0``).
+            Tangent vectors at the origin (:func:`hierviz.geometry.poincare.math.logmap0`: the
+            artanh is clamped only at the largest float below 1, so float64 points near the
+            boundary keep their distance; geoopt's ``logmap0`` stops at norm ``8.41/√c``).
 
         Raises
         ------
         ValueError
             Points outside the ball or non-finite.
         """
-        if torch.compiler.is_compiling() and not self.learnable:
-            return pmath.logmap0(self._points(x, "x"), self.c)
-        return self.manifold.logmap0(self._points(x, "x"))
+        return pmath.logmap0(self._points(x, "x"), self.c)
 
     @_fp32
     def expmap(self, x: Any, v: Any) -> Tensor:
@@ -332,7 +335,8 @@ class PoincareBall(Geometry):
         Returns
         -------
         Tensor, shape (..., d)
-            Tangent vectors at ``x`` (``geoopt.PoincareBall.logmap``).
+            Tangent vectors at ``x`` (:func:`hierviz.geometry.poincare.math.logmap`: direction
+            ``−x ⊕_c y``, Riemannian length :meth:`dist`, exact up to the boundary).
 
         Raises
         ------
@@ -340,7 +344,7 @@ class PoincareBall(Geometry):
             Points outside the ball, non-finite values, mismatched ``d``.
         """
         xt, yt = self._pair(x, y)
-        return self.manifold.logmap(xt, yt)
+        return pmath.logmap(xt, yt, self.c)
 
     def origin(self, d: int, *, dtype: torch.dtype | None = None, device: Any = None) -> Tensor:
         """The centre of the ball.
@@ -358,26 +362,20 @@ class PoincareBall(Geometry):
         """
         return torch.zeros(int(d), dtype=dtype or torch.get_default_dtype(), device=device)
 
-    # batched maps for the shared Karcher / EMA code (geoopt, no checks)
+    # batched maps for the shared Karcher / EMA code (no checks): exact log and distance, geoopt's exp
     def _log(self, base: Tensor, x: Tensor) -> Tensor:
-        if torch.compiler.is_compiling() and not self.learnable:
-            return pmath.logmap(base, x, self.c)
-        return self.manifold.logmap(base, x)
+        return pmath.logmap(base, x, self.c)
+
+    def _dist_rows(self, a: Tensor, b: Tensor) -> Tensor:
+        return pmath.dist(a, b, self.c)
 
     def _exp(self, base: Tensor, v: Tensor) -> Tensor:
         if torch.compiler.is_compiling() and not self.learnable:
             return pmath.expmap(base, v, self.c)
         return self.manifold.expmap(base, v)
 
-    def _dist_rows(self, a: Tensor, b: Tensor) -> Tensor:
-        if torch.compiler.is_compiling() and not self.learnable:
-            return pmath.dist(a, b, self.c)
-        return self.manifold.dist(a, b)
-
     def _log0(self, x: Tensor) -> Tensor:
-        if torch.compiler.is_compiling() and not self.learnable:
-            return pmath.logmap0(x, self.c)
-        return self.manifold.logmap0(x)
+        return pmath.logmap0(x, self.c)
 
     def _exp0(self, v: Tensor) -> Tensor:
         if torch.compiler.is_compiling() and not self.learnable:
