@@ -410,8 +410,8 @@ def hyperboloid_panel(k: float = 1.0) -> Any:
 
     from hierviz.viz.widgets import Panel
 
-    s = widgets.FloatSlider(value=k, min=0.1, max=5.0, step=0.1, description="k", continuous_update=False)
-    return Panel({"k": s}, lambda k: hyperboloid_figure(k), title="Lorentz model: curvature −k")
+    s = widgets.FloatSlider(value=k, min=0.1, max=5.0, step=0.1, description="c (paper 05: k)", continuous_update=False)
+    return Panel({"k": s}, lambda k: hyperboloid_figure(k), title="Lorentz model: curvature −c (paper 05 writes k)")
 
 
 def negatives_panel(tree: Any, distances: Any, targets: Any, names: Sequence[str]) -> Any:
