@@ -125,3 +125,70 @@ def test_paired_ci_bad_input_names_the_argument(a, b, kw, match):
 
     with pytest.raises(ValueError, match=match):
         paired_ci(a, b, **kw)
+
+
+# ----------------------------------------------------------------- notebook 11's figures (hierviz.viz.pitfalls)
+def test_imbalance_metrics_match_the_closed_forms():
+    from hierviz.data import load_tree
+    from hierviz.viz.pitfalls import imbalance_metrics, imbalanced_labels, simulated_predictions
+
+    tree = load_tree("two-step")
+    for share in (0.6, 0.9):
+        m = imbalance_metrics(share, 0.7, tree=tree, n=2000)["majority class"]
+        assert m["accuracy"] == pytest.approx(share) and m["balanced accuracy"] == pytest.approx(1 / 7)
+        assert m["macro-F1"] == pytest.approx(2 * share / (1 + share) / 7)
+        assert m["HF1"] == pytest.approx(m["H-Acc"])  # all leaves at depth 3: the same number
+    # the confusion-count shortcut gives the per-sample values of scikit-learn and hierviz.metrics
+    import numpy as np
+    import torch
+    from sklearn.metrics import balanced_accuracy_score, f1_score
+
+    from hierviz.metrics import hf1
+
+    yy = imbalanced_labels(tree, 0.7, 700)
+    pp = simulated_predictions(yy, tree, 0.6, seed=1)
+    c = imbalance_metrics(0.7, 0.6, tree=tree, n=700)["classifier"]
+    assert c["balanced accuracy"] == pytest.approx(balanced_accuracy_score(yy, pp))
+    assert c["macro-F1"] == pytest.approx(f1_score(yy, pp, labels=np.arange(7), average="macro", zero_division=0))
+    assert c["HF1"] == pytest.approx(hf1(torch.as_tensor(yy), torch.as_tensor(pp), tree))
+    y = imbalanced_labels(tree, 0.6, 20000)
+    assert (y == 0).sum() == 12000 and sorted(set(y.tolist())) == list(range(7))
+    p = simulated_predictions(y, tree, recall=0.7, sibling_share=1.0, seed=1)
+    recalls = [float((p[y == c] == c).mean()) for c in range(7)]
+    assert all(abs(r - 0.7) < 0.04 for r in recalls)  # >= 1,333 samples a class: 3.5 standard errors
+    wrong = p != y  # sibling_share 1: every mistake stays under the true parent when the leaf has a sibling
+    parent = [tree.parent(leaf) for leaf in tree.leaves]
+    has_sib = [sum(q == parent[c] for q in parent) > 1 for c in range(7)]
+    assert all(parent[a] == parent[b] for a, b in zip(y[wrong], p[wrong]) if has_sib[a])
+    with pytest.raises(ValueError, match="majority"):
+        imbalanced_labels(tree, 0.05, 100)
+
+
+def test_imbalance_panel_redraws_and_the_majority_overtakes_on_hf1():
+    from hierviz.viz.pitfalls import imbalance_panel
+
+    panel = imbalance_panel(majority=0.6, recall=0.7)
+    m = panel.figure.layout.meta
+    assert m["classifier"]["HF1"] > m["majority class"]["HF1"]
+    panel.controls["majority"].value = 0.9
+    m = panel.figure.layout.meta
+    assert m["majority class"]["HF1"] > m["classifier"]["HF1"]  # notebook 11 §7
+    assert m["classifier"]["balanced accuracy"] > 4 * m["majority class"]["balanced accuracy"]
+
+
+def test_hf1_hacc_figure_and_map_chance_figure():
+    import numpy as np
+
+    from hierviz.data import load_tree
+    from hierviz.viz.pitfalls import hf1_hacc_figure, map_chance_figure, paired_runs_figure
+
+    assert hf1_hacc_figure(load_tree("two-step")).layout.meta["max_abs_diff"] < 1e-12
+    assert hf1_hacc_figure(load_tree("20news")).layout.meta["max_abs_diff"] == pytest.approx(1 / 3)
+    rng = np.random.default_rng(0)
+    yq, yg = rng.integers(0, 2, 200), rng.integers(0, 2, 400)  # two balanced classes: π ≈ 0.5
+    meta = map_chance_figure(yq, yg, ks=(1, 20), seeds=2).layout.meta
+    assert meta["prior"] == pytest.approx(0.5, abs=0.05)
+    assert meta["min_k_r"][0] == pytest.approx(0.5, abs=0.08) and meta["min_k_r"][1] < meta["hits"][1]
+    assert meta["r"][1] < 0.15  # R ≈ 200 references per class, k = 20
+    fig = paired_runs_figure([0.61, 0.63, 0.60, 0.62], [0.58, 0.61, 0.57, 0.60])
+    assert fig.layout.meta["low"] > 0 > fig.layout.meta["unpaired_low"]
