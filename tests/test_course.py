@@ -45,3 +45,150 @@ def test_by_size_picks_the_named_value():
     assert [by_size(s, 1, 2, 3) for s in SIZES] == [1, 2, 3]
     with pytest.raises(ValueError, match="resolve 'auto'"):
         by_size("auto", 1, 2, 3)
+
+
+# ----------------------------------------------------------------- statements the course makes (issue 26)
+def test_hi_f1_is_not_a_lower_bound_of_f1():
+    """Notebook 09's summary and solution 09-4: dropping an orphan label can raise F1, or lower it."""
+    import numpy as np
+
+    from hierviz.hierarchy import LabelTree
+    from hierviz.metrics import hierarchical_f1
+
+    tree = LabelTree.from_nested({"root": {"a": ["a1", "a2"], "b": ["b1"]}})
+    col = {n: i for i, n in enumerate(tree.nodes)}
+
+    def rows(*names):
+        r = np.zeros((1, tree.num_nodes), bool)
+        r[0, [col[n] for n in names]] = True
+        return r
+
+    up = hierarchical_f1(rows("a", "a1"), rows("a", "a1", "b1"), tree)  # b1 is a wrong orphan: dropped
+    assert up["micro_f1"] == pytest.approx(0.8) and up["hi_micro_f1"] == pytest.approx(1.0)
+    down = hierarchical_f1(rows("b", "b1"), rows("b1"), tree)  # b1 is a right orphan: dropped too
+    assert down["micro_f1"] == pytest.approx(2 / 3) and down["hi_micro_f1"] == 0.0
+
+
+def test_hcl_figure_m0_and_lambda_behave_as_notebook_07_says():
+    """Notebook 07 §3 and solution 07-1, on hcl_figure (60 steps, the toy blobs, α = 0)."""
+    from hierviz.viz.retrieval import hcl_figure, hcl_grid
+
+    meta = {
+        lam_m0: hcl_figure(lam_m0[1], 0.0, lam_m0[0], steps=60).layout.meta
+        for lam_m0 in ((0.0, 3.0), (0.0, 6.0), (1.0, 6.0), (10.0, 6.0))
+    }
+    m3 = meta[(0.0, 3.0)]  # m0 = 3: spread out, nowhere near the cap 0.99
+    assert m3["clip_fraction"] == 0.0 and m3["max_norm"] < 0.95 and 0.65 < m3["mean_norm"] < 0.85
+    m6 = meta[(0.0, 6.0)]  # m0 = 6: the cap clips a large share
+    assert m6["clip_fraction"] > 0.3 and m6["mean_norm"] > 0.88
+    assert meta[(1.0, 6.0)]["clip_fraction"] > 0.3 and meta[(1.0, 6.0)]["mean_norm"] > 0.85  # λ = 1: no change
+    m6_10 = meta[(10.0, 6.0)]  # λ = 10: every class collapses to the centre, the margin is lost
+    assert m6_10["clip_fraction"] == 0.0 and m6_10["mean_norm"] < 0.1 and m6_10["neg"] > 5.0
+    # the panel draws the precomputed grid: the same runs (to float noise across machines)
+    grid = hcl_grid()
+    for (lam, m0), fresh in meta.items():
+        cached = hcl_figure(m0, 0.0, lam, result=grid[(m0, 0.0, lam)]).layout.meta
+        assert cached["clip_fraction"] == pytest.approx(fresh["clip_fraction"], abs=0.05)
+        assert cached["mean_norm"] == pytest.approx(fresh["mean_norm"], abs=0.02)
+
+
+def test_paired_ci_matches_scipy_and_is_narrower_than_unpaired():
+    import numpy as np
+    from scipy import stats
+
+    from hierviz.course import paired_ci
+
+    rng = np.random.default_rng(0)
+    seed_effect = rng.normal(0, 0.1, size=6)  # shared by both methods of a seed
+    a = 0.60 + seed_effect + rng.normal(0, 0.005, 6)
+    b = 0.58 + seed_effect + rng.normal(0, 0.005, 6)
+    r = paired_ci(a, b, confidence=0.9)
+    ci = stats.ttest_rel(a, b).confidence_interval(confidence_level=0.9)
+    assert (r["low"], r["high"]) == pytest.approx((ci.low, ci.high), rel=1e-12)
+    assert r["p"] == pytest.approx(stats.ttest_rel(a, b).pvalue) and r["n"] == 6
+    welch = stats.ttest_ind(a, b, equal_var=False).confidence_interval(confidence_level=0.9)
+    assert (r["unpaired_low"], r["unpaired_high"]) == pytest.approx((welch.low, welch.high), rel=1e-10)
+    assert r["unpaired_low"] < 0 < r["low"]  # the seed effect hides the gain unless the runs are paired
+
+
+@pytest.mark.parametrize(
+    "a, b, kw, match",
+    [
+        ([1.0, 2.0], [1.0], {}, "same length"),
+        ([1.0], [2.0], {}, "at least 2"),
+        ([1.0, float("nan")], [1.0, 2.0], {}, "finite"),
+        ([1.0, 2.0], [1.5, 2.5], {"confidence": 95}, "confidence"),
+    ],
+)
+def test_paired_ci_bad_input_names_the_argument(a, b, kw, match):
+    from hierviz.course import paired_ci
+
+    with pytest.raises(ValueError, match=match):
+        paired_ci(a, b, **kw)
+
+
+# ----------------------------------------------------------------- notebook 11's figures (hierviz.viz.pitfalls)
+def test_imbalance_metrics_match_the_closed_forms():
+    from hierviz.data import load_tree
+    from hierviz.viz.pitfalls import imbalance_metrics, imbalanced_labels, simulated_predictions
+
+    tree = load_tree("two-step")
+    for share in (0.6, 0.9):
+        m = imbalance_metrics(share, 0.7, tree=tree, n=2000)["majority class"]
+        assert m["accuracy"] == pytest.approx(share) and m["balanced accuracy"] == pytest.approx(1 / 7)
+        assert m["macro-F1"] == pytest.approx(2 * share / (1 + share) / 7)
+        assert m["HF1"] == pytest.approx(m["H-Acc"])  # all leaves at depth 3: the same number
+    # the confusion-count shortcut gives the per-sample values of scikit-learn and hierviz.metrics
+    import numpy as np
+    import torch
+    from sklearn.metrics import balanced_accuracy_score, f1_score
+
+    from hierviz.metrics import hf1
+
+    yy = imbalanced_labels(tree, 0.7, 700)
+    pp = simulated_predictions(yy, tree, 0.6, seed=1)
+    c = imbalance_metrics(0.7, 0.6, tree=tree, n=700)["classifier"]
+    assert c["balanced accuracy"] == pytest.approx(balanced_accuracy_score(yy, pp))
+    assert c["macro-F1"] == pytest.approx(f1_score(yy, pp, labels=np.arange(7), average="macro", zero_division=0))
+    assert c["HF1"] == pytest.approx(hf1(torch.as_tensor(yy), torch.as_tensor(pp), tree))
+    y = imbalanced_labels(tree, 0.6, 20000)
+    assert (y == 0).sum() == 12000 and sorted(set(y.tolist())) == list(range(7))
+    p = simulated_predictions(y, tree, recall=0.7, sibling_share=1.0, seed=1)
+    recalls = [float((p[y == c] == c).mean()) for c in range(7)]
+    assert all(abs(r - 0.7) < 0.04 for r in recalls)  # >= 1,333 samples a class: 3.5 standard errors
+    wrong = p != y  # sibling_share 1: every mistake stays under the true parent when the leaf has a sibling
+    parent = [tree.parent(leaf) for leaf in tree.leaves]
+    has_sib = [sum(q == parent[c] for q in parent) > 1 for c in range(7)]
+    assert all(parent[a] == parent[b] for a, b in zip(y[wrong], p[wrong]) if has_sib[a])
+    with pytest.raises(ValueError, match="majority"):
+        imbalanced_labels(tree, 0.05, 100)
+
+
+def test_imbalance_panel_redraws_and_the_majority_overtakes_on_hf1():
+    from hierviz.viz.pitfalls import imbalance_panel
+
+    panel = imbalance_panel(majority=0.6, recall=0.7)
+    m = panel.figure.layout.meta
+    assert m["classifier"]["HF1"] > m["majority class"]["HF1"]
+    panel.controls["majority"].value = 0.9
+    m = panel.figure.layout.meta
+    assert m["majority class"]["HF1"] > m["classifier"]["HF1"]  # notebook 11 §7
+    assert m["classifier"]["balanced accuracy"] > 4 * m["majority class"]["balanced accuracy"]
+
+
+def test_hf1_hacc_figure_and_map_chance_figure():
+    import numpy as np
+
+    from hierviz.data import load_tree
+    from hierviz.viz.pitfalls import hf1_hacc_figure, map_chance_figure, paired_runs_figure
+
+    assert hf1_hacc_figure(load_tree("two-step")).layout.meta["max_abs_diff"] < 1e-12
+    assert hf1_hacc_figure(load_tree("20news")).layout.meta["max_abs_diff"] == pytest.approx(1 / 3)
+    rng = np.random.default_rng(0)
+    yq, yg = rng.integers(0, 2, 200), rng.integers(0, 2, 400)  # two balanced classes: π ≈ 0.5
+    meta = map_chance_figure(yq, yg, ks=(1, 20), seeds=2).layout.meta
+    assert meta["prior"] == pytest.approx(0.5, abs=0.05)
+    assert meta["min_k_r"][0] == pytest.approx(0.5, abs=0.08) and meta["min_k_r"][1] < meta["hits"][1]
+    assert meta["r"][1] < 0.15  # R ≈ 200 references per class, k = 20
+    fig = paired_runs_figure([0.61, 0.63, 0.60, 0.62], [0.58, 0.61, 0.57, 0.60])
+    assert fig.layout.meta["low"] > 0 > fig.layout.meta["unpaired_low"]

@@ -1,4 +1,4 @@
-"""Build the hierviz docs site: execute the course notebooks (SMOKE=True), then ``mkdocs build --strict``.
+"""Build the hierviz docs site: execute the course notebooks (``SIZE="medium"``), then ``mkdocs build --strict``.
 
 Usage (from the repository root)::
 
@@ -6,8 +6,11 @@ Usage (from the repository root)::
     python3 docs/scripts/build_site.py --notebooks 00 03     # execute only these (by number or stem)
     python3 docs/scripts/build_site.py --no-execute          # reuse the executed copies already there
     python3 docs/scripts/build_site.py --site-dir /tmp/site --notebook-dir /tmp/nb
+    python3 docs/scripts/build_site.py --size smoke          # quick check of the build (numbers are noise)
 
-Each notebook runs with papermill at ``SMOKE=True`` in ``notebooks/`` (its own working directory).
+Each notebook runs with papermill at ``SIZE="medium"`` (``--size``; the site must not publish SMOKE
+numbers, which are noise: SMOKE stays for the tests) in ``notebooks/`` (its own working directory).
+At medium every notebook takes at most a few minutes on a 2-core CPU (``docs/course.md``).
 Its plotly outputs then get an HTML rendering (:class:`hierviz.notebook_html.PlotlyToHTML`) and its
 widget views a note (:class:`~hierviz.notebook_html.WidgetNote`), and the copy is written to the
 notebook folder, where ``docs/scripts/mkdocs_hooks.py`` picks it up; mkdocs-jupyter renders it
@@ -44,8 +47,16 @@ def select(names: list[str] | None) -> list[Path]:
     return chosen
 
 
-def execute(src: Path, out_dir: Path, timeout: int) -> float:
-    """Run one notebook at SMOKE=True and write the site's copy (plotly → HTML, widgets → note)."""
+#: ``--size`` values and the papermill parameters each one sets.
+SIZES = {
+    "smoke": {"SMOKE": True},
+    "medium": {"SMOKE": False, "SIZE": "medium"},
+    "full": {"SMOKE": False, "SIZE": "full"},
+}
+
+
+def execute(src: Path, out_dir: Path, timeout: int, size: str = "medium") -> float:
+    """Run one notebook at ``size`` and write the site's copy (plotly → HTML, widgets → note)."""
     import nbformat
     import papermill as pm
 
@@ -55,7 +66,7 @@ def execute(src: Path, out_dir: Path, timeout: int) -> float:
     nb = pm.execute_notebook(
         str(src),
         None,
-        parameters={"SMOKE": True},
+        parameters=SIZES[size],
         kernel_name="python3",
         cwd=str(src.parent),
         progress_bar=False,
@@ -78,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--notebook-dir", type=Path, default=ROOT / "build" / "site-notebooks")
     ap.add_argument("--site-dir", type=Path, default=ROOT / "site")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per notebook cell (default 600)")
+    ap.add_argument(
+        "--size", choices=tuple(SIZES), default="medium", help="notebook size to publish (default medium; smoke = test)"
+    )
     args = ap.parse_args(argv)
 
     nb_dir = args.notebook_dir.resolve()
@@ -87,16 +101,17 @@ def main(argv: list[str] | None = None) -> int:
             from tqdm.auto import tqdm
         except ImportError:  # pragma: no cover - tqdm is a core dependency
             tqdm = None
-        bar = tqdm(todo, desc="notebooks (SMOKE)", unit="nb") if tqdm else todo
+        bar = tqdm(todo, desc=f"notebooks ({args.size})", unit="nb") if tqdm else todo
         for src in bar:
             try:
-                secs = execute(src, nb_dir, args.timeout)
+                secs = execute(src, nb_dir, args.timeout, args.size)
             except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
                 print(
-                    f"build_site: {src.name} failed at SMOKE=True: {str(exc).strip().splitlines()[-1]}", file=sys.stderr
+                    f"build_site: {src.name} failed at size {args.size}: {str(exc).strip().splitlines()[-1]}",
+                    file=sys.stderr,
                 )
                 return 1
-            print(f"build_site: {src.name} executed in {secs:.1f} s", file=sys.stderr)
+            print(f"build_site: {src.name} executed at size {args.size} in {secs:.1f} s", file=sys.stderr)
 
     env = dict(os.environ, HIERVIZ_SITE_NOTEBOOKS=str(nb_dir), NO_MKDOCS_2_WARNING="1")
     cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml")]

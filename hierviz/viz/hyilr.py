@@ -381,8 +381,8 @@ def hyperboloid_panel(c: float = 1.0, *, k: float | None = None) -> Any:
     from hierviz.viz.widgets import Panel  # in the function: viz.widgets imports ipywidgets too
 
     c = _deprecated_k(c, k, "hyperboloid_panel")
-    s = widgets.FloatSlider(value=c, min=0.1, max=5.0, step=0.1, description="c", continuous_update=False)
-    return Panel({"c": s}, lambda c: hyperboloid_figure(c), title="Lorentz model: curvature −c")
+    s = widgets.FloatSlider(value=c, min=0.1, max=5.0, step=0.1, description="c (paper 05: k)", continuous_update=False)
+    return Panel({"c": s}, lambda c: hyperboloid_figure(c), title="Lorentz model: curvature −c (paper 05 writes k)")
 
 
 def negatives_panel(tree: Any, distances: Any, targets: Any, names: Sequence[str]) -> Any:

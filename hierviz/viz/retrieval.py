@@ -6,8 +6,9 @@
   feature family (Fig. 3's shape), from :func:`hierviz.retrieval.run_retrieval`'s summary;
 * :func:`storage_error_figure` -- the relative distance error of float16 storage against
   the radius of the stored points (:func:`hierviz.retrieval.storage_error_curve`);
-* :func:`hcl_figure` / :func:`hcl_panel` -- train a 2-D Hyperbolic Mapper with HCL for a
-  few steps at the given m0, α, λ and draw the disk and the loss terms (sliders).
+* :func:`hcl_train` / :func:`hcl_figure` / :func:`hcl_panel` -- train a 2-D Hyperbolic Mapper
+  with HCL for a few steps at the given m0, α, λ and draw the disk and the loss terms; the
+  panel's slider grid is trained once ahead of time (:func:`write_hcl_grid`, :func:`hcl_grid`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ __all__ = [
     "map_vs_n_figure",
     "storage_error_figure",
     "hcl_toy_features",
+    "hcl_train",
+    "hcl_grid",
+    "write_hcl_grid",
+    "HCL_GRID",
     "hcl_figure",
     "hcl_panel",
 ]
@@ -191,7 +196,20 @@ def hcl_toy_features(
     return x.astype(np.float32), y.astype(np.int64)
 
 
-def hcl_figure(
+#: The slider grid of :func:`hcl_panel`: every setting is trained once, ahead of time
+#: (:func:`write_hcl_grid`, stored in ``hierviz/viz/data/hcl_grid.npz``), so a slider move
+#: only draws. λ is a selection slider: its effect shows only from about 1 upwards.
+HCL_GRID = {
+    "m0": tuple(round(0.5 * i, 2) for i in range(13)),  # 0, 0.5, ..., 6
+    "alpha": (0.0, 0.25, 0.5, 0.75, 1.0),
+    "lam": (0.0, 0.1, 0.3, 1.0, 3.0, 10.0),
+}
+_GRID_FILE = "hcl_grid.npz"
+_TERMS = ("pos", "neg", "norm", "margin", "d_bar")
+_GRID_STEPS, _GRID_LR, _GRID_SEED = 60, 1e-2, 0
+
+
+def hcl_train(
     m0: float = 0.5,
     alpha: float = 0.1,
     lam: float = 1e-3,
@@ -201,34 +219,32 @@ def hcl_figure(
     steps: int = 60,
     lr: float = 1e-2,
     seed: int = 0,
-) -> go.Figure:
-    """Train a 2-D Hyperbolic Mapper with HCL(m0, α, λ) for ``steps`` full-batch Adam steps and draw it.
-
-    Left: the Poincaré disk with the embedded points by class, the mapper's radius cap and
-    the final margin m; right: the loss terms per step. The title gives the final
-    :math:`\\mathcal L_{pos}`, :math:`\\mathcal L_{neg}`, :math:`\\mathcal R_{norm}`, m and the clip fraction,
-    all read from :class:`hierviz.losses.HCLLoss` (nothing re-implemented here).
+) -> dict[str, Any]:
+    """Train a 2-D Hyperbolic Mapper with HCL(m0, α, λ) for ``steps`` full-batch Adam steps.
 
     Parameters
     ----------
     m0, alpha, lam : float
         HCL hyperparameters (Paper 03 (Hyper-DINO) §2.3).
     x, y : array-like, optional
-        Features (n, D) and labels (n,); default :func:`hcl_toy_features`.
+        Features (n, D) and labels (n,); default :func:`hcl_toy_features` ``(seed=seed)``.
     steps : int, default 60
     lr : float, default 1e-2
     seed : int, default 0
 
     Returns
     -------
-    plotly.graph_objects.Figure
-        With ``fig.layout.meta`` = the final terms (dict).
+    dict
+        ``h`` (n, 2) float32 ball points after training, ``y`` (n,) int64, ``trace`` (3, steps)
+        float32 (the terms pos, neg, norm per step), ``terms`` (dict: the final
+        :class:`~hierviz.losses.HCLLoss` terms on ``h``: pos, neg, norm, margin, d_bar), ``clip_fraction`` (float, the share of
+        points the radius cap moved) and ``radius`` (the cap ``1 - δ``).
 
     Examples
     --------
-    >>> fig = hcl_figure(0.5, 0.1, 1e-3, steps=5)
-    >>> sorted(fig.layout.meta)
-    ['clip_fraction', 'd_bar', 'margin', 'neg', 'norm', 'pos']
+    >>> r = hcl_train(0.5, 0.1, 1e-3, steps=3)
+    >>> r["h"].shape, r["trace"].shape
+    ((160, 2), (3, 3))
     """
     from hierviz.losses import HCLLoss
     from hierviz.models import HyperbolicMapper
@@ -241,76 +257,258 @@ def hcl_figure(
     mapper = HyperbolicMapper(X.shape[1], 2, hidden=64)
     loss_fn = HCLLoss(mapper.geometry, m0=m0, alpha=alpha, lam=lam)
     opt = torch.optim.Adam(mapper.parameters(), lr=lr)
-    trace: dict[str, list[float]] = {"pos": [], "neg": [], "norm": []}
-    for _ in range(int(steps)):
+    trace = np.zeros((3, int(steps)), np.float32)
+    for s in range(int(steps)):
         loss = loss_fn(mapper(X), Y)
         opt.zero_grad()
         loss.backward()
         opt.step()
-        for key in trace:
-            trace[key].append(loss_fn.last_terms[key])
+        trace[:, s] = [loss_fn.last_terms[k] for k in ("pos", "neg", "norm")]
     with torch.no_grad():
-        h = mapper(X).numpy()
+        h = mapper(X).numpy().astype(np.float32)
         loss_fn(torch.as_tensor(h), Y)
-    terms = {**loss_fn.last_terms, "clip_fraction": mapper.clip_fraction}
-    fig = make_subplots(
-        rows=1, cols=2, column_widths=[0.55, 0.45], subplot_titles=("Poincaré disk", "HCL terms per step")
+    return {
+        "h": h,
+        "y": Y.numpy(),
+        "trace": trace,
+        "terms": {k: float(loss_fn.last_terms[k]) for k in _TERMS},
+        "clip_fraction": float(mapper.clip_fraction),
+        "radius": float(mapper.radius),
+    }
+
+
+def _grid_key(m0: float, alpha: float, lam: float) -> tuple[float, float, float]:
+    return (round(float(m0), 4), round(float(alpha), 4), round(float(lam), 4))
+
+
+def write_hcl_grid(path: Any = None) -> Any:
+    """Train :func:`hcl_train` once per :data:`HCL_GRID` setting (toy features, 60 steps) and save it.
+
+    About 80 s on one CPU core; the file ships with the package, so :func:`hcl_panel` only draws.
+    Rebuild it after changing :func:`hcl_train`, :class:`hierviz.losses.HCLLoss` or the mapper:
+    ``python3 -c "from hierviz.viz.retrieval import write_hcl_grid; write_hcl_grid()"``.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        Default ``hierviz/viz/data/hcl_grid.npz``.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    from pathlib import Path
+
+    path = Path(path) if path is not None else Path(__file__).parent / "data" / _GRID_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    keys, hs, traces, clips, terms = [], [], [], [], []
+    y = radius = None
+    for m0 in HCL_GRID["m0"]:
+        for alpha in HCL_GRID["alpha"]:
+            for lam in HCL_GRID["lam"]:
+                r = hcl_train(m0, alpha, lam, steps=_GRID_STEPS, lr=_GRID_LR, seed=_GRID_SEED)
+                keys.append(_grid_key(m0, alpha, lam))
+                hs.append(r["h"])
+                traces.append(r["trace"])
+                clips.append(r["clip_fraction"])
+                terms.append([r["terms"][k] for k in _TERMS])
+                y, radius = r["y"], r["radius"]
+    np.savez_compressed(
+        path,
+        keys=np.asarray(keys, np.float64),
+        h=np.stack(hs),
+        trace=np.stack(traces),
+        clip_fraction=np.asarray(clips, np.float64),
+        terms=np.asarray(terms, np.float64),
+        y=y,
+        radius=np.float64(radius),
     )
-    t = np.linspace(0, 2 * np.pi, 200)
-    fig.add_trace(go.Scatter(x=np.cos(t), y=np.sin(t), mode="lines", line=dict(color="black"), name="boundary"), 1, 1)
-    r = mapper.radius
-    fig.add_trace(
-        go.Scatter(x=r * np.cos(t), y=r * np.sin(t), mode="lines", line=dict(color="grey", dash="dot"), name="cap 1−δ"),
-        1,
-        1,
-    )
-    for c in np.unique(Y.numpy()):
-        sel = Y.numpy() == c
-        fig.add_trace(
-            go.Scatter(
+    return path
+
+
+_GRID_CACHE: dict[tuple[float, float, float], dict[str, Any]] = {}
+
+
+def hcl_grid() -> dict[tuple[float, float, float], dict[str, Any]]:
+    """The precomputed :data:`HCL_GRID` runs, ``(m0, α, λ) -> hcl_train(...)`` output (empty if missing).
+
+    Examples
+    --------
+    >>> grid = hcl_grid()
+    >>> len(grid), sorted(grid[(3.0, 0.0, 0.0)])
+    (390, ['clip_fraction', 'h', 'radius', 'terms', 'trace', 'y'])
+    """
+    from pathlib import Path
+
+    if not _GRID_CACHE:
+        path = Path(__file__).parent / "data" / _GRID_FILE
+        if not path.is_file():
+            return {}
+        with np.load(path) as z:
+            y, radius = z["y"], float(z["radius"])
+            for key, h, trace, clip, t in zip(z["keys"], z["h"], z["trace"], z["clip_fraction"], z["terms"]):
+                _GRID_CACHE[_grid_key(*key)] = {
+                    "h": h,
+                    "y": y,
+                    "trace": trace,
+                    "terms": dict(zip(_TERMS, map(float, t))),
+                    "clip_fraction": float(clip),
+                    "radius": radius,
+                }
+    return _GRID_CACHE
+
+
+def hcl_figure(
+    m0: float = 0.5,
+    alpha: float = 0.1,
+    lam: float = 1e-3,
+    *,
+    x: Any = None,
+    y: Any = None,
+    steps: int = 60,
+    lr: float = 1e-2,
+    seed: int = 0,
+    result: dict[str, Any] | None = None,
+) -> go.Figure:
+    """Train a 2-D Hyperbolic Mapper with HCL(m0, α, λ) (:func:`hcl_train`) and draw it.
+
+    Left: the Poincaré disk with the embedded points by class, the mapper's radius cap and
+    the final margin m; right: the loss terms per step. The title gives the final
+    :math:`\\mathcal L_{pos}`, :math:`\\mathcal L_{neg}`, :math:`\\mathcal R_{norm}`, m, the clip fraction
+    and the mean and largest norm of the points, the terms read from :class:`hierviz.losses.HCLLoss`
+    evaluated on the drawn points by :func:`hcl_train` (nothing re-implemented here).
+
+    Parameters
+    ----------
+    m0, alpha, lam : float
+        HCL hyperparameters (Paper 03 (Hyper-DINO) §2.3).
+    x, y : array-like, optional
+        Features (n, D) and labels (n,); default :func:`hcl_toy_features`.
+    steps : int, default 60
+    lr : float, default 1e-2
+    seed : int, default 0
+    result : dict, optional
+        A :func:`hcl_train` output to draw instead of training (what :func:`hcl_panel` passes
+        from :func:`hcl_grid`).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        With ``fig.layout.meta`` = the final terms (dict): ``pos``, ``neg``, ``norm``,
+        ``margin``, ``d_bar``, ``clip_fraction``, ``mean_norm``, ``max_norm``.
+
+    Examples
+    --------
+    >>> fig = hcl_figure(0.5, 0.1, 1e-3, steps=5)
+    >>> sorted(fig.layout.meta)
+    ['clip_fraction', 'd_bar', 'margin', 'max_norm', 'mean_norm', 'neg', 'norm', 'pos']
+    """
+    r = result if result is not None else hcl_train(m0, alpha, lam, x=x, y=y, steps=steps, lr=lr, seed=seed)
+    h, Y = np.asarray(r["h"]), np.asarray(r["y"])
+    norms = np.linalg.norm(h, axis=1)
+    terms = {
+        **r["terms"],
+        "clip_fraction": r["clip_fraction"],
+        "mean_norm": float(norms.mean()),
+        "max_norm": float(norms.max()),
+    }
+    # Plain dicts, not make_subplots: the same two panels, drawn in a third of the time (a panel redraw).
+    t = np.linspace(0, 2 * np.pi, 120)
+    rad = r["radius"]
+    data = [
+        dict(type="scatter", x=np.cos(t), y=np.sin(t), mode="lines", line=dict(color="black"), name="boundary"),
+        dict(
+            type="scatter",
+            x=rad * np.cos(t),
+            y=rad * np.sin(t),
+            mode="lines",
+            line=dict(color="grey", dash="dot"),
+            name="cap 1−δ",
+        ),
+    ]
+    for c in np.unique(Y):
+        sel = Y == c
+        data.append(
+            dict(
+                type="scatter",
                 x=h[sel, 0],
                 y=h[sel, 1],
                 mode="markers",
                 marker=dict(size=5, color=_PALETTE[int(c) % 8]),
                 name=f"class {c}",
-            ),
-            1,
-            1,
+            )
         )
-    for i, (key, vals) in enumerate(trace.items()):
-        fig.add_trace(go.Scatter(y=vals, mode="lines", name=key, line=dict(color=_PALETTE[4 + i])), 1, 2)
-    fig.update_xaxes(range=[-1.05, 1.05], row=1, col=1)
-    fig.update_yaxes(range=[-1.05, 1.05], scaleanchor="x", row=1, col=1)
-    fig.update_xaxes(title="step", row=1, col=2)
-    fig.update_layout(
-        title=(
-            f"m0={m0:g}, α={alpha:g}, λ={lam:g}: L_pos={terms['pos']:.3f}, L_neg={terms['neg']:.3f}, "
-            f"R_norm={terms['norm']:.4f}, margin m={terms['margin']:.3f}, clipped {100 * terms['clip_fraction']:.0f}%"
+    for i, key in enumerate(("pos", "neg", "norm")):
+        data.append(
+            dict(
+                type="scatter",
+                y=r["trace"][i],
+                mode="lines",
+                name=key,
+                line=dict(color=_PALETTE[4 + i]),
+                xaxis="x2",
+                yaxis="y2",
+            )
+        )
+    title = lambda text, x: dict(  # noqa: E731
+        text=text, x=x, y=1.0, xref="paper", yref="paper", xanchor="center", yanchor="bottom", showarrow=False
+    )
+    fig = go.Figure(
+        data=data,
+        layout=dict(
+            xaxis=dict(domain=[0.0, 0.5], range=[-1.05, 1.05]),
+            yaxis=dict(range=[-1.05, 1.05], scaleanchor="x"),
+            xaxis2=dict(domain=[0.6, 1.0], anchor="y2", title=dict(text="step")),
+            yaxis2=dict(anchor="x2"),
+            annotations=[title("Poincaré disk", 0.25), title("HCL terms per step", 0.8)],
+            title=dict(
+                text=(
+                    f"m0={m0:g}, α={alpha:g}, λ={lam:g}: L_pos={terms['pos']:.3f}, L_neg={terms['neg']:.3f}, "
+                    f"R_norm={terms['norm']:.3f}, m={terms['margin']:.2f}<br>mean ‖h‖ {terms['mean_norm']:.3f}, "
+                    f"max ‖h‖ {terms['max_norm']:.3f} (cap {rad:.2f}), clipped {100 * terms['clip_fraction']:.0f}%"
+                )
+            ),
+            height=450,
+            margin=dict(t=90),
+            meta=terms,
         ),
-        height=430,
-        meta=terms,
     )
     return fig
 
 
-def hcl_panel(m0: float = 0.5, alpha: float = 0.1, lam: float = 1e-3, *, steps: int = 60, seed: int = 0):
-    """Sliders m0 ∈ [0, 3], α ∈ [0, 1], λ ∈ [0, 1] over :func:`hcl_figure` (Paper 03 §2.3).
+def hcl_panel(m0: float = 0.5, alpha: float = 0.0, lam: float = 0.0, *, steps: int = 60, seed: int = 0):
+    """Sliders m0 ∈ [0, 6], α ∈ [0, 1], λ ∈ {0, 0.1, 0.3, 1, 3, 10} over :func:`hcl_figure` (Paper 03 §2.3).
+
+    At the default ``steps=60, seed=0`` every slider position is drawn from the precomputed
+    :func:`hcl_grid` (no training on a move: a redraw costs only the drawing); other settings,
+    or a value off the grid, train on the spot.
 
     Returns
     -------
     hierviz.viz.widgets.Panel
         Controls ``"m0"``, ``"alpha"``, ``"lam"``.
     """
+    import ipywidgets as widgets
+
     from hierviz.viz.widgets import Panel, slider
 
     x, y = hcl_toy_features(seed=seed)
+    grid = hcl_grid() if (int(steps), int(seed)) == (_GRID_STEPS, _GRID_SEED) else {}
+    lams = HCL_GRID["lam"]
     controls = {
-        "m0": slider("base margin m0", m0, 0.0, 3.0, 0.1),
-        "alpha": slider("α (× mean distance)", alpha, 0.0, 1.0, 0.05),
-        "lam": slider("λ (norm penalty)", lam, 0.0, 1.0, 0.01),
+        "m0": slider("base margin m0", m0, 0.0, 6.0, 0.5),
+        "alpha": slider("α (× mean distance)", alpha, 0.0, 1.0, 0.25),
+        "lam": widgets.SelectionSlider(
+            options=[(f"{v:g}", v) for v in lams],
+            value=min(lams, key=lambda v: abs(v - lam)),
+            description="λ (norm penalty)",
+            continuous_update=False,
+            style={"description_width": "initial"},
+        ),
     }
 
     def update(m0: float, alpha: float, lam: float) -> go.Figure:
-        return hcl_figure(m0, alpha, lam, x=x, y=y, steps=steps, seed=seed)
+        cached = grid.get(_grid_key(m0, alpha, lam))
+        return hcl_figure(m0, alpha, lam, x=x, y=y, steps=steps, seed=seed, result=cached)
 
-    return Panel(controls, update, "HCL: dynamic margin m = m0 + α·d̄ and norm penalty λ")
+    return Panel(controls, update, "HCL: dynamic margin m = m0 + α·d̄ and norm penalty λ (precomputed grid)")
