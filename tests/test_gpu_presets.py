@@ -100,7 +100,8 @@ def test_paper03_gpu_retrieval_preset_runs_on_the_cpu(tmp_path):
 
 
 def test_paper05_gpu_htc_preset_runs_on_the_cpu(tmp_path):
-    from hierviz.methods.paper05 import HTCConfig, run_htc
+    from hierviz.experiments.htc import run_htc
+    from hierviz.methods.paper05 import HTCConfig
 
     cfg = HTCConfig.preset("paper05-gpu")
     assert cfg.methods == ("hyilr", "hyilr-no-cl") and len(cfg.seeds) == 5 and cfg.max_train is None
