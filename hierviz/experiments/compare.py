@@ -278,6 +278,9 @@ def _run_one(
             clip_r=cfg.model.clip_r,
             scale_init=cfg.model.scale_init,
             learn_scale=cfg.model.learn_scale,
+            head_bound=cfg.model.head_bound,
+            init_radius=cfg.model.init_radius,
+            curvature_range=tuple(cfg.model.curvature_range),
         )
     from hierviz.training.distributed import get_world_size
 

@@ -66,6 +66,13 @@ _NEW_KEY_DEFAULTS = {
     "train.augment_on": "auto",
     "data.persistent_workers": False,
     "data.prefetch_factor": None,
+    # issue 22: at these values the head is the 0.2 one (with model.scale_init = 1) and no depth regulariser
+    "model.head_bound": "clip",
+    "model.init_radius": 1.0,
+    "model.curvature_range": [0.1, 10.0],
+    "loss.cone_weight": 0.0,
+    "loss.center_weight": 0.0,
+    "loss.cone_aperture": 0.1,
 }
 
 #: Keys that legitimately differ between the runs of one comparison.
