@@ -370,7 +370,7 @@ def _run_one(
     np.savez_compressed(run_dir / "embeddings.npz", **arrays)
     from hierviz.evaluation import run_radius
 
-    radius = run_radius(model, arrays, tree, geometry, method.embedding)
+    radius = run_radius(model, arrays, tree, geometry, method.embedding, seed=seed, steps=cfg.eval.mean_steps)
     geo_cfg = geometry.config() if hasattr(geometry, "config") else {"name": geometry_name}
     record = {
         "name": run_dir.name,
