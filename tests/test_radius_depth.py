@@ -406,3 +406,12 @@ def test_batch_scale_pins_the_median_radius_in_training_and_tracks_it_for_eval()
     z2 = head(v)[:1]
     torch.testing.assert_close(z1, z2)
     assert "running_norm" in head.state_dict()
+
+
+def test_radius_metrics_are_none_on_the_sphere():
+    from hierviz.geometry import get_geometry
+    from hierviz.metrics import RADIUS_METRICS, radius_metrics
+
+    sphere = get_geometry("euclidean")
+    z = torch.nn.functional.normalize(torch.randn(8, 3, dtype=F64), dim=-1)
+    assert radius_metrics(z, [0, 1, 2, 3, 0, 1, 2, 3], _tree(), sphere) == dict.fromkeys(RADIUS_METRICS)

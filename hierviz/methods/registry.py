@@ -183,12 +183,12 @@ def register_hparam(name: str, default: Any, doc: str = "") -> HParam:
 RADIAL_HPARAMS = ("cone_weight", "center_weight", "cone_aperture")
 register_hparam(
     "cone_weight",
-    0.1,
+    0.2,
     "weight of the entailment-cone term (hierviz.losses.EntailmentConeLoss) on hyperbolic geometries; 0 = off",
 )
 register_hparam(
     "center_weight",
-    0.01,
+    1.0,
     "weight of the centring term (hierviz.losses.CentringLoss, HypStructure) on hyperbolic geometries; 0 = off",
 )
 register_hparam("cone_aperture", 0.1, "entailment-cone aperture constant K (Ganea et al. 2018; MERU: 0.1)")

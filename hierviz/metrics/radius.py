@@ -507,7 +507,8 @@ def radius_metrics(
     Returns
     -------
     dict
-        The five keys; floats (NaN where undefined) or None.
+        The five keys; floats (NaN where undefined), all None for a non-hyperbolic geometry
+        (on the unit sphere every sample and every normalised prototype has radius 1).
 
     Examples
     --------
@@ -528,6 +529,8 @@ def radius_metrics(
     """
     zt = _as_points(z, "z", geometry)
     y = _as_labels(labels, "labels", tree)
+    if not getattr(geometry, "hyperbolic", False):
+        return dict.fromkeys(RADIUS_METRICS)
     nodes = node_prototype_radii(zt, y, tree, geometry, steps=steps)
     r = origin_distance(zt, geometry).cpu().numpy()
     top = max_radius(geometry, clip_r, dtype=zt.dtype)
