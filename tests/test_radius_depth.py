@@ -415,3 +415,33 @@ def test_radius_metrics_are_none_on_the_sphere():
     sphere = get_geometry("euclidean")
     z = torch.nn.functional.normalize(torch.randn(8, 3, dtype=F64), dim=-1)
     assert radius_metrics(z, [0, 1, 2, 3, 0, 1, 2, 3], _tree(), sphere) == dict.fromkeys(RADIUS_METRICS)
+
+
+def _two_rank_scale(rank, world, port, v, out):
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        head = HyperbolicHead(PoincareBall(1.0)).train()
+        half = v.shape[0] // world
+        head(v[rank * half : (rank + 1) * half])
+        out[rank] = float(head.log_scale.detach())
+    finally:
+        dist.destroy_process_group()
+
+
+def test_auto_scale_under_two_ranks_equals_one_process_on_the_global_batch():
+    import socket
+
+    import torch.multiprocessing as mp
+
+    g = torch.Generator().manual_seed(1)
+    v = torch.randn(40, 5, generator=g) * torch.linspace(1, 50, 40)[:, None]
+    one = HyperbolicHead(PoincareBall(1.0)).train()
+    one(v)
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    out = mp.Manager().dict()
+    mp.spawn(_two_rank_scale, args=(2, port, v, out), nprocs=2, join=True)
+    assert out[0] == out[1] == pytest.approx(float(one.log_scale.detach()), rel=1e-6)

@@ -186,8 +186,8 @@ class HyperbolicHead(nn.Module):
     hyperboloid) the target tangent norm is ``t = init_radius / k`` and
     ``e^s = (ρ/√c)·artanh(√c t/ρ) / m`` (``t/m`` for the clip). The flag buffer
     ``scale_initialised`` is saved in checkpoints, so a resumed run is not re-initialised;
-    the rule is deterministic (a median of the batch; under ``torch.distributed`` the
-    log-scales of the ranks are averaged).
+    the rule is deterministic (a median of the batch; under ``torch.distributed`` the median
+    of the global batch, gathered from every rank, so two ranks equal one process).
 
     **τ and the radius** (SupCon and every loss that scores ``−d/τ``). Near the origin the
     ball is flat, ``d(x, y) ≈ k‖u_x − u_y‖``, so scaling every radius by λ is the same as
@@ -253,7 +253,8 @@ class HyperbolicHead(nn.Module):
     ValueError
         If ``geometry`` is Euclidean (use :class:`L2Normalize`), ``clip_r <= 0``,
         ``scale_init`` is neither a number > 0 nor "auto", ``bound`` is unknown,
-        ``init_radius`` is not in ``(0, max_radius)`` or ``c_range`` is not ``0 < lo <= hi``.
+        ``init_radius`` is not in ``(0, max_radius)`` (checked for "auto"/"batch") or
+        ``c_range`` is not ``0 < lo <= hi``.
 
     Examples
     --------
@@ -317,7 +318,7 @@ class HyperbolicHead(nn.Module):
         top = self.max_radius
         if isinstance(init_radius, bool) or not isinstance(init_radius, (int, float)):
             raise ValueError(f"init_radius must be a number in (0, {top:g}), got {init_radius!r}")
-        if not (0 < float(init_radius) < top):
+        if not (0 < float(init_radius) < (top if auto else math.inf)):  # only the data rules use it
             raise ValueError(
                 f"init_radius must lie in (0, {top:g}) (the bound's geodesic radius), got {init_radius!r}; "
                 "lower it or raise clip_r"
@@ -350,21 +351,23 @@ class HyperbolicHead(nn.Module):
         return t
 
     @staticmethod
-    def _mean_over_ranks(x: float, device) -> float:
+    def _median_norm(v: torch.Tensor) -> float:
+        """Median raw norm of the batch; under ``torch.distributed`` of the global batch (all ranks' rows)."""
         import torch.distributed as dist
 
-        if dist.is_available() and dist.is_initialized():
-            t = torch.tensor(x, dtype=torch.float64, device=device)
-            dist.all_reduce(t)
-            return float(t) / dist.get_world_size()
-        return x
+        norms = v.detach().double().norm(dim=-1).reshape(-1)
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            parts: list = [None] * dist.get_world_size()
+            dist.all_gather_object(parts, norms.cpu())
+            norms = torch.cat(parts)
+        return float(norms.median()) if norms.numel() else float("nan")
 
     @torch.no_grad()
     def _batch_median(self, v: torch.Tensor) -> float:
         """``scale_init="batch"``: the median raw norm (training: this batch's, tracked; eval: the running one)."""
         if not self.training and float(self.running_norm) > 0:
             return float(self.running_norm)
-        m = self._mean_over_ranks(float(v.detach().double().norm(dim=-1).median()), v.device)
+        m = self._median_norm(v)
         if not (math.isfinite(m) and m > 1e-12):
             m = float(self.running_norm) if float(self.running_norm) > 0 else 1.0
         if self.training:
@@ -421,11 +424,10 @@ class HyperbolicHead(nn.Module):
         v : torch.Tensor, shape (..., d)
             Raw head outputs (unscaled).
         """
-        m = float(v.detach().double().norm(dim=-1).median())
+        m = self._median_norm(v)
         if not (math.isfinite(m) and m > 1e-12):  # an all-zero batch says nothing: wait for the next one
             return
-        log_s = self._mean_over_ranks(math.log(self._target_norm() / m), v.device)
-        self.log_scale.fill_(log_s)
+        self.log_scale.fill_(math.log(self._target_norm() / m))
         self.scale_initialised.fill_(True)
 
     def forward(self, v: torch.Tensor) -> torch.Tensor:

@@ -90,7 +90,8 @@ def radius_flags(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """A sentence per flagged run (clip fraction above :data:`CLIP_FLAG`)."""
     return [
         f"{r['label']}: {100 * r['clip_fraction']:.0f} % of the test embeddings sit at the clip radius, so the "
-        "radial direction carries little; raise model.clip_r or lower model.scale_init."
+        "radial direction carries little; use the smooth bound (model.head_bound=tanh), "
+        "model.scale_init=auto or batch, or raise model.clip_r."
         for r in rows
         if r["flagged"]
     ]
