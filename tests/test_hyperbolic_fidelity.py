@@ -32,7 +32,7 @@ def test_head_scale_is_a_learned_log_parameter():
 
 def test_head_hand_computed_radius_and_clip_only_catches_outliers():
     ball = PoincareBall(1.0)
-    head = HyperbolicHead(ball, clip_r=4.0, scale_init=0.5)
+    head = HyperbolicHead(ball, clip_r=4.0, scale_init=0.5, bound="clip")
     v = torch.tensor([[2.0, 0, 0, 0], [100.0, 0, 0, 0]], dtype=F64)
     z = head(v).detach()
     # raw norm 2 -> tangent 1 -> |z| = tanh(1); raw 100 -> tangent 50 -> clipped at 4 -> tanh(4)
@@ -41,7 +41,7 @@ def test_head_hand_computed_radius_and_clip_only_catches_outliers():
 
 def test_head_with_fixed_unit_scale_is_the_01_head_bit_for_bit():
     ball = PoincareBall(1.0)
-    head = HyperbolicHead(ball, clip_r=2.0, scale_init=1.0, learn_scale=False)
+    head = HyperbolicHead(ball, clip_r=2.0, scale_init=1.0, learn_scale=False, bound="clip")
     assert "log_scale" in dict(head.named_buffers())
     v = torch.randn(32, 8) * 5
     assert torch.equal(head(v), ball.to_manifold(v, clip_r=2.0))

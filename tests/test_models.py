@@ -120,7 +120,7 @@ def test_l2normalize_unit_norm_and_float32_under_autocast():
 @pytest.mark.parametrize("c", [0.5, 1.0, 2.0])
 def test_poincare_head_inside_ball_even_for_huge_inputs(c):
     geo = get_geometry("poincare", c=c)
-    head = HyperbolicHead(geo, clip_r=None)  # no feature clipping: only proj keeps it inside
+    head = HyperbolicHead(geo, clip_r=None, scale_init=1.0)  # no feature clipping: only proj keeps it inside
     v = torch.randn(64, 6) * torch.logspace(-3, 6, 64)[:, None]
     z = head(v)
     assert torch.isfinite(z).all()
@@ -131,7 +131,7 @@ def test_poincare_head_inside_ball_even_for_huge_inputs(c):
 def test_feature_clipping_radius_hand_computed(c, r):
     # ||expmap0(v)|| = tanh(sqrt(c) ||v||)/sqrt(c); clipping ||v|| to r gives tanh(sqrt(c) r)/sqrt(c)
     geo = get_geometry("poincare", c=c)
-    head = HyperbolicHead(geo, clip_r=r)
+    head = HyperbolicHead(geo, clip_r=r, scale_init=1.0, bound="clip")  # the 0.2 head's hard clip
     v = torch.randn(10, 4, dtype=torch.float64) * 50
     expected = math.tanh(math.sqrt(c) * r) / math.sqrt(c)
     torch.testing.assert_close(head(v).norm(dim=-1), torch.full((10,), expected, dtype=torch.float64))
@@ -139,7 +139,7 @@ def test_feature_clipping_radius_hand_computed(c, r):
 
 def test_poincare_head_matches_geoopt_expmap0_below_clip_radius():
     geo = get_geometry("poincare", c=1.0)
-    head = HyperbolicHead(geo, clip_r=2.0)
+    head = HyperbolicHead(geo, clip_r=2.0, scale_init=1.0, bound="clip")
     v = torch.randn(20, 5, dtype=torch.float64)
     v = v / v.norm(dim=-1, keepdim=True) * torch.linspace(0.01, 1.9, 20, dtype=torch.float64)[:, None]
     ref = geoopt.PoincareBall(c=1.0).expmap0(v)
@@ -153,7 +153,7 @@ def test_poincare_head_matches_geoopt_expmap0_below_clip_radius():
 @pytest.mark.parametrize("k", [1.0, 2.0])
 def test_lorentz_head_on_hyperboloid(k):
     geo = get_geometry("lorentz", c=k)
-    head = HyperbolicHead(geo, clip_r=2.0)
+    head = HyperbolicHead(geo, clip_r=2.0, scale_init=1.0)
     x = head(torch.randn(30, 4, dtype=torch.float64) * 3)
     assert x.shape == (30, 5)
     inner = -(x[:, 0] ** 2) + (x[:, 1:] ** 2).sum(-1)

@@ -289,6 +289,9 @@ def _run_one(
             clip_r=cfg.model.clip_r,
             scale_init=cfg.model.scale_init,
             learn_scale=cfg.model.learn_scale,
+            head_bound=cfg.model.head_bound,
+            init_radius=cfg.model.init_radius,
+            curvature_range=tuple(cfg.model.curvature_range),
         )
     from hierviz.training.distributed import get_world_size
 
@@ -380,7 +383,7 @@ def _run_one(
     np.savez_compressed(run_dir / "embeddings.npz", **arrays)
     from hierviz.evaluation import run_radius
 
-    radius = run_radius(model, arrays, tree, geometry, embedding)
+    radius = run_radius(model, arrays, tree, geometry, embedding, seed=seed, steps=cfg.eval.mean_steps)
     geo_cfg = geometry.config() if hasattr(geometry, "config") else {"name": geometry_name}
     record = {
         "name": run_dir.name,

@@ -153,16 +153,26 @@ class ModelConfig:
     curvature : float, default 1.0
         c > 0 of the hyperbolic geometries (sectional curvature −c).
     clip_r : float or None, default 3.0
-        Feature-clipping radius of the hyperbolic head, in tangent norm after the feature
-        scale (None = no clipping); it only catches outliers.
-    scale_init : float, default 1.0
-        Initial feature scale of the hyperbolic head (sweep: docs/hyperbolic-fidelity.md).
+        Radius bound ρ of the hyperbolic head (:class:`hierviz.models.HyperbolicHead`), on
+        ``√c‖u‖`` after the feature scale (None = no bound): geodesic radius < 2ρ/√c on the
+        ball.
+    head_bound : {"tanh", "clip"}, default "tanh"
+        ``tanh``: the smooth bound ρ·tanh(‖v‖/ρ), a radial gradient everywhere; ``clip``: the
+        hard clip of hierviz 0.2 (``head_bound=clip scale_init=1 clip_r=3`` is that head).
+    scale_init : float or "auto", default "auto"
+        Initial feature scale of the hyperbolic head; ``"auto"``: the first training
+        batch's median raw norm is mapped to ``init_radius`` (docs/hyperbolic-fidelity.md).
+    init_radius : float, default 1.0
+        Geodesic radius d(0, z) of the median sample after ``scale_init="auto"`` (1 starts
+        SupCon's −d/τ logits at the unit sphere's range 2/τ).
     learn_scale : bool, default True
-        Learn that scale (log-parameterised); false with ``scale_init=1, clip_r=2`` is the
-        hierviz 0.1 head.
+        Learn that scale (log-parameterised); false with ``scale_init=1, clip_r=2,
+        head_bound=clip`` is the hierviz 0.1 head.
     learn_curvature : bool, default False
         Train the curvature c of the hyperbolic geometries (geoopt's ``learnable=True``;
         ``model.curvature`` is its initial value); the learned c is in each run's record.
+    curvature_range : list of two floats, default [0.1, 10.0]
+        Clamp of a learned c (MERU's range).
     """
 
     encoder: str = "resnet18"
@@ -172,9 +182,12 @@ class ModelConfig:
     pretrained: str | None = None
     curvature: float = 1.0
     clip_r: float | None = 3.0
-    scale_init: float = 1.0
+    head_bound: str = "tanh"
+    scale_init: str | float = "auto"
+    init_radius: float = 1.0
     learn_scale: bool = True
     learn_curvature: bool = False
+    curvature_range: list[float] = field(default_factory=lambda: [0.1, 10.0])
 
 
 @dataclass
@@ -402,6 +415,14 @@ def _coerce(value: Any, default: Any, annotation: Any, where: str) -> Any:
         if not _is_integral(value):  # NaN, inf and 1e400 (inf in JSON/TOML) too, naming the key
             raise _expect(where, "an integer", value)
         return int(value)
+    if "float" in ann and "str" in ann and isinstance(value, str):  # a number or a keyword ("auto")
+        return value
+    if "list[float]" in ann:
+        if not isinstance(value, (list, tuple)) or any(
+            isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) for v in value
+        ):
+            raise _expect(where, "a list of finite numbers, e.g. [0.1, 10]", value)
+        return [float(v) for v in value]
     if "float" in ann:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise _expect(where, "a finite number", value)
@@ -633,7 +654,25 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         cfg.model.curvature,
     )
     _check(cfg.model.clip_r is None or cfg.model.clip_r > 0, "model.clip_r", "> 0 (or null)", cfg.model.clip_r)
-    _check(cfg.model.scale_init > 0, "model.scale_init", "> 0", cfg.model.scale_init)
+    _check(
+        cfg.model.scale_init in ("auto", "batch")
+        or (not isinstance(cfg.model.scale_init, str) and cfg.model.scale_init > 0),
+        "model.scale_init",
+        "a number > 0, 'auto' or 'batch'",
+        cfg.model.scale_init,
+    )
+    _check(cfg.model.head_bound in ("tanh", "clip"), "model.head_bound", "'tanh' or 'clip'", cfg.model.head_bound)
+    _check(cfg.model.init_radius > 0, "model.init_radius", "> 0", cfg.model.init_radius)
+    cr = cfg.model.curvature_range
+    _check(len(cr) == 2 and 0 < cr[0] <= cr[1], "model.curvature_range", "[lo, hi] with 0 < lo <= hi", cr)
+    if cfg.model.clip_r is not None:
+        top = 2.0 * cfg.model.clip_r  # the ball's geodesic bound 2ρ at c = 1 (the head checks its own geometry)
+        _check(
+            cfg.model.init_radius < top,
+            "model.init_radius",
+            f"< 2 * model.clip_r = {top:g} (the bound's geodesic radius)",
+            cfg.model.init_radius,
+        )
     _check(cfg.train.lr_backbone > 0, "train.lr_backbone", "> 0", cfg.train.lr_backbone)
     _check(cfg.train.lr_head is None or cfg.train.lr_head > 0, "train.lr_head", "> 0 (or null)", cfg.train.lr_head)
     _check(

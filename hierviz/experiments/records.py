@@ -80,6 +80,13 @@ _NEW_KEY_DEFAULTS = {
     "eval.embedding": None,  # issue 24: the probe input of every method (None: each method's own)
     # issue 24: G-HMLC's 2-D GMM became the default; g-hmlc runs recorded before it used the 1-D fit
     "loss.gmm_dims": 2,
+    # issue 22: at these values the head is the 0.2 one (with model.scale_init = 1) and no depth regulariser
+    "model.head_bound": "clip",
+    "model.init_radius": 1.0,
+    "model.curvature_range": [0.1, 10.0],
+    "loss.cone_weight": 0.0,
+    "loss.center_weight": 0.0,
+    "loss.cone_aperture": 0.1,
 }
 
 #: Keys that legitimately differ between the runs of one comparison.

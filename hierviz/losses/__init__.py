@@ -11,6 +11,11 @@ declares what it consumes with the class attribute ``input_kind``:
 * ``"logits"``: ``loss(logits, labels)`` with classifier logits ``(B, C)`` —
   :class:`HXELoss` (``hxe.py``), :class:`SoftLabelLoss` (``soft_label.py``).
 
+Depth regularisers for hyperbolic geometries (``radial.py``, issue 22), which
+:func:`hierviz.methods.build_objective` adds to every method as ``loss.cone_weight`` and
+``loss.center_weight``: :class:`EntailmentConeLoss` (entailment cones, Ganea et al. 2018)
+and :class:`CentringLoss` (HypStructure's centring term).
+
 Shared input checks live in ``_validation.py``; the log-softmax, the reductions and the
 contrastive base class in ``_core.py``. :class:`Objective` (``objective.py``) sums named
 terms; methods (:mod:`hierviz.methods`) build objectives.
@@ -30,6 +35,7 @@ from .hwc import OMEGA_MODES, HWCLoss, hwc_logit_gradient, hwc_omega
 from .hxe import HXELoss
 from .lam import LAMLoss, default_margins
 from .objective import Objective, build_objective
+from .radial import CentringLoss, EntailmentConeLoss, cone_energy, cone_exterior_angle, cone_half_aperture
 from .simclr import SimCLRLoss
 from .soft_label import SoftLabelLoss
 from .supcon import SupConLoss
@@ -70,6 +76,11 @@ __all__ = [
     "LeafLoss",
     "PerLevelLoss",
     "BinaryLoss",
+    "EntailmentConeLoss",
+    "CentringLoss",
+    "cone_energy",
+    "cone_exterior_angle",
+    "cone_half_aperture",
 ]
 
 

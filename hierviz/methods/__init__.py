@@ -14,9 +14,11 @@ from hierviz.methods import (
 from hierviz.methods.registry import (
     LOSS_HPARAMS,
     METHODS,
+    RADIAL_HPARAMS,
     HParam,
     Method,
     Needs,
+    add_radial_terms,
     build_objective,
     get_method,
     register_hparam,
@@ -33,4 +35,6 @@ __all__ = [
     "register_hparam",
     "get_method",
     "build_objective",
+    "RADIAL_HPARAMS",
+    "add_radial_terms",
 ]

@@ -52,6 +52,8 @@ __all__ = [
     "register_hparam",
     "get_method",
     "build_objective",
+    "RADIAL_HPARAMS",
+    "add_radial_terms",
 ]
 
 #: What an evaluation protocol may embed: the projection-head output or the encoder features.
@@ -176,6 +178,59 @@ def register_hparam(name: str, default: Any, doc: str = "") -> HParam:
     return hp
 
 
+#: issue 22: the depth regularisers every method gets on a hyperbolic geometry
+#: (:mod:`hierviz.losses.radial`); weight 0 leaves the term out.
+RADIAL_HPARAMS = ("cone_weight", "center_weight", "cone_aperture")
+register_hparam(
+    "cone_weight",
+    0.2,
+    "weight of the entailment-cone term (hierviz.losses.EntailmentConeLoss) on hyperbolic geometries; 0 = off",
+)
+register_hparam(
+    "center_weight",
+    1.0,
+    "weight of the centring term (hierviz.losses.CentringLoss, HypStructure) on hyperbolic geometries; 0 = off",
+)
+register_hparam("cone_aperture", 0.1, "entailment-cone aperture constant K (Ganea et al. 2018; MERU: 0.1)")
+
+
+def add_radial_terms(objective: Any, method: Method, tree: Any, geometry: Any, hp: Mapping[str, Any]) -> Any:
+    """Add the ``cone`` and ``center`` terms of :data:`RADIAL_HPARAMS` to a built objective.
+
+    They are added only where the radius means depth: a hyperbolic geometry, a method whose
+    evaluated embedding is ``z`` (HXE-like methods evaluate the encoder features, which the
+    terms would not reach) and a weight > 0. Objectives other than
+    :class:`hierviz.losses.Objective` are returned unchanged.
+
+    Parameters
+    ----------
+    objective : torch.nn.Module
+    method : Method
+    tree : LabelTree
+    geometry : Geometry
+    hp : mapping
+        ``cone_weight``, ``center_weight``, ``cone_aperture``.
+
+    Returns
+    -------
+    The same objective, with the terms added in place.
+    """
+    from hierviz.losses import CentringLoss, EntailmentConeLoss, Objective
+
+    if not isinstance(objective, Objective) or not getattr(geometry, "hyperbolic", False) or method.embedding != "z":
+        return objective
+    for key, w in (("cone_weight", hp["cone_weight"]), ("center_weight", hp["center_weight"])):
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not (w >= 0):
+            raise ValueError(f"loss.{key} must be a number >= 0 (0 = off), got {w!r}")
+    if hp["cone_weight"] > 0:
+        objective.terms["cone"] = EntailmentConeLoss(tree, geometry, aperture=hp["cone_aperture"])
+        objective.weights["cone"] = float(hp["cone_weight"])
+    if hp["center_weight"] > 0:
+        objective.terms["center"] = CentringLoss(geometry)
+        objective.weights["center"] = float(hp["center_weight"])
+    return objective
+
+
 def register_method(
     name: str,
     *,
@@ -273,7 +328,10 @@ def build_objective(name: str, tree: Any, geometry: Any, **hparams: Any) -> Any:
         A :class:`hierviz.geometry.Geometry` or a registered geometry name.
     **hparams
         ``loss.*`` values (:data:`LOSS_HPARAMS`); unset ones take their defaults; ones the
-        method does not read are ignored, so one dict can drive every method.
+        method does not read are ignored, so one dict can drive every method. On a
+        hyperbolic geometry every method also gets the depth regularisers of
+        :data:`RADIAL_HPARAMS` (``loss.cone_weight``, ``loss.center_weight``;
+        :func:`add_radial_terms`).
 
     Returns
     -------
@@ -296,4 +354,6 @@ def build_objective(name: str, tree: Any, geometry: Any, **hparams: Any) -> Any:
     if unknown:
         raise TypeError(f"unknown hyperparameter(s) {unknown}; valid: {sorted(LOSS_HPARAMS)}")
     hp = {k: hparams.get(k, LOSS_HPARAMS[k].default) for k in method.hparams}
-    return method.build(tree, geometry, hp)
+    objective = method.build(tree, geometry, hp)
+    radial = {k: hparams.get(k, LOSS_HPARAMS[k].default) for k in RADIAL_HPARAMS}
+    return add_radial_terms(objective, method, tree, geometry, radial)

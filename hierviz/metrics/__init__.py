@@ -35,7 +35,19 @@ from hierviz.metrics.htc import (  # noqa: E402  (Paper 05 (HyILR): multi-label 
     per_level_f1,
 )
 from hierviz.metrics.probe import REPORT_KEYS, hierarchy_report, linear_probe
-from hierviz.metrics.radius import max_radius, origin_distance, radius_report
+from hierviz.metrics.radius import (
+    RADIUS_METRICS,
+    clip_fraction,
+    edge_order,
+    max_radius,
+    node_prototype_radii,
+    norm_auroc,
+    origin_distance,
+    radius_depth_spearman,
+    radius_gap,
+    radius_metrics,
+    radius_report,
+)
 from hierviz.metrics.ranking import RANKING_KEYS, mnr, ndcg_tree, ranking_report, rp_at_k
 from hierviz.metrics.registry import METRIC_INFO, MetricInfo, register_metric  # noqa: E402
 from hierviz.metrics.retrieval import (
@@ -75,6 +87,14 @@ __all__ = [
     "REPORT_KEYS",
     "radius_report",
     "max_radius",
+    "RADIUS_METRICS",
+    "radius_metrics",
+    "node_prototype_radii",
+    "radius_depth_spearman",
+    "edge_order",
+    "clip_fraction",
+    "radius_gap",
+    "norm_auroc",
     "origin_distance",
     "precision_at_k",
     "recall_at_k",

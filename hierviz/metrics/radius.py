@@ -20,13 +20,31 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 
 from hierviz.geometry import Geometry
 from hierviz.hierarchy import LabelTree
 from hierviz.metrics.hierarchy import _as_labels, _as_points
 
-__all__ = ["radius_report", "max_radius", "origin_distance", "CLIP_ATOL", "CLIP_FLAG"]
+__all__ = [
+    "radius_report",
+    "max_radius",
+    "origin_distance",
+    "CLIP_ATOL",
+    "CLIP_FLAG",
+    "node_prototype_radii",
+    "radius_depth_spearman",
+    "edge_order",
+    "clip_fraction",
+    "radius_gap",
+    "norm_auroc",
+    "radius_metrics",
+    "RADIUS_METRICS",
+]
+
+#: The five hierarchy-in-radius numbers of every run (issue 22), in table order.
+RADIUS_METRICS = ("radius_depth_spearman", "edge_order", "clip_fraction", "radius_gap", "norm_auroc")
 
 #: A point counts as clipped when its radius is within this of :func:`max_radius`.
 CLIP_ATOL = 1e-3
@@ -201,3 +219,331 @@ def _stats(r: torch.Tensor, prefix: str) -> dict[str, float | None]:
         return {f"{prefix}_mean": None, f"{prefix}_std": None}
     std = float(r.std(unbiased=False)) if r.numel() > 1 else 0.0
     return {f"{prefix}_mean": float(r.mean()), f"{prefix}_std": std if math.isfinite(std) else None}
+
+
+# ----------------------------------------------------------------------------- issue 22: five numbers
+def _vec(x: Any, name: str, dtype=float) -> np.ndarray:
+    a = np.asarray(x.detach().cpu() if isinstance(x, torch.Tensor) else x, dtype=dtype).reshape(-1)
+    if dtype is float and not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite")
+    return a
+
+
+def radius_depth_spearman(radius: Any, depth: Any) -> float:
+    r"""Spearman correlation of node depth and prototype radius, divided by its largest possible value.
+
+    Depths tie (every node of a level has the same depth), so even a perfect ordering - every
+    deeper prototype farther out - has a Spearman correlation below 1. The score divides by
+    that maximum, ``spearman(depth, depth with ties broken)``; 1 means radius grows with
+    depth at every comparison between levels, −1 the reverse.
+
+    Parameters
+    ----------
+    radius : array-like of float, shape (n,)
+        ``d(0, prototype)`` per node.
+    depth : array-like of int, shape (n,)
+        Depth per node (root 0).
+
+    Returns
+    -------
+    float
+        In [−1, 1]; NaN when fewer than two depths or a constant radius. Radii that tie
+        exactly where depths tie (synthetic data) could exceed the maximum; the score is
+        clipped to [−1, 1].
+
+    Raises
+    ------
+    ValueError
+        Different lengths or non-finite radii.
+
+    Examples
+    --------
+    >>> radius_depth_spearman([0.1, 1.0, 1.2, 2.0, 2.5, 2.2], [0, 1, 1, 2, 2, 2])  # perfect order
+    1.0
+    >>> round(radius_depth_spearman([0.1, 2.1, 1.2, 2.0, 2.5, 2.2], [0, 1, 1, 2, 2, 2]), 4)  # 0.7715 / 0.9258
+    0.8333
+    """
+    from scipy.stats import rankdata, spearmanr
+
+    r, d = _vec(radius, "radius"), _vec(depth, "depth")
+    if r.shape != d.shape:
+        raise ValueError(f"radius and depth must have the same length, got {r.size} and {d.size}")
+    if np.unique(d).size < 2 or np.unique(r).size < 2:
+        return float("nan")
+    top = float(spearmanr(d, rankdata(d, method="ordinal")).statistic)
+    return float(np.clip(float(spearmanr(d, r).statistic) / top, -1.0, 1.0))
+
+
+def edge_order(radius: Any, parent: Any) -> float:
+    """Fraction of parent → child edges whose parent prototype is strictly nearer the origin.
+
+    Parameters
+    ----------
+    radius : array-like of float, shape (n,)
+        ``d(0, prototype)`` per node.
+    parent : array-like of int, shape (n,)
+        Index (into the same arrays) of each node's parent; −1 for the root.
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN without edges.
+
+    Examples
+    --------
+    >>> edge_order([0.1, 1.0, 0.5, 2.0, 0.7], [-1, 0, 0, 1, 2])  # root->1, root->2, 1->3, 2->4
+    1.0
+    >>> edge_order([0.1, 1.0, 0.5, 0.9, 0.4], [-1, 0, 0, 1, 2])
+    0.5
+    """
+    r, p = _vec(radius, "radius"), _vec(parent, "parent", dtype=np.int64)
+    if r.shape != p.shape:
+        raise ValueError(f"radius and parent must have the same length, got {r.size} and {p.size}")
+    child = np.nonzero(p >= 0)[0]
+    if child.size == 0:
+        return float("nan")
+    return float(np.mean(r[p[child]] < r[child]))
+
+
+def clip_fraction(radius: Any, max_radius: float | None, atol: float = CLIP_ATOL) -> float | None:
+    """Fraction of samples within ``atol`` of the head's largest radius (:func:`max_radius`).
+
+    Parameters
+    ----------
+    radius : array-like of float, shape (n,)
+        ``d(0, z)`` per sample.
+    max_radius : float or None
+        None (the sphere) gives None.
+    atol : float, default 1e-3
+
+    Returns
+    -------
+    float or None
+
+    Examples
+    --------
+    >>> clip_fraction([6.0, 5.9995, 2.0, 0.3], 6.0)
+    0.5
+    """
+    if max_radius is None:
+        return None
+    r = _vec(radius, "radius")
+    return float(np.mean(r >= float(max_radius) - float(atol))) if r.size else float("nan")
+
+
+def radius_gap(radius: Any, depth: Any, is_leaf: Any) -> float:
+    """Mean leaf-prototype radius minus mean depth-1 prototype radius.
+
+    Parameters
+    ----------
+    radius : array-like of float, shape (n,)
+    depth : array-like of int, shape (n,)
+    is_leaf : array-like of bool, shape (n,)
+
+    Returns
+    -------
+    float
+        Positive when leaves lie farther out than the top-level classes; NaN when either
+        set is empty.
+
+    Examples
+    --------
+    >>> radius_gap([0.1, 1.0, 2.0, 3.0, 3.5], [0, 1, 1, 2, 2], [False, False, False, True, True])
+    1.75
+    """
+    r, d = _vec(radius, "radius"), _vec(depth, "depth", dtype=np.int64)
+    leaf = np.asarray(is_leaf, dtype=bool).reshape(-1)
+    if not (r.shape == d.shape == leaf.shape):
+        raise ValueError(f"radius, depth and is_leaf must have the same length, got {r.size}, {d.size}, {leaf.size}")
+    top = r[d == 1]
+    if not leaf.any() or top.size == 0:
+        return float("nan")
+    return float(r[leaf].mean() - top.mean())
+
+
+def norm_auroc(radius: Any, correct: Any) -> float:
+    """AUROC of ``−d(0, z)`` for telling correctly classified test samples from misclassified ones.
+
+    Uncertain samples should sit nearer the origin (HyILR-style hyperbolic uncertainty): a
+    score above 0.5 says a *small* radius flags an error. :func:`sklearn.metrics.roc_auc_score`
+    with ``y_true = ~correct`` (the errors are the positives) and ``y_score = −radius``.
+
+    Parameters
+    ----------
+    radius : array-like of float, shape (n,)
+    correct : array-like of bool, shape (n,)
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN when every sample is correct or every one wrong.
+
+    Examples
+    --------
+    >>> norm_auroc([3.0, 2.5, 0.5, 1.0], [True, True, False, False])  # errors nearest the origin
+    1.0
+    >>> norm_auroc([3.0, 0.4, 0.5, 1.0], [True, True, False, False])
+    0.5
+    """
+    from sklearn.metrics import roc_auc_score
+
+    r = _vec(radius, "radius")
+    ok = np.asarray(correct, dtype=bool).reshape(-1)
+    if ok.shape != r.shape:
+        raise ValueError(f"radius and correct must have the same length, got {r.size} and {ok.size}")
+    if ok.all() or not ok.any():
+        return float("nan")
+    return float(roc_auc_score(~ok, -r))
+
+
+def node_prototype_radii(
+    z: Any, labels: Any, tree: LabelTree, geometry: Geometry, *, steps: int = 10
+) -> dict[str, np.ndarray]:
+    """Radius of every node's prototype (Fréchet mean of the samples below it), chains contracted.
+
+    A node whose samples are all under one child (a single-child node such as the two-step
+    tree's ``melanocytic_benign → nv``, or one whose other children have no samples) has the
+    same prototype as that child: it is contracted - left out, its child attached to its
+    parent - so no edge compares a prototype with itself. The root is always kept.
+
+    Parameters
+    ----------
+    z : torch.Tensor or array-like, shape (n, D)
+    labels : array-like of int, shape (n,)
+    tree : LabelTree
+    geometry : Geometry
+    steps : int, default 10
+        Karcher steps.
+
+    Returns
+    -------
+    dict of numpy arrays, one entry per kept node
+        ``node`` (tree node index), ``depth`` (the node's depth in the tree), ``radius``
+        (float64), ``parent`` (position in these arrays of the nearest kept ancestor, −1
+        for the root), ``is_leaf`` (bool).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import PoincareBall
+    >>> tree = LabelTree.from_nested({"r": {"a": {"a1": ["x"]}, "b": ["y", "w"]}})
+    >>> ball = PoincareBall(1.0)
+    >>> z = ball.expmap0(torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, -1.0]], dtype=torch.float64))
+    >>> out = node_prototype_radii(z, [0, 1, 2], tree, ball)
+    >>> [tree.nodes[n] for n in out["node"]], out["parent"].tolist()  # a and a1 contracted into x
+    (['r', 'b', 'y', 'w', 'x'], [-1, 0, 1, 1, 0])
+    """
+    zt = _as_points(z, "z", geometry)
+    y = _as_labels(labels, "labels", tree).to(zt.device)
+    member = tree.ancestor_matrix.to(zt.device)[y]  # (n, N)
+    counts = member.sum(0)
+    present = counts > 0
+    sample, node = member.nonzero(as_tuple=True)
+    with torch.no_grad():
+        protos, _ = geometry.group_mean(zt[sample], node, tree.num_nodes, steps=steps, allow_empty=True)
+    radius = origin_distance(protos, geometry).cpu().numpy()
+    parent = tree.parent_index.cpu().numpy()
+    counts = counts.cpu().numpy()
+    present = present.cpu().numpy()
+    root = int(tree.node_index[tree.root])
+    kept = []
+    for n in range(tree.num_nodes):  # a loop over tree nodes, not samples
+        if not present[n]:
+            continue
+        if n != root and not tree.is_leaf(tree.nodes[n]):
+            kids = [tree.node_index[c] for c in tree.children(tree.nodes[n])]
+            if any(counts[k] == counts[n] for k in kids):  # one child holds every sample
+                continue
+        kept.append(n)
+    pos = {n: i for i, n in enumerate(kept)}
+
+    def kept_parent(n: int) -> int:
+        p = int(parent[n])
+        while p >= 0 and p not in pos:
+            p = int(parent[p])
+        return pos[p] if p >= 0 else -1
+
+    depth = tree.node_depth.cpu().numpy()
+    return {
+        "node": np.asarray(kept, dtype=np.int64),
+        "depth": depth[kept].astype(np.int64),
+        "radius": radius[kept].astype(np.float64),
+        "parent": np.asarray([kept_parent(n) for n in kept], dtype=np.int64),
+        "is_leaf": np.asarray([tree.is_leaf(tree.nodes[n]) for n in kept], dtype=bool),
+    }
+
+
+def radius_metrics(
+    z: Any,
+    labels: Any,
+    tree: LabelTree,
+    geometry: Geometry,
+    *,
+    predictions: Any = None,
+    clip_r: float | None = None,
+    steps: int = 10,
+    atol: float = CLIP_ATOL,
+) -> dict[str, float | None]:
+    """The five hierarchy-in-radius numbers of :data:`RADIUS_METRICS` for one set of embeddings.
+
+    ``radius_depth_spearman`` and ``edge_order`` on :func:`node_prototype_radii` (chains
+    contracted); ``radius_gap`` on the leaf and depth-1 prototypes; ``clip_fraction`` of the
+    samples against :func:`max_radius` (None on the sphere); ``norm_auroc`` of the samples
+    against ``predictions == labels`` (NaN without predictions).
+
+    Parameters
+    ----------
+    z : torch.Tensor or array-like, shape (n, D)
+    labels : array-like of int, shape (n,)
+    tree : LabelTree
+    geometry : Geometry
+    predictions : array-like of int, shape (n,), optional
+        Predicted leaves (e.g. :func:`hierviz.metrics.linear_probe`).
+    clip_r : float or None
+        The head's tangent bound (:attr:`hierviz.models.HyperbolicHead.tangent_bound`).
+    steps : int, default 10
+    atol : float, default 1e-3
+
+    Returns
+    -------
+    dict
+        The five keys; floats (NaN where undefined), all None for a non-hyperbolic geometry
+        (on the unit sphere every sample and every normalised prototype has radius 1).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import PoincareBall
+    >>> tree = LabelTree.from_nested({"r": {"a": ["a1", "a2"], "b": ["b1", "b2"]}})
+    >>> ball = PoincareBall(1.0)
+    >>> ang = torch.tensor([0.0, 0.6, 3.0, 3.6], dtype=torch.float64)
+    >>> tangent = torch.tensor([[1.5], [1.6], [1.4], [0.9]], dtype=torch.float64)  # radii 3, 3.2, 2.8, 1.8
+    >>> z = ball.expmap0(tangent * torch.stack([ang.cos(), ang.sin()], -1))
+    >>> out = radius_metrics(z, [0, 1, 2, 3], tree, ball, predictions=[0, 1, 2, 2], clip_r=3.0)
+    >>> {k: round(v, 3) for k, v in out.items()}  # the error (b2) is the sample nearest the origin
+    {'radius_depth_spearman': 0.867, 'edge_order': 1.0, 'clip_fraction': 0.0, 'radius_gap': 0.877, 'norm_auroc': 1.0}
+
+    Every prototype lies farther out than its parent (``edge_order`` 1), but leaf b2 (1.8)
+    lies nearer the origin than the depth-1 prototype of a, so the depth ranking is not
+    perfect.
+    """
+    zt = _as_points(z, "z", geometry)
+    y = _as_labels(labels, "labels", tree)
+    if not getattr(geometry, "hyperbolic", False):
+        return dict.fromkeys(RADIUS_METRICS)
+    nodes = node_prototype_radii(zt, y, tree, geometry, steps=steps)
+    r = origin_distance(zt, geometry).cpu().numpy()
+    top = max_radius(geometry, clip_r, dtype=zt.dtype)
+    auroc = float("nan")
+    if predictions is not None:
+        pred = np.asarray(predictions).reshape(-1)
+        if pred.shape[0] != r.shape[0]:
+            raise ValueError(f"predictions must have one entry per sample ({r.shape[0]}), got {pred.shape[0]}")
+        auroc = norm_auroc(r, pred == y.cpu().numpy())
+    return {
+        "radius_depth_spearman": radius_depth_spearman(nodes["radius"], nodes["depth"]),
+        "edge_order": edge_order(nodes["radius"], nodes["parent"]),
+        "clip_fraction": clip_fraction(r, top, atol),
+        "radius_gap": radius_gap(nodes["radius"], nodes["depth"], nodes["is_leaf"]),
+        "norm_auroc": auroc,
+    }

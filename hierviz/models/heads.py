@@ -2,7 +2,7 @@
 
 ``z = to_manifold(head(features))``: :class:`ProjectionHead` is the two-layer MLP of paper 01
 §4.2; :func:`manifold_head` returns :class:`L2Normalize` for the unit sphere and
-:class:`HyperbolicHead` (feature clipping + ``expmap0``) for hyperbolic geometries, chosen by
+:class:`HyperbolicHead` (learned scale, smooth radius bound + ``expmap0``) for hyperbolic geometries, chosen by
 ``geometry.hyperbolic``, never by the geometry's name.
 """
 
@@ -14,7 +14,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["ProjectionHead", "L2Normalize", "HyperbolicHead", "manifold_head"]
+__all__ = [
+    "ProjectionHead",
+    "L2Normalize",
+    "HyperbolicHead",
+    "manifold_head",
+    "clamp_curvature",
+    "HEAD_BOUNDS",
+    "CURVATURE_RANGE",
+]
 
 
 def _float_dtype(x: torch.Tensor) -> torch.dtype:
@@ -98,79 +106,168 @@ class L2Normalize(nn.Module):
             return F.normalize(x, dim=-1, eps=self.eps)
 
 
+#: Head bounds: ``"tanh"`` (smooth, the default) or ``"clip"`` (the hard clip of hierviz 0.1/0.2).
+HEAD_BOUNDS = ("tanh", "clip")
+#: Default clamp of a learnable curvature c (MERU: [0.1, 10]).
+CURVATURE_RANGE = (0.1, 10.0)
+
+
+def _radius_per_tangent(geometry) -> float:
+    """``d(0, exp_0 u) / ‖u‖`` of the geometry's convention: 2 on geoopt's ball, 1 on the hyperboloid."""
+    from hierviz.metrics.radius import origin_distance
+
+    u = torch.zeros(1, 2, dtype=torch.float64)
+    u[0, 0] = 0.25
+    with torch.no_grad():
+        return float(origin_distance(geometry.expmap0(u), geometry)[0]) / 0.25
+
+
+def clamp_curvature(geometry, c_range: tuple[float, float] = CURVATURE_RANGE) -> None:
+    """Clamp a learnable curvature ``c`` of ``geometry`` into ``c_range`` in place (MERU's clamp).
+
+    geoopt keeps ``c = softplus(isp_c)`` on the ball and ``k = 1/c`` on the hyperboloid; the
+    parameter itself is clamped (no gradient flows through the clamp, as in MERU's
+    ``curv.data.clamp_``). A geometry without a learnable curvature is left alone.
+
+    Parameters
+    ----------
+    geometry : Geometry
+    c_range : (float, float)
+        ``0 < lo <= hi``.
+
+    Examples
+    --------
+    >>> from hierviz.geometry import PoincareBall
+    >>> ball = PoincareBall(30.0, learnable=True)
+    >>> clamp_curvature(ball, (0.1, 10.0))
+    >>> round(float(ball.c.detach()), 6)
+    10.0
+    """
+    if not getattr(geometry, "learnable", False):
+        return
+    lo, hi = float(c_range[0]), float(c_range[1])
+    man = geometry.manifold
+    with torch.no_grad():
+        if hasattr(man, "isp_c"):  # geoopt ball: c = softplus(isp_c)
+            man.isp_c.clamp_(math.log(math.expm1(lo)), math.log(math.expm1(hi)))
+        elif isinstance(getattr(man, "k", None), nn.Parameter):  # geoopt hyperboloid: k = 1/c
+            man.k.clamp_(1.0 / hi, 1.0 / lo)
+
+
 class HyperbolicHead(nn.Module):
-    r"""Learnable feature scale + outlier clipping + exponential map at the origin.
+    r"""Learnable feature scale + smooth radius bound + exponential map at the origin.
 
     .. math::
-        v \leftarrow e^{s}\,v, \qquad v \leftarrow \min(1, r/\|v\|)\,v, \qquad
-        z = \operatorname{proj}(\exp_0(v)),
+        v \leftarrow e^{s}\,v, \qquad
+        u = \frac{\rho}{\sqrt c}\tanh\!\Big(\frac{\sqrt c\,\|v\|}{\rho}\Big)\,\frac{v}{\|v\|},
+        \qquad z = \operatorname{proj}(\exp_0(u)),
 
-    with ``s`` a learnable log-scale (as HyILR's text/label scales, paper 05 §5.1), ``r`` the
-    feature-clipping radius (Guo et al., CVPR 2022, Eq. 6)
-    and ``exp_0`` the geometry's exponential map (paper 01 §3.1; paper 03 §2.2). For the
-    Lorentz model ``expmap0`` adds the time coordinate: ``(..., d) -> (..., d+1)``.
+    with ``s`` a learnable log-scale (as HyILR's text/label scales, paper 05 §5.1; MERU's
+    learnable α), ``ρ = clip_r`` and ``exp_0`` the geometry's exponential map (paper 01 §3.1;
+    paper 03 §2.2). For the Lorentz model ``expmap0`` adds the time coordinate:
+    ``(..., d) -> (..., d+1)``. The bound is the identity near the origin
+    (``u = v + O(‖v‖³)``) and keeps ``√c‖u‖ < ρ``, i.e. a geodesic radius below
+    ``2ρ/√c`` on the ball (``ρ/√c`` on the hyperboloid), so with ``ρ = 3`` no point reaches
+    float32's ``proj`` margin (``√c‖u‖ = 3.1``). Its radial derivative
+    ``1 − tanh²(√c‖v‖/ρ)`` never vanishes.
 
-    Why the scale: a projection head's raw outputs are long (norm ≫ 1). In hierviz 0.1 the
-    head clipped them at ``r = 2``, so every Poincaré embedding sat on the sphere of radius
-    ``tanh(2) = 0.964`` and the radial direction, the one that carries the hierarchy, was
-    unused. Here the initial points sit well inside the ball and training chooses the
-    radius through ``s``; ``r`` only catches outliers (:func:`hierviz.metrics.radius_report`
-    reports the fraction of points at the clip radius). The defaults (``scale_init = 1``,
-    ``r = 3``) come from a sweep on the quick and medium presets
-    (``docs/hyperbolic-fidelity.md``): HyILR's ``1/sqrt(d)`` kept the embeddings at norm
-    ≈ 0.1, where the ball is nearly flat, and ``scale_init ≥ 1.4`` drove every point to the
-    clip radius within three epochs. ``learn_scale=False, scale_init=1, clip_r=2`` is the
-    0.1 head exactly.
+    **Why not a hard clip.** ``bound="clip"`` is the head of hierviz 0.1/0.2,
+    ``u = min(1, ρ/‖v‖) v`` (feature clipping, Guo et al., CVPR 2022, Eq. 6). Past the clip
+    radius the derivative of ``‖u‖`` with respect to ``‖v‖`` (and to ``s``) is zero: a clipped
+    point gets no radial gradient and can never come back. At the scale of a ResNet-18 on a
+    GPU (raw head norms ≈ 20–40) every point was clipped and the learned scale stayed at
+    1.00 (docs/hyperbolic-fidelity.md). ``bound="clip", scale_init=1, clip_r=3`` is the
+    hierviz 0.2 head exactly; ``learn_scale=False, scale_init=1, clip_r=2, bound="clip"`` the
+    0.1 head.
+
+    **Scale from the data** (``scale_init="auto"``). On the first forward pass in training
+    mode the head sets ``s`` so that the batch's median raw norm ``m`` lands at geodesic
+    radius ``init_radius``: with ``k = d(0, exp_0 u)/‖u‖`` (2 on geoopt's ball, 1 on the
+    hyperboloid) the target tangent norm is ``t = init_radius / k`` and
+    ``e^s = (ρ/√c)·artanh(√c t/ρ) / m`` (``t/m`` for the clip). The flag buffer
+    ``scale_initialised`` is saved in checkpoints, so a resumed run is not re-initialised;
+    the rule is deterministic (a median of the batch; under ``torch.distributed`` the median
+    of the global batch, gathered from every rank, so two ranks equal one process).
+
+    **τ and the radius** (SupCon and every loss that scores ``−d/τ``). Near the origin the
+    ball is flat, ``d(x, y) ≈ k‖u_x − u_y‖``, so scaling every radius by λ is the same as
+    dividing τ by λ: the radius is an inverse temperature, and a loss free to move it picks
+    the radius that suits τ, not the tree. Two rules fix the pair:
+
+    1. *Start*: points at radius ``R`` span logits ``−d/τ ∈ [−2R/τ, 0]`` (antipodes are
+       ``2R`` apart), the unit sphere's cosine logits span ``2/τ``. ``init_radius = 1``
+       starts hyperbolic training at the Euclidean logit range of the same τ, so the
+       Euclidean τ (0.1) carries over.
+    2. *Cap*: the bound keeps ``d ≤ 2R_max`` with ``R_max = kρ/√c`` (6 on the ball at
+       ``ρ = 3, c = 1``), so ``|logit| ≤ 2R_max/τ = 120`` at τ = 0.1 — the role of CLIP's
+       and MERU's logit-scale cap of 100 (Radford et al., 2021). Lower ``clip_r`` or raise
+       τ together: keep ``2R_max/τ`` near 100.
+
+    The radial position within the cap is then set by the depth regularisers of
+    :mod:`hierviz.losses.radial` (entailment cones, centring), not by τ.
+
+    **Learnable curvature.** A geometry built with ``learnable=True`` (geoopt's trainable
+    ``c``) has its parameter registered here as the submodule ``curvature``, so the
+    optimiser trains it with the head and checkpoints save it; every forward clamps ``c``
+    into ``c_range`` (MERU: [0.1, 10]) with :func:`clamp_curvature`.
 
     The computation runs with autocast disabled, in float32 (float64 inputs stay float64),
-    as DESIGN "Numerics" asks of every hyperbolic op; it is
-    ``geometry.to_manifold(e^s v, clip_r)``.
+    as DESIGN "Numerics" asks of every hyperbolic op.
 
     Parameters
     ----------
     geometry : hierviz.geometry.Geometry
         A hyperbolic geometry (``geometry.hyperbolic`` is true).
     clip_r : float or None, default 3.0
-        Maximal tangent norm ``r > 0`` after scaling (geodesic radius ``2r`` on the ball:
-        6.0, just inside float32's ``proj`` margin at 6.2); ``None`` or ``inf`` disables
-        clipping (then only ``geometry.proj`` keeps points inside the ball).
-    scale_init : float, default 1.0
-        Initial feature scale ``e^s > 0`` (HyILR: ``1/sqrt(d)``).
+        ``ρ > 0``: the bound on ``√c‖u‖`` (tanh) or on ``‖u‖`` (clip). ``None`` or ``inf``:
+        no bound (then only ``geometry.proj`` keeps points inside the ball).
+    scale_init : float, "auto" or "batch", default "auto"
+        Initial feature scale ``e^s > 0`` (HyILR: ``1/sqrt(d)``); ``"auto"``: from the
+        first training batch (above); ``"batch"``: the same rule on every training batch,
+        ``v ← v·t/m_B`` with the batch's median raw norm ``m_B`` (a running median in eval
+        mode, buffer ``running_norm``), times ``e^s`` (start 1) - batch normalisation of the
+        radius: the loss moves radii relative to each other, not all of them at once.
     learn_scale : bool, default True
         Train ``s`` (an ``nn.Parameter`` named ``log_scale``); else it is a fixed buffer.
-
-    Notes
-    -----
-    A geometry built with ``learnable=True`` (a trainable curvature, geoopt's
-    ``learnable=True``) has its parameter registered here as the submodule ``curvature``, so
-    the optimiser trains it with the head and checkpoints save it; the losses hold the same
-    geometry object and see the same value.
+    bound : {"tanh", "clip"}, default "tanh"
+        The smooth bound or the hard clip of hierviz 0.2.
+    init_radius : float, default 1.0
+        Geodesic radius ``d(0, z)`` of the median sample after the automatic
+        initialisation; below the bound's radius.
+    c_range : (float, float), default (0.1, 10.0)
+        Clamp of a learnable curvature.
 
     Attributes
     ----------
     scale : torch.Tensor
         ``e^s``, a 0-d tensor.
+    tangent_bound : float or None
+        The largest tangent norm ``‖u‖`` (``ρ/√c`` for tanh, ``ρ`` for clip).
     max_radius : float
-        Geodesic distance from the origin of a point at the clip radius
-        (:func:`hierviz.metrics.max_radius`): ``2r`` on the Poincaré ball, ``r`` on the
-        hyperboloid, capped by ``proj``.
+        Geodesic distance from the origin of a point at the bound
+        (:func:`hierviz.metrics.max_radius`): ``2ρ/√c`` on the ball, ``ρ/√c`` on the
+        hyperboloid (clip: ``2ρ``, ``ρ``), capped by ``proj``.
 
     Raises
     ------
     ValueError
-        If ``geometry`` is Euclidean (use :class:`L2Normalize`), ``clip_r <= 0`` or
-        ``scale_init <= 0``.
+        If ``geometry`` is Euclidean (use :class:`L2Normalize`), ``clip_r <= 0``,
+        ``scale_init`` is neither a number > 0 nor "auto", ``bound`` is unknown,
+        ``init_radius`` is not in ``(0, max_radius)`` (checked for "auto"/"batch") or
+        ``c_range`` is not ``0 < lo <= hi``.
 
     Examples
     --------
     >>> import torch
     >>> from hierviz.geometry import PoincareBall
     >>> head = HyperbolicHead(PoincareBall(1.0), scale_init=0.125)
-    >>> float(head.scale)
-    0.125
-    >>> z = head(torch.full((1, 64), 1.0)).detach()  # raw norm 8 -> tangent norm 1 -> |z| = tanh(1)
-    >>> round(float(z.norm()), 4)
-    0.7616
+    >>> z = head(torch.full((1, 64), 1.0)).detach()  # raw norm 8 -> 1 -> u = 3 tanh(1/3) = 0.965
+    >>> round(float(z.norm()), 4)  # tanh(0.965)
+    0.7463
+    >>> head = HyperbolicHead(PoincareBall(1.0))  # scale_init="auto", init_radius=1
+    >>> _ = head.train()(30.0 * torch.nn.functional.normalize(torch.randn(64, 16), dim=-1))
+    >>> bool(head.scale_initialised), round(float(head.scale * 30), 3)  # 3 artanh(0.5/3)
+    (True, 0.505)
     """
 
     def __init__(
@@ -178,8 +275,11 @@ class HyperbolicHead(nn.Module):
         geometry,
         clip_r: float | None = 3.0,
         *,
-        scale_init: float = 1.0,
+        scale_init: float | str = "auto",
         learn_scale: bool = True,
+        bound: str = "tanh",
+        init_radius: float = 1.0,
+        c_range: tuple[float, float] = CURVATURE_RANGE,
     ) -> None:
         super().__init__()
         if not getattr(geometry, "hyperbolic", False):
@@ -189,33 +289,146 @@ class HyperbolicHead(nn.Module):
             )
         if clip_r is not None and not (float(clip_r) > 0):
             raise ValueError(f"clip_r must be > 0 (or None to disable clipping), got {clip_r!r}")
-        if isinstance(scale_init, bool) or not isinstance(scale_init, (int, float)):
-            raise ValueError(f"scale_init must be a finite number > 0, got {scale_init!r}")
-        if not (math.isfinite(float(scale_init)) and float(scale_init) > 0):
-            raise ValueError(f"scale_init must be a finite number > 0 (e.g. 1/sqrt(d)), got {scale_init!r}")
+        if bound not in HEAD_BOUNDS:
+            raise ValueError(f"bound must be one of {HEAD_BOUNDS} (tanh: smooth; clip: the 0.2 head), got {bound!r}")
+        mode = scale_init if isinstance(scale_init, str) and scale_init in ("auto", "batch") else "fixed"
+        auto = mode != "fixed"
+        if not auto:
+            if isinstance(scale_init, bool) or not isinstance(scale_init, (int, float)):
+                raise ValueError(f"scale_init must be a finite number > 0, 'auto' or 'batch', got {scale_init!r}")
+            if not (math.isfinite(float(scale_init)) and float(scale_init) > 0):
+                raise ValueError(
+                    f"scale_init must be a finite number > 0 (e.g. 1/sqrt(d)), 'auto' or 'batch', got {scale_init!r}"
+                )
+        try:
+            lo, hi = (float(c_range[0]), float(c_range[1]))
+        except (TypeError, ValueError, IndexError):
+            raise ValueError(f"c_range must be a pair (lo, hi) with 0 < lo <= hi, got {c_range!r}") from None
+        if not (0 < lo <= hi < math.inf):
+            raise ValueError(f"c_range must be a pair (lo, hi) with 0 < lo <= hi, got {c_range!r}")
         self.geometry = geometry
         if getattr(geometry, "learnable", False):
             # the trainable curvature (geoopt's parameter) is trained and checkpointed with the head
             self.curvature = geometry.manifold
-        self.clip_r = None if clip_r is None else float(clip_r)
-        log_s = torch.tensor(math.log(float(scale_init)), dtype=torch.float32)
+        self.clip_r = None if clip_r is None or float(clip_r) == math.inf else float(clip_r)
+        self.bound = bound
+        self.c_range = (lo, hi)
+        self.scale_mode = mode
+        self._k = _radius_per_tangent(geometry)
+        top = self.max_radius
+        if isinstance(init_radius, bool) or not isinstance(init_radius, (int, float)):
+            raise ValueError(f"init_radius must be a number in (0, {top:g}), got {init_radius!r}")
+        if not (0 < float(init_radius) < (top if auto else math.inf)):  # only the data rules use it
+            raise ValueError(
+                f"init_radius must lie in (0, {top:g}) (the bound's geodesic radius), got {init_radius!r}; "
+                "lower it or raise clip_r"
+            )
+        self.init_radius = float(init_radius)
+        log_s = torch.tensor(0.0 if auto else math.log(float(scale_init)), dtype=torch.float32)
         if learn_scale:
             self.log_scale = nn.Parameter(log_s)
         else:
             self.register_buffer("log_scale", log_s)
+        self.register_buffer("scale_initialised", torch.tensor(mode != "auto"))
+        if mode == "batch":  # running median of the raw norms, used in eval mode (0: not yet seen)
+            self.register_buffer("running_norm", torch.tensor(0.0, dtype=torch.float64))
         self.learn_scale = bool(learn_scale)
 
     @property
     def scale(self) -> torch.Tensor:
-        """The feature scale ``e^s`` (0-d tensor)."""
-        return self.log_scale.detach().exp()
+        """The feature scale (0-d tensor): ``e^s``; with ``scale_init="batch"`` times ``t/m_running``."""
+        s = self.log_scale.detach().exp()
+        if self.scale_mode == "batch" and float(self.running_norm) > 0:
+            s = s * float(self._target_norm() / float(self.running_norm))
+        return s
+
+    def _target_norm(self) -> float:
+        """The raw (pre-bound) tangent norm that lands at geodesic radius ``init_radius``."""
+        t = self.init_radius / self._k
+        if self.clip_r is not None and self.bound == "tanh":
+            rho = self.clip_r / self._sqrt_c()
+            return rho * math.atanh(t / rho)
+        return t
+
+    @staticmethod
+    def _median_norm(v: torch.Tensor) -> float:
+        """Median raw norm of the batch; under ``torch.distributed`` of the global batch (all ranks' rows)."""
+        import torch.distributed as dist
+
+        norms = v.detach().double().norm(dim=-1).reshape(-1)
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            parts: list = [None] * dist.get_world_size()
+            dist.all_gather_object(parts, norms.cpu())
+            norms = torch.cat(parts)
+        return float(norms.median()) if norms.numel() else float("nan")
+
+    @torch.no_grad()
+    def _batch_median(self, v: torch.Tensor) -> float:
+        """``scale_init="batch"``: the median raw norm (training: this batch's, tracked; eval: the running one)."""
+        if not self.training and float(self.running_norm) > 0:
+            return float(self.running_norm)
+        m = self._median_norm(v)
+        if not (math.isfinite(m) and m > 1e-12):
+            m = float(self.running_norm) if float(self.running_norm) > 0 else 1.0
+        if self.training:
+            old = float(self.running_norm)
+            self.running_norm.fill_(m if old <= 0 else 0.9 * old + 0.1 * m)
+        return m
+
+    def _sqrt_c(self) -> float:
+        from hierviz.geometry._checks import scalar
+
+        return math.sqrt(scalar(self.geometry.c))
+
+    @property
+    def tangent_bound(self) -> float | None:
+        """The largest tangent norm ``‖u‖`` the head outputs (None: unbounded)."""
+        if self.clip_r is None:
+            return None
+        return self.clip_r / self._sqrt_c() if self.bound == "tanh" else self.clip_r
 
     @property
     def max_radius(self) -> float:
         """Geodesic distance from the origin of the farthest point the head can output."""
         from hierviz.metrics.radius import max_radius
 
-        return max_radius(self.geometry, self.clip_r)
+        return max_radius(self.geometry, self.tangent_bound)
+
+    def _bounded(self, v: torch.Tensor) -> torch.Tensor:
+        if self.clip_r is None:
+            return v
+        if self.bound == "clip":
+            norm = v.norm(dim=-1, keepdim=True).clamp_min(1e-15)
+            return v * torch.clamp(self.clip_r / norm, max=1.0)
+        rho = self.clip_r / self.geometry_sqrt_c(v)
+        norm = v.norm(dim=-1, keepdim=True)
+        x = norm / rho
+        # tanh(x)/x, with its limit 1 at x = 0 (finite gradient at the origin)
+        small = x < 1e-4
+        ratio = torch.where(small, 1.0 - x.square() / 3.0, torch.tanh(x) / torch.where(small, 1.0, x))
+        return v * ratio
+
+    def geometry_sqrt_c(self, like: torch.Tensor) -> torch.Tensor | float:
+        """``√c`` as a float, or as a 0-d tensor (carrying gradient) for a learnable curvature."""
+        c = self.geometry.c
+        if isinstance(c, torch.Tensor):
+            return c.to(like.dtype).sqrt()
+        return math.sqrt(float(c))
+
+    @torch.no_grad()
+    def initialise_scale(self, v: torch.Tensor) -> None:
+        """Set ``s`` from a batch of raw head outputs (the rule above) and mark it initialised.
+
+        Parameters
+        ----------
+        v : torch.Tensor, shape (..., d)
+            Raw head outputs (unscaled).
+        """
+        m = self._median_norm(v)
+        if not (math.isfinite(m) and m > 1e-12):  # an all-zero batch says nothing: wait for the next one
+            return
+        self.log_scale.fill_(math.log(self._target_norm() / m))
+        self.scale_initialised.fill_(True)
 
     def forward(self, v: torch.Tensor) -> torch.Tensor:
         """Map raw head outputs onto the manifold.
@@ -231,16 +444,30 @@ class HyperbolicHead(nn.Module):
             Poincaré: shape (..., d), ``||z|| < 1/sqrt(c)``; Lorentz: shape (..., d+1) on
             the hyperboloid. float32 (float64 if ``v`` is float64).
         """
+        clamp_curvature(self.geometry, self.c_range)
         with torch.autocast(device_type=v.device.type, enabled=False):
             v = v.to(_float_dtype(v))
+            if self.training and not bool(self.scale_initialised):
+                self.initialise_scale(v)
+            if self.scale_mode == "batch":  # the median sample at init_radius, batch after batch
+                v = v * (self._target_norm() / self._batch_median(v))
             v = v * self.log_scale.to(v.dtype).exp()  # exp(0) == 1 exactly: scale 1 is the identity
-            return self.geometry.to_manifold(v, clip_r=self.clip_r)
+            if self.bound == "clip":  # the 0.2 head, bit for bit
+                return self.geometry.to_manifold(v, clip_r=self.clip_r)
+            return self.geometry.proj(self.geometry.expmap0(self._bounded(v)))
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # checkpoints of hierviz <= 0.2 have no flag: their scale is a trained (or fixed) one
+        key = prefix + "scale_initialised"
+        if key not in state_dict and prefix + "log_scale" in state_dict:
+            state_dict[key] = torch.tensor(True)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def extra_repr(self) -> str:
         return (
             f"geometry={self.geometry.name}, c={-self.geometry.curvature:g}, "
-            f"learnable_c={getattr(self.geometry, 'learnable', False)}, clip_r={self.clip_r}, "
-            f"scale={float(self.scale):.4g}, learn_scale={self.learn_scale}"
+            f"learnable_c={getattr(self.geometry, 'learnable', False)}, bound={self.bound}, clip_r={self.clip_r}, "
+            f"scale={float(self.scale):.4g} ({self.scale_mode}), learn_scale={self.learn_scale}"
         )
 
 
@@ -248,8 +475,11 @@ def manifold_head(
     geometry,
     clip_r: float | None = 3.0,
     *,
-    scale_init: float = 1.0,
+    scale_init: float | str = "auto",
     learn_scale: bool = True,
+    bound: str = "tanh",
+    init_radius: float = 1.0,
+    c_range: tuple[float, float] = CURVATURE_RANGE,
 ) -> nn.Module:
     """The map onto ``geometry``: :class:`L2Normalize` or :class:`HyperbolicHead`.
 
@@ -259,10 +489,8 @@ def manifold_head(
     ----------
     geometry : hierviz.geometry.Geometry
         "euclidean", "poincare" or "lorentz".
-    clip_r : float or None, default 3.0
-        Feature-clipping radius for hyperbolic geometries.
-    scale_init, learn_scale
-        The hyperbolic head's feature scale (see :class:`HyperbolicHead`); ignored on the
+    clip_r, scale_init, learn_scale, bound, init_radius, c_range
+        The hyperbolic head's settings (see :class:`HyperbolicHead`); ignored on the
         sphere, where the norm is divided out.
 
     Returns
@@ -277,5 +505,13 @@ def manifold_head(
     if not callable(getattr(geometry, "expmap0", None)):
         raise ValueError(f"geometry: expected a hierviz Geometry, got {type(geometry).__name__}")
     if getattr(geometry, "hyperbolic", False):
-        return HyperbolicHead(geometry, clip_r=clip_r, scale_init=scale_init, learn_scale=learn_scale)
+        return HyperbolicHead(
+            geometry,
+            clip_r=clip_r,
+            scale_init=scale_init,
+            learn_scale=learn_scale,
+            bound=bound,
+            init_radius=init_radius,
+            c_range=c_range,
+        )
     return L2Normalize()

@@ -34,11 +34,17 @@ class EmbeddingModel(nn.Module):
     num_classes : int, optional
         Add ``nn.Linear(F, num_classes)`` on the encoder features.
     clip_r : float or None, default 3.0
-        Feature-clipping radius of the :class:`HyperbolicHead`.
-    scale_init : float, default 1.0
-        Initial feature scale of the hyperbolic head.
+        Radius bound ``ρ`` of the :class:`HyperbolicHead` (smooth unless ``head_bound="clip"``).
+    scale_init : float or "auto", default "auto"
+        Initial feature scale of the hyperbolic head; "auto": from the first training batch.
     learn_scale : bool, default True
         Learn the hyperbolic head's feature scale (a log-parameterised scalar).
+    head_bound : {"tanh", "clip"}, default "tanh"
+        The smooth bound, or the hard clip of hierviz 0.2.
+    init_radius : float, default 1.0
+        Geodesic radius of the median training sample after ``scale_init="auto"``.
+    curvature_range : (float, float), default (0.1, 10.0)
+        Clamp of a learnable curvature.
 
     Raises
     ------
@@ -55,8 +61,11 @@ class EmbeddingModel(nn.Module):
         num_classes: int | None = None,
         clip_r: float | None = 3.0,
         *,
-        scale_init: float = 1.0,
+        scale_init: float | str = "auto",
         learn_scale: bool = True,
+        head_bound: str = "tanh",
+        init_radius: float = 1.0,
+        curvature_range: tuple[float, float] = (0.1, 10.0),
     ) -> None:
         super().__init__()
         out_dim = getattr(encoder, "out_dim", None)
@@ -69,10 +78,15 @@ class EmbeddingModel(nn.Module):
         self.encoder = encoder
         self.head = head
         self.geometry = geometry
-        self.to_manifold = manifold_head(geometry, clip_r=clip_r, scale_init=scale_init, learn_scale=learn_scale)
+        bound = {"bound": head_bound, "c_range": tuple(curvature_range)}
+        self.to_manifold = manifold_head(
+            geometry, clip_r=clip_r, scale_init=scale_init, learn_scale=learn_scale, init_radius=init_radius, **bound
+        )
         # The encoder features of the logits methods (HXE) are mapped with a fixed scale 1/sqrt(F):
-        # nothing trains a scale there, and unscaled ReLU features would all land at the clip radius.
-        self.features_to_manifold = manifold_head(geometry, clip_r=clip_r, scale_init=out_dim**-0.5, learn_scale=False)
+        # nothing trains a scale there, and unscaled ReLU features would all land at the bound.
+        self.features_to_manifold = manifold_head(
+            geometry, clip_r=clip_r, scale_init=out_dim**-0.5, learn_scale=False, **bound
+        )
         self.classifier = nn.Linear(out_dim, num_classes) if num_classes is not None else None
         self.feature_dim = out_dim
         self.num_classes = num_classes
@@ -166,8 +180,11 @@ def build_model(
     small_input: bool = True,
     pretrained: str | Path | None = None,
     clip_r: float | None = 3.0,
-    scale_init: float = 1.0,
+    scale_init: float | str = "auto",
     learn_scale: bool = True,
+    head_bound: str = "tanh",
+    init_radius: float = 1.0,
+    curvature_range: tuple[float, float] = (0.1, 10.0),
 ) -> EmbeddingModel:
     """Build the paper 01 §4.2 model: encoder -> MLP head (F -> F -> d) -> manifold.
 
@@ -184,11 +201,13 @@ def build_model(
     width, small_input, pretrained
         Passed to :func:`build_encoder`.
     clip_r : float or None, default 3.0
-        Feature-clipping radius of the hyperbolic head.
-    scale_init : float, default 1.0
-        Initial feature scale of the hyperbolic head.
+        Radius bound of the hyperbolic head (:class:`HyperbolicHead`).
+    scale_init : float or "auto", default "auto"
+        Initial feature scale of the hyperbolic head ("auto": from the first training batch).
     learn_scale : bool, default True
         Learn that scale.
+    head_bound, init_radius, curvature_range
+        See :class:`HyperbolicHead` (``bound``, ``init_radius``, ``c_range``).
 
     Returns
     -------
@@ -202,5 +221,14 @@ def build_model(
     enc = build_encoder(encoder, width=width, small_input=small_input, pretrained=pretrained)
     head = ProjectionHead(enc.out_dim, hidden_dim or enc.out_dim, embed_dim)
     return EmbeddingModel(
-        enc, head, geometry, num_classes=num_classes, clip_r=clip_r, scale_init=scale_init, learn_scale=learn_scale
+        enc,
+        head,
+        geometry,
+        num_classes=num_classes,
+        clip_r=clip_r,
+        scale_init=scale_init,
+        learn_scale=learn_scale,
+        head_bound=head_bound,
+        init_radius=init_radius,
+        curvature_range=curvature_range,
     )

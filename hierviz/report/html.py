@@ -299,6 +299,11 @@ def build_report(
         rad = r.get("radius") or {}
         if rad.get("clip_fraction") is not None:  # hyperbolic runs: radius columns in results.csv
             row["radius_mean"], row["clip_fraction"] = float(rad["radius_mean"]), float(rad["clip_fraction"])
+        if rad.get("radius_std") is not None:  # issue 22: the radius metrics of every run
+            row["radius_std"] = float(rad["radius_std"])
+        for k in ("radius_depth_spearman", "edge_order", "radius_gap", "norm_auroc"):
+            if _is_number(rad.get(k)):
+                row[k] = float(rad[k])
         rows.append(row)
     paths = {"csv": write_results_csv(rows, out_dir / "results.csv")}
     first = lambda key: str(header.get(key, "")).splitlines()[0] if header.get(key) else ""  # noqa: E731

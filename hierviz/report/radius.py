@@ -20,7 +20,19 @@ from hierviz.report.tables import geometry_label, method_label
 
 __all__ = ["radius_rows", "radius_markdown", "radius_html_table", "plot_runs_radius_by_depth", "radius_flags"]
 
-_COLS = ("Run", "Feature scale", "Radius d(0, z)", "Clip fraction", "Prototype radius by depth (root → leaves)")
+_COLS = (
+    "Run",
+    "Feature scale",
+    "Radius d(0, z)",
+    "Clip fraction",
+    "Prototype radius by depth (root → leaves)",
+    "Radius–depth Spearman",
+    "Edge order",
+    "Radius gap",
+    "Norm AUROC",
+)
+#: issue 22's radius metrics, in the table's order (clip fraction has its own column above)
+_METRIC_KEYS = ("radius_depth_spearman", "edge_order", "radius_gap", "norm_auroc")
 
 
 def radius_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -31,7 +43,9 @@ def radius_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     list of dict
         ``label``, ``method``, ``geometry``, ``seed``, ``scale``, ``radius_mean``,
         ``radius_std``, ``clip_fraction``, ``proto_by_depth`` (list of float or None),
-        ``flagged`` (clip fraction above :data:`hierviz.metrics.radius.CLIP_FLAG`).
+        ``flagged`` (clip fraction above :data:`hierviz.metrics.radius.CLIP_FLAG`) and the
+        radius metrics ``radius_depth_spearman``, ``edge_order``, ``radius_gap``,
+        ``norm_auroc`` (float, NaN or None for records written before them).
     """
     out = []
     for r in records:
@@ -51,13 +65,14 @@ def radius_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "clip_fraction": cf,
                 "proto_by_depth": [row.get("proto_mean") for row in rad.get("radius_by_depth", [])],
                 "flagged": cf > CLIP_FLAG,
+                **{k: rad.get(k) for k in _METRIC_KEYS},
             }
         )
     return out
 
 
 def _fmt(v: Any, spec: str = ".2f") -> str:
-    return "–" if v is None else format(float(v), spec)
+    return "–" if v is None or v != v else format(float(v), spec)  # None and NaN: a dash
 
 
 def _cells(row: Mapping[str, Any]) -> list[str]:
@@ -67,6 +82,7 @@ def _cells(row: Mapping[str, Any]) -> list[str]:
         f"{row['radius_mean']:.2f} ± {row['radius_std']:.2f}",
         f"{row['clip_fraction']:.2f}" + (" ⚠" if row["flagged"] else ""),
         " → ".join(_fmt(v) for v in row["proto_by_depth"]),
+        *(_fmt(row.get(k)) for k in _METRIC_KEYS),
     ]
 
 
@@ -74,7 +90,8 @@ def radius_flags(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """A sentence per flagged run (clip fraction above :data:`CLIP_FLAG`)."""
     return [
         f"{r['label']}: {100 * r['clip_fraction']:.0f} % of the test embeddings sit at the clip radius, so the "
-        "radial direction carries little; raise model.clip_r or lower model.scale_init."
+        "radial direction carries little; use the smooth bound (model.head_bound=tanh), "
+        "model.scale_init=auto or batch, or raise model.clip_r."
         for r in rows
         if r["flagged"]
     ]
@@ -88,10 +105,13 @@ def radius_markdown(records: Sequence[Mapping[str, Any]]) -> str:
     lines = [
         "**Radius** (hyperbolic runs; test embeddings; geodesic distance to the origin). "
         "A hierarchy-respecting embedding puts prototypes farther out with depth; ⚠ = more than "
-        f"{CLIP_FLAG:.0%} at the clip radius.",
+        f"{CLIP_FLAG:.0%} at the clip radius. Radius–depth Spearman: Spearman(depth, prototype radius) over "
+        "the tree's nodes / its largest value under depth ties; edge order: parent → child edges whose parent "
+        "is nearer the origin; radius gap: mean leaf minus mean depth-1 prototype radius; norm AUROC: "
+        "−d(0, z) telling misclassified from correct test samples (hierviz.metrics.radius_metrics).",
         "",
         "| " + " | ".join(_COLS) + " |",
-        "|" + "|".join(["---"] + ["---:"] * (len(_COLS) - 2) + ["---"]) + "|",
+        "|" + "|".join("---" if c in ("Run", _COLS[4]) else "---:" for c in _COLS) + "|",
     ]
     lines += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,394 @@
+r"""Depth in the radius: entailment cones and a centring term that any hyperbolic method can add.
+
+A contrastive loss on hyperbolic distances does not say where in the radius a class should
+sit; at scale it pushes every point outwards to the bound, on a CPU budget it leaves them
+near the flat origin (docs/hyperbolic-fidelity.md). Two regularisers put the label tree
+into the radius explicitly:
+
+* :class:`EntailmentConeLoss` - hyperbolic entailment cones (Ganea et al., ICML 2018,
+  "Hyperbolic entailment cones"; as used by MERU, Desai et al., ICML 2023, and HyCoCLIP,
+  Pal et al., ICLR 2025). A point :math:`x` owns the cone of half-aperture
+
+  .. math::
+      \psi(x) = \arcsin\!\Big(\frac{2K}{\sinh(\sqrt c\, d(0, x))}\Big)
+      \;=\; \arcsin\!\Big(K\,\frac{1 - c\|x\|^2}{\sqrt c\,\|x\|}\Big)\ \text{(ball)}
+      \;=\; \arcsin\!\Big(\frac{2K}{\sqrt c\,\|x_{1:}\|}\Big)\ \text{(hyperboloid)},
+
+  (Ganea et al. Eq. 25-26 with :math:`\psi` clamped at :math:`\pi/2`; MERU's
+  ``half_aperture``), and :math:`y` is entailed by :math:`x` when the *exterior angle*
+  :math:`\Xi(x, y)` - the angle at :math:`x` between the geodesic to :math:`y` and the
+  geodesic continuing away from the origin - is at most :math:`\psi(x)` (Ganea et al.
+  Eq. 28; MERU's ``oxy_angle``). The energy is :math:`E(x, y) = \max(0, \Xi(x,y) - \psi(x))`.
+  Cones narrow with the radius, so a child inside its parent's cone lies farther out.
+* :class:`CentringLoss` - HypStructure's centring term (Sinha et al., NeurIPS 2024): the
+  norm of the batch's mean tangent vector at the origin, which keeps the root of the tree
+  (the mean of everything) at the origin.
+
+**Which pairs, which apices.** Both terms read a batch ``z`` of shape (B, V, D) (or
+(B, D)) with leaf labels. Each node's prototype :math:`\mu_n` is the *batch* Fréchet mean
+(:meth:`Geometry.group_mean`, 3 Karcher steps, paper 01 Eq. 3) of the samples below it -
+no state to keep, and the gradient reaches the samples through the means. A mean cannot
+be its own cone's apex: its samples (and its children's means) surround it, their log
+vectors sum to zero at :math:`\mu_n`, so some of them always point inwards (exterior angle
+≥ π/2) and the constraint could only be met by putting every node at the origin. The cone
+of node :math:`n` is therefore rooted at its *apex*
+:math:`a_n = \exp_0(\kappa \log_0 \mu_n)`, the point a fraction κ (default 1/2) of the way
+from the origin to :math:`\mu_n`: "a concept sits inward of its examples". The cone term
+averages :math:`E(a_p, a_q)` over the tree's edges below depth 1 whose ends have
+different samples in the batch (a parent with one child present has the child's
+prototype: that edge says nothing) and :math:`E(a_{y_i}, z_i)` over the samples. It is
+zero when every child's prototype lies farther out than its parent's, inside the
+parent's cone, and every sample lies outward of its leaf's apex within that cone - the
+tree drawn in the radius. The edges out of the root are left out: the root's prototype
+sits at the origin (the centring term), where every direction is outward.
+
+The ball and the hyperboloid are isometric, and :math:`\psi` and :math:`\Xi` are intrinsic,
+so the two closed forms agree through :meth:`Lorentz.to_ball` (tested).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+from hierviz.geometry._checks import scalar
+
+__all__ = [
+    "cone_half_aperture",
+    "cone_exterior_angle",
+    "cone_energy",
+    "EntailmentConeLoss",
+    "CentringLoss",
+]
+
+_EPS = 1e-6
+
+
+def _margin(t: torch.Tensor) -> float:
+    """Distance from ±1 at which ``asin``/``acos`` arguments are clamped (finite gradients)."""
+    return 1e-12 if t.dtype == torch.float64 else 1e-7
+
+
+def _check_hyperbolic(geometry: Any, who: str) -> None:
+    if not getattr(geometry, "hyperbolic", False):
+        raise ValueError(
+            f"geometry: {who} needs a hyperbolic geometry (Poincaré or Lorentz), got {geometry!r}; "
+            "on the unit sphere every point has radius 1"
+        )
+
+
+def _sqrt_c(geometry: Any, like: torch.Tensor) -> torch.Tensor:
+    c = geometry.c
+    if isinstance(c, torch.Tensor):
+        return c.to(like.dtype).sqrt()
+    return torch.tensor(math.sqrt(float(c)), dtype=like.dtype, device=like.device)
+
+
+def cone_half_aperture(x: torch.Tensor, geometry: Any, K: float = 0.1, eps: float = _EPS) -> torch.Tensor:
+    r"""Half-aperture :math:`\psi(x)` of the entailment cone at ``x`` (Ganea et al. Eq. 26; MERU).
+
+    Parameters
+    ----------
+    x : torch.Tensor, shape (..., D)
+        Points on the ball (D = d) or the hyperboloid (D = d + 1, time first).
+    geometry : PoincareBall or Lorentz
+    K : float, default 0.1
+        Aperture constant (MERU and HyCoCLIP: 0.1); the cone is a half-space
+        (:math:`\psi = \pi/2`) within :math:`\sinh(\sqrt c\,d(0,x)) \le 2K`.
+    eps : float
+        Floor of the radius in the denominator (the origin); the ``asin`` argument is
+        clamped 1e-7 (float32) / 1e-12 (float64) below 1.
+
+    Returns
+    -------
+    torch.Tensor, shape (...,), in (0, π/2)
+
+    Raises
+    ------
+    ValueError
+        A non-hyperbolic geometry, or ``K <= 0``.
+
+    Examples
+    --------
+    >>> import math, torch
+    >>> from hierviz.geometry import PoincareBall
+    >>> x = torch.tensor([[0.5, 0.0]], dtype=torch.float64)  # K (1 - |x|^2)/|x| = 0.15
+    >>> round(float(cone_half_aperture(x, PoincareBall(1.0))[0]), 6) == round(math.asin(0.15), 6)
+    True
+    """
+    _check_hyperbolic(geometry, "cone_half_aperture")
+    if not (float(K) > 0):
+        raise ValueError(f"K (loss.cone_aperture) must be > 0, got {K!r}")
+    sc = _sqrt_c(geometry, x)
+    if geometry.name == "lorentz":
+        arg = 2.0 * K / (sc * x[..., 1:].norm(dim=-1)).clamp_min(eps)
+    else:
+        s = (sc * x.norm(dim=-1)).clamp_min(eps)
+        arg = K * (1.0 - s.square()) / s
+    m = _margin(arg)
+    return torch.asin(arg.clamp(-1.0 + m, 1.0 - m))
+
+
+def cone_exterior_angle(x: torch.Tensor, y: torch.Tensor, geometry: Any, eps: float = _EPS) -> torch.Tensor:
+    r"""Exterior angle :math:`\Xi(x, y)` at ``x`` between the origin→x geodesic extended and x→y.
+
+    Ball (Ganea et al. Eq. 28, at :math:`\sqrt c\,x, \sqrt c\,y`):
+
+    .. math::
+        \cos\Xi = \frac{\langle x,y\rangle(1+\|x\|^2) - \|x\|^2(1+\|y\|^2)}
+        {\|x\|\,\|x-y\|\sqrt{1+\|x\|^2\|y\|^2-2\langle x,y\rangle}};
+
+    hyperboloid (MERU's ``oxy_angle``), with :math:`\ell = c\langle x, y\rangle_L`:
+    :math:`\cos\Xi = (y_0 + \ell\,x_0)/(\|x_{1:}\|\sqrt{\ell^2-1})`.
+
+    Parameters
+    ----------
+    x, y : torch.Tensor, shape (..., D)
+        Points (broadcastable) on the geometry's manifold.
+    geometry : PoincareBall or Lorentz
+    eps : float
+        Floor of the denominators; the ``acos`` argument is clamped 1e-7 (float32) /
+        1e-12 (float64) inside [-1, 1] (finite gradients).
+
+    Returns
+    -------
+    torch.Tensor, shape (...,), in [0, π]
+        0 when ``y`` lies straight outward of ``x``, π when straight inward.
+
+    Examples
+    --------
+    >>> import math, torch
+    >>> from hierviz.geometry import PoincareBall
+    >>> ball = PoincareBall(1.0)
+    >>> x = torch.tensor([0.3, 0.0], dtype=torch.float64)
+    >>> [round(float(cone_exterior_angle(x, torch.tensor(y, dtype=torch.float64), ball)), 4)
+    ...  for y in ([0.6, 0.0], [0.1, 0.0])]  # outward 0, inward pi
+    [0.0, 3.1416]
+    """
+    _check_hyperbolic(geometry, "cone_exterior_angle")
+    sc = _sqrt_c(geometry, x)
+    if geometry.name == "lorentz":
+        c = sc.square()
+        x0, xs = x[..., 0], x[..., 1:]
+        y0, ys = y[..., 0], y[..., 1:]
+        ell = c * ((xs * ys).sum(-1) - x0 * y0)
+        num = y0 + ell * x0
+        den = xs.norm(dim=-1) * (ell.square() - 1.0).clamp_min(eps).sqrt()
+        cos = num / den.clamp_min(eps)
+    else:
+        x, y = sc * x, sc * y
+        xy = (x * y).sum(-1)
+        nx2, ny2 = x.square().sum(-1), y.square().sum(-1)
+        num = xy * (1.0 + nx2) - nx2 * (1.0 + ny2)
+        den = nx2.clamp_min(eps**2).sqrt() * (x - y).norm(dim=-1) * (1.0 + nx2 * ny2 - 2.0 * xy).clamp_min(eps).sqrt()
+        cos = num / den.clamp_min(eps)
+    m = _margin(cos)
+    return torch.acos(cos.clamp(-1.0 + m, 1.0 - m))
+
+
+def cone_energy(x: torch.Tensor, y: torch.Tensor, geometry: Any, K: float = 0.1) -> torch.Tensor:
+    r"""Entailment-cone violation :math:`E(x, y) = \max(0, \Xi(x, y) - \psi(x))` (Ganea et al. Eq. 32).
+
+    Parameters
+    ----------
+    x : torch.Tensor, shape (..., D)
+        The general concepts (parents: the cone apices).
+    y : torch.Tensor, shape (..., D)
+        The specific ones (children), broadcastable with ``x``.
+    geometry : PoincareBall or Lorentz
+    K : float, default 0.1
+
+    Returns
+    -------
+    torch.Tensor, shape (...,), >= 0
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import PoincareBall
+    >>> ball = PoincareBall(1.0)
+    >>> x = torch.tensor([0.5, 0.0], dtype=torch.float64)
+    >>> float(cone_energy(x, torch.tensor([0.8, 0.01], dtype=torch.float64), ball))  # inside
+    0.0
+    >>> round(float(cone_energy(x, torch.tensor([0.2, 0.0], dtype=torch.float64), ball)), 4)  # pi - asin(0.15)
+    2.991
+    """
+    return torch.relu(cone_exterior_angle(x, y, geometry) - cone_half_aperture(x, geometry, K))
+
+
+def _flatten(z: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    if z.dim() == 3:
+        B, V, D = z.shape
+        return z.reshape(B * V, D), labels.to(z.device).repeat_interleave(V)
+    if z.dim() == 2:
+        return z, labels.to(z.device)
+    raise ValueError(f"z must have shape (B, V, D) or (B, D), got {tuple(z.shape)}")
+
+
+class EntailmentConeLoss(nn.Module):
+    r"""Entailment cones over batch node prototypes (parent → child) and leaf prototype → sample.
+
+    .. math::
+        L = \frac{1}{|\mathcal E|}\sum_{(p, q) \in \mathcal E} E(a_p, a_q)
+          + \frac1n\sum_{i} E(a_{y_i}, z_i),
+        \qquad a_n = \exp_0(\kappa \log_0 \mu_n),
+
+    with :math:`\mu_n` the batch Fréchet mean of the samples below node :math:`n` and
+    :math:`\mathcal E` the edges below depth 1 whose ends differ in the batch (module
+    docstring). MERU weighs its entailment term 0.2; ``loss.cone_weight`` sets ours.
+
+    Parameters
+    ----------
+    tree : LabelTree
+    geometry : PoincareBall or Lorentz
+    aperture : float, default 0.1
+        ``K`` of :func:`cone_half_aperture` (``loss.cone_aperture``).
+    apex : float, default 0.5
+        κ in (0, 1]: where the cone of a node starts, as a fraction of its prototype's
+        tangent norm at the origin.
+    steps : int, default 3
+        Karcher steps of the batch prototypes.
+
+    Raises
+    ------
+    ValueError
+        A non-hyperbolic geometry, ``aperture <= 0``, ``apex`` outside (0, 1], bad shapes
+        or labels.
+
+    Notes
+    -----
+    Calling convention: ``loss(z, labels)``: ``z`` (B, V, D) or (B, D) on the manifold,
+    ``labels`` (B,) leaf indices → scalar ≥ 0 (0 when ``labels`` is None or the batch has no
+    pair).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import PoincareBall
+    >>> from hierviz.hierarchy import LabelTree
+    >>> tree = LabelTree.from_nested({"r": {"a": ["a1", "a2"], "b": ["b1"]}})
+    >>> ball = PoincareBall(1.0)
+    >>> loss = EntailmentConeLoss(tree, ball, aperture=0.5)
+    >>> def at(r, a):  # a point at geodesic radius r, angle a
+    ...     a = torch.tensor(a, dtype=torch.float64)
+    ...     r = torch.as_tensor(r, dtype=torch.float64).reshape(-1, 1)
+    ...     return ball.expmap0(r / 2 * torch.stack([a.cos(), a.sin()], -1))
+    >>> y = torch.tensor([0, 0, 1, 1, 2, 2])
+    >>> tree_like = torch.stack([at(3.0, [0.0, 0.0, 0.6, 0.6, 3.0, 3.0])] * 2, 1)  # a1, a2 fan out
+    >>> round(float(loss(tree_like, y)), 4)
+    0.0
+    >>> inward = torch.stack([at([3.0, 3.0, 0.5, 0.5, 3.0, 3.0], [0.0, 0.0, 0.1, 0.1, 3.0, 3.0])] * 2, 1)
+    >>> round(float(loss(inward, y)), 2)  # a2 nearer the origin than its parent a
+    0.77
+    """
+
+    input_kind = "embeddings"
+
+    def __init__(self, tree: Any, geometry: Any, aperture: float = 0.1, apex: float = 0.5, steps: int = 3) -> None:
+        super().__init__()
+        _check_hyperbolic(geometry, "EntailmentConeLoss")
+        if isinstance(aperture, bool) or not isinstance(aperture, (int, float)) or not (aperture > 0):
+            raise ValueError(f"aperture (loss.cone_aperture) must be a number > 0 (MERU: 0.1), got {aperture!r}")
+        if isinstance(apex, bool) or not isinstance(apex, (int, float)) or not (0 < apex <= 1):
+            raise ValueError(f"apex must be a number in (0, 1] (1/2: halfway to the prototype), got {apex!r}")
+        self.tree, self.geometry = tree, geometry
+        self.aperture, self.apex, self.steps = float(aperture), float(apex), int(steps)
+        parent = tree.parent_index.clone()
+        depth = tree.node_depth
+        child = torch.arange(tree.num_nodes)
+        keep = depth >= 2  # edges below depth 1: the root's prototype sits at the origin
+        self.register_buffer("edge_parent", parent[keep], persistent=False)
+        self.register_buffer("edge_child", child[keep], persistent=False)
+        self.register_buffer("ancestors", tree.ancestor_matrix.clone(), persistent=False)  # (C, N)
+        self.register_buffer("leaf_node", tree.leaf_node.clone(), persistent=False)
+        self.root = int(tree.node_index[tree.root])
+
+    def prototypes(self, z: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Batch Fréchet mean and sample count of every node (root included).
+
+        Parameters
+        ----------
+        z : torch.Tensor, shape (n, D)
+        labels : LongTensor, shape (n,)
+
+        Returns
+        -------
+        protos : torch.Tensor, shape (N, D)
+            Nodes without samples hold the origin.
+        counts : LongTensor, shape (N,)
+        """
+        member = self.ancestors.to(z.device)[labels]  # (n, N)
+        sample, node = member.nonzero(as_tuple=True)
+        N = member.shape[1]
+        protos, _ = self.geometry.group_mean(z[sample], node, N, steps=self.steps, allow_empty=True)
+        return protos, member.sum(0)
+
+    def forward(self, z: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
+        """The cone loss of one batch (see the class docstring)."""
+        if labels is None:
+            return z.sum() * 0.0
+        x, y = _flatten(z, labels)
+        protos, counts = self.prototypes(x, y)
+        apices = self.geometry.expmap0(self.apex * self.geometry.logmap0(protos))
+        p, q = self.edge_parent.to(x.device), self.edge_child.to(x.device)
+        ok = (counts[q] > 0) & (counts[p] > counts[q])
+        total = cone_energy(apices[self.leaf_node.to(x.device)[y]], x, self.geometry, self.aperture).mean()
+        if bool(ok.any()):
+            total = total + cone_energy(apices[p[ok]], apices[q[ok]], self.geometry, self.aperture).mean()
+        return total
+
+    def extra_repr(self) -> str:
+        return f"geometry={self.geometry.name}, K={self.aperture:g}, apex={self.apex:g}, steps={self.steps}"
+
+
+class CentringLoss(nn.Module):
+    r"""HypStructure's centring term: the norm of the batch's mean tangent vector at the origin.
+
+    .. math::
+        L = \Big\|\frac1n\sum_i \log_0(z_i)\Big\|
+
+    (Sinha et al., NeurIPS 2024, weight ≈ 0.01 there). It keeps the mean of all
+    embeddings - the root of the tree - at the origin, so the depth-1 classes spread around
+    it and the radius is free to carry depth.
+
+    Parameters
+    ----------
+    geometry : PoincareBall or Lorentz
+
+    Raises
+    ------
+    ValueError
+        A non-hyperbolic geometry or bad shapes.
+
+    Notes
+    -----
+    Calling convention: ``loss(z, labels)``: ``z`` (B, V, D) or (B, D); ``labels`` unused.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import PoincareBall
+    >>> ball = PoincareBall(1.0)
+    >>> z = ball.expmap0(torch.tensor([[0.3, 0.0], [0.1, 0.0]], dtype=torch.float64))
+    >>> round(float(CentringLoss(ball)(z, None)), 6)  # |mean(0.3, 0.1)|
+    0.2
+    """
+
+    input_kind = "embeddings"
+
+    def __init__(self, geometry: Any) -> None:
+        super().__init__()
+        _check_hyperbolic(geometry, "CentringLoss")
+        self.geometry = geometry
+
+    def forward(self, z: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
+        """The centring loss of one batch."""
+        x = z.reshape(-1, z.shape[-1])
+        v = self.geometry.logmap0(x)
+        return v.mean(0).norm()
+
+    def extra_repr(self) -> str:
+        return f"geometry={self.geometry.name}, c={scalar(self.geometry.c):g}"
