@@ -186,7 +186,7 @@ def train_toy_head(
         loss.backward()
         with torch.no_grad():
             r = origin_distance(z.detach(), geo)
-            hist["log_scale"].append(float(head.log_scale))
+            hist["log_scale"].append(float(head.log_scale.detach()))
             hist["clip_fraction"].append(float((r >= top - 1e-3).double().mean()) if top is not None else 0.0)
             hist["radius_mean"].append(float(r.mean()))
             hist["radius_std"].append(float(r.std(unbiased=False)))
@@ -258,6 +258,8 @@ class RadiusToyGrid:
     node_z : torch.Tensor, float64, shape (G, N, 2)
         Every tree node's prototype (tangent mean of the points below it) per setting.
     labels : torch.LongTensor, shape (n,)
+    v0 : torch.Tensor, float64, shape (n, 2)
+        The raw features before training (the same for every setting).
     log_scale0, log_scale : torch.Tensor, shape (G,)
         Natural log of the head's scale before and after training.
     settings : list of tuple
@@ -343,7 +345,8 @@ class RadiusToyGrid:
         tau = torch.tensor([s[3] for s in settings], dtype=torch.float64).view(G, 1, 1)
         cone_w = torch.tensor([s[4] for s in settings], dtype=torch.float64)
         # initial log-scales: the slider's, or the head's auto rule (median raw norm -> init_radius)
-        m = float((W[0, yt] + noise).detach().norm(dim=-1).median())
+        self.v0 = (W[0, yt] + noise).detach().clone()  # the raw features before training (every setting's)
+        m = float(self.v0.norm(dim=-1).median())
         t = init_radius / 2.0  # d(0, exp_0 u) = 2 ||u|| on the ball
         s0 = [
             math.log(r * math.atanh(t / r) / m) if ls is None else ls * math.log(10.0) for (_, r, ls, _, _) in settings
@@ -371,7 +374,9 @@ class RadiusToyGrid:
             v = W[:, yt] + noise  # (G, n, 2)
             vs = v * s.view(G, 1, 1).exp()
             nv = vs.norm(dim=-1, keepdim=True).clamp_min(1e-15)
-            u = torch.where(kind_clip, vs * torch.clamp(rho / nv, max=1.0), vs * (rho * torch.tanh(nv / rho) / nv))
+            # clip written so that a clipped point does not depend on s at all: its gradient is an exact zero
+            clipped = torch.where(nv > rho, rho * v / v.norm(dim=-1, keepdim=True), vs)
+            u = torch.where(kind_clip, clipped, vs * (rho * torch.tanh(nv / rho) / nv))
             return u, _expmap0(u)
 
         opt = torch.optim.Adam([{"params": [W], "lr": lr * raw_norm}, {"params": [s], "lr": 2.5 * lr}])
