@@ -106,7 +106,7 @@ def test_train_toy_head_saturates_the_clip_head_and_not_the_auto_head():
     x, y = toy_encoder_features(TREE, n_per_leaf=6, dim=8, norm=30.0)
     clip = train_toy_head(x, y, TREE, HyperbolicHead(ball, clip_r=3, bound="clip", scale_init=1.0), steps=15)
     assert clip["clip_fraction"][-1] == 1.0 and max(abs(g) for g in clip["scale_grad"]) < 1e-12
-    assert clip["log_scale"][0] == clip["log_scale"][-1] == 0.0
+    assert clip["log_scale"][0] == 0.0 and abs(clip["log_scale"][-1]) < 1e-6  # rounding noise, Adam's eps
     fix = train_toy_head(x, y, TREE, HyperbolicHead(ball, clip_r=3), steps=15, cone_weight=1.0, center_weight=0.1)
     assert fix["clip_fraction"][0] == 0.0 and fix["radius_mean"][0] == pytest.approx(1.0, abs=0.2)
     assert math.isfinite(fix["loss"][-1]) and fix["z"].shape == (30, 8)

@@ -278,7 +278,7 @@ class RadiusToyGrid:
     >>> tree = LabelTree.from_nested({"r": {"a": ["a1", "a2"], "b": ["b1", "b2"]}})
     >>> grid = RadiusToyGrid(tree, clip_rs=[3.0], log_scales=[0.0], taus=[0.1], cones=[0.0], steps=20)
     >>> len(grid.settings), tuple(grid.z.shape)  # clip, tanh, tanh + auto
-    (3, (3, 24, 2))
+    (3, (3, 16, 2))
     >>> z, info = grid.get("clip", 3.0, 0.0, 0.1, 0.0)
     >>> info["log_scale"] == info["log_scale0"]  # every point clipped: the scale never moves
     True
