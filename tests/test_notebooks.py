@@ -36,6 +36,7 @@ EXPECTED = {
     "06_hmlc": dict(figures=6, text=["top1", "official (salesforce) mode", "attention heads"]),
     "08_triplets_unseen": dict(figures=5, text=["triplets per epoch", "acc_blind", "n_unseen_leaves", "ndcg_sum"]),
     "09_hyilr": dict(figures=7, text=["d(u0, u1)", "true labels", "learned k"]),
+    "12_hyperbolic_failure_modes": dict(figures=8, text=["clip fraction", "radius_depth_s", "settings trained"]),
 }
 
 _RUNNER = textwrap.dedent(
