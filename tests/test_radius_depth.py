@@ -260,3 +260,149 @@ def test_head_rejects_bad_bound_and_init_radius():
         HyperbolicHead(PoincareBall(1.0), bound="soft")
     with pytest.raises(ValueError, match="init_radius"):
         HyperbolicHead(PoincareBall(1.0), clip_r=1.0, init_radius=2.5)  # bound's radius is 2
+
+
+# ----------------------------------------------------------------------------- saturation (CPU regression)
+def _train_head(head_kwargs, steps=200, seed=0):
+    """SupCon on the Poincaré ball, a linear head on fixed features with ResNet-like raw norms (~20-40)."""
+    from hierviz.losses import SupConLoss
+    from hierviz.metrics import clip_fraction, max_radius, origin_distance
+
+    g = torch.Generator().manual_seed(seed)
+    tree = LabelTree.from_nested({"r": {"a": ["a1", "a2"], "b": ["b1", "b2"]}})
+    ball = PoincareBall(1.0)
+    n, F, d = 128, 32, 16
+    y = torch.arange(n) % 4
+    centres = 2.0 * torch.randn(4, F, generator=g)
+    feats = centres[y] + torch.randn(n, F, generator=g)
+    torch.manual_seed(seed)
+    lin = torch.nn.Linear(F, d)
+    with torch.no_grad():  # raw head outputs of a ResNet-18 projection head: norm ~20-40
+        lin.weight.mul_(30.0 / float(lin(feats).norm(dim=-1).median()))
+        lin.bias.zero_()
+    head = HyperbolicHead(ball, **head_kwargs).train()
+    loss_fn = SupConLoss(tree, ball, tau=0.1)
+    opt = torch.optim.Adam(list(lin.parameters()) + list(head.parameters()), lr=1e-2)
+    for _ in range(steps):
+        views = torch.stack([feats + 0.3 * torch.randn(n, F, generator=g) for _ in range(2)], 1)
+        z = head(lin(views.reshape(2 * n, F))).reshape(n, 2, d)
+        loss = loss_fn(z, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    z = head(lin(views.reshape(2 * n, F)))
+    opt.zero_grad()
+    loss_fn(z.reshape(n, 2, d), y).backward()
+    r = origin_distance(z.detach(), ball)
+    top = max_radius(ball, head.tangent_bound)
+    return clip_fraction(r, top), float(head.log_scale.grad.abs()), r
+
+
+def test_head_saturation_old_head_clips_everything_new_head_keeps_the_radius():
+    old_cf, old_grad, _ = _train_head({"bound": "clip", "scale_init": 1.0, "clip_r": 3.0})
+    new_cf, new_grad, r = _train_head({})  # the defaults: tanh bound, scale from the data, init_radius 1
+    # the 0.2 head (issue 22, ResNet-18 on a GPU): every point at the clip radius, no radial gradient left
+    assert old_cf >= 0.9 and old_grad < 1e-3 * new_grad
+    # the new head: nothing at the bound, a radial gradient, and radii that still differ
+    assert new_cf <= 0.05
+    assert new_grad > 1e-4
+    assert float(r.std()) > 0.05 * float(r.mean())
+
+
+# ----------------------------------------------------------------------------- metrics
+def test_radius_depth_spearman_max_is_the_best_ordering_over_permutations():
+    import itertools
+
+    from scipy.stats import spearmanr
+
+    from hierviz.metrics import radius_depth_spearman
+
+    depth = [0, 1, 1, 2, 2, 2, 2]
+    best = max(spearmanr(depth, p).statistic for p in itertools.permutations(range(7)))
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        r = rng.random(7)
+        assert radius_depth_spearman(r, depth) == pytest.approx(spearmanr(depth, r).statistic / best)
+    assert radius_depth_spearman([0.0, 1, 2, 3, 4, 5, 6], depth) == pytest.approx(1.0)
+    assert radius_depth_spearman([6.0, 5, 4, 3, 2, 1, 0], depth) == pytest.approx(-1.0)
+    assert math.isnan(radius_depth_spearman([1.0, 2.0], [1, 1]))
+
+
+def test_edge_order_gap_auroc_and_clip_hand_computed():
+    from hierviz.metrics import clip_fraction, edge_order, norm_auroc, radius_gap
+
+    r = [0.2, 1.0, 1.5, 2.5, 0.9, 3.0]
+    parent = [-1, 0, 0, 1, 1, 2]  # edges 0-1, 0-2, 1-3, 1-4 (inward), 2-5
+    assert edge_order(r, parent) == pytest.approx(4 / 5)
+    assert radius_gap(r, [0, 1, 1, 2, 2, 2], [False, False, False, True, True, True]) == pytest.approx(
+        (2.5 + 0.9 + 3.0) / 3 - 1.25
+    )
+    # AUROC by pair counting: errors (positives) should have the smaller radius
+    rad = np.array([3.0, 2.0, 1.0, 2.5, 0.5])
+    ok = np.array([True, True, False, False, True])
+    pairs = [(e, c) for e in np.nonzero(~ok)[0] for c in np.nonzero(ok)[0]]
+    expect = np.mean([1.0 if rad[e] < rad[c] else 0.5 if rad[e] == rad[c] else 0.0 for e, c in pairs])
+    assert norm_auroc(rad, ok) == pytest.approx(expect)
+    assert math.isnan(norm_auroc(rad, np.ones(5, bool)))
+    assert clip_fraction([6.0, 5.9995, 5.99, 1.0], 6.0) == 0.5 and clip_fraction([1.0], None) is None
+
+
+def test_node_prototypes_contract_the_two_step_trees_single_child_chains():
+    from hierviz.data import load_tree
+    from hierviz.metrics import node_prototype_radii, radius_metrics
+
+    tree = load_tree("two-step")
+    ball = PoincareBall(1.0)
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(70) % 7
+    z = ball.expmap0(0.5 * torch.randn(70, 4, generator=g, dtype=F64))
+    out = node_prototype_radii(z, y, tree, ball)
+    names = [tree.nodes[n] for n in out["node"]]
+    assert "melanocytic_benign" not in names and "melanocytic_malignant" not in names  # one child each
+    assert len(names) == 12 and int((out["parent"] >= 0).sum()) == 11
+    nv = names.index("nv")
+    assert names[out["parent"][nv]] == "melanocytic"
+    m = radius_metrics(z, y, tree, ball, predictions=y.numpy(), clip_r=3.0)
+    assert math.isnan(m["norm_auroc"]) and m["clip_fraction"] == 0.0
+
+
+def test_radius_table_shows_the_radius_metrics():
+    from hierviz.report.radius import radius_markdown
+
+    rec = {
+        "method": "supcon",
+        "geometry": "poincare",
+        "seed": 0,
+        "radius": {
+            "scale": 0.1,
+            "radius_mean": 1.0,
+            "radius_std": 0.2,
+            "clip_fraction": 0.0,
+            "radius_by_depth": [{"proto_mean": 0.1}, {"proto_mean": 0.5}],
+            "radius_depth_spearman": 0.91,
+            "edge_order": 1.0,
+            "radius_gap": 1.25,
+            "norm_auroc": float("nan"),
+        },
+    }
+    md = radius_markdown([rec])
+    assert "Edge order" in md and "| 0.91 | 1.00 | 1.25 | – |" in md
+
+
+def test_batch_scale_pins_the_median_radius_in_training_and_tracks_it_for_eval():
+    ball = PoincareBall(1.0)
+    head = HyperbolicHead(ball, scale_init="batch", learn_scale=False, init_radius=1.5).train()
+    g = torch.Generator().manual_seed(0)
+    v = torch.randn(65, 6, generator=g, dtype=F64) * 30
+    o = torch.zeros(1, 6, dtype=F64)
+    for factor in (1.0, 0.01, 100.0):  # whatever the raw scale, the training median sits at 1.5
+        r = ball.dist(head(v * factor), o)
+        assert float(r.median()) == pytest.approx(1.5, rel=1e-9)
+    m1 = float(v.norm(dim=-1).median())
+    expect = 0.9 * (0.9 * m1 + 0.1 * 0.01 * m1) + 0.1 * 100 * m1  # EMA of the three medians
+    assert float(head.running_norm) == pytest.approx(expect, rel=1e-9)
+    head.eval()  # eval mode: the running median, so one sample's radius does not depend on its batch
+    z1 = head(v[:1])
+    z2 = head(v)[:1]
+    torch.testing.assert_close(z1, z2)
+    assert "running_norm" in head.state_dict()

@@ -563,9 +563,10 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     )
     _check(cfg.model.clip_r is None or cfg.model.clip_r > 0, "model.clip_r", "> 0 (or null)", cfg.model.clip_r)
     _check(
-        cfg.model.scale_init == "auto" or (not isinstance(cfg.model.scale_init, str) and cfg.model.scale_init > 0),
+        cfg.model.scale_init in ("auto", "batch")
+        or (not isinstance(cfg.model.scale_init, str) and cfg.model.scale_init > 0),
         "model.scale_init",
-        "a number > 0 or 'auto'",
+        "a number > 0, 'auto' or 'batch'",
         cfg.model.scale_init,
     )
     _check(cfg.model.head_bound in ("tanh", "clip"), "model.head_bound", "'tanh' or 'clip'", cfg.model.head_bound)

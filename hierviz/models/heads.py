@@ -221,9 +221,12 @@ class HyperbolicHead(nn.Module):
     clip_r : float or None, default 3.0
         ``ρ > 0``: the bound on ``√c‖u‖`` (tanh) or on ``‖u‖`` (clip). ``None`` or ``inf``:
         no bound (then only ``geometry.proj`` keeps points inside the ball).
-    scale_init : float or "auto", default "auto"
-        Initial feature scale ``e^s > 0`` (HyILR: ``1/sqrt(d)``), or ``"auto"``: from the
-        first training batch (above).
+    scale_init : float, "auto" or "batch", default "auto"
+        Initial feature scale ``e^s > 0`` (HyILR: ``1/sqrt(d)``); ``"auto"``: from the
+        first training batch (above); ``"batch"``: the same rule on every training batch,
+        ``v ← v·t/m_B`` with the batch's median raw norm ``m_B`` (a running median in eval
+        mode, buffer ``running_norm``), times ``e^s`` (start 1) - batch normalisation of the
+        radius: the loss moves radii relative to each other, not all of them at once.
     learn_scale : bool, default True
         Train ``s`` (an ``nn.Parameter`` named ``log_scale``); else it is a fixed buffer.
     bound : {"tanh", "clip"}, default "tanh"
@@ -287,13 +290,14 @@ class HyperbolicHead(nn.Module):
             raise ValueError(f"clip_r must be > 0 (or None to disable clipping), got {clip_r!r}")
         if bound not in HEAD_BOUNDS:
             raise ValueError(f"bound must be one of {HEAD_BOUNDS} (tanh: smooth; clip: the 0.2 head), got {bound!r}")
-        auto = isinstance(scale_init, str) and scale_init == "auto"
+        mode = scale_init if isinstance(scale_init, str) and scale_init in ("auto", "batch") else "fixed"
+        auto = mode != "fixed"
         if not auto:
             if isinstance(scale_init, bool) or not isinstance(scale_init, (int, float)):
-                raise ValueError(f"scale_init must be a finite number > 0 or 'auto', got {scale_init!r}")
+                raise ValueError(f"scale_init must be a finite number > 0, 'auto' or 'batch', got {scale_init!r}")
             if not (math.isfinite(float(scale_init)) and float(scale_init) > 0):
                 raise ValueError(
-                    f"scale_init must be a finite number > 0 (e.g. 1/sqrt(d)) or 'auto', got {scale_init!r}"
+                    f"scale_init must be a finite number > 0 (e.g. 1/sqrt(d)), 'auto' or 'batch', got {scale_init!r}"
                 )
         try:
             lo, hi = (float(c_range[0]), float(c_range[1]))
@@ -308,7 +312,7 @@ class HyperbolicHead(nn.Module):
         self.clip_r = None if clip_r is None or float(clip_r) == math.inf else float(clip_r)
         self.bound = bound
         self.c_range = (lo, hi)
-        self.scale_mode = "auto" if auto else "fixed"
+        self.scale_mode = mode
         self._k = _radius_per_tangent(geometry)
         top = self.max_radius
         if isinstance(init_radius, bool) or not isinstance(init_radius, (int, float)):
@@ -324,13 +328,49 @@ class HyperbolicHead(nn.Module):
             self.log_scale = nn.Parameter(log_s)
         else:
             self.register_buffer("log_scale", log_s)
-        self.register_buffer("scale_initialised", torch.tensor(not auto))
+        self.register_buffer("scale_initialised", torch.tensor(mode != "auto"))
+        if mode == "batch":  # running median of the raw norms, used in eval mode (0: not yet seen)
+            self.register_buffer("running_norm", torch.tensor(0.0, dtype=torch.float64))
         self.learn_scale = bool(learn_scale)
 
     @property
     def scale(self) -> torch.Tensor:
-        """The feature scale ``e^s`` (0-d tensor)."""
-        return self.log_scale.detach().exp()
+        """The feature scale (0-d tensor): ``e^s``; with ``scale_init="batch"`` times ``t/m_running``."""
+        s = self.log_scale.detach().exp()
+        if self.scale_mode == "batch" and float(self.running_norm) > 0:
+            s = s * float(self._target_norm() / float(self.running_norm))
+        return s
+
+    def _target_norm(self) -> float:
+        """The raw (pre-bound) tangent norm that lands at geodesic radius ``init_radius``."""
+        t = self.init_radius / self._k
+        if self.clip_r is not None and self.bound == "tanh":
+            rho = self.clip_r / self._sqrt_c()
+            return rho * math.atanh(t / rho)
+        return t
+
+    @staticmethod
+    def _mean_over_ranks(x: float, device) -> float:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            t = torch.tensor(x, dtype=torch.float64, device=device)
+            dist.all_reduce(t)
+            return float(t) / dist.get_world_size()
+        return x
+
+    @torch.no_grad()
+    def _batch_median(self, v: torch.Tensor) -> float:
+        """``scale_init="batch"``: the median raw norm (training: this batch's, tracked; eval: the running one)."""
+        if not self.training and float(self.running_norm) > 0:
+            return float(self.running_norm)
+        m = self._mean_over_ranks(float(v.detach().double().norm(dim=-1).median()), v.device)
+        if not (math.isfinite(m) and m > 1e-12):
+            m = float(self.running_norm) if float(self.running_norm) > 0 else 1.0
+        if self.training:
+            old = float(self.running_norm)
+            self.running_norm.fill_(m if old <= 0 else 0.9 * old + 0.1 * m)
+        return m
 
     def _sqrt_c(self) -> float:
         from hierviz.geometry._checks import scalar
@@ -384,20 +424,8 @@ class HyperbolicHead(nn.Module):
         m = float(v.detach().double().norm(dim=-1).median())
         if not (math.isfinite(m) and m > 1e-12):  # an all-zero batch says nothing: wait for the next one
             return
-        t = self.init_radius / self._k
-        if self.clip_r is not None and self.bound == "tanh":
-            rho = self.clip_r / self._sqrt_c()
-            target = rho * math.atanh(t / rho)
-        else:
-            target = t
-        log_s = torch.tensor(math.log(target / m), dtype=torch.float64)
-        import torch.distributed as dist
-
-        if dist.is_available() and dist.is_initialized():
-            log_s = log_s.to(self.log_scale.device)
-            dist.all_reduce(log_s)
-            log_s /= dist.get_world_size()
-        self.log_scale.copy_(log_s.to(self.log_scale))
+        log_s = self._mean_over_ranks(math.log(self._target_norm() / m), v.device)
+        self.log_scale.fill_(log_s)
         self.scale_initialised.fill_(True)
 
     def forward(self, v: torch.Tensor) -> torch.Tensor:
@@ -419,6 +447,8 @@ class HyperbolicHead(nn.Module):
             v = v.to(_float_dtype(v))
             if self.training and not bool(self.scale_initialised):
                 self.initialise_scale(v)
+            if self.scale_mode == "batch":  # the median sample at init_radius, batch after batch
+                v = v * (self._target_norm() / self._batch_median(v))
             v = v * self.log_scale.to(v.dtype).exp()  # exp(0) == 1 exactly: scale 1 is the identity
             if self.bound == "clip":  # the 0.2 head, bit for bit
                 return self.geometry.to_manifold(v, clip_r=self.clip_r)

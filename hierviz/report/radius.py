@@ -110,7 +110,7 @@ def radius_markdown(records: Sequence[Mapping[str, Any]]) -> str:
         "−d(0, z) telling misclassified from correct test samples (hierviz.metrics.radius_metrics).",
         "",
         "| " + " | ".join(_COLS) + " |",
-        "|" + "|".join(["---"] + ["---:"] * (len(_COLS) - 2) + ["---"]) + "|",
+        "|" + "|".join("---" if c in ("Run", _COLS[4]) else "---:" for c in _COLS) + "|",
     ]
     lines += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
     return "\n".join(lines) + "\n"
