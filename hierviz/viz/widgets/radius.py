@@ -401,6 +401,11 @@ class RadiusToyGrid:
             self.node_z = _expmap0(torch.einsum("nk,gnd->gkd", A, u))  # (G, N, 2) tangent-mean prototypes
         self.z = z.detach()
         self.log_scale = s.detach().clone()
+        # which prototypes the metrics keep (chains contracted): fixed by the labels, the same for every setting
+        from hierviz.metrics.radius import node_prototype_radii
+
+        self._kept = node_prototype_radii(self.z[0], yt, tree, _unit_ball(), steps=1)
+        self._present = (counts > 0).numpy()
         self.train_s = time.perf_counter() - t0
         self._cache: dict[tuple, Any] = {}
 
@@ -445,18 +450,68 @@ class RadiusToyGrid:
         return self.z[i].numpy(), info
 
     def metrics(self, kind: str, clip_r: float, log10_scale: float | None, tau: float, cone: float) -> dict:
-        """Radius report and the hierarchy-in-radius metrics of one setting (cached; 3 Karcher steps)."""
-        from hierviz.metrics.radius import radius_metrics, radius_report
+        """Radius by depth and the hierarchy-in-radius metrics of one setting, from the grid's prototypes.
+
+        The node prototypes are the grid's tangent means (:attr:`node_z`, the stars of the disk), not
+        Karcher means, so a slider move computes no Fréchet mean; the metrics are the library's
+        (:func:`hierviz.metrics.radius_depth_spearman`, :func:`~hierviz.metrics.edge_order`,
+        :func:`~hierviz.metrics.clip_fraction`, :func:`~hierviz.metrics.radius_gap`) on those radii, with
+        single-child chains contracted as in :func:`hierviz.metrics.node_prototype_radii`.
+        ``norm_auroc`` is left out (NaN): the toy has no classifier.
+
+        Returns
+        -------
+        dict
+            ``report`` (``radius_mean``, ``radius_std``, ``max_radius``, ``clip_fraction``,
+            ``radius_by_depth`` as :func:`hierviz.metrics.radius_report`), ``metrics`` (the five keys),
+            ``setting``, ``log_scale0``, ``log_scale``, ``clip_r``.
+        """
+        from hierviz.metrics.radius import clip_fraction, edge_order, max_radius, radius_depth_spearman, radius_gap
 
         k = self.key(kind, clip_r, log10_scale, tau, cone)
-        if k not in self._cache:
-            z, info = self.get(*k)
-            zt = torch.from_numpy(z)
-            ball = _unit_ball()
-            # tangent bound: rho on the ball at c = 1 for both bounds
-            rep = radius_report(zt, self.labels, self.tree, ball, clip_r=k[1], steps=3)
-            met = radius_metrics(zt, self.labels, self.tree, ball, clip_r=k[1], steps=3)
-            self._cache[k] = {"report": rep, "metrics": met, **info}
+        if k in self._cache:
+            return self._cache[k]
+        z, info = self.get(*k)
+        i = self._index[k]
+        ball = _unit_ball()
+        r = 2 * np.arctanh(np.minimum(np.linalg.norm(z, axis=1), 1 - 1e-15))  # d(0, z) on the ball, c = 1
+        node_r = 2 * np.arctanh(np.minimum(self.node_z[i].norm(dim=-1).numpy(), 1 - 1e-15))
+        kept = self._kept
+        radius = node_r[kept["node"]]
+        top = max_radius(ball, k[1], dtype=torch.float64)
+        leaf_depth = self.tree.leaf_depth.numpy()[self.labels.numpy()]
+        node_depth = self.tree.node_depth.numpy()
+        rows = []
+        for depth in range(self.tree.height + 1):
+            at = r[leaf_depth == depth]
+            pr = node_r[(node_depth == depth) & self._present]
+            rows.append(
+                {
+                    "depth": depth,
+                    "n_samples": int(at.size),
+                    "sample_mean": float(at.mean()) if at.size else None,
+                    "sample_std": float(at.std()) if at.size else None,
+                    "n_protos": int(pr.size),
+                    "proto_mean": float(pr.mean()) if pr.size else None,
+                    "proto_std": float(pr.std()) if pr.size else None,
+                }
+            )
+        cf = clip_fraction(r, top)
+        rep = {
+            "radius_mean": float(r.mean()),
+            "radius_std": float(r.std()),
+            "max_radius": top,
+            "clip_fraction": cf,
+            "radius_by_depth": rows,
+        }
+        met = {
+            "radius_depth_spearman": radius_depth_spearman(radius, kept["depth"]),
+            "edge_order": edge_order(radius, kept["parent"]),
+            "clip_fraction": cf,
+            "radius_gap": radius_gap(radius, kept["depth"], kept["is_leaf"]),
+            "norm_auroc": float("nan"),
+        }
+        self._cache[k] = {"report": rep, "metrics": met, **info}
         return self._cache[k]
 
 
