@@ -542,7 +542,7 @@ def radius_figure(
     -------
     plotly.graph_objects.Figure
         The disk's traces (stars: the grid's tangent-mean node prototypes), then ``"prototypes"``
-        and ``"samples (± std)"`` of the radius plot (Fréchet means, 3 Karcher steps) on ``x2``/``y2``;
+        and ``"samples (± std)"`` of the radius plot (:meth:`RadiusToyGrid.metrics`) on ``x2``/``y2``;
         the title names the setting, the scale before → after training and four radius
         metrics; ``layout.meta`` holds them.
 
