@@ -1,4 +1,4 @@
-"""Interactive ipywidgets panels for the notebooks: curvature, ω (α, γ), LAM margins and weights, τ.
+"""Interactive ipywidgets panels for the notebooks: curvature, ω (α, γ), LAM margins and weights, τ, the hyperbolic head.
 
 Every panel is a thin shell around a **module-level plain function** that builds the
 figure from the slider values (:func:`curvature_figure`, :func:`omega_figure`,
@@ -28,6 +28,14 @@ from hierviz.viz.widgets.figures import (
 )
 from hierviz.viz.widgets.panel import PLOTLY_MIME, Panel, figure_bundle, slider
 from hierviz.viz.widgets.panels import curvature_panel, lam_panel, margin_panel, omega_panel, tau_panel
+from hierviz.viz.widgets.radius import (
+    HEAD_KINDS,
+    RadiusToyGrid,
+    radius_figure,
+    radius_panel,
+    toy_encoder_features,
+    train_toy_head,
+)
 
 __all__ = [
     "Panel",
@@ -47,4 +55,10 @@ __all__ = [
     "lam_panel",
     "tau_figure",
     "tau_panel",
+    "HEAD_KINDS",
+    "toy_encoder_features",
+    "train_toy_head",
+    "RadiusToyGrid",
+    "radius_figure",
+    "radius_panel",
 ]
