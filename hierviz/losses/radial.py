@@ -80,6 +80,12 @@ def _check_hyperbolic(geometry: Any, who: str) -> None:
         )
 
 
+def _has_time(geometry: Any) -> bool:
+    """True for a model with a time coordinate (the hyperboloid: d+1 numbers per point), read from
+    the geometry's ``point_dim``, never from its name."""
+    return geometry.point_dim(1) != 1
+
+
 def _sqrt_c(geometry: Any, like: torch.Tensor) -> torch.Tensor:
     c = geometry.c
     if isinstance(c, torch.Tensor):
@@ -123,7 +129,7 @@ def cone_half_aperture(x: torch.Tensor, geometry: Any, K: float = 0.1, eps: floa
     if not (float(K) > 0):
         raise ValueError(f"K (loss.cone_aperture) must be > 0, got {K!r}")
     sc = _sqrt_c(geometry, x)
-    if geometry.name == "lorentz":
+    if _has_time(geometry):
         arg = 2.0 * K / (sc * x[..., 1:].norm(dim=-1)).clamp_min(eps)
     else:
         s = (sc * x.norm(dim=-1)).clamp_min(eps)
@@ -170,7 +176,7 @@ def cone_exterior_angle(x: torch.Tensor, y: torch.Tensor, geometry: Any, eps: fl
     """
     _check_hyperbolic(geometry, "cone_exterior_angle")
     sc = _sqrt_c(geometry, x)
-    if geometry.name == "lorentz":
+    if _has_time(geometry):
         c = sc.square()
         x0, xs = x[..., 0], x[..., 1:]
         y0, ys = y[..., 0], y[..., 1:]
@@ -341,7 +347,7 @@ class EntailmentConeLoss(nn.Module):
         return total
 
     def extra_repr(self) -> str:
-        return f"geometry={self.geometry.name}, K={self.aperture:g}, apex={self.apex:g}, steps={self.steps}"
+        return f"geometry={type(self.geometry).__name__}, K={self.aperture:g}, apex={self.apex:g}, steps={self.steps}"
 
 
 class CentringLoss(nn.Module):
@@ -391,4 +397,4 @@ class CentringLoss(nn.Module):
         return v.mean(0).norm()
 
     def extra_repr(self) -> str:
-        return f"geometry={self.geometry.name}, c={scalar(self.geometry.c):g}"
+        return f"geometry={type(self.geometry).__name__}, c={scalar(self.geometry.c):g}"
