@@ -60,6 +60,28 @@ def _log_gauss(x: torch.Tensor, mu: torch.Tensor, var: torch.Tensor, pi: torch.T
 
 
 @torch.no_grad()
+def _em_check(ll, prev, tol, converged, done, it, compiling: bool):
+    """One EM convergence check of :func:`fit_gmm_1d` / :func:`fit_gmm_2d`.
+
+    Eagerly: ``converged = |ll - prev| < tol`` and ``stop`` when every mixture has converged (a host
+    read). While ``torch.compile`` traces there is no host-side break: ``done`` (a 0-d tensor)
+    records convergence, the iteration count stops growing, and :func:`_em_update` freezes the
+    parameters, so the result equals the eager early exit. Returns ``(converged, done, it, stop)``.
+    """
+    if compiling:
+        converged = torch.where(done, converged, (ll - prev).abs() < tol)
+        return converged, done | converged.all(), it + (~done).to(torch.long), False
+    converged = (ll - prev).abs() < tol
+    return converged, done, it + 1, bool(converged.all())
+
+
+def _em_update(done, compiling: bool, old: tuple, new: tuple) -> tuple:
+    """The M-step's new parameters, or (compiled, after convergence) the old ones unchanged."""
+    if compiling:
+        return tuple(torch.where(done, o, n) for o, n in zip(old, new))
+    return new
+
+
 def fit_gmm_1d(
     x: torch.Tensor,
     n_components: int,
@@ -149,25 +171,14 @@ def fit_gmm_1d(
         norm = torch.logsumexp(logp, dim=-1, keepdim=True)
         resp = torch.exp(logp - norm)  # E-step
         ll = norm.squeeze(-1).mean(dim=1)
-        if compiling:
-            # no host-side break in a compiled step: after convergence the parameters freeze, so the
-            # result equals the eager early exit (the remaining iterations recompute the same values)
-            converged = torch.where(done, converged, (ll - prev).abs() < tol)
-            it = it + (~done).to(torch.long)
-            done = done | converged.all()
-        else:
-            it += 1
-            converged = (ll - prev).abs() < tol
-            if bool(converged.all()):
-                break
+        converged, done, it, stop = _em_check(ll, prev, tol, converged, done, it, compiling)
+        if stop:
+            break
         prev = ll
         nk = resp.sum(dim=1, keepdim=True) + 10 * torch.finfo(x.dtype).eps  # M-step
         mu_new = (resp * xs).sum(dim=1, keepdim=True) / nk
         var_new = (resp * (xs - mu_new) ** 2).sum(dim=1, keepdim=True) / nk + reg_covar
-        if compiling:
-            mu, var, pi = (torch.where(done, old, new) for old, new in ((mu, mu_new), (var, var_new), (pi, nk / n)))
-        else:
-            mu, var, pi = mu_new, var_new, nk / n
+        mu, var, pi = _em_update(done, compiling, (mu, var, pi), (mu_new, var_new, nk / n))
     logp = _log_gauss(xs, mu, var, pi)
     norm = torch.logsumexp(logp, dim=-1, keepdim=True)
     resp = torch.exp(logp - norm)
@@ -308,17 +319,9 @@ def fit_gmm_2d(
         norm = torch.logsumexp(logp, dim=-1, keepdim=True)
         resp = torch.exp(logp - norm)  # E-step (B, n, K)
         ll = norm.squeeze(-1).mean(dim=1)
-        if compiling:
-            # as fit_gmm_1d: no host-side break in a compiled step; after convergence the
-            # parameters freeze, so the result equals the eager early exit
-            converged = torch.where(done, converged, (ll - prev).abs() < tol)
-            it = it + (~done).to(torch.long)
-            done = done | converged.all()
-        else:
-            it += 1
-            converged = (ll - prev).abs() < tol
-            if bool(converged.all()):
-                break
+        converged, done, it, stop = _em_check(ll, prev, tol, converged, done, it, compiling)
+        if stop:
+            break
         prev = ll
         r = resp.unsqueeze(-1)  # (B, n, K, 1)
         nk = resp.sum(dim=1) + 10 * torch.finfo(x.dtype).eps  # M-step (B, K)
@@ -329,10 +332,7 @@ def fit_gmm_2d(
         c = (resp * d1 * d1).sum(dim=1) / nk + reg_covar
         cov_new = torch.stack([a, b, c], dim=-1).unsqueeze(1)
         pi_new = (nk / n).unsqueeze(1)
-        if compiling:
-            mu, cov, pi = (torch.where(done, old, new) for old, new in ((mu, mu_new), (cov, cov_new), (pi, pi_new)))
-        else:
-            mu, cov, pi = mu_new, cov_new, pi_new
+        mu, cov, pi = _em_update(done, compiling, (mu, cov, pi), (mu_new, cov_new, pi_new))
     logp = _log_gauss_2d(xs, mu, cov, pi)
     norm = torch.logsumexp(logp, dim=-1, keepdim=True)
     resp = torch.exp(logp - norm)
