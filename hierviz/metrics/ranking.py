@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from hierviz.metrics._validate import as_embeddings, same_dim
+
 __all__ = ["rp_at_k", "mnr", "ndcg_tree", "ranking_report", "mnr_levels", "tree_relevance", "RANKING_KEYS"]
 
 #: Keys of :func:`ranking_report`.
@@ -364,8 +366,6 @@ def ndcg_tree(
 
 
 def _cosine(z: Any, zg: Any | None = None) -> torch.Tensor:
-    from hierviz.metrics._validate import as_embeddings, same_dim
-
     zt = as_embeddings(z, "z")
     a = torch.nn.functional.normalize(zt.double(), dim=-1)
     if zg is None:

@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from hierviz.metrics.radius import max_radius, origin_distance
+
 __all__ = [
     "ProjectionHead",
     "L2Normalize",
@@ -114,8 +116,6 @@ CURVATURE_RANGE = (0.1, 10.0)
 
 def _radius_per_tangent(geometry) -> float:
     """``d(0, exp_0 u) / ‖u‖`` of the geometry's convention: 2 on geoopt's ball, 1 on the hyperboloid."""
-    from hierviz.metrics.radius import origin_distance
-
     u = torch.zeros(1, 2, dtype=torch.float64)
     u[0, 0] = 0.25
     with torch.no_grad():
@@ -330,6 +330,8 @@ class HyperbolicHead(nn.Module):
         else:
             self.register_buffer("log_scale", log_s)
         self.register_buffer("scale_initialised", torch.tensor(mode != "auto"))
+        # the flag's value on the host, so that a training step reads no device tensor (issue 25)
+        self._scale_ready = mode != "auto"
         if mode == "batch":  # running median of the raw norms, used in eval mode (0: not yet seen)
             self.register_buffer("running_norm", torch.tensor(0.0, dtype=torch.float64))
         self.learn_scale = bool(learn_scale)
@@ -390,16 +392,12 @@ class HyperbolicHead(nn.Module):
     @property
     def max_radius(self) -> float:
         """Geodesic distance from the origin of the farthest point the head can output."""
-        from hierviz.metrics.radius import max_radius
-
         return max_radius(self.geometry, self.tangent_bound)
 
     def _bounded(self, v: torch.Tensor) -> torch.Tensor:
+        """The smooth bound ``(ρ/√c)·tanh(√c‖v‖/ρ)·v/‖v‖`` (the clip goes through ``to_manifold``)."""
         if self.clip_r is None:
             return v
-        if self.bound == "clip":
-            norm = v.norm(dim=-1, keepdim=True).clamp_min(1e-15)
-            return v * torch.clamp(self.clip_r / norm, max=1.0)
         rho = self.clip_r / self.geometry_sqrt_c(v)
         norm = v.norm(dim=-1, keepdim=True)
         x = norm / rho
@@ -429,6 +427,7 @@ class HyperbolicHead(nn.Module):
             return
         self.log_scale.fill_(math.log(self._target_norm() / m))
         self.scale_initialised.fill_(True)
+        self._scale_ready = True
 
     def forward(self, v: torch.Tensor) -> torch.Tensor:
         """Map raw head outputs onto the manifold.
@@ -447,7 +446,7 @@ class HyperbolicHead(nn.Module):
         clamp_curvature(self.geometry, self.c_range)
         with torch.autocast(device_type=v.device.type, enabled=False):
             v = v.to(_float_dtype(v))
-            if self.training and not bool(self.scale_initialised):
+            if self.training and not self._scale_ready:
                 self.initialise_scale(v)
             if self.scale_mode == "batch":  # the median sample at init_radius, batch after batch
                 v = v * (self._target_norm() / self._batch_median(v))
@@ -462,6 +461,7 @@ class HyperbolicHead(nn.Module):
         if key not in state_dict and prefix + "log_scale" in state_dict:
             state_dict[key] = torch.tensor(True)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        self._scale_ready = bool(self.scale_initialised)
 
     def extra_repr(self) -> str:
         return (

@@ -27,6 +27,17 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from hierviz.geometry.poincare import math as pmath
+from hierviz.losses import CentringLoss, EntailmentConeLoss, SupConLoss
+from hierviz.metrics.radius import (
+    clip_fraction,
+    edge_order,
+    max_radius,
+    node_prototype_radii,
+    origin_distance,
+    radius_depth_spearman,
+    radius_gap,
+)
 from hierviz.viz.widgets.figures import toy_tangent_points
 from hierviz.viz.widgets.panel import Panel, slider
 
@@ -147,9 +158,6 @@ def train_toy_head(
     ValueError
         Bad ``steps``, ``lr``, weights (and whatever the losses raise).
     """
-    from hierviz.losses import CentringLoss, EntailmentConeLoss, SupConLoss
-    from hierviz.metrics.radius import max_radius, origin_distance
-
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
     if not lr > 0:
@@ -201,18 +209,6 @@ def train_toy_head(
 
 
 # --------------------------------------------------------------------------- the batched 2-D toy
-def _ball_dist(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Poincaré distance (c = 1) with broadcasting, paper 01 Eq. 2."""
-    sq = (x - y).square().sum(-1)
-    den = (1 - x.square().sum(-1)) * (1 - y.square().sum(-1))
-    return torch.acosh((1 + 2 * sq / den).clamp_min(1 + 1e-12))
-
-
-def _expmap0(u: torch.Tensor) -> torch.Tensor:
-    n = u.norm(dim=-1, keepdim=True).clamp_min(1e-15)
-    return torch.tanh(n) * u / n
-
-
 class RadiusToyGrid:
     r"""A 2-D toy trained once for every setting of the radius panel's controls, in one batch.
 
@@ -377,17 +373,17 @@ class RadiusToyGrid:
             # clip written so that a clipped point does not depend on s at all: its gradient is an exact zero
             clipped = torch.where(nv > rho, rho * v / v.norm(dim=-1, keepdim=True), vs)
             u = torch.where(kind_clip, clipped, vs * (rho * torch.tanh(nv / rho) / nv))
-            return u, _expmap0(u)
+            return u, pmath.expmap0(u, 1.0)
 
         opt = torch.optim.Adam([{"params": [W], "lr": lr * raw_norm}, {"params": [s], "lr": 2.5 * lr}])
         for _ in range(self.steps):
             u, z = forward(W, s)
-            D = _ball_dist(z.unsqueeze(2), z.unsqueeze(1))  # (G, n, n)
+            D = pmath.dist(z.unsqueeze(2), z.unsqueeze(1), 1.0)  # (G, n, n)
             logits = (-D / tau).masked_fill(eye, -math.inf)
             logp = logits - torch.logsumexp(logits, dim=2, keepdim=True)
             supcon = -(logp.masked_fill(~pos, 0.0).sum(2) / n_pos).mean(1)  # (G,)
             P = torch.einsum("nk,gnd->gkd", A, u)  # tangent means of the nodes
-            apex = _expmap0(0.5 * P)
+            apex = pmath.expmap0(0.5 * P, 1.0)
             e = cone_energy(apex[:, leaf_node], z, ball, aperture).mean(1)
             if len(ep):
                 e = e + cone_energy(apex[:, ep], apex[:, eq], ball, aperture).mean(1)
@@ -398,12 +394,10 @@ class RadiusToyGrid:
             opt.step()
         with torch.no_grad():
             u, z = forward(W, s)
-            self.node_z = _expmap0(torch.einsum("nk,gnd->gkd", A, u))  # (G, N, 2) tangent-mean prototypes
+            self.node_z = pmath.expmap0(torch.einsum("nk,gnd->gkd", A, u), 1.0)  # (G, N, 2) tangent-mean prototypes
         self.z = z.detach()
         self.log_scale = s.detach().clone()
         # which prototypes the metrics keep (chains contracted): fixed by the labels, the same for every setting
-        from hierviz.metrics.radius import node_prototype_radii
-
         self._kept = node_prototype_radii(self.z[0], yt, tree, _unit_ball(), steps=1)
         self._present = (counts > 0).numpy()
         self.train_s = time.perf_counter() - t0
@@ -466,8 +460,6 @@ class RadiusToyGrid:
             ``radius_by_depth`` as :func:`hierviz.metrics.radius_report`), ``metrics`` (the five keys),
             ``setting``, ``log_scale0``, ``log_scale``, ``clip_r``.
         """
-        from hierviz.metrics.radius import clip_fraction, edge_order, max_radius, radius_depth_spearman, radius_gap
-
         k = self.key(kind, clip_r, log10_scale, tau, cone)
         if k in self._cache:
             return self._cache[k]
