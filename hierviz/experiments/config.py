@@ -40,27 +40,24 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from hierviz._registry import nearest
 from hierviz.data import DATASETS
 from hierviz.evaluation import PROTOCOLS
+
+# split out (issue 23: no module over 700 lines) and re-exported here, the public import path
+from hierviz.experiments.parsing import ConfigError, _coerce, _coerce_loss, _parse_value, flatten
+from hierviz.experiments.preset_files import PRESETS, load_preset, preset_names
 from hierviz.geometry import GEOMETRIES
 from hierviz.geometry._checks import C_MAX, C_MIN
 from hierviz.methods import LOSS_HPARAMS, METHODS
 from hierviz.metrics.projection import PROJECTIONS
 from hierviz.models import ENCODERS
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = [
     "ConfigError",
@@ -80,10 +77,6 @@ __all__ = [
     "default_encoder",
     "flatten",
 ]
-
-
-class ConfigError(ValueError):
-    """A bad preset, key or value; the message names it and the fix."""
 
 
 @dataclass
@@ -348,24 +341,6 @@ _SECTIONS = {
 _TOP = {"methods": list, "geometries": list, "seeds": int, "out": str}
 
 
-def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"train": {"epochs": 3}} -> {"train.epochs": 3}`` (the ``loss`` section and lists stay values).
-
-    Examples
-    --------
-    >>> flatten({"seeds": 2, "train": {"epochs": 3}, "loss": {"tau": 0.1}})
-    {'seeds': 2, 'train.epochs': 3, 'loss.tau': 0.1}
-    """
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping):
-            out.update(flatten(v, key + "."))
-        else:
-            out[key] = v
-    return out
-
-
 def config_keys(cfg: ExperimentConfig | None = None) -> list[str]:
     """Every valid dotted key, in display order.
 
@@ -376,91 +351,6 @@ def config_keys(cfg: ExperimentConfig | None = None) -> list[str]:
     """
     cfg = cfg or ExperimentConfig()
     return list(flatten({k: v for k, v in cfg.to_dict().items()}).keys())
-
-
-def _parse_value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, ValueError):
-        low = text.strip().lower()
-        if low in ("none", "null"):
-            return None
-        return text
-
-
-def _expect(where: str, what: str, value: Any) -> ConfigError:
-    return ConfigError(f"{where}: expected {what}, got {value!r}")
-
-
-def _is_integral(value: Any) -> bool:
-    """An int, or a finite float with an integer value (``int(nan)``/``int(inf)`` raise without a key)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    return isinstance(value, int) or (math.isfinite(value) and float(value).is_integer())
-
-
-def _coerce(value: Any, default: Any, annotation: Any, where: str) -> Any:
-    """Coerce ``value`` to the type of a field (given its annotation string and default)."""
-    ann = str(annotation)
-    optional = "None" in ann
-    if value is None:
-        if optional:
-            return None
-        raise _expect(where, f"a value ({ann.replace(' | None', '')})", value)
-    if "bool" in ann:
-        if isinstance(value, bool):
-            return value
-        raise _expect(where, "true or false", value)
-    if "int" in ann and "float" not in ann:
-        if not _is_integral(value):  # NaN, inf and 1e400 (inf in JSON/TOML) too, naming the key
-            raise _expect(where, "an integer", value)
-        return int(value)
-    if "float" in ann and "str" in ann and isinstance(value, str):  # a number or a keyword ("auto")
-        return value
-    if "list[float]" in ann:
-        if not isinstance(value, (list, tuple)) or any(
-            isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) for v in value
-        ):
-            raise _expect(where, "a list of finite numbers, e.g. [0.1, 10]", value)
-        return [float(v) for v in value]
-    if "float" in ann:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise _expect(where, "a finite number", value)
-        return float(value)
-    if "list" in ann:
-        if isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
-        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-            raise _expect(where, "a list of names (comma-separated)", value)
-        return [str(v).strip().lower() for v in value]
-    if "str" in ann:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return str(value)
-        if not isinstance(value, str):
-            raise _expect(where, "a string", value)
-        return value
-    return value
-
-
-def _coerce_loss(name: str, value: Any, where: str) -> Any:
-    default = LOSS_HPARAMS[name].default
-    if value is None or default is None:
-        return value
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            raise _expect(where, "true or false", value)
-        return value
-    if isinstance(default, int):
-        if not _is_integral(value):
-            raise _expect(where, "an integer", value)
-        return int(value)
-    if isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise _expect(where, "a finite number", value)
-        return float(value)
-    if isinstance(default, str) and not isinstance(value, str):
-        raise _expect(where, "a string", value)
-    return value
 
 
 def _unknown_key(key: str, where: str) -> ConfigError:
@@ -705,50 +595,6 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     tau = cfg.loss.get("tau")
     _check(tau is None or tau > 0, "loss.tau", "> 0", tau)
     return cfg
-
-
-# --------------------------------------------------------------------------- presets
-
-
-def preset_names() -> list[str]:
-    """The bundled presets (``hierviz/experiments/presets/*.toml``)."""
-    folder = resources.files("hierviz.experiments") / "presets"
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
-
-
-#: Names of the bundled presets.
-PRESETS = ("quick", "medium", "full", "gpu", "paper01-gpu", "paper02-gpu", "paper04-gpu")
-
-
-def load_preset(name: str | Path) -> dict[str, Any]:
-    """A preset's overrides as a flat ``{key: value}`` dict (a bundled name or a ``.toml`` path).
-
-    Raises
-    ------
-    ConfigError
-        Unknown name (nearest named), unreadable or invalid TOML (the file named).
-    """
-    text_name = str(name)
-    if not text_name.strip():  # Path("") is the current folder: "" must not mean the defaults
-        raise ConfigError(f"--preset: empty name; give a preset ({', '.join(preset_names())}) or a .toml path")
-    if text_name.endswith(".toml") or Path(text_name).is_file():
-        path = Path(text_name)
-        if not path.is_file():
-            raise ConfigError(f"--preset {text_name}: no such file")
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError:
-            raise ConfigError(f"--preset {text_name}: not UTF-8 text; save the preset as UTF-8 TOML") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"--preset {text_name}: invalid TOML ({exc})") from None
-        return flatten(data)
-    names = preset_names()
-    if text_name not in names:
-        close = nearest(text_name, names)
-        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
-        raise ConfigError(f"--preset: unknown preset {text_name!r}; {hint}valid: {', '.join(names)} (or a .toml path)")
-    text = (resources.files("hierviz.experiments") / "presets" / f"{text_name}.toml").read_text(encoding="utf-8")
-    return flatten(tomllib.loads(text))
 
 
 def resolve_config(

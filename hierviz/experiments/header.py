@@ -1,0 +1,77 @@
+"""The header of a comparison's report: dataset, tree, split, model, training, evaluation, timings.
+
+Split from :mod:`hierviz.experiments.compare` (issue 23: no module over 700 lines).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from hierviz.experiments.config import ExperimentConfig
+
+
+def _px(stored: int, trained: int | None) -> str:
+    """The image size of the header: the size the runs trained at, and the stored size when it differs.
+
+    Examples
+    --------
+    >>> _px(64, 32), _px(32, 32)
+    ('trained at 32 px (stored at 64 px)', '32 px')
+    """
+    if trained is None or int(trained) == int(stored):
+        return f"{int(stored)} px"
+    return f"trained at {int(trained)} px (stored at {int(stored)} px)"
+
+
+def _header(
+    cfg: ExperimentConfig, argv: Sequence[str] | None, ds, tree, n_all: int, split, records, total: float
+) -> dict[str, str]:
+    from hierviz import __version__
+
+    train_s = sum(float(r.get("train_seconds", 0.0)) for r in records)
+    eval_s = sum(float(r.get("eval_seconds", 0.0)) for r in records)
+    d, m, t = cfg.data, cfg.model, cfg.train
+    name = d.dataset if d.path is None else str(d.path)
+    command = "hierviz " + shlex.join(list(argv)) if argv is not None else "hierviz.experiments.compare(config)"
+    lr_head = t.lr_head if t.lr_head is not None else 10.0 * t.lr_backbone
+    warm = t.warmup_epochs if t.warmup_epochs is not None else 0.1 * t.epochs
+    vector = bool(getattr(ds, "is_vector", False))
+    unit = "samples" if vector else "images"
+    return {
+        "Command": command,
+        "Dataset": f"{getattr(ds, 'name', name) or name}: {len(ds.labels)} {unit}"
+        + (f" (subset of {n_all})" if len(ds.labels) != n_all else "")
+        + f", {len(ds.classes)} classes, "
+        + (f"{ds.images.shape[1]} features" if vector else _px(ds.images.shape[1], d.image_size)),
+        "Licence / citation": f"{getattr(ds, 'licence', '') or 'n/a'} — {getattr(ds, 'citation', '') or 'n/a'}",
+        "Tree": f"{d.tree} (C = {tree.num_leaves} leaves, height L = {tree.height})\n{tree}",
+        "Split": f"grouped by {'lesion/group id' if ds.groups is not None else unit[:-1]}, seed {d.split_seed}: "
+        f"train {len(split['train'])}, val {len(split['val'])} (unused), test {len(split['test'])}"
+        + (
+            f"; unseen leaves {len(split['unseen_leaves'])} (fold {cfg.eval.fold}), prediction set "
+            f"{len(split['predict'])} (in val and test)"
+            if "unseen_leaves" in split
+            else ""
+        ),
+        "Model": f"{m.encoder}"
+        + (f" (width {m.width})" if m.encoder == "small_cnn" else "")
+        + f", d = {m.embed_dim}, "
+        + (f"{ds.images.shape[1]} input features" if vector else f"image {d.image_size} px")
+        + f", pretrained: {m.pretrained or 'none'}",
+        "Training": f"{t.epochs} epochs, batch {t.batch_size}, AdamW lr {t.lr_backbone:g}/{lr_head:g}"
+        f" (backbone/head), warmup {warm:g} epochs + cosine, EMA {t.ema_decay or 'off'}, "
+        f"tau {cfg.loss.get('tau')}, c {m.curvature:g}",
+        "Evaluation": "linear probe on "
+        + (
+            {"features": "encoder features (every method)", "z": "the projection head's output z (every method)"}[
+                cfg.eval.embedding
+            ]
+            if cfg.eval.embedding
+            else "each method's own embedding (z; encoder features for CE and HXE)"
+        ),
+        "Device": ", ".join(sorted({str(r.get("device", "?")) for r in records})),
+        "Timings": f"{total:.1f} s in all; training {train_s:.1f} s, evaluation {eval_s:.1f} s "
+        f"over {len(records)} runs",
+        "hierviz": __version__,
+    }

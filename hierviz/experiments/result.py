@@ -1,0 +1,67 @@
+"""What :func:`hierviz.experiments.compare` returns: :class:`CompareResult`.
+
+Split from :mod:`hierviz.experiments.compare` (issue 23: no module over 700 lines).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hierviz.experiments.config import ExperimentConfig
+from hierviz.experiments.records import (
+    read_run_file,
+)
+
+
+@dataclass
+class CompareResult:
+    """What :func:`compare` returns.
+
+    Attributes
+    ----------
+    rows : list of dict
+        One per run: ``method, geometry, seed`` and every metric (``results.csv``).
+    records : list of dict
+        The full run records (``result.json`` of each run).
+    markdown : str
+        The results table (``results.md``; paper 01 Table 1 shape, mean ± std over seeds).
+    paths : dict of str to Path
+        ``csv``, ``markdown``, ``html``.
+    out : Path
+    config : ExperimentConfig
+    """
+
+    rows: list[dict]
+    records: list[dict]
+    markdown: str
+    paths: dict[str, Path]
+    out: Path
+    config: ExperimentConfig
+    tree: Any = field(default=None, repr=False)
+
+    def record(self, method: str, geometry: str, seed: int = 0) -> dict:
+        """The run record (``result.json``) of one method × geometry × seed.
+
+        Raises
+        ------
+        KeyError
+            No such run in this comparison.
+        """
+        for r in self.records:
+            if (r["method"], r["geometry"], int(r["seed"])) == (method, geometry, int(seed)):
+                return r
+        raise KeyError(f"no run {method!r} · {geometry!r} · seed {seed} in this comparison")
+
+    def arrays(self, method: str, geometry: str, seed: int = 0) -> dict[str, np.ndarray]:
+        """The saved evaluation arrays of one run (``embeddings.npz``: ``z_test``, ``y_test``, …)."""
+        return read_run_file(self.record(method, geometry, seed)["embeddings"], what="saved embeddings")
+
+    def _repr_markdown_(self) -> str:  # Jupyter shows the table
+        return self.markdown
+
+    def __str__(self) -> str:
+        return self.markdown

@@ -1,0 +1,225 @@
+"""One run of a comparison: train one method × geometry × seed, evaluate it, write its record.
+
+Split from :mod:`hierviz.experiments.compare` (issue 23: no module over 700 lines).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hierviz.experiments.config import ExperimentConfig
+from hierviz.experiments.inputs import _option_named
+from hierviz.experiments.records import (
+    atomic_write_text,
+    fingerprint,
+    json_default,
+)
+
+
+def _speed_options(cfg: ExperimentConfig, train_ds) -> dict[str, Any]:
+    """Resolve ``train.augment_on`` / ``train.channels_last`` and the loader options for this machine.
+
+    ``augment_on="auto"`` draws the views on the device on CUDA when the training images are a
+    uint8 array, else in the DataLoader (the CPU path: every preset's CPU numbers).
+    """
+    from hierviz.training import resolve_device
+
+    t = cfg.train
+    on_cuda = resolve_device(t.device).type == "cuda"
+    imgs = getattr(train_ds, "images", None)
+    uint8_images = isinstance(imgs, np.ndarray) and imgs.dtype == np.uint8 and imgs.ndim in (3, 4)
+    augment_on = t.augment_on
+    if augment_on == "auto":
+        augment_on = "device" if on_cuda and uint8_images else "cpu"
+    loader_options: dict[str, Any] = {}
+    if cfg.data.persistent_workers:
+        loader_options["persistent_workers"] = True
+    if cfg.data.prefetch_factor is not None:
+        loader_options["prefetch_factor"] = int(cfg.data.prefetch_factor)
+    return {
+        "augment_on": augment_on,
+        "channels_last": on_cuda if t.channels_last is None else bool(t.channels_last),
+        "loader_options": loader_options or None,
+        "device_augment": None,
+    }
+
+
+def _launch(cfg: ExperimentConfig, train_ds, world_size: int) -> dict[str, int]:
+    """``world_size`` (1, or the torchrun ranks) and ``global_batch_size`` (``train.batch_size``, capped
+    at the training set; split between the ranks) of a run: each run's config.json and result.json."""
+    return {"world_size": int(world_size), "global_batch_size": min(cfg.train.batch_size, len(train_ds))}
+
+
+def _run_one(
+    cfg: ExperimentConfig,
+    method_name: str,
+    geometry_name: str,
+    seed: int,
+    tree,
+    train_ds,
+    test_ds,
+    run_dir: Path,
+    *,
+    resume: bool,
+    progress: bool,
+    callbacks: Sequence = (),
+) -> dict[str, Any] | None:
+    """Train + evaluate one method × geometry × seed; write config.json, result.json, embeddings.npz.
+
+    Under torchrun every rank trains (DDP, :mod:`hierviz.training.distributed`); ranks other
+    than 0 return None after training.
+    """
+    import torch
+
+    from hierviz import __version__
+    from hierviz.data import ContrastiveDataset, TwoViewTransform
+    from hierviz.evaluation import PROTOCOLS
+    from hierviz.geometry import get_geometry
+    from hierviz.methods import build_objective, get_method
+    from hierviz.models import build_model
+    from hierviz.training import TrainConfig, fit, seed_everything
+
+    method = get_method(method_name)
+    geometry = get_geometry(geometry_name, c=cfg.model.curvature, learnable=cfg.model.learn_curvature)
+    objective = build_objective(method_name, tree, geometry, **cfg.loss)
+    seed_everything(seed)
+    with _option_named("model.pretrained", "pretrained"):
+        model = build_model(
+            cfg.model.encoder,
+            geometry,
+            embed_dim=cfg.model.embed_dim,
+            width=cfg.model.width,
+            hidden_dim=cfg.model.hidden_dim,
+            num_classes=tree.num_leaves if method.needs.logits else None,
+            pretrained=cfg.model.pretrained,
+            clip_r=cfg.model.clip_r,
+            scale_init=cfg.model.scale_init,
+            learn_scale=cfg.model.learn_scale,
+            head_bound=cfg.model.head_bound,
+            init_radius=cfg.model.init_radius,
+            curvature_range=tuple(cfg.model.curvature_range),
+        )
+    from hierviz.training.distributed import get_world_size
+
+    t = cfg.train
+    per_sample = cfg.data.augment_seeds == "sample" or (cfg.data.augment_seeds == "auto" and get_world_size() > 1)
+    view_seed = seed if per_sample else None  # views a function of (seed, epoch, index, view): rank-independent
+    train_config = TrainConfig(
+        epochs=t.epochs,
+        batch_size=t.batch_size,
+        lr_backbone=t.lr_backbone,
+        lr_head=t.lr_head if t.lr_head is not None else 10.0 * t.lr_backbone,
+        warmup_epochs=t.warmup_epochs if t.warmup_epochs is not None else 0.1 * t.epochs,
+        weight_decay=t.weight_decay,
+        ema_decay=t.ema_decay or None,
+        grad_clip=t.grad_clip,
+        seed=seed,
+        device=t.device,
+        amp=t.amp,
+        num_workers=cfg.data.workers,
+        checkpoint_dir=run_dir,
+        resume=resume,
+        progress=progress,
+        sync_bn=t.sync_bn,
+        compile_loss=t.compile_loss,
+    )
+    views = method.needs.views
+    image_size = int(cfg.data.image_size)
+    speed = _speed_options(cfg, train_ds)  # issue 11: where views are drawn, memory layout, compile
+    if t.compile:
+        from hierviz.geometry._kernels import compile_kernels
+
+        model.compile()
+        compile_kernels(True)
+    if speed["augment_on"] == "device":
+        from hierviz.data.gpu_augment import BatchTwoViewAugment, UInt8Images
+
+        train_views = UInt8Images(train_ds)
+        speed["device_augment"] = BatchTwoViewAugment(image_size, views=views, channels_last=speed["channels_last"])
+    elif getattr(train_ds, "is_vector", False):  # float (N, D) features: dropout views, lazy encoder input size
+        from hierviz.data import FeatureViews
+
+        train_views = ContrastiveDataset(train_ds, FeatureViews(), views=views, seed=view_seed)
+        with torch.no_grad():  # the dry run that fixes the encoder's input size D (hierviz.models.MLPEncoder)
+            model.encoder(torch.zeros(1, train_ds.images.shape[1], 1, 1))
+    else:
+        train_views = ContrastiveDataset(
+            train_ds, TwoViewTransform(image_size, views=views), views=views, seed=view_seed
+        )
+    batch_sampler = None
+    if method.needs.sampler is not None:
+        from hierviz.samplers import SAMPLERS
+
+        batch_sampler = SAMPLERS.get(method.needs.sampler)(
+            labels=np.asarray(train_ds.labels), tree=tree, batch_size=t.batch_size, seed=seed
+        )
+    result = fit(
+        train_config,
+        model,
+        objective,
+        train_views,
+        callbacks=callbacks,
+        batch_sampler=batch_sampler,
+        device_augment=speed["device_augment"],
+        channels_last=speed["channels_last"],
+        loader_options=speed["loader_options"],
+    )
+    from hierviz.training.distributed import is_main_process
+
+    if not is_main_process():
+        return None  # under torchrun rank 0 alone evaluates and writes
+    protocol_name = cfg.eval.protocol or method.protocol
+    protocol = PROTOCOLS.get(protocol_name)
+    embedding = cfg.eval.embedding or method.embedding  # issue 24: one probe input for every method
+    ev = protocol(
+        result.model,
+        train_ds,
+        test_ds,
+        tree,
+        geometry,
+        embedding=embedding,
+        seed=seed,
+        image_size=image_size,
+        device=result.device,
+        num_workers=cfg.data.workers,
+        batch_size=cfg.eval.batch_size,
+        mean_steps=cfg.eval.mean_steps,
+    )
+    arrays = ev.arrays()
+    np.savez_compressed(run_dir / "embeddings.npz", **arrays)
+    from hierviz.evaluation import run_radius
+
+    radius = run_radius(model, arrays, tree, geometry, embedding, seed=seed, steps=cfg.eval.mean_steps)
+    geo_cfg = geometry.config() if hasattr(geometry, "config") else {"name": geometry_name}
+    record = {
+        "name": run_dir.name,
+        "method": method.name,
+        "method_display": method.display_name,
+        "geometry": geometry_name,
+        "geometry_display": getattr(geometry, "display_name", geometry_name),
+        "geometry_config": geo_cfg,
+        "curvature": 0.0 - float(getattr(geometry, "curvature", 0.0)),  # c (learned with model.learn_curvature)
+        "seed": seed,
+        "metrics": ev.metrics,
+        "radius": radius,
+        "epochs": t.epochs,
+        "train_seconds": result.train_seconds,
+        "eval_seconds": ev.seconds,
+        "augment_on": speed["augment_on"],
+        **_launch(cfg, train_ds, get_world_size()),
+        "eval_embedding": embedding,
+        "protocol": protocol_name,
+        "device": str(result.device),
+        "history": result.history,
+        "step_history": result.step_history,
+        "embeddings": "embeddings.npz",
+        "fingerprint": fingerprint(cfg.run_config(method_name, geometry_name, seed)),
+        "hierviz": __version__,
+    }
+    atomic_write_text(run_dir / "result.json", json.dumps(record, default=json_default, indent=1))
+    return record
