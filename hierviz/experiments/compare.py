@@ -33,6 +33,7 @@ from hierviz.experiments.records import (
     fingerprint,
     json_default,
     load_records,
+    loss_read_by,
     read_run_file,
     run_name,
     write_tree_json,
@@ -199,6 +200,7 @@ def _compare(
         if resume and cfg_file.is_file():
             saved = read_run_file(cfg_file)
             saved.pop("fingerprint", None)
+            saved = loss_read_by(saved, run_cfg["loss"])  # a 0.2 config.json holds every loss key
             if fingerprint(saved, _RESUME_FREE_KEYS) != fingerprint(run_cfg, _RESUME_FREE_KEYS):
                 keys = diff_keys(saved, run_cfg, _RESUME_FREE_KEYS)
                 raise ConfigError(

@@ -55,7 +55,7 @@ from hierviz.experiments.parsing import ConfigError, _coerce, _coerce_loss, _par
 from hierviz.experiments.preset_files import PRESETS, load_preset, preset_names
 from hierviz.geometry import GEOMETRIES
 from hierviz.geometry._checks import C_MAX, C_MIN
-from hierviz.methods import LOSS_HPARAMS, METHODS
+from hierviz.methods import LOSS_HPARAMS, METHODS, loss_keys
 from hierviz.metrics.projection import PROJECTIONS
 from hierviz.models import ENCODERS
 
@@ -325,8 +325,15 @@ class ExperimentConfig:
         return ExperimentConfig.from_dict(self.to_dict())
 
     def run_config(self, method: str, geometry: str, seed: int) -> dict[str, Any]:
-        """The resolved config of one run: this config plus ``run = {method, geometry, seed}``."""
+        """The resolved config of one run: this config plus ``run = {method, geometry, seed}``.
+
+        Its ``loss`` section holds only the keys that run reads (:func:`hierviz.methods.loss_keys`:
+        the method's ``hparams``, plus the depth-regulariser keys on a hyperbolic geometry), so
+        its fingerprint ignores every other method's keys and any key a user module adds
+        (issue 23). Keys declared after this config was made take their defaults.
+        """
         d = self.to_dict()
+        d["loss"] = {k: d["loss"].get(k, LOSS_HPARAMS[k].default) for k in loss_keys(method, geometry)}
         d["run"] = {"method": method, "geometry": geometry, "seed": int(seed)}
         return d
 

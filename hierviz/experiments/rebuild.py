@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
+from typing import Any
 
-from hierviz.experiments.config import ConfigError, ExperimentConfig
+from hierviz.experiments.config import RENAMED_KEYS, ConfigError, ExperimentConfig
 from hierviz.experiments.inputs import load_data
 from hierviz.experiments.records import (
     check_mergeable,
@@ -38,6 +39,14 @@ def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bo
     ------
     ConfigError
         No finished runs, or runs trained with different settings (the keys are named).
+
+    Notes
+    -----
+    It reads the run records only (``result.json``: display names, geometry config, metrics;
+    ``config.json``; ``tree.json``), never the method or loss registry: a folder made with a
+    method, loss or geometry from a user module (``--import``) is reported without importing
+    it again (issue 23). Figures that need a geometry this process does not know are replaced
+    by a note naming the module to import.
     """
     from hierviz.hierarchy import LabelTree
     from hierviz.report import build_report, read_results_csv
@@ -52,7 +61,7 @@ def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bo
     order = {name: i for i, name in enumerate(meta.get("runs", []))}
     records.sort(key=lambda r: (order.get(r.get("name"), len(order)), r.get("name", "")))
     cfg_dict = {k: v for k, v in records[0]["config"].items() if k not in ("run", "fingerprint")}
-    cfg = ExperimentConfig.from_dict(cfg_dict, where=str(Path(records[0]["folder"]) / "config.json"))
+    cfg = _known_settings(cfg_dict, records, where=str(Path(records[0]["folder"]) / "config.json"))
     tree_file = out / "tree.json"
     if tree_file.is_file():
         try:  # LabelTree.from_json reads iteratively (any depth) and names the file
@@ -61,7 +70,7 @@ def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bo
             text = str(exc) if str(exc).startswith(str(tree_file)) else f"{tree_file}: not a label tree ({exc})"
             raise ConfigError(f"{text}; delete it and rerun compare") from None
     else:
-        _, tree, _ = load_data(cfg)
+        _, tree, _ = load_data(cfg)  # a folder without tree.json (hierviz 0.1): the tree from the data
     methods = list(dict.fromkeys(r["method"] for r in records))
     geos = list(dict.fromkeys(r["geometry"] for r in records))
     header = dict(
@@ -75,8 +84,8 @@ def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bo
         header=header,
         methods=methods,
         geometries=geos,
-        projection=projection or cfg.eval.projection,
-        baseline=cfg.report.baseline,
+        projection=projection or (cfg_dict.get("eval") or {}).get("projection") or cfg.eval.projection,
+        baseline=(cfg_dict.get("report") or {}).get("baseline"),  # the record's name, registered here or not
     )
     markdown = paths["markdown"].read_text(encoding="utf-8")
     if verbose:
@@ -90,3 +99,30 @@ def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bo
         config=cfg,
         tree=tree,
     )
+
+
+def _known_settings(cfg_dict: dict[str, Any], records: list[dict], where: str) -> ExperimentConfig:
+    """The comparison's :class:`ExperimentConfig` as far as this process knows the names in it.
+
+    Methods, geometries and ``loss.*`` keys come from the records (a user module may have
+    registered them, and ``hierviz report`` runs without it); the other sections are read and
+    checked as usual. A ``report.baseline`` or ``eval.protocol`` that is not registered here
+    is left at its default in the returned config (the report reads the record's value).
+    """
+    from hierviz.evaluation import PROTOCOLS
+    from hierviz.methods import LOSS_HPARAMS, METHODS
+
+    d = {k: v for k, v in cfg_dict.items() if k not in ("methods", "geometries", "loss")}
+    if (d.get("report") or {}).get("baseline") not in (None, *METHODS.names()):
+        d["report"] = {k: v for k, v in d["report"].items() if k != "baseline"}
+    if (d.get("eval") or {}).get("protocol") not in (None, *PROTOCOLS.names()):
+        d["eval"] = {k: v for k, v in d["eval"].items() if k != "protocol"}
+    cfg = ExperimentConfig.from_dict(d, where=where)
+    cfg.methods = list(dict.fromkeys(r["method"] for r in records))
+    cfg.geometries = list(dict.fromkeys(r["geometry"] for r in records))
+    for rec in records:  # each run holds its method's keys (agreeing where shared: check_mergeable)
+        for k, v in ((rec.get("config") or {}).get("loss") or {}).items():
+            name = RENAMED_KEYS.get(f"loss.{k}", f"loss.{k}")[5:]
+            if name in LOSS_HPARAMS:  # the keys this process declares
+                cfg.loss[name] = v
+    return cfg

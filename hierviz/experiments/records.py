@@ -9,9 +9,13 @@ A finished run folder ``<out>/runs/<method>-<geometry>-s<seed>/`` holds
 * ``embeddings.npz`` — the evaluation protocol's arrays (test embeddings, prototypes …);
 * ``checkpoint.pt`` (+ ``checkpoint.pt.prev``) — the last two training checkpoints.
 
+A run's ``config.json`` and fingerprint hold only the ``loss.*`` keys its method reads
+(:func:`hierviz.methods.loss_keys`; before hierviz 0.3 they held every declared key, and such
+folders still resume and report: :func:`loss_read_by` drops the keys a run does not read).
 ``--resume`` reuses a finished run only when its fingerprint equals the new one, and
 ``hierviz report`` merges only runs whose configs agree on every key but the run's own
-method, geometry and seed; a mismatch is refused, naming the keys that differ.
+method, geometry and seed (``loss.*``: on the keys both runs read); a mismatch is refused,
+naming the keys that differ.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +47,7 @@ __all__ = [
     "run_name",
     "load_records",
     "check_mergeable",
+    "loss_read_by",
     "atomic_write_text",
     "json_default",
 ]
@@ -269,7 +274,8 @@ def check_mergeable(records: Sequence[Mapping[str, Any]]) -> None:
         if first is None:
             first = rec
             continue
-        keys = diff_keys(first["config"], cfg, ignore=RUN_KEYS)
+        shared = set(first["config"].get("loss") or {}) & set(cfg.get("loss") or {})  # keys both runs read
+        keys = diff_keys(loss_read_by(first["config"], shared), loss_read_by(cfg, shared), ignore=RUN_KEYS)
         if keys:
             shown = ", ".join(f"{k}: {_get(first['config'], k)!r} vs {_get(cfg, k)!r}" for k in keys[:6]) + (
                 " …" if len(keys) > 6 else ""
@@ -278,6 +284,37 @@ def check_mergeable(records: Sequence[Mapping[str, Any]]) -> None:
                 f"runs {Path(first['folder']).name} and {Path(rec['folder']).name} were trained with different "
                 f"settings ({shown}); a report averages like with like: put them in separate --out folders"
             )
+
+
+def loss_read_by(config: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    """A copy of a run's config whose ``loss`` section keeps only ``keys`` (renamed keys by their new name).
+
+    A ``config.json`` written before hierviz 0.3 holds every declared ``loss.*`` key; compared
+    with a new run's config (the keys its method reads, :func:`hierviz.methods.loss_keys`) through
+    this view, it resumes and merges as long as the keys the run reads agree.
+
+    Parameters
+    ----------
+    config : mapping
+        A resolved run config (``config.json``).
+    keys : iterable of str
+        ``loss.*`` names without the prefix.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> loss_read_by({"seeds": 1, "loss": {"tau": 0.1, "alpha": 0.5, "base_temperature": 2.0}}, ["tau", "base_tau"])
+    {'seeds': 1, 'loss': {'tau': 0.1, 'base_temperature': 2.0}}
+    """
+    keep = set(keys)
+    out = dict(config)
+    loss = config.get("loss")
+    if isinstance(loss, Mapping):
+        out["loss"] = {k: v for k, v in loss.items() if RENAMED_KEYS.get(f"loss.{k}", f"loss.{k}")[5:] in keep}
+    return out
 
 
 def _get(d: Mapping[str, Any], key: str) -> Any:

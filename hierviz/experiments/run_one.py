@@ -196,6 +196,7 @@ def _run_one(
 
     radius = run_radius(model, arrays, tree, geometry, embedding, seed=seed, steps=cfg.eval.mean_steps)
     geo_cfg = geometry.config() if hasattr(geometry, "config") else {"name": geometry_name}
+    run_cfg = cfg.run_config(method_name, geometry_name, seed)
     record = {
         "name": run_dir.name,
         "method": method.name,
@@ -218,7 +219,8 @@ def _run_one(
         "history": result.history,
         "step_history": result.step_history,
         "embeddings": "embeddings.npz",
-        "fingerprint": fingerprint(cfg.run_config(method_name, geometry_name, seed)),
+        "hparams": run_cfg["loss"],  # issue 23: the loss.* keys this run read, and only those
+        "fingerprint": fingerprint(run_cfg),
         "hierviz": __version__,
     }
     atomic_write_text(run_dir / "result.json", json.dumps(record, default=json_default, indent=1))

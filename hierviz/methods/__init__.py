@@ -21,6 +21,8 @@ from hierviz.methods.registry import (
     add_radial_terms,
     build_objective,
     get_method,
+    loss_keys,
+    reads_radial,
     register_hparam,
     register_method,
 )
@@ -37,4 +39,6 @@ __all__ = [
     "build_objective",
     "RADIAL_HPARAMS",
     "add_radial_terms",
+    "loss_keys",
+    "reads_radial",
 ]

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hierviz._registry import Registry
+from hierviz.geometry.registry import GEOMETRIES
 
 __all__ = [
     "Needs",
@@ -54,6 +55,8 @@ __all__ = [
     "build_objective",
     "RADIAL_HPARAMS",
     "add_radial_terms",
+    "reads_radial",
+    "loss_keys",
 ]
 
 #: What an evaluation protocol may embed: the projection-head output or the encoder features.
@@ -198,6 +201,69 @@ register_hparam(
 register_hparam("cone_aperture", 0.1, "entailment-cone aperture constant K (Ganea et al. 2018; MERU: 0.1)")
 
 
+def reads_radial(method: Method | str, geometry: Any) -> bool:
+    """Whether a run of ``method`` on ``geometry`` gets the depth regularisers (:func:`add_radial_terms`).
+
+    True for a hyperbolic geometry and a method whose evaluated embedding is ``z``: the runs
+    that read :data:`RADIAL_HPARAMS`.
+
+    Parameters
+    ----------
+    method : Method or str
+        A :class:`Method` or a registered method name.
+    geometry : Geometry, Geometry class or str
+        An instance, a class, or a registered geometry name (its class attribute ``hyperbolic``).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> reads_radial("supcon", "poincare"), reads_radial("supcon", "euclidean"), reads_radial("hxe", "poincare")
+    (True, False, False)
+    """
+    if isinstance(method, str):
+        method = get_method(method)
+    if isinstance(geometry, str):
+        geometry = GEOMETRIES.get(geometry)
+    return bool(getattr(geometry, "hyperbolic", False)) and method.embedding == "z"
+
+
+def loss_keys(method: Method | str, geometry: Any) -> tuple[str, ...]:
+    """The ``loss.*`` names a run of ``method`` on ``geometry`` reads (issue 23: per-method hyperparameters).
+
+    ``method.hparams``, then :data:`RADIAL_HPARAMS` where :func:`reads_radial` holds. A run's
+    ``config.json``, ``result.json`` and fingerprint hold these keys only, so a key that a run
+    does not read (another method's, or one a user module adds) never changes whether it
+    resumes or merges.
+
+    Parameters
+    ----------
+    method : Method or str
+    geometry : Geometry, Geometry class or str
+
+    Returns
+    -------
+    tuple of str
+
+    Examples
+    --------
+    >>> loss_keys("supcon", "euclidean")
+    ('tau', 'reduction', 'similarity')
+    >>> loss_keys("supcon", "poincare")[3:]
+    ('cone_weight', 'center_weight', 'cone_aperture')
+    >>> loss_keys("hxe", "poincare")  # evaluated on encoder features: no depth terms
+    ('hxe_alpha', 'hxe_normalize')
+    """
+    if isinstance(method, str):
+        method = get_method(method)
+    keys = tuple(method.hparams)
+    if reads_radial(method, geometry):
+        keys += tuple(k for k in RADIAL_HPARAMS if k not in keys)
+    return keys
+
+
 def add_radial_terms(objective: Any, method: Method, tree: Any, geometry: Any, hp: Mapping[str, Any]) -> Any:
     """Add the ``cone`` and ``center`` terms of :data:`RADIAL_HPARAMS` to a built objective.
 
@@ -221,7 +287,7 @@ def add_radial_terms(objective: Any, method: Method, tree: Any, geometry: Any, h
     """
     from hierviz.losses import CentringLoss, EntailmentConeLoss, Objective
 
-    if not isinstance(objective, Objective) or not getattr(geometry, "hyperbolic", False) or method.embedding != "z":
+    if not isinstance(objective, Objective) or not reads_radial(method, geometry):
         return objective
     for key, w in (("cone_weight", hp["cone_weight"]), ("center_weight", hp["center_weight"])):
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not (w >= 0):

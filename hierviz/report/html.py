@@ -26,6 +26,7 @@ import numpy as np
 
 from hierviz.report.run_files import read_run_file
 from hierviz.report.tables import (
+    DISPLAY_KEYS,
     METRICS,
     UNSEEN_METRICS,
     _ordered,
@@ -291,6 +292,7 @@ def build_report(
     rows = []
     for r in recs:
         row = {"method": r["method"], "geometry": r["geometry"], "seed": int(r["seed"])}
+        row.update({k: r[k] for k in DISPLAY_KEYS if r.get(k)})  # the record's names: no registry needed
         row.update({m: float(r["metrics"][m]) for m in METRICS if m in r["metrics"]})
         row.update({m: float(v) for m, v in r["metrics"].items() if m not in METRICS and _is_number(v)})
         for k in ("curvature", "epochs", "train_seconds", "eval_seconds", "eval_embedding"):
@@ -338,7 +340,7 @@ def build_report(
     summary = summarise(rows, shown)
     bar_rows = []
     for (meth, geo), vals in summary.items():
-        br: dict[str, Any] = {"method": f"{method_label(meth)} ({geometry_label(geo)})"}
+        br: dict[str, Any] = {"method": f"{method_label(meth, recs)} ({geometry_label(geo, recs)})"}
         for m in shown:
             br[m], br[f"{m}_std"] = vals[m][0], vals[m][1]
         bar_rows.append(br)
@@ -374,7 +376,7 @@ def build_report(
             r = firsts.get((meth, geo))
             if r is None:
                 continue
-            label = f"{method_label(meth)} ({geometry_label(geo)}, seed {r['seed']})"
+            label = f"{method_label(meth, recs)} ({geometry_label(geo, recs)}, seed {r['seed']})"
             hist = r.get("step_history") or {}
             if hist.get("loss"):
                 losses[label] = list(hist["loss"])
@@ -385,7 +387,15 @@ def build_report(
             f = read_run_file(emb, required=("z_test", "y_test", "prototypes", "proto_nodes"), what="saved embeddings")
             z, y = f["z_test"], f["y_test"]
             protos, pnodes = f["prototypes"], f["proto_nodes"]
-            geom = get_geometry(**r["geometry_config"]) if r.get("geometry_config") else get_geometry(geo)
+            try:
+                geom = get_geometry(**r["geometry_config"]) if r.get("geometry_config") else get_geometry(geo)
+            except (KeyError, ValueError):  # a geometry a user module registered, not imported in this process
+                notes.append(
+                    f"{label}: geometry {geo!r} is not registered in this process, so its disk and "
+                    f"{projection.upper()} map are not drawn; the tables above come from the run records "
+                    "(hierviz report --import MODULE draws them)."
+                )
+                continue
             what = "encoder features" if r.get("eval_embedding") == "features" else "embeddings"
             note = collapsed_note(z)
             if note:

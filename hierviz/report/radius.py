@@ -55,7 +55,7 @@ def radius_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         cf = float(rad["clip_fraction"])
         out.append(
             {
-                "label": f"{method_label(r['method'])} ({geometry_label(r['geometry'])}, seed {r['seed']})",
+                "label": f"{method_label(r['method'], [r])} ({geometry_label(r['geometry'], [r])}, seed {r['seed']})",
                 "method": r["method"],
                 "geometry": r["geometry"],
                 "seed": int(r["seed"]),
@@ -159,7 +159,7 @@ def plot_runs_radius_by_depth(records: Sequence[Mapping[str, Any]], title: str |
         if not rad or rad.get("clip_fraction") is None:
             continue
         n += 1
-        label = f"{method_label(r['method'])} ({geometry_label(r['geometry'])}, seed {r['seed']})"
+        label = f"{method_label(r['method'], [r])} ({geometry_label(r['geometry'], [r])}, seed {r['seed']})"
         add_radius_traces(fig, rad.get("radius_by_depth", []), label)
     if n == 0:
         raise ValueError("records: no run of a hyperbolic geometry has a radius record")

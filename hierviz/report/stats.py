@@ -207,9 +207,9 @@ def paired_markdown(
     meths = _ordered((k[0] for k in diffs), methods)
     geos = _ordered((k[1] for k in diffs), geometries)
     cols = [(g, m) for g in geos for m in metrics]
-    head = [f"Δ {METRIC_LABELS.get(m, m)} ({geometry_label(g)})" for g, m in cols]
+    head = [f"Δ {METRIC_LABELS.get(m, m)} ({geometry_label(g, rows)})" for g, m in cols]
     lines = [
-        f"**Paired difference to {method_label(baseline)}** (same seed; mean and 95 % CI over seeds, paired t)",
+        f"**Paired difference to {method_label(baseline, rows)}** (same seed; mean and 95 % CI over seeds, paired t)",
         "",
         "| Method | " + " | ".join(head) + " |",
         "|---|" + "|".join("---:" for _ in head) + "|",
@@ -226,10 +226,10 @@ def paired_markdown(
             ns.add(n)
             star = "*" if lo > 0 or hi < 0 else ""
             cells.append(f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}]{star}")
-        lines.append(f"| {method_label(meth)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {method_label(meth, rows)} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        f"Δ = method − {method_label(baseline)} at the same seed, over {'/'.join(map(str, sorted(ns)))} seeds; "
+        f"Δ = method − {method_label(baseline, rows)} at the same seed, over {'/'.join(map(str, sorted(ns)))} seeds; "
         "[low, high]: 95 % Student-t interval of the mean difference (scipy ttest_rel's); * the interval "
         "excludes 0. For Violations a negative Δ is the better one.",
     ]

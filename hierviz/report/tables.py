@@ -28,6 +28,7 @@ __all__ = [
     "METRIC_LABELS",
     "GEOMETRY_LABELS",
     "METHOD_LABELS",
+    "DISPLAY_KEYS",
     "LOWER_IS_BETTER",
     "method_label",
     "geometry_label",
@@ -80,16 +81,52 @@ class _MethodLabels(Mapping):
 METHOD_LABELS: Mapping[str, str] = _MethodLabels()
 
 
-def method_label(name: str) -> str:
-    """A method's display name from the method registry (the name itself when unregistered)."""
-    from hierviz.methods import METHODS
+#: Display names a run record carries (``result.json``), kept out of ``results.csv``'s columns.
+DISPLAY_KEYS = ("method_display", "geometry_display")
+
+
+def _recorded_label(rows: Iterable[Mapping[str, Any]] | None, kind: str, name: str) -> str | None:
+    for r in rows or ():
+        if isinstance(r, Mapping) and r.get(kind) == name and r.get(f"{kind}_display"):
+            return str(r[f"{kind}_display"])
+    return None
+
+
+def method_label(name: str, rows: Iterable[Mapping[str, Any]] | None = None) -> str:
+    """A method's display name: the one its run records carry, else the method registry's, else the name.
+
+    Parameters
+    ----------
+    name : str
+    rows : iterable of dict, optional
+        Run records or rows; the first with ``method == name`` and a ``method_display`` gives
+        the label. A report read from the records needs no registry, so a method a user
+        module registered is named right without importing that module (issue 23).
+
+    Examples
+    --------
+    >>> method_label("my-loss", [{"method": "my-loss", "method_display": "My loss"}]), method_label("my-loss")
+    ('My loss', 'my-loss')
+    """
+    recorded = _recorded_label(rows, "method", name)
+    if recorded is not None:
+        return recorded
+    from hierviz.methods import METHODS  # records of hierviz 0.1 carry no display name
 
     return METHODS.get(name).display_name if name in METHODS else str(name)
 
 
-def geometry_label(name: str) -> str:
-    """Short display name of a geometry for table headers."""
-    return GEOMETRY_LABELS.get(name, str(name))
+def geometry_label(name: str, rows: Iterable[Mapping[str, Any]] | None = None) -> str:
+    """Short display name of a geometry for table headers (:data:`GEOMETRY_LABELS`, else the records', else the name).
+
+    Examples
+    --------
+    >>> geometry_label("poincare"), geometry_label("scaled", [{"geometry": "scaled", "geometry_display": "Scaled"}])
+    ('Poincaré', 'Scaled')
+    """
+    if name in GEOMETRY_LABELS:
+        return GEOMETRY_LABELS[name]
+    return _recorded_label(rows, "geometry", name) or str(name)
 
 
 _CSV_FIRST = ["method", "geometry", "seed", *METRICS, *IMBALANCE_METRICS]
@@ -165,7 +202,7 @@ def write_results_csv(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Pa
     R = _check_rows(rows)
     cols = [c for c in _CSV_FIRST if any(c in r for r in R)]
     for r in R:
-        cols += [k for k in r if k not in cols and not isinstance(r[k], (dict, list, tuple))]
+        cols += [k for k in r if k not in cols and k not in DISPLAY_KEYS and not isinstance(r[k], (dict, list, tuple))]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as fh:
@@ -307,9 +344,9 @@ def _table_cells(rows, metrics, methods, geometries, baselines=None):
             mean, std, n = summary[(meth, g)][m]
             text = f"{mean:.3f} ± {std:.3f}" if n > 1 else f"{mean:.3f}"
             cells.append((text, (g, m) in best and math.isclose(mean, best[(g, m)], abs_tol=5e-4)))
-        body.append((method_label(meth), cells))
+        body.append((method_label(meth, rows), cells))
     body += _baseline_cells(baselines, metrics, geometries)
-    header = [f"{METRIC_LABELS.get(m, m)} ({GEOMETRY_LABELS.get(g, g)})" for g, m in cols]
+    header = [f"{METRIC_LABELS.get(m, m)} ({geometry_label(g, rows)})" for g, m in cols]
     nseeds = sorted({v[metrics[0]][2] for v in summary.values()})
     return header, body, nseeds
 
