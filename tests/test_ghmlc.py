@@ -92,7 +92,7 @@ def _batch(seed=0, dtype=torch.float32, B=6, d=8):
 def test_ghmlc_equals_hmlc_on_its_masks_and_masks_have_no_gradient():
     z, y = _batch(dtype=torch.float64)
     z.requires_grad_(True)
-    loss = GHMLCLoss(temperature=0.3, max_iter=50, gmm_dims=1)  # the 1-D fit (2-D: tests/test_ghmlc_2d.py)
+    loss = GHMLCLoss(tau=0.3, max_iter=50, gmm_dims=1)  # the 1-D fit (2-D: tests/test_ghmlc_2d.py)
     val = loss(z, y)
     m = loss.last_masks
     assert m.shape == (2, 6, 8) and not m.requires_grad
@@ -108,7 +108,7 @@ def test_ghmlc_equals_hmlc_on_its_masks_and_masks_have_no_gradient():
 def test_ghmlc_warm_start_state_and_tree_labels(breakhis_tree):
     z, _ = _batch()
     leaf = torch.tensor([0, 1, 4, 5, 5, 2])
-    loss = GHMLCLoss(breakhis_tree, temperature=0.2, gmm_dims=1)  # the 1-D fit (2-D: tests/test_ghmlc_2d.py)
+    loss = GHMLCLoss(breakhis_tree, tau=0.2, gmm_dims=1)  # the 1-D fit (2-D: tests/test_ghmlc_2d.py)
     assert loss.means.numel() == 0
     loss(z, leaf)
     first = loss.means.clone()
@@ -118,14 +118,14 @@ def test_ghmlc_warm_start_state_and_tree_labels(breakhis_tree):
     torch.testing.assert_close(loss.last_masks, gmm_feature_masks(warm))
     torch.testing.assert_close(loss.means, warm.means.mean(0))
     y = level_labels(breakhis_tree, leaf, "class")
-    cold = GHMLCLoss(breakhis_tree, temperature=0.2)(z, leaf)
-    assert cold.item() == pytest.approx(GHMLCLoss(temperature=0.2)(z, y).item(), rel=1e-5)
+    cold = GHMLCLoss(breakhis_tree, tau=0.2)(z, leaf)
+    assert cold.item() == pytest.approx(GHMLCLoss(tau=0.2)(z, y).item(), rel=1e-5)
     assert "means" not in loss.state_dict()
 
 
 def test_ghmlc_gradcheck_float64():
     z, y = _batch(dtype=torch.float64, B=5, d=6)
-    loss = GHMLCLoss(temperature=0.5, warm_start=False)
+    loss = GHMLCLoss(tau=0.5, warm_start=False)
     masks = loss.masks(z, 2)  # fixed masks: gradcheck the loss given them
     z = z.clone().requires_grad_(True)
     assert torch.autograd.gradcheck(lambda x: loss.hmlc(x, y, masks=masks[:, :, None, :]), (z,))
@@ -150,7 +150,7 @@ def test_level_attention_rows_are_softmax_and_lazy_dim():
 
 def test_ahmlc_uniform_attention_limit_is_hmlc():
     z, y = _batch()
-    loss = AHMLCLoss(levels=2, dim=8, temperature=0.4)
+    loss = AHMLCLoss(levels=2, dim=8, tau=0.4)
     with torch.no_grad():
         loss.attention.q_weight.zero_()
         loss.attention.q_bias.zero_()
@@ -160,7 +160,7 @@ def test_ahmlc_uniform_attention_limit_is_hmlc():
 
 def test_ahmlc_gradcheck_float64_z_and_heads():
     z, y = _batch(dtype=torch.float64, B=5, d=4)
-    loss = AHMLCLoss(levels=2, dim=4, temperature=0.5).double()
+    loss = AHMLCLoss(levels=2, dim=4, tau=0.5).double()
     z = z.clone().requires_grad_(True)
     ps = tuple(p.detach().clone().requires_grad_(True) for p in loss.attention.parameters())
     assert torch.autograd.gradcheck(lambda x, *q: _functional(loss, x, y, q), (z, *ps))
@@ -177,7 +177,7 @@ def _functional(loss, x, y, params):
 def test_ahmlc_trains_heads_and_tree_levels(breakhis_tree):
     z, _ = _batch()
     leaf = torch.tensor([0, 1, 4, 5, 5, 2])
-    loss = AHMLCLoss(breakhis_tree, temperature=0.2)  # lazy d
+    loss = AHMLCLoss(breakhis_tree, tau=0.2)  # lazy d
     loss(z, leaf).backward()
     assert loss.attention.q_weight.shape == (2, 8, 8)
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in loss.attention.parameters())

@@ -57,15 +57,15 @@ def test_ghmlc_fits_the_plane_of_the_two_views_by_default():
     g = torch.Generator().manual_seed(0)
     z = torch.nn.functional.normalize(torch.randn(6, 2, 16, generator=g, dtype=torch.float64), dim=-1)
     y = torch.tensor([[0, 0], [1, 0], [2, 1], [2, 1], [3, 1], [0, 0]])
-    two = GHMLCLoss(temperature=0.5)
+    two = GHMLCLoss(tau=0.5)
     loss = two(z, y)
     want = gmm_feature_masks(fit_gmm_2d(torch.stack([z[:, 0], z[:, 1]], -1), 2, max_iter=100, tol=1e-3))
     torch.testing.assert_close(two.last_masks, want)
     assert two.means.shape == (2, 2) and bool(torch.isfinite(loss))
-    one = GHMLCLoss(temperature=0.5, gmm_dims=1)  # hierviz <= 0.2: 1-D on the view mean
+    one = GHMLCLoss(tau=0.5, gmm_dims=1)  # hierviz <= 0.2: 1-D on the view mean
     one(z, y)
     assert one.means.shape == (2,)
-    single = GHMLCLoss(temperature=0.5)  # one view: no plane, the 1-D fit
+    single = GHMLCLoss(tau=0.5)  # one view: no plane, the 1-D fit
     single(z[:, :1], y)
     assert single.means.shape == (2,)
     with pytest.raises(ValueError, match="gmm_dims must be 1"):

@@ -176,10 +176,10 @@ def test_official_mode_matches_salesforce(levels, tau, penalty, loss_type):
     ref = SalesforceHMLC(temperature=tau, layer_penalty=torch.exp if penalty == "exp" else None, loss_type=loss_type)(
         z, y
     )
-    ours = HMLCLoss(loss_type, penalty, temperature=tau, mode="official")(z, y)
+    ours = HMLCLoss(loss_type, penalty, tau=tau, mode="official")(z, y)
     assert ours.item() == pytest.approx(ref.item(), rel=1e-5)
     # the filtering changes the value: the paper-mode loss on the same columns differs
-    assert abs(HMLCLoss(loss_type, penalty, temperature=tau)(z, y).item() - ref.item()) > 1e-3
+    assert abs(HMLCLoss(loss_type, penalty, tau=tau)(z, y).item() - ref.item()) > 1e-3
 
 
 def test_official_mode_gradients_match_salesforce():
@@ -187,14 +187,14 @@ def test_official_mode_gradients_match_salesforce():
     z1 = z.clone().double().requires_grad_(True)
     z2 = z.clone().double().requires_grad_(True)
     SalesforceHMLC(temperature=0.1, layer_penalty=torch.exp)(z1, y).backward()
-    HMLCLoss("hmce", "exp", temperature=0.1, mode="official")(z2, y).backward()
+    HMLCLoss("hmce", "exp", tau=0.1, mode="official")(z2, y).backward()
     torch.testing.assert_close(z2.grad, z1.grad, rtol=1e-6, atol=1e-9)
 
 
 def test_official_tau_scaling_is_tau_over_007():
     z, y = _fixed_batch(3)
-    a = HMLCLoss("hmc", "exp", temperature=0.1, mode="official")(z, y)
-    b = HMLCLoss("hmc", "exp", temperature=0.1, base_temperature=0.1, mode="official")(z, y)
+    a = HMLCLoss("hmc", "exp", tau=0.1, mode="official")(z, y)
+    b = HMLCLoss("hmc", "exp", tau=0.1, base_tau=0.1, mode="official")(z, y)
     assert a.item() == pytest.approx(b.item() * 0.1 / 0.07, rel=1e-6)
 
 
@@ -238,7 +238,7 @@ def test_paper_mode_matches_loop(loss_type, penalty, unbalanced_tree):
     g = torch.Generator().manual_seed(1)
     z = torch.nn.functional.normalize(torch.randn(7, 2, 5, generator=g, dtype=torch.float64), dim=-1)
     y = level_labels(unbalanced_tree, torch.tensor([0, 1, 2, 3, 4, 5, 0]), "class")
-    ours = HMLCLoss(loss_type, penalty, temperature=0.3)(z, y)
+    ours = HMLCLoss(loss_type, penalty, tau=0.3)(z, y)
     assert ours.item() == pytest.approx(_paper_loop(z, y, loss_type, penalty, 0.3), rel=1e-10)
 
 
@@ -248,7 +248,7 @@ def test_paper_mode_with_masks_and_single_view_matches_loop():
     masks = torch.rand(2, 6, 1, 4, generator=g, dtype=torch.float64)
     y = torch.tensor([[0, 0], [0, 0], [1, 0], [2, 1], [2, 1], [3, 2]])  # (3, 2) has no positive at level 1
     for lt in ("hmc", "hmce"):
-        ours = HMLCLoss(lt, "linear", temperature=0.5)(z, y, masks=masks)
+        ours = HMLCLoss(lt, "linear", tau=0.5)(z, y, masks=masks)
         assert ours.item() == pytest.approx(_paper_loop(z, y, lt, "linear", 0.5, masks), rel=1e-10)
 
 
@@ -258,10 +258,10 @@ def test_one_level_limit_is_supcon(breakhis_tree):
     leaf = torch.tensor([0, 0, 1, 2, 3, 3, 4, 5, 6, 7])
     ref = SupConLoss(breakhis_tree, "euclidean", tau=0.2, reduction="anchor")(z, leaf)
     for lt in ("hmc", "hce", "hmce"):
-        ours = HMLCLoss(lt, "linear", temperature=0.2)(z, leaf[:, None])
+        ours = HMLCLoss(lt, "linear", tau=0.2)(z, leaf[:, None])
         assert ours.item() == pytest.approx(ref.item(), rel=1e-5)
     # exp penalty: λ_1 = e
-    assert HMLCLoss("hmc", "exp", temperature=0.2)(z, leaf[:, None]).item() == pytest.approx(
+    assert HMLCLoss("hmc", "exp", tau=0.2)(z, leaf[:, None]).item() == pytest.approx(
         math.e * ref.item(), rel=1e-5
     )
 
@@ -270,8 +270,8 @@ def test_hce_bounds_each_level_below_by_earlier_levels():
     g = torch.Generator().manual_seed(5)
     z = torch.nn.functional.normalize(torch.randn(8, 2, 6, generator=g, dtype=torch.float64), dim=-1)
     y = torch.tensor([[0, 0], [1, 0], [2, 0], [3, 0], [4, 1], [5, 1], [6, 1], [7, 1]])
-    hmc = HMLCLoss("hmc", "linear", temperature=0.2)(z, y)
-    hmce = HMLCLoss("hmce", "linear", temperature=0.2)(z, y)
+    hmc = HMLCLoss("hmc", "linear", tau=0.2)(z, y)
+    hmce = HMLCLoss("hmce", "linear", tau=0.2)(z, y)
     assert hmce.item() > hmc.item()  # the bound raises the coarse level
 
 
@@ -282,7 +282,7 @@ def test_property_invariant_to_batch_permutation_and_nonnegative(seed, loss_type
     z = torch.nn.functional.normalize(torch.randn(6, 2, 4, generator=g, dtype=torch.float64), dim=-1)
     y = torch.randint(0, 3, (6, 2), generator=g)
     perm = torch.randperm(6, generator=g)
-    loss = HMLCLoss(loss_type, "pow2", temperature=0.4)
+    loss = HMLCLoss(loss_type, "pow2", tau=0.4)
     a, b = loss(z, y), loss(z[perm], y[perm])
     assert a.item() >= 0
     assert a.item() == pytest.approx(b.item(), rel=1e-10)
@@ -293,17 +293,17 @@ def test_gradcheck_float64_paper_mode():
     z = torch.randn(5, 2, 3, generator=g, dtype=torch.float64, requires_grad=True)
     y = torch.tensor([[0, 0], [0, 0], [1, 0], [2, 1], [3, 1]])
     for lt in ("hmc", "hmce"):
-        assert torch.autograd.gradcheck(lambda x, lt=lt: HMLCLoss(lt, "exp", temperature=0.5)(x, y), (z,))
+        assert torch.autograd.gradcheck(lambda x, lt=lt: HMLCLoss(lt, "exp", tau=0.5)(x, y), (z,))
     m = torch.rand(2, 5, 1, 3, generator=g, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda x, mm: HMLCLoss("hmce", "linear", temperature=0.5)(x, y, mm), (z, m))
+    assert torch.autograd.gradcheck(lambda x, mm: HMLCLoss("hmce", "linear", tau=0.5)(x, y, mm), (z, m))
 
 
 def test_leaf_labels_with_tree(breakhis_tree):
     z = torch.nn.functional.normalize(torch.randn(6, 2, 4), dim=-1)
     leaf = torch.tensor([0, 1, 4, 5, 5, 2])
-    loss = HMLCLoss("hmce", tree=breakhis_tree, order="category", temperature=0.2)
+    loss = HMLCLoss("hmce", tree=breakhis_tree, order="category", tau=0.2)
     assert loss(z, leaf).item() == pytest.approx(
-        HMLCLoss("hmce", temperature=0.2)(z, level_labels(breakhis_tree, leaf, "category")).item(), rel=1e-6
+        HMLCLoss("hmce", tau=0.2)(z, level_labels(breakhis_tree, leaf, "category")).item(), rel=1e-6
     )
     official = HMLCLoss("hmce", tree=breakhis_tree, mode="official")
     cols = torch.cat([level_labels(breakhis_tree, leaf, "category"), torch.arange(6)[:, None] + 100], dim=1)
@@ -325,8 +325,8 @@ def test_errors():
         HMLCLoss(layer_penalty="cubic")
     with pytest.raises(ValueError, match="mode must be one of"):
         HMLCLoss(mode="salesforce")
-    with pytest.raises(ValueError, match="temperature must be > 0"):
-        HMLCLoss(temperature=0.0)
+    with pytest.raises(ValueError, match="tau must be > 0"):
+        HMLCLoss(tau=0.0)
     with pytest.raises(ValueError, match=r"level_labels must have shape \(B, L\)"):
         HMLCLoss()(z, torch.zeros(3, 2, dtype=torch.long))
     with pytest.raises(TypeError, match="level_labels must be integers"):

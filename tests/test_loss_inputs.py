@@ -47,7 +47,7 @@ def test_tau_below_float32_normal_range_is_refused_never_nan():
     for make in (
         lambda t: SupConLoss(TREE, EUC, tau=t),
         lambda t: HWCLoss(TREE, EUC, tau=t),
-        lambda t: HMLCLoss(temperature=t, tree=TREE),
+        lambda t: HMLCLoss(tau=t, tree=TREE),
     ):
         with pytest.raises(ValueError, match=r"(tau|temperature)=1e-39 is below 1.18e-38"):
             make(1e-39)

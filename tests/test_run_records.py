@@ -271,3 +271,37 @@ def test_user_geometry_runs_through_losses_figures_and_the_report(tmp_path, caps
         "geometry 'user-ball' is not registered in this process" in page
     )
     assert "SupCon (Poincaré, seed 0): Poincaré disk of test embeddings" in page
+
+
+def test_tau_is_the_temperature_of_every_loss_and_the_old_keyword_warns():
+    import inspect
+
+    import hierviz.losses as L
+    from hierviz.losses import AHMLCLoss, GHMLCLoss, HMLCLoss
+    from hierviz.losses._validation import _NOT_GIVEN
+
+    for name in L.__all__:  # a parameter still called temperature is only the deprecated alias
+        obj = getattr(L, name)
+        if inspect.isclass(obj):
+            for pname in ("temperature", "base_temperature"):
+                p = inspect.signature(obj).parameters.get(pname)
+                assert p is None or p.default is _NOT_GIVEN, (name, pname)
+    assert not [n for n, m in METHODS.items() if {"temperature", "base_temperature"} & set(m.hparams)]
+    g = torch.Generator().manual_seed(1)
+    z = torch.nn.functional.normalize(torch.randn(6, 2, 8, generator=g), dim=-1)
+    y = torch.tensor([[0, 0], [0, 0], [1, 0], [1, 0], [2, 1], [2, 1]])
+    with pytest.warns(DeprecationWarning) as caught:
+        old = HMLCLoss("hmc", "exp", temperature=0.3, base_temperature=0.07)
+    assert [str(w.message).split(";")[0] for w in caught] == [
+        "HMLCLoss(temperature=...) is now HMLCLoss(tau=...)",
+        "HMLCLoss(base_temperature=...) is now HMLCLoss(base_tau=...)",
+    ]
+    new = HMLCLoss("hmc", "exp", tau=0.3, base_tau=0.07)
+    assert (old.tau, old.base_tau, old.temperature) == (0.3, 0.07, 0.3)
+    assert old(z, y).item() == new(z, y).item() != HMLCLoss("hmc", "exp", tau=0.3)(z, y).item()
+    for cls, kw in ((GHMLCLoss, {}), (AHMLCLoss, {"levels": 2, "dim": 8})):
+        with pytest.warns(DeprecationWarning, match=rf"{cls.__name__}\(temperature=\.\.\.\)"):
+            assert cls(temperature=0.4, **kw).hmlc.tau == 0.4
+        assert cls(tau=0.4, **kw).hmlc.tau == 0.4
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="give tau only, not temperature"):
+        HMLCLoss(tau=0.2, temperature=0.3)

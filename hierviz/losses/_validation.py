@@ -42,6 +42,30 @@ def _upcast(x: torch.Tensor) -> torch.Tensor:
     return x.float() if x.dtype in _HALF_DTYPES else x
 
 
+#: Default of a renamed keyword's old name: "not given" (``None`` may be a real value).
+_NOT_GIVEN: Any = type("_NotGiven", (), {"__repr__": lambda self: "<not given>"})()
+
+
+def _renamed_kwarg(value: Any, old_value: Any, *, new: str, old: str, who: str, default: Any) -> Any:
+    """The value of keyword ``new``, or of its old name ``old`` with a DeprecationWarning.
+
+    τ is ``tau`` in every loss (issue 23): ``HMLCLoss(temperature=...)`` still works, and warns.
+
+    Raises
+    ------
+    TypeError
+        Both names given (``new`` not at its ``default``).
+    """
+    if old_value is _NOT_GIVEN:
+        return value
+    import warnings
+
+    warnings.warn(f"{who}({old}=...) is now {who}({new}=...); the old name goes in 0.4", DeprecationWarning, stacklevel=3)
+    if value is not default and value != default:
+        raise TypeError(f"{who}: give {new} only, not {old} as well ({old} is its old name)")
+    return old_value
+
+
 def _check_tau(value: Any, name: str = "tau") -> float:
     """Return the temperature ``value`` after checking ``TAU_MIN <= value`` and finite (issue 27 #6).
 

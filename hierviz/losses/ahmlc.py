@@ -17,7 +17,7 @@ from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import UninitializedParameter
 
-from ._validation import _check_embeddings, _upcast
+from ._validation import _NOT_GIVEN, _check_embeddings, _renamed_kwarg, _upcast
 from .hmlc import HMLCLoss
 
 __all__ = ["LevelAttention", "AHMLCLoss"]
@@ -127,7 +127,8 @@ class AHMLCLoss(nn.Module):
         ``L`` when no tree is given.
     dim : int or None, default None
         Embedding dimension ``d`` (None: inferred at the first call).
-    temperature : float, > 0, default 0.1
+    tau : float, > 0, default 0.1
+        The temperature τ (``temperature`` before 0.3, still accepted with a DeprecationWarning).
     loss_type : {"hmc", "hce", "hmce"}, default "hmce"
     layer_penalty : {"exp", "pow2", "linear"}, default "linear"
         "a linear scaling was employed" (§3).
@@ -157,7 +158,7 @@ class AHMLCLoss(nn.Module):
     >>> g = torch.Generator().manual_seed(0)
     >>> z = torch.nn.functional.normalize(torch.randn(4, 2, 8, generator=g), dim=-1)
     >>> y = torch.tensor([[0, 0], [1, 0], [2, 1], [2, 1]])
-    >>> loss = AHMLCLoss(levels=2, dim=8, temperature=0.5)
+    >>> loss = AHMLCLoss(levels=2, dim=8, tau=0.5)
     >>> _ = [torch.nn.init.zeros_(p) for p in (loss.attention.q_weight, loss.attention.q_bias)]
     >>> torch.allclose(loss(z, y), HMLCLoss("hmce", "linear", 0.5)(z, y))  # uniform attention
     True
@@ -171,14 +172,16 @@ class AHMLCLoss(nn.Module):
         *,
         levels: int | None = None,
         dim: int | None = None,
-        temperature: float = 0.1,
+        tau: float = 0.1,
         loss_type: str = "hmce",
         layer_penalty: str = "linear",
         order: str = "class",
         similarity: Any = None,
         features: Any = None,
+        temperature: Any = _NOT_GIVEN,
     ):
         super().__init__()
+        tau = _renamed_kwarg(tau, temperature, new="tau", old="temperature", who="AHMLCLoss", default=0.1)
         if not (features is None or callable(features)):
             raise TypeError(f"features must be None or a callable z -> z', got {type(features).__name__}")
         self.features = features
@@ -187,7 +190,7 @@ class AHMLCLoss(nn.Module):
                 raise ValueError("AHMLCLoss needs tree= (L = tree.height) or levels= (the number of label columns)")
             levels = int(tree.height)
         self.hmlc = HMLCLoss(
-            loss_type, layer_penalty, temperature, mode="paper", tree=tree, order=order, similarity=similarity
+            loss_type, layer_penalty, tau, mode="paper", tree=tree, order=order, similarity=similarity
         )
         self.attention = LevelAttention(levels, dim)
         self.last_attention: torch.Tensor | None = None

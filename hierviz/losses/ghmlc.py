@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validation import _check_embeddings, _check_real, _compiling, _upcast
+from ._validation import _NOT_GIVEN, _check_embeddings, _check_real, _compiling, _renamed_kwarg, _upcast
 from .hmlc import HMLCLoss
 
 __all__ = ["GMM1D", "GMM2D", "fit_gmm_1d", "fit_gmm_2d", "gmm_feature_masks", "GHMLCLoss"]
@@ -414,7 +414,8 @@ class GHMLCLoss(nn.Module):
     ----------
     tree : LabelTree, optional
         To derive the level labels from leaf labels (``order``); or pass ``(B, L)`` labels.
-    temperature : float, > 0, default 0.1
+    tau : float, > 0, default 0.1
+        The temperature τ (``temperature`` before 0.3, still accepted with a DeprecationWarning).
     loss_type : {"hmc", "hce", "hmce"}, default "hmce"
         Eq. 4 (HMCE) in the paper.
     layer_penalty : {"exp", "pow2", "linear"}, default "linear"
@@ -452,7 +453,7 @@ class GHMLCLoss(nn.Module):
     >>> g = torch.Generator().manual_seed(0)
     >>> z = torch.nn.functional.normalize(torch.randn(4, 2, 8, generator=g), dim=-1)
     >>> y = torch.tensor([[0, 0], [1, 0], [2, 1], [2, 1]])
-    >>> loss = GHMLCLoss(temperature=0.5)
+    >>> loss = GHMLCLoss(tau=0.5)
     >>> bool(loss(z, y) > 0), tuple(loss.last_masks.shape), tuple(loss.means.shape)
     (True, (2, 4, 8), (2, 2))
     """
@@ -463,7 +464,7 @@ class GHMLCLoss(nn.Module):
         self,
         tree: Any = None,
         *,
-        temperature: float = 0.1,
+        tau: float = 0.1,
         loss_type: str = "hmce",
         layer_penalty: str = "linear",
         order: str = "class",
@@ -472,14 +473,16 @@ class GHMLCLoss(nn.Module):
         warm_start: bool = True,
         similarity: Any = None,
         features: Any = None,
+        temperature: Any = _NOT_GIVEN,
         gmm_dims: int = 2,
     ):
         super().__init__()
+        tau = _renamed_kwarg(tau, temperature, new="tau", old="temperature", who="GHMLCLoss", default=0.1)
         if not (features is None or callable(features)):
             raise TypeError(f"features must be None or a callable z -> z', got {type(features).__name__}")
         self.features = features
         self.hmlc = HMLCLoss(
-            loss_type, layer_penalty, temperature, mode="paper", tree=tree, order=order, similarity=similarity
+            loss_type, layer_penalty, tau, mode="paper", tree=tree, order=order, similarity=similarity
         )
         if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
             raise ValueError(f"max_iter must be an integer >= 1 (EM iterations of the GMM fit), got {max_iter!r}")

@@ -20,7 +20,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validation import _check_choice, _check_embeddings, _check_labels, _check_real, _check_tau
+from ._validation import (
+    _NOT_GIVEN,
+    _check_choice,
+    _check_embeddings,
+    _check_labels,
+    _check_real,
+    _check_tau,
+    _renamed_kwarg,
+)
 
 __all__ = ["HMLCLoss", "LOSS_TYPES", "LAYER_PENALTIES", "HMLC_MODES", "layer_penalty_weights"]
 
@@ -121,12 +129,13 @@ class HMLCLoss(nn.Module):
     layer_penalty : {"exp", "pow2", "linear"}, default "exp"
         The official training script uses ``torch.exp``; the official class default is
         ``pow2``; G-HMLC and A-HMLC use ``linear`` (Paper 02 (HMLC), §3).
-    temperature : float, > 0, default 0.1
-        τ.
-    base_temperature : float > 0 or None, default None
-        Each level's loss is multiplied by ``temperature / base_temperature`` (Khosla et al.
-        2020's code). None means no scaling in ``"paper"`` mode and 0.07 in ``"official"``
-        mode (what the official code always uses, see Notes).
+    tau : float, > 0, default 0.1
+        The temperature τ (``temperature`` before 0.3, still accepted with a DeprecationWarning).
+    base_tau : float > 0 or None, default None
+        τ_b: each level's loss is multiplied by ``tau / base_tau`` (Khosla et al. 2020's code's
+        ``base_temperature``, this argument's name before 0.3, still accepted with a
+        DeprecationWarning). None means no scaling in ``"paper"`` mode and 0.07 in
+        ``"official"`` mode (what the official code always uses, see Notes).
     mode : {"paper", "official"}, default "paper"
     similarity : callable or None, default None
         ``f(x (N, d)) -> (N, N)``; None is the dot product ``z_i · z_a`` of Eq. 3 (the
@@ -141,7 +150,7 @@ class HMLCLoss(nn.Module):
     Raises
     ------
     ValueError
-        Unknown ``loss_type``/``layer_penalty``/``mode``/``order``; τ or ``base_temperature``
+        Unknown ``loss_type``/``layer_penalty``/``mode``/``order``; ``tau`` or ``base_tau``
         ≤ 0; ``z`` not ``(B, V, d)`` or with NaN/inf; ``level_labels`` not ``(B, L)``;
         ``"official"`` mode with one view or with ``masks``; ``masks`` of the wrong shape.
     TypeError
@@ -169,7 +178,7 @@ class HMLCLoss(nn.Module):
     3. **Temperature scaling.** ``"official"``: every level's SupCon is multiplied by
        ``τ / 0.07`` (``HMLC`` builds ``SupConLoss(temperature)``, whose ``base_temperature``
        stays 0.07 whatever ``HMLC(base_temperature=...)`` says). ``"paper"``: no factor
-       unless ``base_temperature`` is given.
+       unless ``base_tau`` is given.
     4. **HCE bound.** ``"official"``: the bound is on whole-batch level losses,
        ``L̃_l = max(L_l, max_{l'<l} L̃_{l'})``. ``"paper"``: Eq. 4's bound per anchor and
        pair (above). Eq. 4 writes ``max`` of the *log-probabilities* ``L^pair``; with the
@@ -191,9 +200,9 @@ class HMLCLoss(nn.Module):
     >>> g = torch.Generator().manual_seed(0)
     >>> z = torch.nn.functional.normalize(torch.randn(4, 2, 8, generator=g), dim=-1)
     >>> y = torch.tensor([[0, 0], [1, 0], [2, 1], [2, 1]])  # class first: (class, category)
-    >>> round(HMLCLoss("hmce", "exp", temperature=0.5)(z, y).item(), 4)
+    >>> round(HMLCLoss("hmce", "exp", tau=0.5)(z, y).item(), 4)
     5.207
-    >>> official = HMLCLoss("hmce", "exp", temperature=0.07, mode="official")
+    >>> official = HMLCLoss("hmce", "exp", tau=0.07, mode="official")
     >>> round(official(z, y.flip(1)).item(), 4)  # official columns are coarse first
     9.4762
     """
@@ -204,26 +213,28 @@ class HMLCLoss(nn.Module):
         self,
         loss_type: str = "hmce",
         layer_penalty: str = "exp",
-        temperature: float = 0.1,
-        base_temperature: float | None = None,
+        tau: float = 0.1,
+        base_tau: float | None = None,
         mode: str = "paper",
         *,
         similarity: Any = None,
         tree: Any = None,
         order: str = "class",
+        temperature: Any = _NOT_GIVEN,
+        base_temperature: Any = _NOT_GIVEN,
     ):
         super().__init__()
+        tau = _renamed_kwarg(tau, temperature, new="tau", old="temperature", who="HMLCLoss", default=0.1)
+        base_tau = _renamed_kwarg(
+            base_tau, base_temperature, new="base_tau", old="base_temperature", who="HMLCLoss", default=None
+        )
         self.loss_type = _check_choice(loss_type, "loss_type", LOSS_TYPES)
         self.layer_penalty = _check_choice(layer_penalty, "layer_penalty", LAYER_PENALTIES)
-        self.temperature = _check_tau(temperature, "temperature")
+        self.tau = _check_tau(tau, "tau")
         self.mode = _check_choice(mode, "mode", HMLC_MODES)
-        if base_temperature is None and mode == "official":
-            base_temperature = OFFICIAL_BASE_TEMPERATURE
-        self.base_temperature = (
-            None
-            if base_temperature is None
-            else _check_real(base_temperature, "base_temperature", low=0.0, strict=True)
-        )
+        if base_tau is None and mode == "official":
+            base_tau = OFFICIAL_BASE_TEMPERATURE
+        self.base_tau = None if base_tau is None else _check_real(base_tau, "base_tau", low=0.0, strict=True)
         if not (similarity is None or callable(similarity)):
             raise TypeError(f"similarity must be None or a callable (N, d) -> (N, N), got {type(similarity).__name__}")
         self.similarity = similarity
@@ -236,10 +247,20 @@ class HMLCLoss(nn.Module):
         self.tree = tree
         self._terms = False
 
+    @property
+    def temperature(self) -> float:
+        """Deprecated name of :attr:`tau` (read-only; τ is ``tau`` in every loss since 0.3)."""
+        return self.tau
+
+    @property
+    def base_temperature(self) -> float | None:
+        """Deprecated name of :attr:`base_tau` (read-only)."""
+        return self.base_tau
+
     def extra_repr(self) -> str:
         return (
-            f"loss_type={self.loss_type!r}, layer_penalty={self.layer_penalty!r}, temperature={self.temperature}, "
-            f"base_temperature={self.base_temperature}, mode={self.mode!r}, order={self.order!r}"
+            f"loss_type={self.loss_type!r}, layer_penalty={self.layer_penalty!r}, tau={self.tau}, "
+            f"base_tau={self.base_tau}, mode={self.mode!r}, order={self.order!r}"
         )
 
     # ------------------------------------------------------------------ labels
@@ -309,7 +330,7 @@ class HMLCLoss(nn.Module):
         """
         _check_choice(self.loss_type, "loss_type", LOSS_TYPES)
         _check_choice(self.layer_penalty, "layer_penalty", LAYER_PENALTIES)
-        _check_tau(self.temperature, "temperature")
+        _check_tau(self.tau, "tau")
         flat, B, V = _check_embeddings(z, None, min_views=1, who="HMLCLoss")
         labels = _check_level_labels(self.level_labels_of(level_labels, B), B, flat.device)
         if self.mode == "official":
@@ -377,7 +398,7 @@ class HMLCLoss(nn.Module):
                     f"masks must broadcast to (L, B, V, d) = ({H}, {B}, {V}, {d}), got {tuple(masks.shape)}"
                 ) from err
             flat = zm.transpose(1, 2).reshape(H, N, d)
-        logits = self._sim(flat) / self.temperature  # (1 or H, N, N)
+        logits = self._sim(flat) / self.tau  # (1 or H, N, N)
         eye = torch.eye(N, dtype=torch.bool, device=z.device)
         logp = logits - torch.logsumexp(logits.masked_fill(eye, float("-inf")), dim=-1, keepdim=True)
         lab = labels.repeat(V, 1)  # view-major (N, H)
@@ -393,8 +414,8 @@ class HMLCLoss(nn.Module):
         per_anchor = (pair * posf).sum(-1) / count.clamp_min(1)
         valid = count > 0
         level_loss = torch.where(valid, per_anchor, torch.zeros_like(per_anchor)).sum(-1) / valid.sum(-1).clamp_min(1)
-        if self.base_temperature is not None:
-            level_loss = level_loss * (self.temperature / self.base_temperature)
+        if self.base_tau is not None:
+            level_loss = level_loss * (self.tau / self.base_tau)
         if self.loss_type == "hce":
             lam = torch.ones(H, dtype=z.dtype, device=z.device)
         else:
@@ -407,7 +428,7 @@ class HMLCLoss(nn.Module):
         """``SupConLoss.forward(features, mask=...)`` of the official code (contrast_mode='all'), vectorised."""
         b, V, _ = feats.shape
         contrast = torch.cat(torch.unbind(feats, dim=1), dim=0)
-        adc = torch.div(torch.matmul(contrast, contrast.T), self.temperature)
+        adc = torch.div(torch.matmul(contrast, contrast.T), self.tau)
         logits_max, _ = torch.max(adc, dim=1, keepdim=True)
         logits = adc - logits_max.detach()
         mask = pos_b.to(feats.dtype).repeat(V, V)
@@ -416,7 +437,7 @@ class HMLCLoss(nn.Module):
         exp_logits = torch.exp(logits) * logits_mask
         log_prob = logits - torch.log(exp_logits.sum(1, keepdim=True))
         mean_log_prob_pos = (mask * log_prob).sum(1) / mask.sum(1)
-        loss = -(self.temperature / self.base_temperature) * mean_log_prob_pos
+        loss = -(self.tau / self.base_tau) * mean_log_prob_pos
         return loss.view(V, b).mean()
 
     def _official(self, features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -95,7 +95,7 @@ register_method("hmce", display_name="HMCE", hparams=_HMLC, needs=_NEEDS, paper=
 def g_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
     loss = GHMLCLoss(
         tree,
-        temperature=hp["tau"],
+        tau=hp["tau"],
         layer_penalty=hp["hmlc_penalty"] or "linear",
         order=hp["level_order"],
         max_iter=int(hp["gmm_max_iter"]),
@@ -115,7 +115,7 @@ def g_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
 def a_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
     loss = AHMLCLoss(
         tree,
-        temperature=hp["tau"],
+        tau=hp["tau"],
         layer_penalty=hp["hmlc_penalty"] or "linear",
         order=hp["level_order"],
         features=_features(geometry),
