@@ -261,9 +261,7 @@ def test_one_level_limit_is_supcon(breakhis_tree):
         ours = HMLCLoss(lt, "linear", tau=0.2)(z, leaf[:, None])
         assert ours.item() == pytest.approx(ref.item(), rel=1e-5)
     # exp penalty: λ_1 = e
-    assert HMLCLoss("hmc", "exp", tau=0.2)(z, leaf[:, None]).item() == pytest.approx(
-        math.e * ref.item(), rel=1e-5
-    )
+    assert HMLCLoss("hmc", "exp", tau=0.2)(z, leaf[:, None]).item() == pytest.approx(math.e * ref.item(), rel=1e-5)
 
 
 def test_hce_bounds_each_level_below_by_earlier_levels():

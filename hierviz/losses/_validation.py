@@ -60,7 +60,9 @@ def _renamed_kwarg(value: Any, old_value: Any, *, new: str, old: str, who: str, 
         return value
     import warnings
 
-    warnings.warn(f"{who}({old}=...) is now {who}({new}=...); the old name goes in 0.4", DeprecationWarning, stacklevel=3)
+    warnings.warn(
+        f"{who}({old}=...) is now {who}({new}=...); the old name goes in 0.4", DeprecationWarning, stacklevel=3
+    )
     if value is not default and value != default:
         raise TypeError(f"{who}: give {new} only, not {old} as well ({old} is its old name)")
     return old_value

@@ -189,9 +189,7 @@ class AHMLCLoss(nn.Module):
             if tree is None:
                 raise ValueError("AHMLCLoss needs tree= (L = tree.height) or levels= (the number of label columns)")
             levels = int(tree.height)
-        self.hmlc = HMLCLoss(
-            loss_type, layer_penalty, tau, mode="paper", tree=tree, order=order, similarity=similarity
-        )
+        self.hmlc = HMLCLoss(loss_type, layer_penalty, tau, mode="paper", tree=tree, order=order, similarity=similarity)
         self.attention = LevelAttention(levels, dim)
         self.last_attention: torch.Tensor | None = None
 

@@ -481,9 +481,7 @@ class GHMLCLoss(nn.Module):
         if not (features is None or callable(features)):
             raise TypeError(f"features must be None or a callable z -> z', got {type(features).__name__}")
         self.features = features
-        self.hmlc = HMLCLoss(
-            loss_type, layer_penalty, tau, mode="paper", tree=tree, order=order, similarity=similarity
-        )
+        self.hmlc = HMLCLoss(loss_type, layer_penalty, tau, mode="paper", tree=tree, order=order, similarity=similarity)
         if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
             raise ValueError(f"max_iter must be an integer >= 1 (EM iterations of the GMM fit), got {max_iter!r}")
         self.max_iter = int(max_iter)
