@@ -84,7 +84,7 @@ def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bo
         header=header,
         methods=methods,
         geometries=geos,
-        projection=projection or (cfg_dict.get("eval") or {}).get("projection") or cfg.eval.projection,
+        projection=projection or cfg.eval.projection,
         baseline=(cfg_dict.get("report") or {}).get("baseline"),  # the record's name, registered here or not
     )
     markdown = paths["markdown"].read_text(encoding="utf-8")
@@ -106,17 +106,37 @@ def _known_settings(cfg_dict: dict[str, Any], records: list[dict], where: str) -
 
     Methods, geometries and ``loss.*`` keys come from the records (a user module may have
     registered them, and ``hierviz report`` runs without it); the other sections are read and
-    checked as usual. A ``report.baseline`` or ``eval.protocol`` that is not registered here
-    is left at its default in the returned config (the report reads the record's value).
+    checked as usual. A name a user module registered and this process does not know
+    (``report.baseline``, ``eval.protocol``, ``eval.projection``, ``model.encoder``) is left at
+    its default in the returned config; the report uses the record's baseline, and a
+    projection this process does not know falls back to the default (``--projection`` picks one).
+
+    Examples
+    --------
+    >>> cfg = _known_settings({"methods": ["my-loss"], "loss": {"my_scale": 2.0, "tau": 0.2},
+    ...                        "model": {"encoder": "my-encoder", "embed_dim": 8},
+    ...                        "eval": {"projection": "my-map"}, "report": {"baseline": "my-loss"}},
+    ...                       [{"method": "my-loss", "geometry": "my-ball", "config": {"loss": {"my_scale": 2.0}}},
+    ...                        {"method": "supcon", "geometry": "my-ball", "config": {"loss": {"tau": 0.2}}}], "x")
+    >>> cfg.methods, cfg.geometries, cfg.loss["tau"], "my_scale" in cfg.loss
+    (['my-loss', 'supcon'], ['my-ball'], 0.2, False)
+    >>> cfg.model.encoder, cfg.model.embed_dim, cfg.eval.projection, cfg.report.baseline
+    ('resnet18', 8, 'tsne', None)
     """
     from hierviz.evaluation import PROTOCOLS
     from hierviz.methods import LOSS_HPARAMS, METHODS
+    from hierviz.metrics.projection import PROJECTIONS
+    from hierviz.models import ENCODERS
 
     d = {k: v for k, v in cfg_dict.items() if k not in ("methods", "geometries", "loss")}
-    if (d.get("report") or {}).get("baseline") not in (None, *METHODS.names()):
-        d["report"] = {k: v for k, v in d["report"].items() if k != "baseline"}
-    if (d.get("eval") or {}).get("protocol") not in (None, *PROTOCOLS.names()):
-        d["eval"] = {k: v for k, v in d["eval"].items() if k != "protocol"}
+    for section, key, registry in (
+        ("report", "baseline", METHODS),
+        ("eval", "protocol", PROTOCOLS),
+        ("eval", "projection", PROJECTIONS),
+        ("model", "encoder", ENCODERS),
+    ):
+        if (d.get(section) or {}).get(key) not in (None, *registry.names()):
+            d[section] = {k: v for k, v in d[section].items() if k != key}
     cfg = ExperimentConfig.from_dict(d, where=where)
     cfg.methods = list(dict.fromkeys(r["method"] for r in records))
     cfg.geometries = list(dict.fromkeys(r["geometry"] for r in records))
