@@ -305,3 +305,21 @@ def test_tau_is_the_temperature_of_every_loss_and_the_old_keyword_warns():
         assert cls(tau=0.4, **kw).hmlc.tau == 0.4
     with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="give tau only, not temperature"):
         HMLCLoss(tau=0.2, temperature=0.3)
+
+
+def test_run_records_are_typed_on_read_and_keep_unknown_keys(tmp_path, capsys):
+    from hierviz.experiments import load_records
+
+    run = tmp_path / "runs" / "x-euclidean-s0"
+    run.mkdir(parents=True)
+    rec = {"name": run.name, "method": "x", "method_display": "X", "geometry": "euclidean", "seed": 0,
+           "metrics": {"hf1": 0.5}, "from_a_newer_writer": [1, 2]}  # fmt: skip
+    (run / "result.json").write_text(json.dumps(rec), encoding="utf-8")
+    (got,) = load_records(tmp_path)
+    assert {k: got[k] for k in rec} == rec and got["config"] is None and got["folder"] == str(run)
+    (run / "result.json").write_text(json.dumps({**rec, "seed": "zero"}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"result\.json: 'seed' must be an integer, got 'zero'"):
+        load_records(tmp_path)
+    (run / "result.json").write_text(json.dumps({**rec, "metrics": [0.5]}), encoding="utf-8")
+    _, err = _cli(capsys, ["report", "--out", str(tmp_path)], 2)
+    assert "result.json: 'metrics' must be a JSON object, got list" in err and len(err.strip().splitlines()) == 1

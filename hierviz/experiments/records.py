@@ -33,6 +33,7 @@ import numpy as np
 from hierviz.experiments.config import RENAMED_KEYS, ConfigError, flatten
 from hierviz.report.run_files import RECORD_KEYS, RunFileError
 from hierviz.report.run_files import read_run_file as _read_run_file
+from hierviz.report.run_record import RunRecord
 
 __all__ = [
     "write_tree_json",
@@ -235,11 +236,15 @@ def load_records(out_dir: str | os.PathLike) -> list[dict]:
     Raises
     ------
     ConfigError
-        A record that is not valid JSON (naming the file).
+        A record that is not valid JSON, lacks a key or holds a value of the wrong type
+        (:class:`hierviz.report.run_record.RunRecord`; naming the file).
     """
     out = []
     for p in sorted(Path(out_dir).glob("runs/*/result.json")):
-        rec = _read_json(p, RECORD_KEYS)
+        try:  # the typed record (hierviz.report.run_record): required keys and their types checked
+            rec = RunRecord.from_dict(_read_json(p, RECORD_KEYS), where=str(p)).to_dict()
+        except RunFileError as exc:
+            raise ConfigError(str(exc)) from None
         if rec.get("embeddings"):
             rec["embeddings"] = str(p.parent / Path(rec["embeddings"]).name)
         cfg_file = p.parent / "config.json"

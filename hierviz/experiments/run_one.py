@@ -19,6 +19,7 @@ from hierviz.experiments.records import (
     fingerprint,
     json_default,
 )
+from hierviz.report.run_record import RunRecord
 
 
 def _speed_options(cfg: ExperimentConfig, train_ds) -> dict[str, Any]:
@@ -223,5 +224,6 @@ def _run_one(
         "fingerprint": fingerprint(run_cfg),
         "hierviz": __version__,
     }
+    record = RunRecord.from_dict(record, where=str(run_dir / "result.json")).to_dict()  # the typed record, written once
     atomic_write_text(run_dir / "result.json", json.dumps(record, default=json_default, indent=1))
     return record
