@@ -8,11 +8,13 @@ Three outputs per comparison:
   seeds, best per column in bold;
 * ``report.html`` - one file with no external resources (plotly.js is inlined once).
 
-:mod:`.tables` holds the tables, :mod:`.html` the page; run records are read by
+:mod:`.tables` holds the tables, :mod:`.html` the page, :mod:`.run_record` the typed run record
+(:class:`RunRecord`, one ``result.json``); run records are read by
 :func:`hierviz.experiments.load_records`.
 """
 
 from hierviz.report.html import build_report, collapsed_note, write_report_html
+from hierviz.report.run_record import RunRecord
 from hierviz.report.tables import (
     GEOMETRY_LABELS,
     LOWER_IS_BETTER,
@@ -53,4 +55,5 @@ __all__ = [
     "build_report",
     "collapsed_note",
     "load_records",
+    "RunRecord",
 ]
