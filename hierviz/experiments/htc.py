@@ -51,9 +51,9 @@ def run_htc(
 
     Each finished run is written atomically to ``<out>/runs/<method>_lam<λ>_seed<s>.json`` and
     skipped on a later call with ``resume=True`` (same config). Writes ``results.csv``,
-    ``seeds.csv`` (one row per run: the test metrics as fractions, k, α), ``baselines.csv``
+    ``seeds.csv`` (one row per run: the test metrics as fractions, c, α), ``baselines.csv``
     (the frequency prior),
-    ``results.md`` (mean ± std over seeds; learned ``k``, ``α_t``, ``α_l``; radii),
+    ``results.md`` (mean ± std over seeds; learned ``c``, ``α_t``, ``α_l``; radii),
     ``levels.csv``, ``buckets.csv``, ``labels_<method>.npz`` (projected label embeddings of seed 0)
     and ``report.html`` (table, label embeddings on the Poincaré disk coloured by depth, per-level
     and long-tail F1, training curves).
@@ -105,7 +105,7 @@ def run_htc(
             records.append(json.loads(path.read_text()))
             continue
         res = train_htc(data, m, replace(cfg, lam=lam), s, tokenizer=tok, encoded=enc, progress=progress)
-        rec = {k: v for k, v in res.items() if k not in ("model", "scales", "tokenizer", "label_points")}
+        rec = {k: v for k, v in res.items() if k not in ("model", "scales", "tokenizer", "label_points", "points_c")}
         rec.update(lam=lam, dataset=data.name)
         if s == cfg.seeds[0] and lam == cfg.lam:
             np.savez_compressed(
@@ -113,7 +113,8 @@ def run_htc(
                 points=res["label_points"],
                 names=np.array([n for n in data.tree.nodes if n != data.tree.root]),
                 depth=np.array([data.tree.depth(n) for n in data.tree.nodes if n != data.tree.root]),
-                k=res["k"],
+                c=res["points_c"],  # the curvature of the geometry the points lie on
+                c_learned=res["c"],
                 geometry=HTC_METHODS.get(m).geometry,
             )
         _atomic_json(path, rec)
@@ -129,12 +130,12 @@ def _write_tables(out: Path, rows, records, data: HTCData, cfg: HTCConfig) -> No
         w.writeheader()
         w.writerows(rows)
     with open(out / "seeds.csv", "w", newline="") as f:  # issue 24: one row per run, for regenerating the table
-        w = csv.DictWriter(f, fieldnames=["method", "lam", "seed", *METRIC_KEYS, "k", "alpha_t", "alpha_l"])
+        w = csv.DictWriter(f, fieldnames=["method", "lam", "seed", *METRIC_KEYS, "c", "alpha_t", "alpha_l"])
         w.writeheader()
         for r in records:
             w.writerow(
                 {"method": r["method"], "lam": r["lam"], "seed": r["seed"], **{k: r["test"][k] for k in METRIC_KEYS}}
-                | {k: r[k] for k in ("k", "alpha_t", "alpha_l")}
+                | {k: r[k] for k in ("c", "alpha_t", "alpha_l")}
             )
     for name, key in (("levels", "levels"), ("buckets", "buckets")):
         with open(out / f"{name}.csv", "w", newline="") as f:
@@ -158,7 +159,7 @@ def _write_tables(out: Path, rows, records, data: HTCData, cfg: HTCConfig) -> No
     md += (
         f"\n{sizes} documents; tree {data.tree.num_nodes - 1} labels, {data.tree.height} levels; "
         f"encoder h={cfg.h}, layers={cfg.layers}, max_len={cfg.max_len}, epochs ≤ {cfg.epochs}, τ={cfg.tau}.\n"
-        "k, α_t, α_l: learned values (k unused by CL-Euclidean and w/o CL). label r / text r: mean distance "
+        "c, α_t, α_l: learned values (c: the curvature magnitude, the paper's k; unused by CL-Euclidean and w/o CL). label r / text r: mean distance "
         "to the origin of the projected label / test-text embeddings, in the run's own space.\n"
     )
     (out / "results.md").write_text(md)

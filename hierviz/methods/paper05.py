@@ -11,7 +11,7 @@ name                   what changes (Paper 05 (HyILR) §5.4, Table 4)
 ``hyilr``              BCE + λ·CL, Lorentz (Eqs. 11–15), hierarchy negatives
 ``hyilr-no-cl``        w/o CL: BCE only
 ``hyilr-euclidean``    CL-Euclidean (Distance): Euclidean distance of the scaled features
-``hyilr-poincare``     CL-Poincaré: Poincaré ball of learnable curvature −k
+``hyilr-poincare``     CL-Poincaré: Poincaré ball of learnable curvature −c
 ``hyilr-no-hns``       w/o HNS: random negatives (2 per positive) on the Lorentz model
 ``hyilr-no-att``       w/o label–text att.: ``F = X_[CLS] ⊙ W_Lᵀ``
 =====================  ==============================================================
@@ -44,6 +44,8 @@ from tqdm.auto import tqdm
 
 from hierviz._registry import Registry
 from hierviz.data.loaders.htc import HTCData, load_htc
+from hierviz.geometry import get_geometry
+from hierviz.geometry._checks import scalar
 from hierviz.losses.hyilr import HyperbolicScales, hyilr_loss, label_relations
 from hierviz.metrics.htc import frequency_bucket_f1, hierarchical_f1, label_columns, per_level_f1
 from hierviz.models.text import BertTextEncoder, BertTokenizerAdapter, HyILRModel, TransformerTextEncoder, WordVocab
@@ -272,9 +274,9 @@ def train_htc(
     dict
         ``method``, ``seed``, ``test`` (:func:`hierarchical_f1`), ``val``, ``levels``
         (:func:`per_level_f1`), ``buckets`` (:func:`frequency_bucket_f1`), ``history`` (per
-        epoch: loss, bce, cl, negatives, val micro/macro), ``k``, ``alpha_t``, ``alpha_l``,
+        epoch: loss, bce, cl, negatives, val micro/macro), ``c``, ``alpha_t``, ``alpha_l``,
         ``radius`` (mean/max distance to the origin of the projected test texts and labels,
-        with ``k`` and ``α`` of this run, also for the ablations), ``label_points`` (c, h)
+        with ``c`` and ``α`` of this run, also for the ablations), ``label_points`` (labels, h)
         projected labels, ``seconds``, and ``model``/``scales``/``tokenizer`` objects.
     """
     variant = HTC_METHODS.get(method)
@@ -290,7 +292,7 @@ def train_htc(
     with torch.no_grad():  # classifier bias at the training label log-odds: fewer all-negative epochs
         prior = Y["train"].float().mean(0).clamp(1e-3, 1 - 1e-3)
         model.classifier.bias.copy_(torch.log(prior / (1 - prior)))
-    scales = HyperbolicScales(model.h, geometry=variant.geometry)
+    scales = HyperbolicScales(model.h, geometry=get_geometry(variant.geometry))
     rel = label_relations(tree)
     opt = torch.optim.Adam([*model.parameters(), *scales.parameters()], lr=cfg.lr)
     lam = cfg.lam if variant.contrastive else 0.0
@@ -330,7 +332,7 @@ def train_htc(
             val = hierarchical_f1(_full(Y["val"].numpy(), tree), _full(pv, tree), tree)
             row = {"epoch": epoch + 1, **{k: v / max(steps, 1) for k, v in sums.items()}}
             row.update({"val_micro_f1": val["micro_f1"], "val_macro_f1": val["macro_f1"]})
-            row.update({k: float(getattr(scales, k).detach()) for k in ("k", "alpha_t", "alpha_l")})
+            row.update({k: float(getattr(scales, k).detach()) for k in ("c", "alpha_t", "alpha_l")})
             history.append(row)
             bar.set_postfix(loss=f"{row['loss']:.3f}", val_mi=f"{val['micro_f1']:.3f}")
             score = val["micro_f1"] + val["macro_f1"]
@@ -371,14 +373,17 @@ def _evaluate(model, scales, encoded, Y, data: HTCData, cfg: HTCConfig) -> dict[
         "val": hierarchical_f1(_full(Y["val"].numpy(), tree), _full(p_val, tree), tree),
         "levels": per_level_f1(yt, pt, tree),
         "buckets": frequency_bucket_f1(yt, pt, tree, counts, buckets=min(4, tree.num_nodes - 1)),
-        **{k: float(getattr(scales, k).detach()) for k in ("k", "alpha_t", "alpha_l")},
+        **{k: float(getattr(scales, k).detach()) for k in ("c", "alpha_t", "alpha_l")},
         "radius": {
             "text_mean": float(rt.mean()) if len(rt) else float("nan"),
             "text_max": float(rt.max()) if len(rt) else float("nan"),
             "label_mean": float(rl.mean()),
             "label_max": float(rl.max()),
         },
-        "label_points": L.numpy(),
+        # the labels as points of scales.geometry (its own c): space parts where its points carry one
+        # coordinate more than the features (Lorentz's time, first), as hierviz.viz.hyilr reads them
+        "label_points": L[..., L.shape[-1] - model.h :].numpy(),
+        "points_c": float(scalar(scales.geometry.c)) if scales.geometry.hyperbolic else 1.0,
     }
 
 
@@ -398,13 +403,13 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     Parameters
     ----------
     records : sequence of dict
-        Run records (``method``, ``lam``, ``seed``, ``test``, ``k``, ``alpha_t``, ``alpha_l``, ``radius``).
+        Run records (``method``, ``lam``, ``seed``, ``test``, ``c``, ``alpha_t``, ``alpha_l``, ``radius``).
 
     Returns
     -------
     list of dict
         One row per (method, λ) in first-seen order: ``method``, ``display_name``, ``lam``,
-        ``seeds``, ``<metric>_mean``/``_std`` in percent, and the mean ``k``, ``alpha_t``,
+        ``seeds``, ``<metric>_mean``/``_std`` in percent, and the mean ``c``, ``alpha_t``,
         ``alpha_l``, ``label_radius``, ``text_radius``.
     """
     groups: dict[tuple[str, float], list[dict[str, Any]]] = {}
@@ -418,8 +423,8 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             v = np.array([100 * r["test"][k] for r in rs])
             row[f"{k}_mean"] = float(v.mean())
             row[f"{k}_std"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
-        for k in ("k", "alpha_t", "alpha_l"):
-            row[k] = float(np.mean([r[k] for r in rs]))
+        for k in ("c", "alpha_t", "alpha_l"):  # runs written before 0.3 call c "k"
+            row[k] = float(np.mean([r[k] if k in r else r["k"] for r in rs]))
         row["label_radius"] = float(np.mean([r["radius"]["label_mean"] for r in rs]))
         row["text_radius"] = float(np.mean([r["radius"]["text_mean"] for r in rs]))
         rows.append(row)
@@ -442,15 +447,15 @@ def frequency_prior_scores(data: HTCData) -> dict[str, float]:
 
 
 def markdown_table(rows: Sequence[dict[str, Any]], title: str) -> str:
-    """The results table (markdown) of :func:`summarise` rows: mean ± std per metric, k, α_t, α_l, radii."""
-    head = "| method | λ | seeds | Micro-F1 | Macro-F1 | Hi-MiF1 | Hi-MaF1 | k | α_t | α_l | label r | text r |"
+    """The results table (markdown) of :func:`summarise` rows: mean ± std per metric, c, α_t, α_l, radii."""
+    head = "| method | λ | seeds | Micro-F1 | Macro-F1 | Hi-MiF1 | Hi-MaF1 | c | α_t | α_l | label r | text r |"
     lines = [f"### {title}", "", head, "|" + "---|" * 12]
     for r in rows:
         cells = [f"{r[f'{k}_mean']:.2f} ± {r[f'{k}_std']:.2f}" for k in METRIC_KEYS]
         lines.append(
             f"| {r['display_name']} (`{r['method']}`) | {r['lam']:g} | {r['seeds']} | "
             + " | ".join(cells)
-            + f" | {r['k']:.3g} | {r['alpha_t']:.3g} | {r['alpha_l']:.3g} | {r['label_radius']:.2f} "
+            + f" | {r['c']:.3g} | {r['alpha_t']:.3g} | {r['alpha_l']:.3g} | {r['label_radius']:.2f} "
             f"| {r['text_radius']:.2f} |"
         )
     return "\n".join(lines) + "\n"
