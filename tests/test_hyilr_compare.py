@@ -175,3 +175,30 @@ def test_compare_hyilr_supcon_one_table_20news(tmp_path, data_dir, capsys):
             "--out", str(out), "--quiet"]  # fmt: skip
     assert main(argv) == 0, capsys.readouterr().err
     _check_table(out, ["hyilr", "hyilr", "hyilr-no-cl", "hyilr-no-cl", "supcon", "supcon"])  # two geometries
+
+
+def test_train_htc_runs_through_the_one_training_loop(monkeypatch):
+    """``hierviz htc``'s run is a call of ``hierviz.training.fit`` (no loop of its own), with early stopping."""
+    from hierviz.experiments import htc
+    from hierviz.methods import paper05
+
+    calls = []
+    real = htc.fit
+
+    def spy(config, model, objective, data, **kw):
+        calls.append((config, objective))
+        return real(config, model, objective, data, **kw)
+
+    monkeypatch.setattr(htc, "fit", spy)
+    cfg = paper05.HTCConfig.preset("smoke", dataset="synthetic-htc", methods=("hyilr",), seeds=(0,), max_train=40,
+                                   epochs=3, patience=1, lam=0.5)  # fmt: skip
+    res = htc.train_htc(paper05.load_data(cfg), "hyilr", cfg, 0, progress=False)
+    assert not hasattr(paper05, "train_htc") and len(calls) == 1
+    config, objective = calls[0]
+    assert isinstance(objective, paper05.HTCObjective) and objective.lam == 0.5
+    assert (config.weight_decay, config.warmup_epochs, config.grad_clip, config.lr_head) == (0.0, 0.0, 5.0, cfg.lr)
+    assert 1 <= len(res["history"]) <= 3
+    for row in res["history"]:  # fit's per-epoch means: loss = bce + λ·cl
+        assert row["loss"] == pytest.approx(row["bce"] + 0.5 * row["cl"], rel=1e-5)
+        assert {"val_micro_f1", "val_macro_f1", "c", "alpha_t", "negatives"} <= set(row)
+    assert res["c"] > 0 and res["label_points"].shape[1] == res["model"].h

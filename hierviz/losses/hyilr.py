@@ -137,11 +137,16 @@ def lorentz_distance(u_s: Tensor, v_s: Tensor, c: Tensor | float) -> Tensor:
 
 
 def _space(geometry: Any) -> Geometry:
-    """A :class:`~hierviz.geometry.Geometry` from an object or a registered name (``None``: Lorentz)."""
+    """A :class:`~hierviz.geometry.Geometry` from an object or a registered name (``None``: Lorentz).
+
+    A name builds the geometry with ``validate=False``: its input checks are host reads on every
+    call (no ``torch.compile`` graph), and :func:`hyilr_contrastive_loss` checks the distances are
+    finite. An object is used as given.
+    """
     if geometry is None:
         geometry = "lorentz"
     if isinstance(geometry, str):
-        return get_geometry(geometry)
+        return get_geometry(geometry, validate=False)
     if not isinstance(geometry, Geometry):
         raise TypeError(
             f"geometry must be a hierviz.geometry.Geometry (Lorentz(), PoincareBall(), Euclidean()) or a "
@@ -178,7 +183,8 @@ def project(e: Tensor, scale: Tensor | float, c: Tensor | float, geometry: Any =
     geometry : Geometry or str, default Lorentz()
         :class:`~hierviz.geometry.Lorentz` (HyILR), :class:`~hierviz.geometry.PoincareBall`
         (CL-Poincaré) or :class:`~hierviz.geometry.Euclidean` (CL-Euclidean (Distance)), or a
-        registered name.
+        registered name. ``torch.compile(fullgraph=True)`` needs one built with ``validate=False``
+        (a name does that).
 
     Returns
     -------

@@ -63,6 +63,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parameter import UninitializedParameter
 
 from hierviz.geometry import Euclidean, Lorentz, PoincareBall
 from hierviz.losses import Objective
@@ -154,7 +155,8 @@ class HyILRLoss(nn.Module):
         self.register_buffer("leaf_targets", targets, persistent=False)
         self.register_buffer("desc", desc, persistent=False)
         self.register_buffer("same_level", same, persistent=False)
-        self.head = HyILRHead(targets.shape[1], attention=attention)
+        # no dropout on vec(F) (HyILRModel's 0.1): compare's vector views already drop input features
+        self.head = HyILRHead(targets.shape[1], attention=attention, dropout=0.0)
         self.scales = HyperbolicScales(1, geometry=space)
 
     def forward(self, x: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -174,7 +176,7 @@ class HyILRLoss(nn.Module):
             x = x.reshape(-1, x.shape[-1])
         if x.ndim != 2:
             raise ValueError(f"features must have shape (B, h) or (B, V, h), got {tuple(x.shape)}")
-        first = self.head.has_uninitialized_params()
+        first = isinstance(self.head.W_L, UninitializedParameter)  # (a type check: traceable by torch.compile)
         logits = self.head(x)
         if first:  # §5.1: α_t, α_l start at 1/√h, known from the first batch
             with torch.no_grad():
@@ -220,7 +222,8 @@ class HyILRObjective(Objective):
         return self(feats.float(), labels)
 
 
-#: name -> (display name, contrastive space factory, negatives, attention, contrastive term).
+#: name -> (display name, contrastive space (a Geometry class, built with ``validate=False``),
+#: negatives, attention, contrastive term).
 HYILR_VARIANTS: dict[str, tuple[str, Callable[[], Any], str, bool, bool]] = {
     "hyilr": ("HyILR", Lorentz, "hierarchy", True, True),
     "hyilr-no-cl": ("HyILR w/o CL", Lorentz, "hierarchy", True, False),
@@ -237,7 +240,7 @@ def _register(name: str) -> None:
     def build(tree: Any, geometry: Any, hp: dict[str, Any]) -> HyILRObjective:
         loss = HyILRLoss(
             tree,
-            space(),
+            space(validate=False),  # no host read per step (torch.compile); Eq. 15 checks d is finite
             lam=hp["hyilr_lambda"] if contrastive else 0.0,
             tau=hp["tau"] if contrastive else 0.07,
             negatives=negatives,

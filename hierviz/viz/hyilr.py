@@ -302,7 +302,7 @@ def level_bucket_figure(records: Sequence[dict[str, Any]], metric: str = "macro_
     Parameters
     ----------
     records : sequence of dict
-        Run records with ``method``, ``levels`` and ``buckets`` (:func:`hierviz.methods.paper05.train_htc`).
+        Run records with ``method``, ``levels`` and ``buckets`` (:func:`hierviz.experiments.htc.train_htc`).
     metric : {"micro_f1", "macro_f1"}
 
     Returns
