@@ -29,11 +29,15 @@ over a sequence of one token gives every label the weight 1, so on this path ``h
 classifier is a linear layer on ``c`` copies of ``x``, while ``hyilr-no-att`` uses
 ``F = x ⊙ W_Lᵀ`` (§5.4's ablation): the two differ in the classifier, not in attention over
 tokens. The token pipeline with a real attention is ``hierviz htc``
-(:mod:`hierviz.methods.paper05`).
+(:mod:`hierviz.methods.paper05`). Also unlike ``hierviz htc``: one view per sample
+(``Needs(views=1)``; on vectors compare's views drop input features), no dropout on ``vec(F)``,
+and the classifier bias starts at ``nn.Linear``'s init (htc starts it at the label log-odds).
 
 **Geometry.** The contrastive space is the method's (Table 4): Lorentz for ``hyilr``,
 ``hyilr-no-hns`` and ``hyilr-no-att``, the Poincaré ball or flat distances for the two
-geometry ablations, each with its own learnable curvature. The run's geometry
+geometry ablations, the hyperbolic ones with a learnable curvature (built with
+``validate=False``: no host read per step, so the objective compiles; Eq. 15 checks that the
+distances are finite). The run's geometry
 (``--geometries``) only sets the space the evaluation protocol embeds the encoder features in
 (``embedding="features"``, as for HXE), so every row has compare's usual columns.
 
