@@ -202,3 +202,42 @@ def test_train_htc_runs_through_the_one_training_loop(monkeypatch):
         assert row["loss"] == pytest.approx(row["bce"] + 0.5 * row["cl"], rel=1e-5)
         assert {"val_micro_f1", "val_macro_f1", "c", "alpha_t", "negatives"} <= set(row)
     assert res["c"] > 0 and res["label_points"].shape[1] == res["model"].h
+
+
+def test_an_interrupted_fit_resumes_to_the_same_run(tmp_path):
+    """The lazy head's parameters (materialised by the checkpoint) and their optimiser state resume exactly."""
+    from torch import nn
+    from torch.utils.data import TensorDataset
+
+    from hierviz.training import TrainConfig, fit, seed_everything
+
+    class Tiny(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc, self.head = nn.Linear(6, 8), nn.Linear(8, 4)
+
+        def forward(self, x):
+            f = torch.tanh(self.enc(x))
+            return {"features": f, "z": nn.functional.normalize(self.head(f), dim=-1)}
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_first(epoch, info):
+        if epoch == 0:
+            raise Stop
+
+    data = TensorDataset(torch.randn(40, 6, generator=torch.Generator().manual_seed(0)), torch.arange(40) % 5)
+
+    def run(folder, resume, callbacks=()):
+        seed_everything(0)
+        obj = build_objective("hyilr", TREE, "euclidean")
+        cfg = TrainConfig(epochs=3, batch_size=8, ema_decay=None, amp=False, device="cpu", warmup_epochs=0,
+                          checkpoint_dir=folder, resume=resume, progress=False)  # fmt: skip
+        res = fit(cfg, Tiny(), obj, data, callbacks=callbacks)
+        return res.history["loss"], obj.terms["hyilr"].scales.log_c.item()
+
+    full = run(tmp_path / "a", False)
+    with pytest.raises(Stop):
+        run(tmp_path / "b", False, [stop_after_first])
+    assert run(tmp_path / "b", True) == full and full[1] != 0.0
