@@ -215,8 +215,9 @@ def _bn_case(rank: int) -> dict:
     }
 
 
-# HyILR (Paper 05): text-label contrast on the Lorentz model (and its Table 4 ablations); it trains
-# with its own loop (hierviz.methods.paper05), so it is covered here as a loss on gathered outputs
+# HyILR (Paper 05) on token sequences (hierviz htc, hierviz.experiments.htc.train_htc): text-label contrast
+# on the Lorentz model (and its Table 4 ablations), covered here as a loss on gathered text features and
+# logits (the hyilr* methods of compare, on encoder features, are in CASES)
 HYILR_CASES = [("lorentz", "hierarchy"), ("poincare", "hierarchy"), ("euclidean", "hierarchy"), ("lorentz", "random")]
 HYILR_LEAVES = {0: [0, 0, 2, 1, 3], 1: [3, 3, 0]}  # 5 and 3 texts; rank 1 lacks leaves 1 and 2
 

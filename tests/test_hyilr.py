@@ -115,9 +115,9 @@ def test_eq11_closed_form():
 
 def test_scales_init_and_log_space():
     s = HyperbolicScales(h=16)
-    assert s.k.item() == 1.0 and s.log_k.item() == 0.0
+    assert s.c.item() == 1.0 and s.log_c.item() == 0.0
     assert s.alpha_t.item() == pytest.approx(0.25) and s.alpha_l.item() == pytest.approx(0.25)
-    assert {n for n, _ in s.named_parameters()} == {"log_k", "log_alpha_t", "log_alpha_l"}
+    assert {n for n, _ in s.named_parameters()} == {"log_c", "log_alpha_t", "log_alpha_l"}
     assert all(p.dtype == D64 for p in s.parameters())
     with pytest.raises(ValueError, match="geometry"):
         HyperbolicScales(4, geometry="klein")
@@ -139,7 +139,7 @@ def test_gradcheck_projection_and_distance():
         assert torch.autograd.gradcheck(f, args, eps=1e-6, atol=1e-6)
 
 
-def test_scales_gradients_reach_log_k_and_alphas():
+def test_scales_gradients_reach_log_c_and_alphas():
     torch.manual_seed(2)
     s = HyperbolicScales(4)
     T, L = s.project_text(torch.randn(3, 4)), s.project_labels(torch.randn(5, 4))

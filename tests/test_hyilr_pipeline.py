@@ -241,7 +241,7 @@ def test_htc_cli_smoke_resume_and_errors(tmp_path, capsys):
     assert seeds_csv[0].startswith("method,lam,seed,micro_f1") and len(seeds_csv) == 1 + 2  # two methods, one seed
     rec = json.loads((out / "runs" / "hyilr_lam0.3_seed0.json").read_text())
     assert set(rec["test"]) == {"micro_f1", "macro_f1", "hi_micro_f1", "hi_macro_f1"}
-    assert rec["radius"]["label_max"] > 0 and rec["k"] > 0
+    assert rec["radius"]["label_max"] > 0 and rec["c"] > 0
     html = (out / "report.html").read_text()
     assert "label embeddings: hyilr" in html and "depth 1" in html
     mtime = (out / "runs" / "hyilr_lam0.3_seed0.json").stat().st_mtime_ns

@@ -1,22 +1,27 @@
 """``hierviz htc``: Paper 05 (HyILR)'s experiment driver (methods x seeds, a λ sweep, tables, report).
 
-The methods, the model and one run (:func:`hierviz.methods.paper05.train_htc`) live in
-:mod:`hierviz.methods.paper05`; this module runs a plan of them into a folder and writes the
+The methods, the model and the objective live in :mod:`hierviz.methods.paper05`; one run,
+:func:`train_htc`, trains them with :func:`hierviz.training.fit` (the loop of every method); this
+module runs a plan of them into a folder and writes the
 tables and the HTML report (:func:`hierviz.report.htc.write_report`), so that the method layer
 imports no report or figure.
 """
 
 from __future__ import annotations
 
+import copy
 import csv
 import json
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
+from torch.utils.data import TensorDataset
 from tqdm.auto import tqdm
 
 from hierviz.data.loaders.htc import HTCData
@@ -26,16 +31,144 @@ from hierviz.methods.paper05 import (
     HTC_PRESETS,
     METRIC_KEYS,
     HTCConfig,
+    PackedTokens,
     _atomic_json,
+    _evaluate,
+    _full,
+    _predict,
+    build_htc_run,
     build_tokenizer,
     frequency_prior_scores,
     load_data,
     markdown_table,
     summarise,
-    train_htc,
 )
+from hierviz.metrics.htc import hierarchical_f1, label_columns
+from hierviz.training import TrainConfig, fit, seed_everything
 
-__all__ = ["add_htc_parser", "run_htc", "run_htc_command"]
+__all__ = ["add_htc_parser", "run_htc", "run_htc_command", "train_htc"]
+
+
+class _EarlyStop(Exception):
+    """Raised by :func:`train_htc`'s epoch callback to end :func:`hierviz.training.fit` early."""
+
+
+def train_htc(
+    data: HTCData,
+    method: str,
+    cfg: HTCConfig,
+    seed: int = 0,
+    *,
+    tokenizer: Any = None,
+    encoded: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Train one method with one seed through :func:`hierviz.training.fit`; evaluate the best-on-val model.
+
+    The loop is the one of every method (``hierviz compare``'s): AdamW with weight decay 0
+    (Adam) at ``cfg.lr`` for the model and the objective's scalars, the loop's cosine schedule
+    over ``cfg.epochs`` without warm-up, gradients of the model clipped at norm 5, shuffled
+    batches of ``cfg.batch_size`` (the last partial batch dropped), on the CPU with
+    ``cfg.threads`` threads. After each epoch a callback scores the validation split (micro +
+    macro F1), keeps the best state and stops after ``cfg.patience`` epochs without gain.
+
+    Parameters
+    ----------
+    data : HTCData
+    method : str
+        A name of :data:`hierviz.methods.paper05.HTC_METHODS`.
+    cfg : HTCConfig
+    seed : int, default 0
+    tokenizer : optional
+        Reuse a fitted tokenizer (else :func:`hierviz.methods.paper05.build_tokenizer`).
+    encoded : dict, optional
+        ``{"train"|"val"|"test": (ids, mask)}`` already encoded with ``tokenizer``.
+    progress : bool, default True
+        The loop's progress bar.
+
+    Returns
+    -------
+    dict
+        ``method``, ``seed``, ``test`` (:func:`hierviz.metrics.htc.hierarchical_f1`), ``val``,
+        ``levels``, ``buckets``, ``history`` (per epoch: loss, bce, cl, negatives, val micro/macro,
+        c, alpha_t, alpha_l), ``c``, ``alpha_t``, ``alpha_l``, ``radius`` (mean/max distance to the
+        origin of the projected test texts and labels), ``label_points`` (labels, h) projected
+        labels and ``points_c`` (the curvature of the geometry they lie on), ``seconds``, and
+        ``model``/``scales``/``tokenizer`` objects.
+
+    Raises
+    ------
+    NonFiniteLossError
+        A NaN/inf loss (names the epoch and step; lower ``lr``).
+
+    Examples
+    --------
+    >>> cfg = HTCConfig.preset("smoke", dataset="synthetic-htc", methods=("hyilr",), seeds=(0,), max_train=40)
+    >>> res = train_htc(load_data(cfg), "hyilr", cfg, seed=0, progress=False)
+    >>> sorted(res["test"]), len(res["history"]) <= cfg.epochs
+    (['hi_macro_f1', 'hi_micro_f1', 'macro_f1', 'micro_f1'], True)
+    """
+    HTC_METHODS.get(method)  # UnknownNameError naming the nearest
+    tree = data.tree
+    tokenizer = tokenizer or build_tokenizer(cfg, data)
+    if encoded is None:
+        encoded = {s: tokenizer.encode(data.part(s).texts, cfg.max_len) for s in ("train", "val", "test")}
+    cols = label_columns(tree)
+    Y = {s: torch.from_numpy(data.part(s).targets[:, cols]) for s in ("train", "val", "test")}
+    seed_everything(seed)
+    model, objective = build_htc_run(cfg, method, data, len(tokenizer))
+    net, scales = model.net, objective.scales
+    history: list[dict[str, float]] = []
+    state: dict[str, Any] = {"best": -1.0, "bad": 0, "saved": None}
+
+    def on_epoch(epoch: int, info: dict[str, Any]) -> None:
+        pv = _predict(net, *encoded["val"], cfg.batch_size) >= cfg.threshold
+        val = hierarchical_f1(_full(Y["val"].numpy(), tree), _full(pv, tree), tree)
+        row = {"epoch": epoch + 1, **{k: v[-1] for k, v in info["history"].items() if k != "lr_head"}}
+        row.update({"val_micro_f1": val["micro_f1"], "val_macro_f1": val["macro_f1"]})
+        row.update({k: float(getattr(scales, k).detach()) for k in ("c", "alpha_t", "alpha_l")})
+        history.append(row)
+        score = val["micro_f1"] + val["macro_f1"]
+        if score > state["best"]:
+            state.update(best=score, bad=0, saved=(copy.deepcopy(net.state_dict()), copy.deepcopy(scales.state_dict())))
+            return
+        state["bad"] += 1
+        if state["bad"] >= cfg.patience:
+            raise _EarlyStop
+
+    config = TrainConfig(
+        epochs=cfg.epochs,
+        batch_size=cfg.batch_size,
+        lr_backbone=cfg.lr,
+        lr_head=cfg.lr,
+        weight_decay=0.0,
+        warmup_epochs=0.0,
+        ema_decay=None,
+        grad_clip=5.0,
+        seed=seed,
+        device="cpu",
+        amp=False,
+        progress=progress,
+    )
+    train = TensorDataset(PackedTokens.pack(*encoded["train"]), Y["train"])
+    t0 = time.perf_counter()
+    old_threads = torch.get_num_threads()
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    try:
+        fit(config, model, objective, train, callbacks=[on_epoch])
+    except _EarlyStop:
+        pass
+    finally:
+        torch.set_num_threads(old_threads)
+    if state["saved"] is not None:
+        net.load_state_dict(state["saved"][0])
+        scales.load_state_dict(state["saved"][1])
+    seconds = time.perf_counter() - t0
+    res = _evaluate(net, scales, encoded, Y, data, cfg)
+    res.update(method=method, seed=seed, history=history, seconds=seconds, model=net, scales=scales)
+    res["tokenizer"] = tokenizer
+    return res
 
 
 def run_htc(
@@ -51,9 +184,9 @@ def run_htc(
 
     Each finished run is written atomically to ``<out>/runs/<method>_lam<λ>_seed<s>.json`` and
     skipped on a later call with ``resume=True`` (same config). Writes ``results.csv``,
-    ``seeds.csv`` (one row per run: the test metrics as fractions, k, α), ``baselines.csv``
+    ``seeds.csv`` (one row per run: the test metrics as fractions, c, α), ``baselines.csv``
     (the frequency prior),
-    ``results.md`` (mean ± std over seeds; learned ``k``, ``α_t``, ``α_l``; radii),
+    ``results.md`` (mean ± std over seeds; learned ``c``, ``α_t``, ``α_l``; radii),
     ``levels.csv``, ``buckets.csv``, ``labels_<method>.npz`` (projected label embeddings of seed 0)
     and ``report.html`` (table, label embeddings on the Poincaré disk coloured by depth, per-level
     and long-tail F1, training curves).
@@ -105,7 +238,7 @@ def run_htc(
             records.append(json.loads(path.read_text()))
             continue
         res = train_htc(data, m, replace(cfg, lam=lam), s, tokenizer=tok, encoded=enc, progress=progress)
-        rec = {k: v for k, v in res.items() if k not in ("model", "scales", "tokenizer", "label_points")}
+        rec = {k: v for k, v in res.items() if k not in ("model", "scales", "tokenizer", "label_points", "points_c")}
         rec.update(lam=lam, dataset=data.name)
         if s == cfg.seeds[0] and lam == cfg.lam:
             np.savez_compressed(
@@ -113,7 +246,8 @@ def run_htc(
                 points=res["label_points"],
                 names=np.array([n for n in data.tree.nodes if n != data.tree.root]),
                 depth=np.array([data.tree.depth(n) for n in data.tree.nodes if n != data.tree.root]),
-                k=res["k"],
+                c=res["points_c"],  # the curvature of the geometry the points lie on
+                c_learned=res["c"],
                 geometry=HTC_METHODS.get(m).geometry,
             )
         _atomic_json(path, rec)
@@ -129,12 +263,12 @@ def _write_tables(out: Path, rows, records, data: HTCData, cfg: HTCConfig) -> No
         w.writeheader()
         w.writerows(rows)
     with open(out / "seeds.csv", "w", newline="") as f:  # issue 24: one row per run, for regenerating the table
-        w = csv.DictWriter(f, fieldnames=["method", "lam", "seed", *METRIC_KEYS, "k", "alpha_t", "alpha_l"])
+        w = csv.DictWriter(f, fieldnames=["method", "lam", "seed", *METRIC_KEYS, "c", "alpha_t", "alpha_l"])
         w.writeheader()
         for r in records:
             w.writerow(
                 {"method": r["method"], "lam": r["lam"], "seed": r["seed"], **{k: r["test"][k] for k in METRIC_KEYS}}
-                | {k: r[k] for k in ("k", "alpha_t", "alpha_l")}
+                | {k: r[k] for k in ("c", "alpha_t", "alpha_l")}
             )
     for name, key in (("levels", "levels"), ("buckets", "buckets")):
         with open(out / f"{name}.csv", "w", newline="") as f:
@@ -158,7 +292,7 @@ def _write_tables(out: Path, rows, records, data: HTCData, cfg: HTCConfig) -> No
     md += (
         f"\n{sizes} documents; tree {data.tree.num_nodes - 1} labels, {data.tree.height} levels; "
         f"encoder h={cfg.h}, layers={cfg.layers}, max_len={cfg.max_len}, epochs ≤ {cfg.epochs}, τ={cfg.tau}.\n"
-        "k, α_t, α_l: learned values (k unused by CL-Euclidean and w/o CL). label r / text r: mean distance "
+        "c, α_t, α_l: learned values (c: the curvature magnitude, the paper's k; unused by CL-Euclidean and w/o CL). label r / text r: mean distance "
         "to the origin of the projected label / test-text embeddings, in the run's own space.\n"
     )
     (out / "results.md").write_text(md)

@@ -93,6 +93,7 @@ _NEW_KEY_DEFAULTS = {
     "loss.cone_weight": 0.0,
     "loss.center_weight": 0.0,
     "loss.cone_aperture": 0.1,
+    "loss.hyilr_lambda": 0.3,  # issue 23: HyILR's λ (hierviz.methods.hyilr)
 }
 
 #: Keys that legitimately differ between the runs of one comparison.

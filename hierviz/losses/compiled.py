@@ -114,18 +114,20 @@ class CompiledLoss:
             kw["mode"] = mode
         self._fn = torch.compile(self._step, **kw)
 
-    def _step(self, z: Any, logits: Any, labels: Any) -> tuple[Any, Any]:
+    def _step(self, z: Any, logits: Any, labels: Any, features: Any = None) -> tuple[Any, Any]:
         out = {"z": z} if logits is None else {"z": z, "logits": logits}
+        if features is not None:  # objectives on the encoder features (HyILR, hierviz.methods.hyilr)
+            out["features"] = features
         return objective_loss(self.objective, out, labels)
 
     def __call__(self, out: Mapping[str, Any], labels: torch.Tensor | None) -> tuple[Any, Any]:
-        """``(loss, terms)`` of one batch; ``out`` holds ``"z"`` and, for logit objectives, ``"logits"``."""
+        """``(loss, terms)`` of one batch; ``out`` holds ``"z"``, for logit objectives ``"logits"``, and ``"features"``."""
         self.calls += 1
-        z, logits = out.get("z"), out.get("logits")
+        z, logits, features = out.get("z"), out.get("logits"), out.get("features")
         if self.calls == 1 or not self.compiled:
-            return self._step(z, logits, labels)
+            return self._step(z, logits, labels, features)
         try:
-            return self._fn(z, logits, labels)
+            return self._fn(z, logits, labels, features)
         except Exception as err:  # noqa: BLE001 - any compile failure: keep training, eagerly
             if not self.fallback or not _is_compile_error(err):
                 raise
@@ -137,7 +139,7 @@ class CompiledLoss:
                 RuntimeWarning,
                 stacklevel=2,
             )
-            return self._step(z, logits, labels)
+            return self._step(z, logits, labels, features)
 
 
 def _is_compile_error(err: BaseException) -> bool:

@@ -3,12 +3,14 @@ r"""HyILR (Paper 05 (HyILR)): text–label contrastive loss on a Lorentz hyperbo
 Three pieces, each a plain function of tensors so they can be used (and gathered across
 ranks) without a model:
 
-* :class:`HyperbolicScales` — the learnable scalars of §5.1 (curvature ``k``, text and label
+* :class:`HyperbolicScales` — the learnable scalars of §5.1 (curvature ``c``, text and label
   scales ``α_t``, ``α_l``, all learned in log space) and the projection of Eq. 12,
   ``T_H = φ(α_t T_[CLS])``, ``L_H = φ(α_l W_Lᵀ)``, with φ the exponential map at the origin
-  (Eq. 11) and ``d`` the geodesic distance (Eq. 4). ``geometry="lorentz"`` is HyILR;
-  ``"poincare"`` and ``"euclidean"`` are the ablations of Table 4 (CL-Poincaré,
-  CL-Euclidean (Distance)).
+  (Eq. 11) and ``d`` the geodesic distance (Eq. 4), both the methods of a
+  :class:`hierviz.geometry.Geometry` object: :class:`~hierviz.geometry.Lorentz` is HyILR;
+  :class:`~hierviz.geometry.PoincareBall` and :class:`~hierviz.geometry.Euclidean` are the
+  ablations of Table 4 (CL-Poincaré, CL-Euclidean (Distance)). No behaviour is chosen by a
+  geometry's name (:func:`project`, :func:`distance`).
 * :func:`hierarchy_negatives` — the hierarchy-aware hard negatives of Eqs. 13–14, one
   nearest non-positive descendant and one nearest non-positive same-level label per
   positive label, united per sample (unique), vectorised over samples and labels;
@@ -20,7 +22,7 @@ columns); :func:`label_relations` builds the descendant and same-level masks.
 
 The paper writes points as ``[u_s, u_t]`` (time last); hierviz's Lorentz model puts time
 first (:mod:`hierviz.geometry.lorentz.math`). The paper's ``k`` (hyperboloid
-``⟨u, u⟩_L = −1/k``) is hierviz's ``c``.
+``⟨u, u⟩_L = −1/k``) is hierviz's ``c``: every signature here says ``c``.
 
 Examples
 --------
@@ -45,16 +47,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hierviz.geometry._checks import full_precision
+from hierviz.geometry import Geometry, get_geometry
+from hierviz.geometry._checks import full_precision, scalar
 from hierviz.geometry.lorentz import math as lmath
-from hierviz.geometry.poincare import math as pmath
 
 from ._validation import _check_tau, _compiling
 
 Tensor = torch.Tensor
 
 __all__ = [
-    "HYILR_GEOMETRIES",
     "HyperbolicScales",
     "lorentz_expmap0",
     "lorentz_distance",
@@ -68,24 +69,23 @@ __all__ = [
     "hyilr_loss",
 ]
 
-#: Spaces the contrastive term can use: HyILR (Lorentz) and the Table 4 ablations.
-HYILR_GEOMETRIES = ("lorentz", "poincare", "euclidean")
-#: Range the learnable curvature is clamped to (hierviz's maps are tested on [1e-7, 500]).
-K_RANGE = (1e-3, 1e2)
+#: Range the learnable curvature ``c`` is clamped to (hierviz's maps are tested on [1e-7, 500]).
+C_RANGE = (1e-3, 1e2)
 
 
-def lorentz_expmap0(e_s: Tensor, k: Tensor | float) -> Tensor:
-    r"""Eq. 11: :math:`\phi(e_s) = \frac{\sinh(\sqrt k\|e_s\|)}{\sqrt k\|e_s\|}\,e_s`, the space part of ``exp_O``.
+def lorentz_expmap0(e_s: Tensor, c: Tensor | float) -> Tensor:
+    r"""Eq. 11: :math:`\phi(e_s) = \frac{\sinh(\sqrt c\|e_s\|)}{\sqrt c\|e_s\|}\,e_s`, the space part of ``exp_O``.
 
-    The time coordinate follows from Eq. 3, :math:`u_t = \sqrt{1/k + \|u_s\|^2}`; this is
-    the spatial part of :func:`hierviz.geometry.lorentz.math.expmap0`, which it calls.
+    The time coordinate follows from Eq. 3, :math:`u_t = \sqrt{1/c + \|u_s\|^2}`; this is
+    the spatial part of :func:`hierviz.geometry.lorentz.math.expmap0`, which it calls. The
+    paper's ``k`` is hierviz's ``c``.
 
     Parameters
     ----------
     e_s : Tensor, shape (..., h)
         Euclidean features (tangent vectors at the origin ``O``).
-    k : float or 0-d Tensor
-        Curvature magnitude ``k > 0`` (curvature ``−k``); a tensor keeps its gradient.
+    c : float or 0-d Tensor
+        Curvature magnitude ``c > 0`` (curvature ``−c``); a tensor keeps its gradient.
 
     Returns
     -------
@@ -98,17 +98,17 @@ def lorentz_expmap0(e_s: Tensor, k: Tensor | float) -> Tensor:
     >>> lorentz_expmap0(torch.tensor([[1.0, 0.0]], dtype=torch.float64), 1.0)  # sinh(1)
     tensor([[1.1752, 0.0000]], dtype=torch.float64)
     """
-    return lmath.expmap0(e_s, k)[..., 1:]
+    return lmath.expmap0(e_s, c)[..., 1:]
 
 
-def _with_time(u_s: Tensor, k: Tensor | float) -> Tensor:
-    """Eq. 3: prepend ``u_t = sqrt(1/k + ‖u_s‖²)`` (hierviz order, time first)."""
-    t = (1.0 / k + u_s.pow(2).sum(-1, keepdim=True)).sqrt()
+def _with_time(u_s: Tensor, c: Tensor | float) -> Tensor:
+    """Eq. 3: prepend ``u_t = sqrt(1/c + ‖u_s‖²)`` (hierviz order, time first)."""
+    t = (1.0 / c + u_s.pow(2).sum(-1, keepdim=True)).sqrt()
     return torch.cat([t, u_s], dim=-1)
 
 
-def lorentz_distance(u_s: Tensor, v_s: Tensor, k: Tensor | float) -> Tensor:
-    r"""Eq. 4, all pairs: :math:`d(u, v) = \frac{1}{\sqrt k}\cosh^{-1}(-k\langle u, v\rangle_{\mathcal L})`.
+def lorentz_distance(u_s: Tensor, v_s: Tensor, c: Tensor | float) -> Tensor:
+    r"""Eq. 4, all pairs: :math:`d(u, v) = \frac{1}{\sqrt c}\cosh^{-1}(-c\langle u, v\rangle_{\mathcal L})`.
 
     Points are given by their space components (time from Eq. 3). Evaluated in closed form by
     :func:`hierviz.geometry.lorentz.math.pairwise_dist` (no cancellation for close points).
@@ -117,8 +117,8 @@ def lorentz_distance(u_s: Tensor, v_s: Tensor, k: Tensor | float) -> Tensor:
     ----------
     u_s : Tensor, shape (B, h)
     v_s : Tensor, shape (M, h)
-    k : float or 0-d Tensor
-        Curvature magnitude ``k > 0``.
+    c : float or 0-d Tensor
+        Curvature magnitude ``c > 0`` (the paper's ``k``).
 
     Returns
     -------
@@ -133,109 +133,170 @@ def lorentz_distance(u_s: Tensor, v_s: Tensor, k: Tensor | float) -> Tensor:
     >>> round(float(lorentz_distance(o, x, 1.0)), 6)  # d(O, exp_O(v)) = ‖v‖
     0.7
     """
-    return lmath.pairwise_dist(_with_time(u_s, k), _with_time(v_s, k), k)
+    return lmath.pairwise_dist(_with_time(u_s, c), _with_time(v_s, c), c)
 
 
-def project(e: Tensor, scale: Tensor | float, k: Tensor | float, geometry: str = "lorentz") -> Tensor:
-    """Eq. 12 for one scale: ``φ(scale · e)`` in float64 (Lorentz: space part; see :class:`HyperbolicScales`).
+def _space(geometry: Any) -> Geometry:
+    """A :class:`~hierviz.geometry.Geometry` from an object or a registered name (``None``: Lorentz).
+
+    A name builds the geometry with ``validate=False``: its input checks are host reads on every
+    call (no ``torch.compile`` graph), and :func:`hyilr_contrastive_loss` checks the distances are
+    finite. An object is used as given.
+    """
+    if geometry is None:
+        geometry = "lorentz"
+    if isinstance(geometry, str):
+        return get_geometry(geometry, validate=False)
+    if not isinstance(geometry, Geometry):
+        raise TypeError(
+            f"geometry must be a hierviz.geometry.Geometry (Lorentz(), PoincareBall(), Euclidean()) or a "
+            f"registered name, got {type(geometry).__name__}"
+        )
+    return geometry
+
+
+def _stretch(geometry: Geometry, c: Tensor | float) -> Tensor | float:
+    """``√(c / c₀)``: the space of curvature ``−c`` is the one of ``geometry`` (``−c₀``) with distances × ``1/√(c/c₀)``."""
+    if not geometry.hyperbolic:
+        return 1.0
+    c0 = float(scalar(geometry.c))
+    return (c / c0) ** 0.5 if isinstance(c, Tensor) else math.sqrt(float(c) / c0)
+
+
+def project(e: Tensor, scale: Tensor | float, c: Tensor | float, geometry: Any = None) -> Tensor:
+    r"""Eq. 12 for one scale: ``φ(scale · e)`` onto ``geometry`` at curvature ``−c``, in float64.
+
+    A space of curvature ``−c`` is the space of ``geometry`` (curvature ``−c₀``, its own ``c``)
+    with every length multiplied by ``s = √(c₀/c)``: :math:`\exp^{c}_0(v)` is the point
+    :math:`\exp^{c_0}_0(\sqrt{c/c_0}\,v)` of ``geometry`` and :math:`d_c = d_{c_0}/\sqrt{c/c_0}`
+    (:func:`distance`). So the learned ``c`` (a tensor with its gradient) works through the
+    geometry's own :meth:`~hierviz.geometry.Geometry.expmap0` and
+    :meth:`~hierviz.geometry.Geometry.pairwise_dist`, for any registered geometry. A
+    non-hyperbolic geometry (``geometry.hyperbolic`` False) keeps the scaled features,
+    ``c`` unused.
 
     Parameters
     ----------
     e : Tensor, shape (..., h)
-    scale, k : float or 0-d Tensor
-        ``α`` and the curvature magnitude (``k`` is unused for ``"euclidean"``).
-    geometry : {"lorentz", "poincare", "euclidean"}
+    scale, c : float or 0-d Tensor
+        ``α`` and the curvature magnitude ``c > 0`` (the paper's ``k``).
+    geometry : Geometry or str, default Lorentz()
+        :class:`~hierviz.geometry.Lorentz` (HyILR), :class:`~hierviz.geometry.PoincareBall`
+        (CL-Poincaré) or :class:`~hierviz.geometry.Euclidean` (CL-Euclidean (Distance)), or a
+        registered name. ``torch.compile(fullgraph=True)`` needs one built with ``validate=False``
+        (a name does that).
 
     Returns
     -------
-    Tensor, shape (..., h), float64
+    Tensor, shape (..., geometry.point_dim(h)), float64
+        Points of ``geometry`` (Lorentz: time coordinate first).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import Lorentz
+    >>> x = project(torch.tensor([[0.5, 0.0]]), 2.0, 4.0, Lorentz())  # φ of v = (1, 0) at c = 4
+    >>> round(float(distance(x, project(torch.zeros(1, 2), 1.0, 4.0, Lorentz()), 4.0, Lorentz())), 6)  # = ‖v‖
+    1.0
     """
+    g = _space(geometry)
     with full_precision():
-        e = e.to(torch.float64) * scale
-        if geometry == "lorentz":
-            return lorentz_expmap0(e, k)
-        if geometry == "poincare":
-            return pmath.expmap0(e, k)
-        return e
+        v = e.to(torch.float64) * scale
+        if not g.hyperbolic:
+            return v
+        return g.expmap0(v * _stretch(g, c))
 
 
-def distance(x: Tensor, y: Tensor, k: Tensor | float, geometry: str = "lorentz") -> Tensor:
-    """All-pairs distance of projected points: ``(B, h), (M, h)`` → ``(B, M)`` (Eq. 4 for Lorentz).
+def distance(x: Tensor, y: Tensor, c: Tensor | float, geometry: Any = None) -> Tensor:
+    """All-pairs distance of projected points: ``(B, D), (M, D)`` → ``(B, M)`` (Eq. 4 for Lorentz).
+
+    Hyperbolic: ``geometry.pairwise_dist(x, y) / √(c/c₀)`` (see :func:`project`). Otherwise
+    the flat distance ``‖x − y‖`` of the scaled features: hierviz's
+    :class:`~hierviz.geometry.Euclidean` measures chords of the unit sphere, which would cancel
+    the scales α, while CL-Euclidean (Distance) is the Euclidean distance of the features
+    (Paper 05 (HyILR) §5.4).
 
     Parameters
     ----------
     x, y : Tensor
-        Outputs of :func:`project` with the same ``k`` and ``geometry``.
-    k : float or 0-d Tensor
-    geometry : {"lorentz", "poincare", "euclidean"}
+        Outputs of :func:`project` with the same ``c`` and ``geometry``.
+    c : float or 0-d Tensor
+    geometry : Geometry or str, default Lorentz()
 
     Returns
     -------
-    Tensor, shape (B, M)
+    Tensor, shape (B, M), float64
     """
+    g = _space(geometry)
     with full_precision():
-        if geometry == "lorentz":
-            return lorentz_distance(x, y, k)
-        if geometry == "poincare":
-            return pmath.pairwise_dist(x, y, k)
-        return torch.cdist(x, y)
+        if not g.hyperbolic:
+            return torch.cdist(x, y)
+        return g.pairwise_dist(x, y) / _stretch(g, c)
 
 
 class HyperbolicScales(nn.Module):
     r"""The learnable scalars of HyILR and the projection of Eq. 12 (Paper 05 (HyILR) §4.2, §5.1).
 
-    ``log k`` (init ``log 1``), ``log α_t`` and ``log α_l`` (init ``log(1/√h)``) are the
-    parameters (§5.1: "we learn all the scalars in the logarithmic space"). Everything is
-    computed in float64 (far from the origin the hyperboloid's coordinates grow like
-    ``e^{√k r}`` and float32 loses the distance of close points).
+    ``log c`` (init ``log c₀``), ``log α_t`` and ``log α_l`` (init ``log(1/√h)``) are the
+    parameters (§5.1: "we learn all the scalars in the logarithmic space"; the paper's ``k``
+    is hierviz's ``c``). The maps and distances are those of the geometry object
+    (:func:`project`, :func:`distance`), computed in float64 (far from the origin the
+    hyperboloid's coordinates grow like ``e^{√c r}`` and float32 loses the distance of close
+    points).
 
     Parameters
     ----------
     h : int
         Feature size (``>= 1``); sets the scale init ``1/√h``.
-    geometry : {"lorentz", "poincare", "euclidean"}, default "lorentz"
-        ``"lorentz"``: Eq. 11 and Eq. 4 (HyILR). ``"poincare"``: ``exp_0`` onto the Poincaré
-        ball of curvature ``−k`` and its distance (CL-Poincaré). ``"euclidean"``: the
-        scaled features and their Euclidean distance (CL-Euclidean (Distance); ``k`` unused).
-    k : float, default 1.0
-        Initial curvature magnitude (``> 0``).
-    learn_k : bool, default True
-        Train ``log k``.
+    geometry : Geometry or str, default Lorentz()
+        The contrastive space: :class:`~hierviz.geometry.Lorentz` (HyILR),
+        :class:`~hierviz.geometry.PoincareBall` (CL-Poincaré), :class:`~hierviz.geometry.Euclidean`
+        (CL-Euclidean (Distance); ``c`` unused) or any registered geometry. Its ``c`` is the
+        initial curvature unless ``c`` is given.
+    c : float, optional
+        Initial curvature magnitude (``> 0``, in :data:`C_RANGE`); default the geometry's ``c``
+        (1.0 for a non-hyperbolic one).
+    learn_c : bool, default True
+        Train ``log c``.
 
     Raises
     ------
     ValueError
-        Unknown ``geometry``, ``h < 1`` or ``k`` outside :data:`K_RANGE`.
+        Unknown geometry name, ``h < 1`` or ``c`` outside :data:`C_RANGE`.
+    TypeError
+        ``geometry`` neither a Geometry nor a name.
 
     Examples
     --------
     >>> import torch
-    >>> s = HyperbolicScales(h=4)
-    >>> round(s.alpha_t.item(), 6), s.k.item()
+    >>> from hierviz.geometry import Lorentz
+    >>> s = HyperbolicScales(h=4, geometry=Lorentz())
+    >>> round(s.alpha_t.item(), 6), s.c.item()
     (0.5, 1.0)
     >>> T, L = s.project_text(torch.ones(3, 4)), s.project_labels(torch.ones(5, 4))
-    >>> s.distance(T, L).shape, T.dtype
-    (torch.Size([3, 5]), torch.float64)
+    >>> s.distance(T, L).shape, T.shape, T.dtype  # Lorentz points: time coordinate first
+    (torch.Size([3, 5]), torch.Size([3, 5]), torch.float64)
     """
 
-    def __init__(self, h: int, geometry: str = "lorentz", k: float = 1.0, learn_k: bool = True) -> None:
+    def __init__(self, h: int, geometry: Any = None, c: float | None = None, learn_c: bool = True) -> None:
         super().__init__()
-        if geometry not in HYILR_GEOMETRIES:
-            raise ValueError(f"geometry must be one of {HYILR_GEOMETRIES}, got {geometry!r}")
+        g = _space(geometry)
         if isinstance(h, bool) or not isinstance(h, int) or h < 1:
             raise ValueError(f"h (feature size) must be an integer >= 1, got {h!r}")
-        if not (K_RANGE[0] <= float(k) <= K_RANGE[1]):
-            raise ValueError(f"k (initial curvature) must be in [{K_RANGE[0]:g}, {K_RANGE[1]:g}], got {k!r}")
-        self.geometry = geometry
-        self.log_k = nn.Parameter(torch.tensor(math.log(k), dtype=torch.float64), requires_grad=learn_k)
+        if c is None:
+            c = float(scalar(g.c)) if g.hyperbolic else 1.0
+        if not (C_RANGE[0] <= float(c) <= C_RANGE[1]):
+            raise ValueError(f"c (initial curvature) must be in [{C_RANGE[0]:g}, {C_RANGE[1]:g}], got {c!r}")
+        self.geometry = g
+        self.log_c = nn.Parameter(torch.tensor(math.log(c), dtype=torch.float64), requires_grad=learn_c)
         init = math.log(1.0 / math.sqrt(h))
         self.log_alpha_t = nn.Parameter(torch.tensor(init, dtype=torch.float64))
         self.log_alpha_l = nn.Parameter(torch.tensor(init, dtype=torch.float64))
 
     @property
-    def k(self) -> Tensor:
-        """Curvature magnitude ``exp(log k)``, clamped to :data:`K_RANGE` (0-d float64)."""
-        return self.log_k.clamp(math.log(K_RANGE[0]), math.log(K_RANGE[1])).exp()
+    def c(self) -> Tensor:
+        """Curvature magnitude ``exp(log c)``, clamped to :data:`C_RANGE` (0-d float64)."""
+        return self.log_c.clamp(math.log(C_RANGE[0]), math.log(C_RANGE[1])).exp()
 
     @property
     def alpha_t(self) -> Tensor:
@@ -248,26 +309,31 @@ class HyperbolicScales(nn.Module):
         return self.log_alpha_l.exp()
 
     def project_text(self, t: Tensor) -> Tensor:
-        """``T_H = φ(α_t T_[CLS])`` (Eq. 12); ``(B, h)`` → ``(B, h)`` float64 (Lorentz: space part)."""
-        return project(t, self.alpha_t, self.k, self.geometry)
+        """``T_H = φ(α_t T_[CLS])`` (Eq. 12); ``(B, h)`` → ``(B, point_dim(h))`` float64 points of :attr:`geometry`."""
+        return project(t, self.alpha_t, self.c, self.geometry)
 
     def project_labels(self, w: Tensor) -> Tensor:
-        """``L_H = φ(α_l W_Lᵀ)`` (Eq. 12); ``(c, h)`` → ``(c, h)`` float64 (Lorentz: space part)."""
-        return project(w, self.alpha_l, self.k, self.geometry)
+        """``L_H = φ(α_l W_Lᵀ)`` (Eq. 12); ``(c, h)`` → ``(c, point_dim(h))`` float64 points of :attr:`geometry`."""
+        return project(w, self.alpha_l, self.c, self.geometry)
 
     def distance(self, x: Tensor, y: Tensor) -> Tensor:
-        """All-pairs distance in the chosen space: ``(B, h), (M, h)`` → ``(B, M)`` float64 (Eq. 4 for Lorentz)."""
-        return distance(x, y, self.k, self.geometry)
+        """All-pairs distance at the learned ``c``: ``(B, D), (M, D)`` → ``(B, M)`` float64 (Eq. 4 for Lorentz)."""
+        return distance(x, y, self.c, self.geometry)
 
     def radius(self, x: Tensor) -> Tensor:
-        """Distance of each projected point to the origin, ``(..., h)`` → ``(...)``."""
+        """Distance of each projected point to the origin at the learned ``c``, ``(..., D)`` → ``(...)``."""
         with full_precision():
-            zero = torch.zeros(1, x.shape[-1], dtype=x.dtype, device=x.device)
-            return self.distance(x.reshape(-1, x.shape[-1]), zero).reshape(x.shape[:-1])
+            flat = x.reshape(-1, x.shape[-1])
+            if self.geometry.hyperbolic:
+                D = x.shape[-1]
+                zero = self.geometry.origin(2 * D - self.geometry.point_dim(D), dtype=x.dtype, device=x.device)
+            else:
+                zero = torch.zeros(x.shape[-1], dtype=x.dtype, device=x.device)
+            return self.distance(flat, zero[None]).reshape(x.shape[:-1])
 
     def extra_repr(self) -> str:
         return (
-            f"geometry={self.geometry!r}, k={self.k.item():.4g}, alpha_t={self.alpha_t.item():.4g}, "
+            f"geometry={self.geometry!r}, c={self.c.item():.4g}, alpha_t={self.alpha_t.item():.4g}, "
             f"alpha_l={self.alpha_l.item():.4g}"
         )
 
@@ -499,7 +565,7 @@ def hyilr_loss(
         Label features ``W_Lᵀ`` (Euclidean).
     targets : Tensor, shape (B, c), bool
     scales : HyperbolicScales
-        ``k``, ``α_t``, ``α_l`` and the space (HyILR or an ablation).
+        ``c``, ``α_t``, ``α_l`` and the space (HyILR or an ablation).
     relations : (desc, same_level)
         From :func:`label_relations`.
     lam : float, default 0.3

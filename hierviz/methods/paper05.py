@@ -1,9 +1,13 @@
-r"""Paper 05 (HyILR): hierarchical text classification methods, training and the ``hierviz htc`` experiment.
+r"""Paper 05 (HyILR): the text (token) pipeline of ``hierviz htc``: its methods, config, model and objective.
 
-HyILR and the ablations of Table 4 are text classifiers (token sequences → multi-label
-predictions over the tree's nodes), which the image/vector pipeline of ``hierviz compare``
-does not feed; they live in their own registry, :data:`HTC_METHODS`, and run with
-``hierviz htc`` (:func:`hierviz.experiments.htc.run_htc`).
+HyILR and the ablations of Table 4 on token sequences (label–text attention over the tokens,
+Eq. 8): :data:`HTC_METHODS`, :class:`HTCConfig` and its presets, the model
+(:func:`build_model`, :class:`PackedTokens`) and the objective (:class:`HTCObjective`) of one
+run; :func:`hierviz.experiments.htc.train_htc` trains them with the one training loop,
+:func:`hierviz.training.fit`, and :func:`hierviz.experiments.htc.run_htc` runs the experiment.
+The same methods on one feature vector per sample (any ``hierviz compare`` dataset, e.g.
+``20news`` as TF-IDF vectors) are registered for ``hierviz compare`` by
+:mod:`hierviz.methods.hyilr`.
 
 =====================  ==============================================================
 name                   what changes (Paper 05 (HyILR) §5.4, Table 4)
@@ -11,7 +15,7 @@ name                   what changes (Paper 05 (HyILR) §5.4, Table 4)
 ``hyilr``              BCE + λ·CL, Lorentz (Eqs. 11–15), hierarchy negatives
 ``hyilr-no-cl``        w/o CL: BCE only
 ``hyilr-euclidean``    CL-Euclidean (Distance): Euclidean distance of the scaled features
-``hyilr-poincare``     CL-Poincaré: Poincaré ball of learnable curvature −k
+``hyilr-poincare``     CL-Poincaré: Poincaré ball of learnable curvature −c
 ``hyilr-no-hns``       w/o HNS: random negatives (2 per positive) on the Lorentz model
 ``hyilr-no-att``       w/o label–text att.: ``F = X_[CLS] ⊙ W_Lᵀ``
 =====================  ==============================================================
@@ -21,18 +25,21 @@ Examples
 >>> HTC_METHODS.names()
 ['hyilr', 'hyilr-no-cl', 'hyilr-euclidean', 'hyilr-poincare', 'hyilr-no-hns', 'hyilr-no-att']
 >>> cfg = HTCConfig.preset("smoke", dataset="synthetic-htc", methods=("hyilr",), seeds=(0,), max_train=40)
->>> res = train_htc(load_data(cfg), "hyilr", cfg, seed=0, progress=False)
->>> sorted(res["test"])
-['hi_macro_f1', 'hi_micro_f1', 'macro_f1', 'micro_f1']
+>>> data = load_data(cfg)
+>>> model, objective = build_htc_run(cfg, "hyilr", data, vocab_size=50)
+>>> ids, mask = torch.randint(3, 50, (4, 8)), torch.ones(4, 8, dtype=torch.bool)
+>>> out = model(PackedTokens.pack(ids, mask))
+>>> y = torch.from_numpy(data.part("train").targets[:4, label_columns(data.tree)])
+>>> loss, terms = objective.loss_from_output(out, y)
+>>> sorted(terms)
+['bce', 'cl', 'negatives']
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -40,10 +47,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from torch import nn
 
 from hierviz._registry import Registry
 from hierviz.data.loaders.htc import HTCData, load_htc
+from hierviz.geometry import get_geometry
+from hierviz.geometry._checks import scalar
 from hierviz.losses.hyilr import HyperbolicScales, hyilr_loss, label_relations
 from hierviz.metrics.htc import frequency_bucket_f1, hierarchical_f1, label_columns, per_level_f1
 from hierviz.models.text import BertTextEncoder, BertTokenizerAdapter, HyILRModel, TransformerTextEncoder, WordVocab
@@ -56,7 +65,9 @@ __all__ = [
     "load_data",
     "build_tokenizer",
     "build_model",
-    "train_htc",
+    "build_htc_run",
+    "PackedTokens",
+    "HTCObjective",
     "summarise",
     "markdown_table",
 ]
@@ -241,116 +252,72 @@ def _full(pred_labels: np.ndarray, tree: Any) -> np.ndarray:
     return out
 
 
-def train_htc(
-    data: HTCData,
-    method: str,
-    cfg: HTCConfig,
-    seed: int = 0,
-    *,
-    tokenizer: Any = None,
-    encoded: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None,
-    progress: bool = True,
-) -> dict[str, Any]:
-    """Train one method with one seed; evaluate the best-on-val model on the test split.
+class PackedTokens(nn.Module):
+    """A :class:`HyILRModel` on one tensor per batch: ``x = stack([ids, mask], 1)``, shape ``(B, 2, s)`` long.
+
+    The training loop (:func:`hierviz.training.fit`) feeds the model one tensor; token ids and
+    their padding mask travel together in it. Outputs are :meth:`HyILRModel.forward`'s.
+    """
+
+    def __init__(self, net: HyILRModel) -> None:
+        super().__init__()
+        self.net = net
+        self.shared_outputs = net.shared_outputs
+
+    @staticmethod
+    def pack(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``(B, s)`` ids and bool mask → ``(B, 2, s)`` long."""
+        return torch.stack([ids.long(), mask.long()], 1)
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        return self.net(x[:, 0], x[:, 1].bool())
+
+
+class HTCObjective(nn.Module):
+    """HyILR's loss on a :class:`HyILRModel`'s outputs and multi-hot targets (what ``fit`` calls).
+
+    ``loss_from_output(out, y)`` is :func:`hierviz.losses.hyilr.hyilr_loss` of ``out["logits"]``,
+    ``out["text"]``, ``out["labels"]`` and ``y`` (B, c) 0/1; ``scales`` (``log c``, ``log α``) are
+    its trainable parameters.
 
     Parameters
     ----------
-    data : HTCData
-    method : str
-        A name of :data:`HTC_METHODS`.
-    cfg : HTCConfig
-    seed : int, default 0
-    tokenizer : optional
-        Reuse a fitted tokenizer (else :func:`build_tokenizer`).
-    encoded : dict, optional
-        ``{"train"|"val"|"test": (ids, mask)}`` already encoded with ``tokenizer``.
-    progress : bool, default True
-        tqdm bar over epochs.
+    scales : HyperbolicScales
+    relations : (desc, same_level)
+        :func:`hierviz.losses.hyilr.label_relations`.
+    lam, tau : float
+        λ (0: BCE only) and τ.
+    negatives : {"hierarchy", "random"}
+    """
 
-    Returns
-    -------
-    dict
-        ``method``, ``seed``, ``test`` (:func:`hierarchical_f1`), ``val``, ``levels``
-        (:func:`per_level_f1`), ``buckets`` (:func:`frequency_bucket_f1`), ``history`` (per
-        epoch: loss, bce, cl, negatives, val micro/macro), ``k``, ``alpha_t``, ``alpha_l``,
-        ``radius`` (mean/max distance to the origin of the projected test texts and labels,
-        with ``k`` and ``α`` of this run, also for the ablations), ``label_points`` (c, h)
-        projected labels, ``seconds``, and ``model``/``scales``/``tokenizer`` objects.
+    def __init__(self, scales: HyperbolicScales, relations, lam: float, tau: float, negatives: str) -> None:
+        super().__init__()
+        self.scales = scales
+        self.register_buffer("desc", relations[0], persistent=False)
+        self.register_buffer("same_level", relations[1], persistent=False)
+        self.lam, self.tau, self.negatives = float(lam), float(tau), negatives
+
+    def loss_from_output(self, out: dict[str, torch.Tensor], y: torch.Tensor):
+        return hyilr_loss(
+            out["logits"].float(), out["text"], out["labels"], y.bool(), self.scales, (self.desc, self.same_level),
+            lam=self.lam, tau=self.tau, negatives=self.negatives,
+        )  # fmt: skip
+
+
+def build_htc_run(cfg: HTCConfig, method: str, data: HTCData, vocab_size: int) -> tuple[PackedTokens, HTCObjective]:
+    """The model (classifier bias at the training label log-odds) and the objective of one HTC run.
+
+    Seed before calling it (the weights are drawn from the global generator).
     """
     variant = HTC_METHODS.get(method)
-    torch.manual_seed(seed)
-    gen = torch.Generator().manual_seed(seed)
-    tree = data.tree
-    tokenizer = tokenizer or build_tokenizer(cfg, data)
-    if encoded is None:
-        encoded = {s: tokenizer.encode(data.part(s).texts, cfg.max_len) for s in ("train", "val", "test")}
-    cols = label_columns(tree)
-    Y = {s: torch.from_numpy(data.part(s).targets[:, cols]) for s in ("train", "val", "test")}
-    model = build_model(cfg, variant, len(tokenizer), len(cols))
+    cols = label_columns(data.tree)
+    model = build_model(cfg, variant, vocab_size, len(cols))
     with torch.no_grad():  # classifier bias at the training label log-odds: fewer all-negative epochs
-        prior = Y["train"].float().mean(0).clamp(1e-3, 1 - 1e-3)
+        prior = torch.from_numpy(data.part("train").targets[:, cols]).float().mean(0).clamp(1e-3, 1 - 1e-3)
         model.classifier.bias.copy_(torch.log(prior / (1 - prior)))
-    scales = HyperbolicScales(model.h, geometry=variant.geometry)
-    rel = label_relations(tree)
-    opt = torch.optim.Adam([*model.parameters(), *scales.parameters()], lr=cfg.lr)
+    scales = HyperbolicScales(model.h, geometry=get_geometry(variant.geometry))
     lam = cfg.lam if variant.contrastive else 0.0
-    ids, mask = encoded["train"]
-    n = len(ids)
-    history: list[dict[str, float]] = []
-    best, best_state, bad = -1.0, None, 0
-    t0 = time.perf_counter()
-    old_threads = torch.get_num_threads()
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    try:
-        bar = tqdm(range(cfg.epochs), desc=f"{method} seed {seed}", disable=not progress, leave=False)
-        for epoch in bar:
-            model.train()
-            perm = torch.randperm(n, generator=gen)
-            sums = {"loss": 0.0, "bce": 0.0, "cl": 0.0, "negatives": 0.0}
-            steps = 0
-            for i in range(0, n, cfg.batch_size):
-                b = perm[i : i + cfg.batch_size]
-                out = model(ids[b], mask[b])
-                loss, terms = hyilr_loss(
-                    out["logits"], out["text"], out["labels"], Y["train"][b], scales, rel,
-                    lam=lam, tau=cfg.tau, negatives=variant.negatives, generator=gen,
-                )  # fmt: skip
-                if not torch.isfinite(loss):
-                    raise FloatingPointError(f"{method} seed {seed}: non-finite loss at epoch {epoch}; lower lr")
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-                opt.step()
-                sums["loss"] += float(loss.detach())
-                for k in ("bce", "cl", "negatives"):
-                    sums[k] += float(terms.get(k, torch.zeros(())))
-                steps += 1
-            pv = _predict(model, *encoded["val"], cfg.batch_size) >= cfg.threshold
-            val = hierarchical_f1(_full(Y["val"].numpy(), tree), _full(pv, tree), tree)
-            row = {"epoch": epoch + 1, **{k: v / max(steps, 1) for k, v in sums.items()}}
-            row.update({"val_micro_f1": val["micro_f1"], "val_macro_f1": val["macro_f1"]})
-            row.update({k: float(getattr(scales, k).detach()) for k in ("k", "alpha_t", "alpha_l")})
-            history.append(row)
-            bar.set_postfix(loss=f"{row['loss']:.3f}", val_mi=f"{val['micro_f1']:.3f}")
-            score = val["micro_f1"] + val["macro_f1"]
-            if score > best:
-                best, bad = score, 0
-                best_state = (copy.deepcopy(model.state_dict()), copy.deepcopy(scales.state_dict()))
-            else:
-                bad += 1
-                if bad >= cfg.patience:
-                    break
-    finally:
-        torch.set_num_threads(old_threads)
-    if best_state is not None:
-        model.load_state_dict(best_state[0])
-        scales.load_state_dict(best_state[1])
-    seconds = time.perf_counter() - t0
-    res = _evaluate(model, scales, encoded, Y, data, cfg)
-    res.update(method=method, seed=seed, history=history, seconds=seconds, model=model, scales=scales)
-    res["tokenizer"] = tokenizer
-    return res
+    return PackedTokens(model), HTCObjective(scales, label_relations(data.tree), lam, cfg.tau, variant.negatives)
 
 
 def _evaluate(model, scales, encoded, Y, data: HTCData, cfg: HTCConfig) -> dict[str, Any]:
@@ -371,14 +338,17 @@ def _evaluate(model, scales, encoded, Y, data: HTCData, cfg: HTCConfig) -> dict[
         "val": hierarchical_f1(_full(Y["val"].numpy(), tree), _full(p_val, tree), tree),
         "levels": per_level_f1(yt, pt, tree),
         "buckets": frequency_bucket_f1(yt, pt, tree, counts, buckets=min(4, tree.num_nodes - 1)),
-        **{k: float(getattr(scales, k).detach()) for k in ("k", "alpha_t", "alpha_l")},
+        **{k: float(getattr(scales, k).detach()) for k in ("c", "alpha_t", "alpha_l")},
         "radius": {
             "text_mean": float(rt.mean()) if len(rt) else float("nan"),
             "text_max": float(rt.max()) if len(rt) else float("nan"),
             "label_mean": float(rl.mean()),
             "label_max": float(rl.max()),
         },
-        "label_points": L.numpy(),
+        # the labels as points of scales.geometry (its own c): space parts where its points carry one
+        # coordinate more than the features (Lorentz's time, first), as hierviz.viz.hyilr reads them
+        "label_points": L[..., L.shape[-1] - model.h :].numpy(),
+        "points_c": float(scalar(scales.geometry.c)) if scales.geometry.hyperbolic else 1.0,
     }
 
 
@@ -398,13 +368,13 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     Parameters
     ----------
     records : sequence of dict
-        Run records (``method``, ``lam``, ``seed``, ``test``, ``k``, ``alpha_t``, ``alpha_l``, ``radius``).
+        Run records (``method``, ``lam``, ``seed``, ``test``, ``c``, ``alpha_t``, ``alpha_l``, ``radius``).
 
     Returns
     -------
     list of dict
         One row per (method, λ) in first-seen order: ``method``, ``display_name``, ``lam``,
-        ``seeds``, ``<metric>_mean``/``_std`` in percent, and the mean ``k``, ``alpha_t``,
+        ``seeds``, ``<metric>_mean``/``_std`` in percent, and the mean ``c``, ``alpha_t``,
         ``alpha_l``, ``label_radius``, ``text_radius``.
     """
     groups: dict[tuple[str, float], list[dict[str, Any]]] = {}
@@ -418,8 +388,8 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             v = np.array([100 * r["test"][k] for r in rs])
             row[f"{k}_mean"] = float(v.mean())
             row[f"{k}_std"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
-        for k in ("k", "alpha_t", "alpha_l"):
-            row[k] = float(np.mean([r[k] for r in rs]))
+        for k in ("c", "alpha_t", "alpha_l"):  # runs written before 0.3 call c "k"
+            row[k] = float(np.mean([r[k] if k in r else r["k"] for r in rs]))
         row["label_radius"] = float(np.mean([r["radius"]["label_mean"] for r in rs]))
         row["text_radius"] = float(np.mean([r["radius"]["text_mean"] for r in rs]))
         rows.append(row)
@@ -442,15 +412,15 @@ def frequency_prior_scores(data: HTCData) -> dict[str, float]:
 
 
 def markdown_table(rows: Sequence[dict[str, Any]], title: str) -> str:
-    """The results table (markdown) of :func:`summarise` rows: mean ± std per metric, k, α_t, α_l, radii."""
-    head = "| method | λ | seeds | Micro-F1 | Macro-F1 | Hi-MiF1 | Hi-MaF1 | k | α_t | α_l | label r | text r |"
+    """The results table (markdown) of :func:`summarise` rows: mean ± std per metric, c, α_t, α_l, radii."""
+    head = "| method | λ | seeds | Micro-F1 | Macro-F1 | Hi-MiF1 | Hi-MaF1 | c | α_t | α_l | label r | text r |"
     lines = [f"### {title}", "", head, "|" + "---|" * 12]
     for r in rows:
         cells = [f"{r[f'{k}_mean']:.2f} ± {r[f'{k}_std']:.2f}" for k in METRIC_KEYS]
         lines.append(
             f"| {r['display_name']} (`{r['method']}`) | {r['lam']:g} | {r['seeds']} | "
             + " | ".join(cells)
-            + f" | {r['k']:.3g} | {r['alpha_t']:.3g} | {r['alpha_l']:.3g} | {r['label_radius']:.2f} "
+            + f" | {r['c']:.3g} | {r['alpha_t']:.3g} | {r['alpha_l']:.3g} | {r['label_radius']:.2f} "
             f"| {r['text_radius']:.2f} |"
         )
     return "\n".join(lines) + "\n"

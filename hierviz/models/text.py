@@ -11,6 +11,9 @@ r"""Text encoders and the HyILR classifier (Paper 05 (HyILR) §4.1, Eqs. 8–9).
   masked), the classifier ``ℓ = W_cᵀ vec(F) + b`` (Eq. 9; sigmoid outputs), and the label
   features ``W_Lᵀ`` shared with the attention (Eq. 12 projects them). ``attention=False`` is the
   "w/o label–text att." ablation: ``F = X_[CLS] ⊙ W_Lᵀ`` (§5.4).
+* :class:`HyILRHead` — the same classifier and label features on one feature vector per sample
+  (``hierviz compare``'s vector and image encoders; ``h`` set at the first call), and
+  :func:`label_text_features`, Eq. 8 shared by both.
 
 Examples
 --------
@@ -34,10 +37,20 @@ from os import PathLike
 
 import torch
 from torch import nn
+from torch.nn.modules.lazy import LazyModuleMixin
+from torch.nn.parameter import UninitializedParameter
 
 Tensor = torch.Tensor
 
-__all__ = ["WordVocab", "TransformerTextEncoder", "BertTextEncoder", "BertTokenizerAdapter", "HyILRModel"]
+__all__ = [
+    "WordVocab",
+    "TransformerTextEncoder",
+    "BertTextEncoder",
+    "BertTokenizerAdapter",
+    "HyILRModel",
+    "HyILRHead",
+    "label_text_features",
+]
 
 PAD, CLS, UNK = 0, 1, 2
 
@@ -262,14 +275,9 @@ class HyILRModel(nn.Module):
         """
         X = self.encoder(ids, mask)
         out: dict[str, Tensor] = {"text": X[:, 0], "labels": self.label_features()}
-        if self.attention:
-            A = X @ self.W_L  # (B, s, c), Eq. 8
-            A = A.masked_fill(~mask[:, :, None], float("-inf"))
-            att = torch.softmax(A.transpose(1, 2), dim=-1)  # (B, c, s): softmax(Aᵀ) over tokens
-            F = att @ X  # (B, c, h)
+        F, att = label_text_features(X, self.W_L, mask, attention=self.attention)
+        if att is not None:
             out["attention"] = att
-        else:
-            F = X[:, :1] * self.W_L.t()[None]  # (B, c, h)
         out["logits"] = self.classifier(self.drop(F.flatten(1)))  # Eq. 9
         return out
 
@@ -277,3 +285,125 @@ class HyILRModel(nn.Module):
         return (
             f"h={self.h}, labels={self.num_labels}, attention={self.attention}, init_scale={1 / math.sqrt(self.h):.3g}"
         )
+
+
+def label_text_features(
+    X: Tensor, W_L: Tensor, mask: Tensor | None = None, attention: bool = True
+) -> tuple[Tensor, Tensor | None]:
+    r"""Text–label-aware features ``F`` of Eq. 8 (Paper 05 (HyILR) §4.1), or the §5.4 ablation.
+
+    Parameters
+    ----------
+    X : Tensor, shape (B, s, h)
+        Token features; position 0 is ``[CLS]``.
+    W_L : Tensor, shape (h, c)
+        The label matrix.
+    mask : Tensor, shape (B, s), bool, optional
+        ``False`` at padding tokens (their score is ``−∞``); ``None``: no padding.
+    attention : bool, default True
+        ``True``: :math:`A = X W_L`, :math:`F = \operatorname{softmax}(A^\top) X` (Eq. 8).
+        ``False``: :math:`F = X_{[CLS]} \odot W_L^\top` ("w/o label–text att.").
+
+    Returns
+    -------
+    F : Tensor, shape (B, c, h)
+    att : Tensor, shape (B, c, s), or None without attention
+        ``softmax(Aᵀ)`` over the tokens. With one token (``s = 1``) every weight is 1 and each
+        row of ``F`` is ``X[:, 0]``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> X, W = torch.tensor([[[1.0, 2.0]]]), torch.tensor([[1.0, 0.0, 3.0], [0.0, 1.0, 1.0]])
+    >>> label_text_features(X, W)[0].tolist()  # one token: F repeats it for every label
+    [[[1.0, 2.0], [1.0, 2.0], [1.0, 2.0]]]
+    >>> label_text_features(X, W, attention=False)[0].tolist()  # X_[CLS] ⊙ W_Lᵀ
+    [[[1.0, 0.0], [0.0, 2.0], [3.0, 2.0]]]
+    """
+    if not attention:
+        return X[:, :1] * W_L.t()[None], None
+    A = X @ W_L  # (B, s, c), Eq. 8
+    if mask is not None:
+        A = A.masked_fill(~mask[:, :, None], float("-inf"))
+    att = torch.softmax(A.transpose(1, 2), dim=-1)  # (B, c, s): softmax(Aᵀ) over tokens
+    return att @ X, att
+
+
+class HyILRHead(LazyModuleMixin, nn.Module):
+    r"""HyILR's label matrix and classifier (Eqs. 8–9) on one feature vector per sample.
+
+    ``hierviz compare`` trains HyILR on the encoder features of any dataset (TF-IDF vectors
+    through the MLP encoder, images through a CNN): each sample is one vector ``x ∈ R^h``, read
+    as a sequence of one token. Eq. 8 then gives every label the weight 1 on that token, so
+    ``F`` is ``x`` repeated for each of the ``c`` labels and Eq. 9 is a linear classifier of
+    ``x``; ``W_L`` still enters the loss as the label features ``W_Lᵀ`` that Eq. 12 projects.
+    ``attention=False`` (the "w/o label–text att." ablation) is ``F = x ⊙ W_Lᵀ``, as in §5.4.
+    ``h`` is set at the first call (a lazy module, like ``nn.LazyLinear``).
+
+    Parameters
+    ----------
+    num_labels : int
+        ``c``, the labels (the tree's nodes without the root), ``>= 1``.
+    attention : bool, default True
+    dropout : float, default 0.1
+        On ``vec(F)`` before the classifier (as :class:`HyILRModel`).
+
+    Attributes
+    ----------
+    W_L : Parameter, shape (h, c)
+        Xavier-uniform init.
+    weight, bias : Parameter, shapes (c, c·h) and (c,)
+        ``W_cᵀ`` and ``b`` of Eq. 9, initialised like ``nn.Linear``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> head = HyILRHead(3)
+    >>> head(torch.randn(4, 5)).shape, head.label_features().shape
+    (torch.Size([4, 3]), torch.Size([3, 5]))
+    """
+
+    cls_to_become = None
+
+    def __init__(self, num_labels: int, attention: bool = True, dropout: float = 0.1) -> None:
+        super().__init__()
+        if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 1:
+            raise ValueError(
+                f"num_labels must be an integer >= 1 (the tree's nodes without the root), got {num_labels!r}"
+            )
+        self.num_labels, self.attention = int(num_labels), bool(attention)
+        self.W_L = UninitializedParameter()
+        self.weight = UninitializedParameter()
+        self.bias = UninitializedParameter()
+        self.drop = nn.Dropout(dropout)
+
+    @property
+    def h(self) -> int | None:
+        """The feature size, or None before the first call."""
+        return None if self.has_uninitialized_params() else int(self.W_L.shape[0])
+
+    def initialize_parameters(self, x: Tensor) -> None:  # called by LazyModuleMixin before the first forward
+        if self.has_uninitialized_params():
+            h, c = int(x.shape[-1]), self.num_labels
+            with torch.no_grad():
+                self.W_L.materialize((h, c), dtype=x.dtype, device=x.device)
+                self.weight.materialize((c, c * h), dtype=x.dtype, device=x.device)
+                self.bias.materialize((c,), dtype=x.dtype, device=x.device)
+                nn.init.xavier_uniform_(self.W_L)
+                nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # nn.Linear's init
+                bound = 1.0 / math.sqrt(c * h)
+                nn.init.uniform_(self.bias, -bound, bound)
+
+    def label_features(self) -> Tensor:
+        """``W_Lᵀ``, shape ``(c, h)``."""
+        return self.W_L.t()
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Logits ``(B, c)`` of features ``x`` ``(B, h)`` (Eq. 9; ``sigmoid`` gives ŷ)."""
+        if x.ndim != 2:
+            raise ValueError(f"x must be (B, h) feature vectors, got shape {tuple(x.shape)}")
+        F, _ = label_text_features(x[:, None, :], self.W_L, attention=self.attention)
+        return nn.functional.linear(self.drop(F.flatten(1)), self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"labels={self.num_labels}, attention={self.attention}, h={self.h}"

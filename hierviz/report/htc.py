@@ -47,7 +47,7 @@ def write_report(out: str | Path, rows: Sequence[dict[str, Any]], records: Seque
         "Macro-F1",
         "Hi-MiF1",
         "Hi-MaF1",
-        "k",
+        "c",
         "α_t",
         "α_l",
         "label r",
@@ -58,7 +58,7 @@ def write_report(out: str | Path, rows: Sequence[dict[str, Any]], records: Seque
         cells = [html.escape(f"{r['display_name']} ({r['method']})"), f"{r['lam']:g}", str(r["seeds"])]
         cells += [f"{r[k + '_mean']:.2f} ± {r[k + '_std']:.2f}" for k in ("micro_f1", "macro_f1", "hi_micro_f1",
                                                                         "hi_macro_f1")]  # fmt: skip
-        cells += [f"{r[k]:.3g}" for k in ("k", "alpha_t", "alpha_l")]
+        cells += [f"{r[k]:.3g}" for k in ("c", "alpha_t", "alpha_l")]
         cells += [f"{r['label_radius']:.2f}", f"{r['text_radius']:.2f}"]
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     table = "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr></thead><tbody>"
@@ -72,7 +72,7 @@ def write_report(out: str | Path, rows: Sequence[dict[str, Any]], records: Seque
             break
         m = npz.stem[len("labels_") :]
         figures.append((f"label embeddings: {m}", label_disk_figure(f["points"], names, tree,
-                        geometry=get_geometry(str(f["geometry"]), c=float(f["k"])))))  # fmt: skip
+                        geometry=get_geometry(str(f["geometry"]), c=float(f["c"])))))  # fmt: skip
     if records:
         figures.append(("per-level and long-tail F1 (macro)", level_bucket_figure(records)))
         figures.append(("training curves", history_figure(records)))

@@ -4,8 +4,9 @@ r"""Figures for HyILR (Paper 05 (HyILR)): label embeddings on the disk, the hype
   through the isometry :func:`hierviz.geometry.lorentz.math.to_ball`, then
   :func:`hierviz.viz.disk.reduce_to_disk`, which keeps each point's distance to the origin),
   coloured by depth, tree edges as geodesics.
-* :func:`hyperboloid_figure` — the sheet ``⟨u, u⟩_L = −1/k`` for a curvature ``k`` with a few
-  points ``φ(e)`` (Eq. 11) and their geodesic distances (Eq. 4): the notebook's slider.
+* :func:`hyperboloid_figure` — the sheet ``⟨u, u⟩_L = −1/c`` for a curvature ``c`` (the paper's
+  ``k``) with a few points ``φ(e)`` (Eq. 11, :meth:`hierviz.geometry.Lorentz.expmap0`) and their
+  geodesic distances (Eq. 4, its ``pairwise_dist``): the notebook's slider.
 * :func:`attention_heatmap` — ``softmax(Aᵀ)`` of Eq. 8 for one document (labels × tokens).
 * :func:`negatives_figure` — the tree with a sample's positives and the negatives Eqs. 13–14 pick.
 * :func:`level_bucket_figure` and :func:`history_figure` (``hierviz htc``'s report,
@@ -23,9 +24,9 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from hierviz.geometry import get_geometry
+from hierviz.geometry import Lorentz, get_geometry
 from hierviz.geometry._checks import scalar
-from hierviz.losses.hyilr import label_relations, lorentz_distance, lorentz_expmap0, negative_sets
+from hierviz.losses.hyilr import label_relations, negative_sets
 from hierviz.viz.disk import geodesic, reduce_to_disk
 from hierviz.viz.tree import tree_layout
 
@@ -50,13 +51,22 @@ def _deprecated_k(c: float, k: float | None, where: str) -> float:
     return k
 
 
+def _on(geometry: Any, P: torch.Tensor) -> bool:
+    """Whether every row of ``P`` is already a point of ``geometry`` (its own check)."""
+    try:
+        geometry.check_point(P)
+    except ValueError:
+        return False
+    return True
+
+
 def _to_ball_2d(points: np.ndarray, geometry: Any) -> tuple[np.ndarray, float, str]:
     """Label points of ``geometry`` → 2-D disk coordinates, the disk's curvature and a caption.
 
     Chosen by the geometry's capabilities, never its name: a non-hyperbolic geometry is squashed
     into the unit disk for display; points with one coordinate fewer than the geometry's points
-    (``point_dim``: the Lorentz space parts that HyILR stores) get their time coordinate from
-    ``geometry.proj``; a geometry with ``to_ball`` (an isometry onto the Poincaré ball) is mapped
+    (``point_dim``: Lorentz space parts) that are not points of ``geometry`` already get their
+    time coordinate from ``geometry.proj``; a geometry with ``to_ball`` (an isometry onto the Poincaré ball) is mapped
     there; other hyperbolic points are taken as ball coordinates.
     """
     P = torch.as_tensor(np.asarray(points, dtype=np.float64))
@@ -66,7 +76,7 @@ def _to_ball_2d(points: np.ndarray, geometry: Any) -> tuple[np.ndarray, float, s
         note = f"{geometry.display_name}, shown as x/(1+‖x‖)"
     else:
         c = float(scalar(geometry.c))
-        if geometry.point_dim(P.shape[-1]) > P.shape[-1]:  # space parts: the time coordinate from proj
+        if geometry.point_dim(P.shape[-1]) > P.shape[-1] and not _on(geometry, P):  # space parts: time from proj
             P = geometry.proj(torch.cat([torch.zeros_like(P[..., :1]), P], -1))
         to_ball = getattr(geometry, "to_ball", None)
         if to_ball is not None:
@@ -186,27 +196,28 @@ def hyperboloid_figure(
     ValueError
         ``c <= 0``.
     """
-    k = _deprecated_k(c, k, "hyperboloid_figure")  # the loss functions' name (Paper 05's k = c)
-    if not k > 0:
-        raise ValueError(f"c must be > 0, got {k!r}")
+    c = _deprecated_k(c, k, "hyperboloid_figure")
+    if not c > 0:
+        raise ValueError(f"c must be > 0, got {c!r}")
+    sheet = Lorentz(c=float(c))  # Eq. 11 is its expmap0, Eq. 4 its distance
     E = torch.as_tensor(
         np.asarray([[0.8, 0.0], [0.6, 0.5], [-0.9, -0.4]] if tangent is None else tangent, dtype=np.float64)
     )
-    U = lorentz_expmap0(E, k)
-    t = (1.0 / k + U.pow(2).sum(-1)).sqrt()
+    P = sheet.expmap0(E)  # (n, 3), time first
+    U, t = P[:, 1:], P[:, 0]
     g = np.linspace(-extent, extent, 41)
     X, Y = np.meshgrid(g, g)
-    Z = np.sqrt(1.0 / k + X**2 + Y**2)
+    Z = np.sqrt(1.0 / c + X**2 + Y**2)
     fig = go.Figure(go.Surface(x=X, y=Y, z=Z, opacity=0.45, showscale=False, name="hyperboloid",
                                colorscale="Blues"))  # fmt: skip
-    fig.add_trace(go.Scatter3d(x=[0], y=[0], z=[1 / np.sqrt(k)], mode="markers+text", text=["O"], name="origin",
+    fig.add_trace(go.Scatter3d(x=[0], y=[0], z=[1 / np.sqrt(c)], mode="markers+text", text=["O"], name="origin",
                                marker=dict(size=5, color="black")))  # fmt: skip
     names = [f"u{i}" for i in range(len(U))]
     fig.add_trace(go.Scatter3d(x=U[:, 0].numpy(), y=U[:, 1].numpy(), z=t.numpy(), mode="markers+text", text=names,
                                name="points", marker=dict(size=5, color="#d62728")))  # fmt: skip
-    D = lorentz_distance(U, U, k).numpy()
+    D = sheet.pairwise_dist(P).numpy()
     pairs = ", ".join(f"d({names[i]},{names[j]}) = {D[i, j]:.2f}" for i in range(len(U)) for j in range(i + 1, len(U)))
-    fig.update_layout(title=f"c = {k:.2f}: {pairs}", height=480,
+    fig.update_layout(title=f"c = {c:.2f}: {pairs}", height=480,
                       scene=dict(xaxis_title="u_s1", yaxis_title="u_s2", zaxis_title="u_t"))  # fmt: skip
     return fig
 
@@ -291,7 +302,7 @@ def level_bucket_figure(records: Sequence[dict[str, Any]], metric: str = "macro_
     Parameters
     ----------
     records : sequence of dict
-        Run records with ``method``, ``levels`` and ``buckets`` (:func:`hierviz.methods.paper05.train_htc`).
+        Run records with ``method``, ``levels`` and ``buckets`` (:func:`hierviz.experiments.htc.train_htc`).
     metric : {"micro_f1", "macro_f1"}
 
     Returns

@@ -271,7 +271,7 @@ class PoincareBall(Geometry):
         t = as_float_tensor(v, "v")
         if self.validate:
             _check_finite(t, "v")
-        return self.manifold.expmap0(t)
+        return self._exp0(t)  # geoopt's map; the closed form under torch.compile (geoopt branches on c)
 
     @_fp32
     def logmap0(self, x: Any) -> Tensor:

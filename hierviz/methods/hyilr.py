@@ -1,0 +1,268 @@
+r"""Paper 05 (HyILR) as methods of ``hierviz compare``: HyILR and the five ablations of Table 4.
+
+=====================  ==============================================================
+name                   what changes (Paper 05 (HyILR) §5.4, Table 4)
+=====================  ==============================================================
+``hyilr``              BCE + λ·CL, Lorentz (Eqs. 11–15), hierarchy negatives
+``hyilr-no-cl``        w/o CL: BCE only
+``hyilr-euclidean``    CL-Euclidean (Distance): Euclidean distance of the scaled features
+``hyilr-poincare``     CL-Poincaré: Poincaré ball of learnable curvature −c
+``hyilr-no-hns``       w/o HNS: random negatives (2 per positive) on the Lorentz model
+``hyilr-no-att``       w/o label–text att.: ``F = x ⊙ W_Lᵀ``
+=====================  ==============================================================
+
+The objective (:class:`HyILRObjective`, one term ``"hyilr"``, :class:`HyILRLoss`) reads the
+encoder features ``x`` of each sample (the paper's text feature ``T_[CLS]``) and its leaf
+label. The label set of a sample is its leaf and the leaf's ancestors without the root, over
+the tree's non-root nodes in ``tree.nodes`` order (``c = N − 1`` labels), as in hierarchical
+text classification. The loss is :func:`hierviz.losses.hyilr.hyilr_loss`: BCE of the
+classifier of Eq. 9 plus λ times the contrastive loss of Eq. 15 between ``x`` and the label
+features ``W_Lᵀ`` projected into the method's space (Eq. 12) with the hierarchy negatives of
+Eqs. 13–14. ``W_L``, the classifier (:class:`hierviz.models.text.HyILRHead`) and the
+learnable scalars ``log c``, ``log α_t``, ``log α_l`` (:class:`~hierviz.losses.hyilr.HyperbolicScales`)
+are trainable modules of the objective (``Needs(modules=...)``): ``fit`` trains them with the
+head's learning rate and checkpoints them.
+
+**Inputs.** ``compare`` feeds one vector per sample (TF-IDF through the MLP encoder on
+``20news``, a CNN's features on images), not token sequences. Label–text attention (Eq. 8)
+over a sequence of one token gives every label the weight 1, so on this path ``hyilr``'s
+classifier is a linear layer on ``c`` copies of ``x``, while ``hyilr-no-att`` uses
+``F = x ⊙ W_Lᵀ`` (§5.4's ablation): the two differ in the classifier, not in attention over
+tokens. The token pipeline with a real attention is ``hierviz htc``
+(:mod:`hierviz.methods.paper05`). Also unlike ``hierviz htc``: one view per sample
+(``Needs(views=1)``; on vectors compare's views drop input features), no dropout on ``vec(F)``,
+and the classifier bias starts at ``nn.Linear``'s init (htc starts it at the label log-odds).
+
+**Geometry.** The contrastive space is the method's (Table 4): Lorentz for ``hyilr``,
+``hyilr-no-hns`` and ``hyilr-no-att``, the Poincaré ball or flat distances for the two
+geometry ablations, the hyperbolic ones with a learnable curvature (built with
+``validate=False``: no host read per step, so the objective compiles; Eq. 15 checks that the
+distances are finite). The run's geometry
+(``--geometries``) only sets the space the evaluation protocol embeds the encoder features in
+(``embedding="features"``, as for HXE), so every row has compare's usual columns.
+
+**Hyperparameters.** ``loss.tau`` (τ of Eq. 15; compare's shared default 0.1, the paper's
+0.07 with ``--set loss.tau=0.07``) and ``loss.hyilr_lambda`` (λ of §4.3.2, default 0.3, the
+paper's value for WOS). ``hyilr-no-cl`` reads neither.
+
+Examples
+--------
+>>> import torch
+>>> from hierviz.hierarchy import LabelTree
+>>> from hierviz.methods import build_objective
+>>> tree = LabelTree.from_nested({"root": {"a": ["a1", "a2"], "b": ["b1"]}})
+>>> obj = build_objective("hyilr", tree, "euclidean")
+>>> obj.terms["hyilr"].leaf_targets.int().tolist()  # label sets over a, b, a1, a2, b1
+[[1, 0, 1, 0, 0], [1, 0, 0, 1, 0], [0, 1, 0, 0, 1]]
+>>> loss, terms = obj.loss_from_output({"features": torch.randn(4, 1, 6)}, torch.tensor([0, 1, 2, 0]))
+>>> sorted(terms)
+['bce', 'cl', 'negatives']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.parameter import UninitializedParameter
+
+from hierviz.geometry import Euclidean, Lorentz, PoincareBall
+from hierviz.losses import Objective
+from hierviz.losses._validation import _check_real
+from hierviz.losses.hyilr import HyperbolicScales, hyilr_loss, label_relations
+from hierviz.methods.registry import Needs, register_hparam, register_method
+from hierviz.models.text import HyILRHead
+
+__all__ = ["HyILRLoss", "HyILRObjective", "HYILR_VARIANTS", "leaf_label_sets"]
+
+_PAPER = "Paper 05 (HyILR)"
+
+register_hparam("hyilr_lambda", 0.3, "HyILR λ: weight of the contrastive loss (Paper 05 §4.3.2, >= 0; paper 0.3-0.6)")
+
+
+def leaf_label_sets(tree: Any) -> torch.Tensor:
+    """The label set of each leaf: itself and its ancestors without the root.
+
+    Parameters
+    ----------
+    tree : LabelTree
+
+    Returns
+    -------
+    Tensor, shape (C, N − 1), bool
+        Row ``y`` (a leaf index) marks the non-root nodes on the path root → leaf ``y``, columns
+        in ``tree.nodes`` order without the root (the labels of
+        :func:`hierviz.losses.hyilr.label_relations`).
+    """
+    labels = [n for n in tree.nodes if n != tree.root]
+    index = {n: i for i, n in enumerate(labels)}
+    out = torch.zeros(tree.num_leaves, len(labels), dtype=torch.bool)
+    for y, leaf in enumerate(tree.leaves):
+        for a in tree.ancestors(leaf, inclusive=True):
+            if a != tree.root:
+                out[y, index[a]] = True
+    return out
+
+
+class HyILRLoss(nn.Module):
+    r"""HyILR's loss on encoder features and leaf labels: :math:`Loss_{BCE} + \lambda\,Loss_{CL}` (§4.3.2).
+
+    Parameters
+    ----------
+    tree : LabelTree
+    space : Geometry
+        The contrastive space (:class:`~hierviz.geometry.Lorentz` for HyILR); its curvature is
+        the initial ``c``, learned in log space.
+    lam : float
+        λ ``>= 0``; 0 is the "w/o CL" ablation (BCE only).
+    tau : float
+        τ ``> 0`` of Eq. 15.
+    negatives : {"hierarchy", "random"}, default "hierarchy"
+    attention : bool, default True
+        :class:`hierviz.models.text.HyILRHead`'s ``attention``.
+
+    Attributes
+    ----------
+    head : HyILRHead
+        ``W_L`` and the classifier (``h`` set at the first call).
+    scales : HyperbolicScales
+        ``c``, ``α_t``, ``α_l``; the scales start at ``1/√h`` (§5.1) once ``h`` is known.
+    leaf_targets : Tensor, shape (C, c), bool
+        :func:`leaf_label_sets`.
+    """
+
+    input_kind = "features"
+
+    def __init__(
+        self,
+        tree: Any,
+        space: Any,
+        *,
+        lam: float,
+        tau: float,
+        negatives: str = "hierarchy",
+        attention: bool = True,
+    ) -> None:
+        super().__init__()
+        self.lam = _check_real(lam, "hyilr_lambda", low=0.0)
+        self.tau = float(tau)
+        if negatives not in ("hierarchy", "random"):
+            raise ValueError(f"negatives must be 'hierarchy' or 'random', got {negatives!r}")
+        self.negatives = negatives
+        targets = leaf_label_sets(tree)
+        if targets.shape[1] < 1:
+            raise ValueError("tree must have at least one node below the root (HyILR's labels)")
+        desc, same = label_relations(tree)
+        self.register_buffer("leaf_targets", targets, persistent=False)
+        self.register_buffer("desc", desc, persistent=False)
+        self.register_buffer("same_level", same, persistent=False)
+        # no dropout on vec(F) (HyILRModel's 0.1): compare's vector views already drop input features
+        self.head = HyILRHead(targets.shape[1], attention=attention, dropout=0.0)
+        self.scales = HyperbolicScales(1, geometry=space)
+
+    def forward(self, x: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Loss and its terms (``bce``, ``cl``, ``negatives``) for features ``x`` (B, h) or (B, V, h).
+
+        Views are read as samples (each view gets its leaf's label set).
+
+        Raises
+        ------
+        ValueError
+            Missing labels, a label outside the tree's leaves, or features that are not 2-D/3-D.
+        """
+        if labels is None:
+            raise ValueError("HyILR needs leaf labels (B,); got labels=None")
+        if x.ndim == 3:
+            labels = labels.repeat_interleave(x.shape[1])
+            x = x.reshape(-1, x.shape[-1])
+        if x.ndim != 2:
+            raise ValueError(f"features must have shape (B, h) or (B, V, h), got {tuple(x.shape)}")
+        first = isinstance(self.head.W_L, UninitializedParameter)  # (a type check: traceable by torch.compile)
+        logits = self.head(x)
+        if first:  # §5.1: α_t, α_l start at 1/√h, known from the first batch
+            with torch.no_grad():
+                init = math.log(1.0 / math.sqrt(x.shape[-1]))
+                self.scales.log_alpha_t.fill_(init)
+                self.scales.log_alpha_l.fill_(init)
+        targets = self.leaf_targets[labels]
+        return hyilr_loss(
+            logits,
+            x,
+            self.head.label_features(),
+            targets,
+            self.scales,
+            (self.desc, self.same_level),
+            lam=self.lam,
+            tau=self.tau,
+            negatives=self.negatives,
+        )
+
+
+class HyILRObjective(Objective):
+    """An :class:`~hierviz.losses.Objective` whose one term, ``"hyilr"``, reads the encoder features.
+
+    ``loss_from_output(out, labels)`` takes ``out["features"]`` (the text feature of the paper),
+    not the projection head's ``z``; ``terms`` holds ``bce``, ``cl`` and ``negatives``
+    (mean number of negatives per sample) rather than one value per term.
+    """
+
+    def forward(
+        self, z: torch.Tensor | None, labels: torch.Tensor | None, logits: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """``z`` here is the features ``(B, h)`` or ``(B, V, h)``; see :meth:`HyILRLoss.forward`."""
+        if z is None:
+            raise ValueError(f"objective {self.name!r} needs encoder features (B, h); got None")
+        return self.terms["hyilr"](z, labels)
+
+    def loss_from_output(
+        self, out: Mapping[str, torch.Tensor | None], labels: torch.Tensor | None
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        feats = out.get("features")
+        if feats is None:
+            raise ValueError(f"objective {self.name!r} reads the encoder features: the model output has no 'features'")
+        return self(feats.float(), labels)
+
+
+#: name -> (display name, contrastive space (a Geometry class, built with ``validate=False``),
+#: negatives, attention, contrastive term).
+HYILR_VARIANTS: dict[str, tuple[str, Callable[[], Any], str, bool, bool]] = {
+    "hyilr": ("HyILR", Lorentz, "hierarchy", True, True),
+    "hyilr-no-cl": ("HyILR w/o CL", Lorentz, "hierarchy", True, False),
+    "hyilr-euclidean": ("HyILR CL-Euclidean (Distance)", Euclidean, "hierarchy", True, True),
+    "hyilr-poincare": ("HyILR CL-Poincaré", PoincareBall, "hierarchy", True, True),
+    "hyilr-no-hns": ("HyILR w/o HNS CL-Lorentz", Lorentz, "random", True, True),
+    "hyilr-no-att": ("HyILR w/o Label-text att.", Lorentz, "hierarchy", False, True),
+}
+
+
+def _register(name: str) -> None:
+    display, space, negatives, attention, contrastive = HYILR_VARIANTS[name]
+
+    def build(tree: Any, geometry: Any, hp: dict[str, Any]) -> HyILRObjective:
+        loss = HyILRLoss(
+            tree,
+            space(validate=False),  # no host read per step (torch.compile); Eq. 15 checks d is finite
+            lam=hp["hyilr_lambda"] if contrastive else 0.0,
+            tau=hp["tau"] if contrastive else 0.07,
+            negatives=negatives,
+            attention=attention,
+        )
+        return HyILRObjective(name, {"hyilr": loss})
+
+    build.__name__ = build.__qualname__ = name.replace("-", "_")
+    build.__doc__ = f"{display}: see :mod:`hierviz.methods.hyilr`."
+    register_method(
+        name,
+        display_name=display,
+        hparams=("tau", "hyilr_lambda") if contrastive else (),
+        needs=Needs(views=1, modules=("head", "scales")),
+        embedding="features",
+        paper=_PAPER,
+    )(build)
+
+
+for _name in HYILR_VARIANTS:
+    _register(_name)
