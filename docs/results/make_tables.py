@@ -297,10 +297,12 @@ def paper05_table(args: list[str], opts: dict[str, str]) -> str:
     lines = [head, "|---|---:|---:|" + "---:|" * (7 + 2 * radii)]
     for r in rows:
         cells = [f"{r[f'{k}_mean']:.2f} ± {r[f'{k}_std']:.2f}" for k in METRIC_KEYS]
-        scal = [f"{r[k]:.3g}" for k in ("k", "alpha_t", "alpha_l")]
-        if r["method"] in ("hyilr-no-cl",):
-            scal = ["–", "–", "–"]  # BCE alone trains none of the three
+        scal = [f"{r[k]:#.3g}" for k in ("k", "alpha_t", "alpha_l")]
         extra = [f"{r['label_radius']:.2f}", f"{r['text_radius']:.2f}"] if radii else []
+        if r["method"] == "hyilr-no-cl":  # BCE alone trains none of the three: radii of the initial scales
+            scal, extra = ["–", "–", "–"], [f"({x})" for x in extra]
+        elif r["method"] == "hyilr-euclidean":  # no curvature in Euclidean space
+            scal[0] = "–"
         lines.append(
             f"| {r['display_name']} (`{r['method']}`) | {r['lam']:g} | {r['seeds']} | "
             + " | ".join(cells + scal + extra)
