@@ -74,3 +74,24 @@ def test_the_projection_stays_an_option(tmp_path):
     assert result.arrays("g-hmlc", "euclidean")["z_test"].shape[1] == 32
     header = json.loads((tmp_path / "compare.json").read_text(encoding="utf-8"))["header"]["Evaluation"]
     assert header == "linear probe on the projection head's output z (every method)"
+
+
+def test_paper02_cpu_preset_is_paper02s_protocol_at_64_px():
+    cfg = resolve_config("paper02-cpu")
+    assert (cfg.data.dataset, cfg.data.tree, cfg.data.image_size, cfg.data.limit) == (
+        "hier-mnist",
+        "hier-mnist",
+        64,
+        3000,
+    )
+    assert cfg.methods == ["ce", "supcon", "hmce", "g-hmlc", "a-hmlc"] and cfg.geometries == ["euclidean"]
+    assert cfg.eval.embedding == "features" and cfg.report.baseline == "supcon" and cfg.seeds >= 3
+    assert cfg.loss["gmm_dims"] == 2  # paper 02 §3's two-dimensional GMM
+
+
+def test_paper02_cpu_preset_probes_supcon_on_features_too(tmp_path):
+    over = ["data.limit=300", "data.workers=0", "seeds=1", "train.epochs=1", "methods=supcon", f"out={tmp_path}"]
+    result = compare(resolve_config("paper02-cpu", over), progress=False, verbose=False)
+    assert result.record("supcon", "euclidean")["eval_embedding"] == "features"
+    assert result.arrays("supcon", "euclidean")["z_test"].shape[1] == 128
+    assert "64 px" in result.markdown and "| *Majority class* |" in result.markdown
