@@ -109,3 +109,13 @@ def test_paper05_table_from_seeds_csv_with_paired_differences(mt, tmp_path):
     assert "| *Frequency prior* | – | – | 10.00 | 1.00 | 10.00 | 1.00 |" in md
     half = 4.302652729911275 * 1.0 / math.sqrt(3)
     assert f"| `hyilr` | 0.3 | +2.00 [{2 - half:+.2f}, {2 + half:+.2f}] |" in md
+
+
+def test_presets_seeds_follow_the_20_minute_rule():
+    # issue 24: 5 seeds where a CPU run of the preset stays under 20 minutes. quick: about 5 min on
+    # the idle 2-core CPU (2.5 x the 1 min 54 s of 2 seeds); medium: 14 min 44 s for 2 seeds, so 5
+    # would be about 37 min; paper02-cpu: hours, 3 seeds for the paired intervals.
+    from hierviz.experiments import resolve_config
+
+    assert resolve_config("quick").seeds == 5 and resolve_config("medium").seeds == 2
+    assert resolve_config("paper02-cpu").seeds == 3
