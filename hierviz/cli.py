@@ -84,7 +84,7 @@ class _Parser(argparse.ArgumentParser):
 def _config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--preset",
-        help="quick, medium, full, gpu, paper01-gpu, paper02-gpu, paper04-gpu, or a .toml file (default: full)",
+        help="quick, medium, full, gpu, paper01-gpu, paper02-cpu, paper02-gpu, paper04-gpu, or a .toml file (default: full)",
     )
     p.add_argument("--quick", action="store_true", help="same as --preset quick")
     p.add_argument(

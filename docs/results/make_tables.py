@@ -1,29 +1,49 @@
-"""Regenerate the tables of the results pages from the committed per-run CSVs (issue 24).
+"""Regenerate the tables of the five results pages from the committed per-run CSVs (issue 24).
 
-Every table of ``docs/results/paper01.md`` sits between ``<!-- table: FOLDER -->`` and
-``<!-- /table -->`` and is rebuilt here from ``FOLDER/results.csv`` (one row per run) and
-``FOLDER/baselines.csv`` (the Majority-class row) with the library's own table code
-(:func:`hierviz.report.results_markdown`, :func:`hierviz.report.stats.paired_markdown`), so a
-page cannot drift from its CSVs::
+Every table of ``docs/results/paper0[1-5].md`` sits between ``<!-- table: SPEC -->`` and
+``<!-- /table -->`` and is rebuilt here from CSVs committed beside the page, so a page cannot
+drift from its data::
 
     python3 docs/results/make_tables.py            # rewrite the tables in place
     python3 docs/results/make_tables.py --check    # exit 1 if a page is out of date (CI, tests)
-    python3 docs/results/make_tables.py --baselines  # recompute every folder's baselines.csv from its
-                                                     # data and split (needs ham10000_64.npz, mnist/)
+    python3 docs/results/make_tables.py --baselines  # recompute the Majority / chance CSVs from the data
+                                                     # and splits (needs ham10000_64.npz, mnist/)
 
-Pages of the other papers have their own scripts (``paper04_table.py``, ``paper02_level_probe.py``).
+``SPEC`` is one of
+
+* ``FOLDER [baseline=METHOD]`` (papers 01, 02): ``hierviz compare``'s ``FOLDER/results.csv`` (one
+  row per run) with the Majority row of ``FOLDER/baselines.csv``
+  (:func:`hierviz.report.results_markdown`) and, with >= 3 seeds, the paired differences to
+  ``METHOD`` (:func:`hierviz.report.stats.paired_markdown`);
+* ``paper03 CSV... [chance=CSV]``: paper 03's Table 2 shape (:func:`hierviz.retrieval.protocol.table2_markdown`)
+  from ``hierviz retrieval`` summaries (mean and std over folds per variant), with the random-ranking row;
+  ``paper03-list CSV...``: the same rows as a flat list; ``paper03-paired FOLDS_CSV``: each
+  Hyper-DINO(·, 32) minus its base, paired by fold, mean and 95 % interval;
+* ``paper04 FOLDER...`` / ``paper04-spread FOLDER...``: paper 04's Table I shape over unseen-leaf
+  folds (``paper04_table.py``: mean (standard error over folds), the seeds' spread);
+  ``paper04-paired FOLDER... baseline=METHOD``: each method minus ``METHOD``, seeds averaged within
+  a fold, paired by fold;
+* ``paper05 FOLDER [baseline=METHOD]``: ``hierviz htc``'s table, from ``seeds.csv`` (one row per
+  run; with ``METHOD`` and >= 3 seeds also the paired differences) or, for the older folders that
+  have only the summary, ``results.csv``, with the frequency prior of ``baselines.csv``;
+  ``paper05-levels FOLDER``: macro-F1 per level and per label-frequency bucket (``levels.csv``,
+  ``buckets.csv``).
+
+Paths are relative to ``docs/results/``.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
-PAGES = ["paper01.md", "paper02.md"]
+PAGES = ["paper01.md", "paper02.md", "paper03.md", "paper04.md", "paper05.md"]
 #: Folders whose runs used the whole HAM10000 file, lesion-grouped split seed 0 (for --baselines).
 FULL_HAM = ["ham10000-cpu", "ham10000-medium-cpu", "ham10000-medium-cpu-new-head"]
 #: Other folders: the ``quick``-preset overrides that load their data and split (for --baselines).
@@ -49,14 +69,17 @@ def read_baselines(folder: Path) -> dict[str, dict[str, float]]:
 
 
 def table(spec: str) -> str:
-    """The Markdown of one ``<!-- table: FOLDER[/FILE.csv] [baseline=METHOD] -->`` block."""
+    """The Markdown of one ``<!-- table: SPEC -->`` block (the module docstring lists the specs)."""
     from hierviz.report import read_results_csv, results_markdown
     from hierviz.report.stats import paired_markdown
     from hierviz.report.tables import default_metrics
 
     parts = spec.split()
+    args = [p for p in parts[1:] if "=" not in p]
+    opts = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+    if parts[0] in KINDS:
+        return KINDS[parts[0]](args, opts)
     target = HERE / parts[0]
-    opts = dict(p.split("=", 1) for p in parts[1:])
     csv_path = target if target.suffix == ".csv" else target / "results.csv"
     folder = csv_path.parent
     rows = read_results_csv(csv_path)
@@ -66,6 +89,303 @@ def table(spec: str) -> str:
     if len(seeds) < 3:
         return md + f"\nNo paired confidence intervals: {len(seeds)} seed(s); the paired table needs at least 3.\n"
     return md + "\n" + paired_markdown(rows, opts.get("baseline", "supcon"), default_metrics(rows))
+
+
+# ------------------------------------------------------------------ papers 03, 04, 05
+def _num(v: str) -> Any:
+    """A CSV cell as int, float or the string itself ('' stays '')."""
+    for cast in (int, float):
+        try:
+            return cast(v)
+        except ValueError:
+            pass
+    return v
+
+
+def _read_csv(path: Path) -> list[dict[str, Any]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return [{k: _num(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+
+
+def _ci(d: tuple[float, float, float, int], scale: float = 100.0, digits: int = 2) -> str:
+    """``+m [lo, hi]`` (``*`` when the interval excludes 0) of a :func:`paired_ci` result."""
+    m, lo, hi = (x * scale for x in d[:3])
+    star = "*" if lo > 0 or hi < 0 else ""
+    return f"{m:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]{star}"
+
+
+def _paper03_summary(args: list[str], opts: dict[str, str]) -> list[dict[str, Any]]:
+    rows: dict[tuple, dict[str, Any]] = {}
+    for name in [*args, *([opts["chance"]] if "chance" in opts else [])]:
+        for r in _read_csv(HERE / name):
+            rows[(r["variant"], r["storage"])] = r
+    return list(rows.values())
+
+
+def paper03_table(args: list[str], opts: dict[str, str]) -> str:
+    """Paper 03 Table 2 shape from ``hierviz retrieval`` summary CSVs (+ the chance summary)."""
+    from hierviz.retrieval.protocol import table2_markdown
+
+    folds = sorted({int(r["folds"]) for r in _paper03_summary(args, opts) if r["base"] != "chance"})
+    md = table2_markdown(_paper03_summary(args, opts))
+    return (
+        md + f"\nMAP@k (%), mean ± std over {'/'.join(map(str, folds))} grouped folds; ·→32 and ·→N: fp16 tangents.\n"
+    )
+
+
+def paper03_list(args: list[str], opts: dict[str, str]) -> str:
+    """One row per variant of the summary CSVs: bytes, MAP@1/5/10/20, R-precision (%, mean ± std over folds)."""
+    keys = ["map@1", "map@5", "map@10", "map@20", "r_precision"]
+    lines = ["| features | bytes | MAP@1 | MAP@5 | MAP@10 | MAP@20 | R-precision |", "|---|---:" + "|---:" * 5 + "|"]
+    for r in _paper03_summary(args, opts):
+        kind = (
+            " (float16)"
+            if r["dim_out"] == ""
+            else (", fp16 tangents" if r["storage"] == "fp16" else ", fp32 coordinates")
+        )
+        cells = [f"{100 * r[f'{k}_mean']:.2f} ± {100 * r[f'{k}_std']:.2f}" for k in keys]
+        lines.append(f"| {r['variant']}{kind} | {r['bytes']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def paper03_paired(args: list[str], opts: dict[str, str]) -> str:
+    """Hyper-DINO(V, 32) − V per fold (same queries and references), mean and 95 % interval over folds."""
+    from hierviz.report.stats import paired_ci
+
+    rows = _read_csv(HERE / args[0])
+    storage = opts.get("storage", "fp16")
+    keys = opts.get("metrics", "map@1,map@5,map@20").split(",")
+    by = {(r["variant"], r["storage"], int(r["fold"])): r for r in rows}
+    folds = sorted({int(r["fold"]) for r in rows})
+    bases = list(dict.fromkeys(r["variant"] for r in rows if r["dim_out"] == ""))
+    head = "| Hyper-DINO(V, 32) − V | " + " | ".join(f"Δ {k.upper()} (points)" for k in keys) + " | clip fraction |"
+    lines = [head, "|---|" + "---:|" * (len(keys) + 1)]
+    for v in bases:
+        hd = f"Hyper-DINO({v}, 32)"
+        if (hd, storage, folds[0]) not in by:
+            continue
+        cells = [
+            _ci(paired_ci([by[(hd, storage, f)][k] for f in folds], [by[(v, "fp16", f)][k] for f in folds]))
+            for k in keys
+        ]
+        clips = [by[(hd, storage, f)]["clip_fraction"] for f in folds]
+        lines.append(f"| {v} | " + " | ".join(cells) + " | " + " ".join(f"{c:g}" for c in clips) + " |")
+    return (
+        "\n".join(lines)
+        + f"\n\nΔ = Hyper-DINO(V, 32) ({storage} references) − V alone on the same fold, over {len(folds)} folds; "
+        "[low, high]: 95 % Student-t interval of the mean difference (hierviz.report.stats.paired_ci); "
+        "* the interval excludes 0. Clip fraction: the share of points at the mapper's cap, per fold.\n"
+    )
+
+
+def paper03_storage(args: list[str], opts: dict[str, str]) -> str:
+    """MAP@20 of each Hyper-DINO variant with float32 ball coordinates against float16 log₀ tangents."""
+    rows = _paper03_summary(args, opts)
+    by = {(r["variant"], r["storage"]): r for r in rows}
+    lines = [
+        "| variant | float32 ball coordinates (128 B): MAP@20 | float16 log₀ tangents (64 B): MAP@20 |",
+        "|---|---:|---:|",
+    ]
+    for v in dict.fromkeys(r["variant"] for r in rows if r["dim_out"] == 32):
+        cells = [by.get((v, st)) for st in ("fp32", "fp16")]
+        lines.append(
+            f"| {v} | "
+            + " | ".join(
+                "–" if c is None else f"{100 * c['map@20_mean']:.2f} ± {100 * c['map@20_std']:.2f}" for c in cells
+            )
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def paper03_storage_error(args: list[str], opts: dict[str, str]) -> str:
+    """p99 relative distance error by stored radius (``storage_error.json`` of :func:`storage_error_curve`)."""
+    d = json.loads((HERE / args[0]).read_text(encoding="utf-8"))
+    names = {"fp16": "float16 log₀ tangents", "fp16-ball": "float16 coordinates", "fp32": "float32 coordinates"}
+    lines = ["| stored point's radius | " + " | ".join(f"{r:g}" for r in d["radius"]) + " |"]
+    lines.append("|---|" + "---:|" * len(d["radius"]))
+    for key in ("fp16", "fp16-ball", "fp32"):
+        lines.append(f"| {names[key]} | " + " | ".join(f"{v:.1e}" for v in d[key]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _paper04() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("paper04_table", HERE / "paper04_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def paper04_table(args: list[str], opts: dict[str, str]) -> str:
+    """Paper 04 Table I shape: mean (standard error over folds), seeds averaged within a fold."""
+    return _paper04().table([str(HERE / a) for a in args]) + "\n"
+
+
+def paper04_spread(args: list[str], opts: dict[str, str]) -> str:
+    """The mean over folds of the standard deviation over seeds (percentage points)."""
+    p4 = _paper04()
+    head = ["| method | " + " | ".join(t for _, t in p4.COLUMNS) + " |", "|---|" + "---:|" * len(p4.COLUMNS)]
+    body = p4.seed_spread([str(HERE / a) for a in args]).splitlines()[2:]
+    return "\n".join(head + body) + "\n"
+
+
+def paper04_paired(args: list[str], opts: dict[str, str]) -> str:
+    """Each method − ``baseline``, seeds averaged within a fold, paired by fold (percentage points)."""
+    from hierviz.report import read_results_csv
+    from hierviz.report.stats import paired_ci
+
+    p4 = _paper04()
+    base = opts.get("baseline", "l")
+    per_fold = [read_results_csv(HERE / a / "results.csv") for a in args]
+    methods = [m for m in dict.fromkeys(r["method"] for rows in per_fold for r in rows) if m != base]
+    cols = [c for c in p4.COLUMNS if c[0] in opts.get("metrics", "leaf_f1,rp5,mnr,ndcg_sum,acc_blind").split(",")]
+    lines = [
+        f"| method − {base.upper()} | " + " | ".join(f"Δ {t}" for _, t in cols) + " |",
+        "|---|" + "---:|" * len(cols),
+    ]
+    for m in methods:
+        cells = []
+        for key, _ in cols:
+            a = [p4.fold_means(rows, m, key) for rows in per_fold]
+            b = [p4.fold_means(rows, base, key) for rows in per_fold]
+            cells.append(_ci(paired_ci(a, b), digits=1))
+        lines.append(f"| {m.upper()} | " + " | ".join(cells) + " |")
+    return (
+        "\n".join(lines)
+        + f"\n\nΔ = method − {base.upper()} in the same fold (seeds averaged within the fold), over {len(args)} folds; "
+        "[low, high]: 95 % Student-t interval of the mean difference; * the interval excludes 0. For MNR a "
+        "negative Δ is the better one.\n"
+    )
+
+
+def _htc_rows(folder: Path) -> tuple[list[dict[str, Any]], bool]:
+    """Summary rows (percent) of an htc folder: from ``seeds.csv`` when committed, else ``results.csv``."""
+    import numpy as np
+
+    from hierviz.methods.paper05 import HTC_METHODS, METRIC_KEYS
+
+    if (folder / "seeds.csv").is_file():
+        runs = _read_csv(folder / "seeds.csv")
+        out = []
+        for key in dict.fromkeys((r["method"], r["lam"]) for r in runs):
+            rs = [r for r in runs if (r["method"], r["lam"]) == key]
+            row = {"method": key[0], "display_name": HTC_METHODS.get(key[0]).display_name, "lam": key[1]}
+            row["seeds"] = len(rs)
+            for k in METRIC_KEYS:
+                v = 100 * np.array([r[k] for r in rs], dtype=float)
+                row[f"{k}_mean"], row[f"{k}_std"] = float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
+            for k in ("k", "alpha_t", "alpha_l"):
+                row[k] = float(np.mean([r[k] for r in rs]))
+            out.append(row)
+        return out, True
+    return _read_csv(folder / "results.csv"), False
+
+
+def paper05_table(args: list[str], opts: dict[str, str]) -> str:
+    """``hierviz htc``'s table (percent, mean ± std over seeds), the frequency prior and paired differences."""
+    from hierviz.methods.paper05 import METRIC_KEYS
+    from hierviz.report.stats import paired_ci
+
+    folder = HERE / args[0]
+    rows, per_run = _htc_rows(folder)
+    radii = "label_radius" in rows[0]
+    head = "| method | λ | seeds | Micro-F1 | Macro-F1 | Hi-MiF1 | Hi-MaF1 | k | α_t | α_l |" + (
+        " label r | text r |" if radii else ""
+    )
+    lines = [head, "|---|---:|---:|" + "---:|" * (7 + 2 * radii)]
+    for r in rows:
+        cells = [f"{r[f'{k}_mean']:.2f} ± {r[f'{k}_std']:.2f}" for k in METRIC_KEYS]
+        scal = [f"{r[k]:#.3g}" for k in ("k", "alpha_t", "alpha_l")]
+        extra = [f"{r['label_radius']:.2f}", f"{r['text_radius']:.2f}"] if radii else []
+        if r["method"] == "hyilr-no-cl":  # BCE alone trains none of the three: radii of the initial scales
+            scal, extra = ["–", "–", "–"], [f"({x})" for x in extra]
+        elif r["method"] == "hyilr-euclidean":  # no curvature in Euclidean space
+            scal[0] = "–"
+        lines.append(
+            f"| {r['display_name']} (`{r['method']}`) | {r['lam']:g} | {r['seeds']} | "
+            + " | ".join(cells + scal + extra)
+            + " |"
+        )
+    prior = read_baselines(folder).get("frequency_prior")
+    if prior:
+        lines.append(
+            "| *Frequency prior* | – | – | "
+            + " | ".join(f"{100 * prior[k]:.2f}" for k in METRIC_KEYS)
+            + " | – | – | –"
+            + (" | – | –" if radii else "")
+            + " |"
+        )
+    md = "\n".join(lines) + (
+        "\n\nPercent, test split, mean ± sample std over seeds. *Frequency prior*: the train split's most frequent "
+        "label set predicted for every test document (`baselines.csv`). k, α_t, α_l: learned values, mean over seeds.\n"
+    )
+    base = opts.get("baseline")
+    if not (per_run and base):
+        return md + (
+            "" if per_run else "Only the summary (`results.csv`) was kept for this run: no paired intervals.\n"
+        )
+    runs = _read_csv(folder / "seeds.csv")
+    lam0 = next(r["lam"] for r in runs if r["method"] == base)
+    ref = {r["seed"]: r for r in runs if r["method"] == base and r["lam"] == lam0}
+    lines = [
+        f"| method − {base} | λ | "
+        + " | ".join(f"Δ {t}" for t in ("Micro-F1", "Macro-F1", "Hi-MiF1", "Hi-MaF1"))
+        + " |",
+        "|---|---:|" + "---:|" * 4,
+    ]
+    for m, lam in dict.fromkeys((r["method"], r["lam"]) for r in runs):
+        if m == base:
+            continue
+        mine = {r["seed"]: r for r in runs if (r["method"], r["lam"]) == (m, lam)}
+        seeds = sorted(set(mine) & set(ref))
+        if len(seeds) < 3:
+            continue
+        cells = [_ci(paired_ci([mine[s][k] for s in seeds], [ref[s][k] for s in seeds])) for k in METRIC_KEYS]
+        lines.append(f"| `{m}` | {lam:g} | " + " | ".join(cells) + " |")
+    return (
+        md
+        + f"\n**Paired difference to `{base}`** (same seed; points)\n\n"
+        + "\n".join(lines)
+        + f"\n\nΔ = method − `{base}` at the same seed (same data, split and initialisation seed), over "
+        f"{len(ref)} seeds; [low, high]: 95 % Student-t interval of the mean difference; * the interval excludes 0.\n"
+    )
+
+
+def paper05_levels(args: list[str], opts: dict[str, str]) -> str:
+    """Macro-F1 (%) per level and per label-frequency bucket, mean over seeds, at the run's main λ."""
+    import numpy as np
+
+    folder = HERE / args[0]
+    lam = json.loads((folder / "config.json").read_text(encoding="utf-8"))["lam"]
+    levels = [r for r in _read_csv(folder / "levels.csv") if r["lam"] == lam]
+    buckets = [r for r in _read_csv(folder / "buckets.csv") if r["lam"] == lam]
+    lv = sorted({r["level"] for r in levels})
+    bk = sorted({r["bucket"] for r in buckets})
+    lines = [
+        "| method | " + " | ".join([f"level {v}" for v in lv] + bk) + " |",
+        "|---|" + "---:|" * (len(lv) + len(bk)),
+    ]
+    for m in dict.fromkeys(r["method"] for r in levels):
+        cells = [np.mean([r["macro_f1"] for r in levels if r["method"] == m and r["level"] == v]) for v in lv]
+        cells += [np.mean([r["macro_f1"] for r in buckets if r["method"] == m and r["bucket"] == b]) for b in bk]
+        lines.append(f"| `{m}` | " + " | ".join(f"{100 * c:.1f}" for c in cells) + " |")
+    return "\n".join(lines) + f"\n\nMacro-F1 (%) of the test split, mean over seeds, λ = {lam:g}.\n"
+
+
+KINDS = {
+    "paper03": paper03_table,
+    "paper03-list": paper03_list,
+    "paper03-paired": paper03_paired,
+    "paper03-storage": paper03_storage,
+    "paper03-storage-error": paper03_storage_error,
+    "paper04": paper04_table,
+    "paper04-spread": paper04_spread,
+    "paper04-paired": paper04_paired,
+    "paper05": paper05_table,
+    "paper05-levels": paper05_levels,
+}
 
 
 def render(text: str) -> str:
@@ -110,6 +430,33 @@ def write_full_ham_baselines() -> None:
         print(f"wrote {HERE / name / 'baselines.csv'}: top1 {rep['top1']:.4f}, hf1 {rep['hf1']:.4f}")
 
 
+def write_paper03_chance() -> None:
+    """Recompute ``paper03/chance.csv``: the random-ranking row of the 5 lesion-grouped folds of all HAM10000.
+
+    The retrieval runs of ``paper03.md`` ranked the full HAM10000 file's 10,015 images (features
+    from ``hierviz features``, rows in the data set's order) over ``grouped_folds(labels, lesions, 5,
+    seed 0)``; the chance row depends on the labels and folds only.
+    """
+    import numpy as np
+
+    from hierviz.data import load_dataset
+    from hierviz.retrieval import RETRIEVAL_PRESETS
+    from hierviz.retrieval.protocol import _chance_row, grouped_folds, summarise
+
+    ds = load_dataset("ham10000")
+    y, groups = np.asarray(ds.labels), np.asarray(ds.groups)
+    cfg = RETRIEVAL_PRESETS["quick"]
+    folds = grouped_folds(y, groups, cfg.folds, cfg.seed)
+    rows = [_chance_row(f, y[t], y[np.setdiff1d(np.arange(len(y)), t)], cfg) for f, t in enumerate(folds)]
+    summary = summarise(rows, tuple(cfg.ks))
+    path = HERE / "paper03" / "chance.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(summary[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(summary)
+    print(f"wrote {path}: MAP@1 {summary[0]['map@1_mean']:.4f}, MAP@20 {summary[0]['map@20_mean']:.4f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="exit 1 if a page's tables are out of date")
@@ -118,6 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.baselines:
         write_full_ham_baselines()
         write_split_baselines()
+        write_paper03_chance()
     stale = []
     for page in PAGES:
         path = HERE / page

@@ -246,7 +246,7 @@ class EvalConfig:
         What the linear probe reads for *every* method: ``"features"``, the encoder's
         (penultimate) features mapped into the geometry (SimCLR's linear evaluation, paper 02
         §4), or ``"z"``, the projection head's output. None: each method's own choice (``z``;
-        encoder features for CE and HXE, paper 01 §4.3). The report header names it.
+        encoder features for CE, HXE and paper 02's methods). The report header names it.
     """
 
     projection: str = "tsne"

@@ -24,6 +24,21 @@ def _px(stored: int, trained: int | None) -> str:
     return f"trained at {int(trained)} px (stored at {int(stored)} px)"
 
 
+_PROBE = {"features": "encoder features", "z": "the projection head's output z"}
+
+
+def _probe(fixed: str | None, records) -> str:
+    """What the probe read: ``eval.embedding`` for every method, else each method's own (issue 24)."""
+    if fixed:
+        return f"{_PROBE[fixed]} (every method)"
+    by: dict[str, list[str]] = {}
+    for r in records:
+        names = by.setdefault(r.get("eval_embedding") or "z", [])
+        if r.get("method_display", r["method"]) not in names:
+            names.append(r.get("method_display", r["method"]))
+    return "each method's own embedding: " + "; ".join(f"{_PROBE[k]} ({', '.join(v)})" for k, v in by.items())
+
+
 def _header(
     cfg: ExperimentConfig, argv: Sequence[str] | None, ds, tree, n_all: int, split, records, total: float
 ) -> dict[str, str]:
@@ -62,14 +77,7 @@ def _header(
         "Training": f"{t.epochs} epochs, batch {t.batch_size}, AdamW lr {t.lr_backbone:g}/{lr_head:g}"
         f" (backbone/head), warmup {warm:g} epochs + cosine, EMA {t.ema_decay or 'off'}, "
         f"tau {cfg.loss.get('tau')}, c {m.curvature:g}",
-        "Evaluation": "linear probe on "
-        + (
-            {"features": "encoder features (every method)", "z": "the projection head's output z (every method)"}[
-                cfg.eval.embedding
-            ]
-            if cfg.eval.embedding
-            else "each method's own embedding (z; encoder features for CE and HXE)"
-        ),
+        "Evaluation": "linear probe on " + _probe(cfg.eval.embedding, records),
         "Device": ", ".join(sorted({str(r.get("device", "?")) for r in records})),
         "Timings": f"{total:.1f} s in all; training {train_s:.1f} s, evaluation {eval_s:.1f} s "
         f"over {len(records)} runs",

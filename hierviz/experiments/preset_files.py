@@ -29,7 +29,7 @@ def preset_names() -> list[str]:
 
 
 #: Names of the bundled presets.
-PRESETS = ("quick", "medium", "full", "gpu", "paper01-gpu", "paper02-gpu", "paper04-gpu")
+PRESETS = ("quick", "medium", "full", "gpu", "paper01-gpu", "paper02-cpu", "paper02-gpu", "paper04-gpu")
 
 
 def load_preset(name: str | Path) -> dict[str, Any]:

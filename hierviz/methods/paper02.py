@@ -30,6 +30,10 @@ the Euclidean geometry) and, in a hyperbolic geometry, the geometry's similarity
 HMC/HCE/HMCE. G-HMLC and A-HMLC mask coordinates; in a hyperbolic geometry they mask the
 tangent vectors ``log₀(z)`` and compare them by the dot product (our extension: the paper is
 Euclidean).
+
+Evaluation: every method here is probed on its encoder features (``embedding="features"``), the
+linear evaluation of SimCLR that paper 02 §4 follows; ``eval.embedding="z"`` probes the
+projection instead (the report header names which).
 """
 
 from __future__ import annotations
@@ -83,14 +87,27 @@ def _hmlc(loss_type: str, default_penalty: str):
 
 
 _NEEDS = Needs(level_labels=True)
+#: paper 02 §4: linear evaluation on the encoder features for every method (issue 24)
+_PROBE = "features"
 
-register_method("hmc", display_name="HMC", hparams=_HMLC, needs=_NEEDS, paper=_PAPER)(_hmlc("hmc", "exp"))
-register_method("hce", display_name="HCE", hparams=_HMLC, needs=_NEEDS, paper=_PAPER)(_hmlc("hce", "exp"))
-register_method("hmce", display_name="HMCE", hparams=_HMLC, needs=_NEEDS, paper=_PAPER)(_hmlc("hmce", "exp"))
+register_method("hmc", display_name="HMC", hparams=_HMLC, needs=_NEEDS, embedding=_PROBE, paper=_PAPER)(
+    _hmlc("hmc", "exp")
+)
+register_method("hce", display_name="HCE", hparams=_HMLC, needs=_NEEDS, embedding=_PROBE, paper=_PAPER)(
+    _hmlc("hce", "exp")
+)
+register_method("hmce", display_name="HMCE", hparams=_HMLC, needs=_NEEDS, embedding=_PROBE, paper=_PAPER)(
+    _hmlc("hmce", "exp")
+)
 
 
 @register_method(
-    "g-hmlc", display_name="G-HMLC", hparams=(*_FEATURE, "gmm_max_iter", "gmm_dims"), needs=_NEEDS, paper=_PAPER
+    "g-hmlc",
+    display_name="G-HMLC",
+    hparams=(*_FEATURE, "gmm_max_iter", "gmm_dims"),
+    needs=_NEEDS,
+    embedding=_PROBE,
+    paper=_PAPER,
 )
 def g_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
     loss = GHMLCLoss(
@@ -110,6 +127,7 @@ def g_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
     display_name="A-HMLC",
     hparams=_FEATURE,
     needs=Needs(level_labels=True, modules=("attention",)),
+    embedding=_PROBE,
     paper=_PAPER,
 )
 def a_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
@@ -123,6 +141,6 @@ def a_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
     return Objective("a-hmlc", {"ahmlc": loss})
 
 
-@register_method("ce", display_name="Cross-entropy", needs=Needs(logits=True), embedding="features", paper=_PAPER)
+@register_method("ce", display_name="Cross-entropy", needs=Needs(logits=True), embedding=_PROBE, paper=_PAPER)
 def ce(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
     return Objective("ce", {"ce": HXELoss(tree, alpha=0.0, normalize=False)}, requires_logits=True)
