@@ -3,9 +3,11 @@
 * :mod:`.index`: :class:`ReferenceIndex` (exact Poincaré search in batches on CPU or GPU,
   float16 ``log_0`` tangent storage: 64 bytes per image at d = 32),
   :func:`storage_distance_error`;
-* :mod:`.protocol`: :func:`train_mapper` (HyperbolicMapper + HCL), :func:`retrieval_metrics`
-  (MAP@k, P@1, R-precision), :func:`grouped_folds`, :func:`run_retrieval` (the grid over
-  5 grouped folds, ``results.csv``) and :data:`RETRIEVAL_PRESETS`.
+* :mod:`.protocol`: :func:`retrieval_metrics` (MAP@k, P@1, R-precision), :func:`grouped_folds`,
+  :func:`run_retrieval` (the grid over 5 grouped folds, ``results.csv``);
+* :mod:`.config`: :class:`RetrievalConfig`, :data:`RETRIEVAL_PRESETS`; :mod:`.tables`:
+  :func:`summarise`, :func:`table2_markdown`; :mod:`.train`: :func:`train_mapper` (the mapper +
+  HCL through :func:`hierviz.training.fit`, the loop of ``hierviz compare``).
 
 From the shell: ``hierviz retrieval --features F.npz --preset quick --out DIR``.
 """
