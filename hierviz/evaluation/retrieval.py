@@ -352,6 +352,10 @@ class RetrievalRecord:
     z_train, z_test : numpy.ndarray, shape (n, D), float32
         References (training rows) and queries (test rows) on the manifold.
     y_train, y_test : numpy.ndarray, shape (n,), int64
+    prototypes : numpy.ndarray, shape (P, D), float32
+        Parent prototypes of the training rows (:func:`hierviz.metrics.parent_prototypes`),
+        for the report's figures.
+    proto_nodes : numpy.ndarray, shape (P,), int64
     distance : str
         ``"geometry"`` (the run geometry's distance) or ``"cosine"``.
     seconds : float
@@ -362,17 +366,29 @@ class RetrievalRecord:
     y_train: np.ndarray
     z_test: np.ndarray
     y_test: np.ndarray
+    prototypes: np.ndarray
+    proto_nodes: np.ndarray
     distance: str
     seconds: float
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """What a run folder's ``embeddings.npz`` keeps."""
-        return {"z_test": self.z_test, "y_test": self.y_test, "z_train": self.z_train, "y_train": self.y_train}
+        """What a run folder's ``embeddings.npz`` keeps (as the classification protocol's)."""
+        return {
+            "z_test": self.z_test,
+            "y_test": self.y_test,
+            "z_train": self.z_train,
+            "y_train": self.y_train,
+            "prototypes": self.prototypes,
+            "proto_nodes": self.proto_nodes,
+        }
 
 
 def _retrieve(
-    model, train_data, test_data, geometry, *, distance, embedding, image_size, device, batch_size, num_workers
-):
+    model, train_data, test_data, tree, geometry, *, distance, embedding, image_size, device, batch_size, num_workers,
+    mean_steps,
+):  # fmt: skip
+    from hierviz.metrics import parent_prototypes
+
     t0 = time.perf_counter()
     kw = {"use": embedding, "batch_size": batch_size, "device": device, "num_workers": num_workers}
     z_tr, y_tr = embed_dataset(model, train_data, image_size, **kw)
@@ -387,7 +403,13 @@ def _retrieve(
             D = torch.cat([geometry.pairwise_dist(qb, g) for qb in q.split(1024)])
     ks = tuple(k for k in RETRIEVAL_KS if k <= len(y_tr))
     metrics = retrieval_metrics(D, y_te, y_tr, ks=ks)
-    return RetrievalRecord(metrics, z_tr, y_tr, z_te, y_te, distance, time.perf_counter() - t0)
+    with torch.jit.optimized_execution(False):  # the classification protocol's prototypes (report figures)
+        protos, nodes = parent_prototypes(
+            torch.as_tensor(z_tr), torch.as_tensor(y_tr), tree, geometry, steps=mean_steps
+        )
+    protos = torch.as_tensor(protos).detach().float().cpu().numpy()
+    nodes = torch.as_tensor(nodes).long().cpu().numpy()
+    return RetrievalRecord(metrics, z_tr, y_tr, z_te, y_te, protos, nodes, distance, time.perf_counter() - t0)
 
 
 @register_protocol("retrieval")
@@ -412,8 +434,8 @@ def retrieval_protocol(
     the frozen embeddings (``embedding``: ``"z"`` or ``"features"``).
     """
     return _retrieve(
-        model, train_data, test_data, geometry, distance="geometry", embedding=embedding,
-        image_size=image_size, device=device, batch_size=batch_size, num_workers=num_workers,
+        model, train_data, test_data, tree, geometry, distance="geometry", embedding=embedding,
+        image_size=image_size, device=device, batch_size=batch_size, num_workers=num_workers, mean_steps=mean_steps,
     )  # fmt: skip
 
 
@@ -435,6 +457,10 @@ def cosine_retrieval_protocol(
 ) -> RetrievalRecord:
     """As :func:`retrieval_protocol`, ranked by the cosine distance of ``log_0(z)`` (the cosine control)."""
     return _retrieve(
-        model, train_data, test_data, geometry, distance="cosine", embedding=embedding,
-        image_size=image_size, device=device, batch_size=batch_size, num_workers=num_workers,
+        model, train_data, test_data, tree, geometry, distance="cosine", embedding=embedding,
+        image_size=image_size, device=device, batch_size=batch_size, num_workers=num_workers, mean_steps=mean_steps,
     )  # fmt: skip
+
+
+#: ``hierviz compare --protocol retrieval`` keeps this ranking for the methods that name it (``cosine-mapper``).
+cosine_retrieval_protocol.refines = "retrieval"  # type: ignore[attr-defined]
