@@ -37,6 +37,7 @@ __all__ = [
     "MapperModel",
     "CosineMapper",
     "fit_mapper",
+    "MapperOutput",
     "retrieval_metrics",
     "chance_scores",
     "RetrievalRecord",
@@ -178,7 +179,7 @@ class CosineMapper(MapperModel):
             raise ValueError(f"geometry: the cosine control maps onto the unit sphere, got {self.geometry!r}")
 
 
-class _ZOutput(nn.Module):
+class MapperOutput(nn.Module):
     """``{"z": mapper(x)}``: the output dict :func:`hierviz.training.fit` reads."""
 
     def __init__(self, mapper: nn.Module) -> None:
@@ -275,7 +276,7 @@ def fit_mapper(
         optimizer="adam",
         schedule="constant",
     )
-    result = fit(config, _ZOutput(mapper), objective, TensorDataset(X, Y))
+    result = fit(config, MapperOutput(mapper), objective, TensorDataset(X, Y))
     mapper.eval()
     return mapper, list(result.history["loss"])
 
