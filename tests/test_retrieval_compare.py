@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -110,3 +111,52 @@ def test_the_mapper_head_has_no_hard_cap(tmp_path):
         h = mapper(torch.as_tensor(X))
     r = origin_distance(h, mapper.geometry)
     assert mapper.clip_fraction == 0.0 and float(r.max()) < mapper.max_radius - 0.5 and hist[-1] < hist[0]
+
+
+def test_fit_with_adam_and_a_constant_lr_equals_a_hand_written_adam_loop():
+    """The options paper 03's mapper needs from the one loop: Adam (L2 decay) and a constant learning rate."""
+    from torch.utils.data import TensorDataset
+
+    from hierviz.training import TrainConfig, fit
+
+    class Quadratic(torch.nn.Module):  # mean over rows: the batch order of the full batch does not matter
+        def forward(self, z, y):
+            loss = (z - y.double()[:, None]).pow(2).mean()
+            return loss, {"q": loss.detach()}
+
+    class Lin(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 2).double()
+
+        def forward(self, x):
+            return {"z": self.lin(x)}
+
+    g = torch.Generator().manual_seed(0)
+    X, Y = torch.randn(16, 3, generator=g, dtype=torch.float64), torch.arange(16) % 3
+    torch.manual_seed(0)
+    model = Lin()
+    ref = Lin()
+    ref.load_state_dict(model.state_dict())
+    cfg = TrainConfig(epochs=5, batch_size=16, lr_backbone=0.05, lr_head=0.05, weight_decay=0.1, warmup_epochs=0,
+                      ema_decay=None, device="cpu", amp=False, progress=False, optimizer="adam", schedule="constant")  # fmt: skip
+    res = fit(cfg, model, Quadratic(), TensorDataset(X, Y))
+    opt = torch.optim.Adam(ref.parameters(), lr=0.05, weight_decay=0.1)
+    for _ in range(5):
+        loss, _ = Quadratic()(ref(X)["z"], Y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    for p, q in zip(model.parameters(), ref.parameters(), strict=True):  # fit reads z in float32
+        torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7)
+    assert res.history["lr_head"] == [0.05] * 5  # constant: no warmup, no decay
+    torch.manual_seed(0)
+    decoupled = fit(replace(cfg, optimizer="adamw"), Lin(), Quadratic(), TensorDataset(X, Y)).model
+    gap = max(
+        float((p - q).detach().abs().max()) for p, q in zip(decoupled.parameters(), ref.parameters(), strict=True)
+    )
+    assert gap > 1e-4  # AdamW's decoupled decay is another optimiser: the test tells them apart
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        TrainConfig(optimizer="sgd")
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        TrainConfig(schedule="cosine")
