@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -127,6 +128,19 @@ class MapperModel(nn.Module):
     def max_radius(self) -> float | None:
         """The head's largest geodesic radius (None on the sphere)."""
         return getattr(self.to_manifold, "max_radius", None)
+
+    @property
+    def radius(self) -> float | None:
+        """On the Poincaré ball, the largest Euclidean norm ``‖h‖ = tanh(√c·bound)/√c`` the head reaches.
+
+        The 0.2 mapper's cap ``1 − δ`` had this role; the smooth bound approaches it, never
+        clips at it. None where the geometry has no ball radius (the sphere, the hyperboloid).
+        """
+        bound = getattr(self.to_manifold, "tangent_bound", None)
+        if bound is None or not hasattr(self.geometry, "radius"):
+            return None
+        sqrt_c = 1.0 / float(self.geometry.radius)
+        return math.tanh(sqrt_c * bound) / sqrt_c
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Map features onto the manifold.
