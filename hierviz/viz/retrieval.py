@@ -209,6 +209,17 @@ _TERMS = ("pos", "neg", "norm", "margin", "d_bar")
 _GRID_STEPS, _GRID_LR, _GRID_SEED = 60, 1e-2, 0
 
 
+class _ZOutput(torch.nn.Module):
+    """``{"z": mapper(x)}``, the output dict :func:`hierviz.training.fit` reads (viz imports no evaluation code)."""
+
+    def __init__(self, mapper: torch.nn.Module) -> None:
+        super().__init__()
+        self.mapper = mapper
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"z": self.mapper(x)}
+
+
 def hcl_train(
     m0: float = 0.5,
     alpha: float = 0.1,
@@ -248,7 +259,6 @@ def hcl_train(
     """
     from torch.utils.data import TensorDataset
 
-    from hierviz.evaluation.retrieval import MapperOutput
     from hierviz.losses import HCLLoss, Objective
     from hierviz.models import HyperbolicMapper
     from hierviz.training import TrainConfig, fit
@@ -269,7 +279,7 @@ def hcl_train(
         epochs=int(steps), batch_size=len(X), lr_backbone=lr, lr_head=lr, weight_decay=0.0, warmup_epochs=0,
         ema_decay=None, seed=seed, device="cpu", amp=False, progress=False, optimizer="adam", schedule="constant",
     )  # fmt: skip
-    fit(config, MapperOutput(mapper), Objective("hcl", {"hcl": loss_fn}), TensorDataset(X, Y), callbacks=[record])
+    fit(config, _ZOutput(mapper), Objective("hcl", {"hcl": loss_fn}), TensorDataset(X, Y), callbacks=[record])
     with torch.no_grad():
         h = mapper(X).numpy().astype(np.float32)
         loss_fn(torch.as_tensor(h), Y)
