@@ -160,3 +160,24 @@ def test_fit_with_adam_and_a_constant_lr_equals_a_hand_written_adam_loop():
         TrainConfig(optimizer="sgd")
     with pytest.raises(ValueError, match="schedule must be one of"):
         TrainConfig(schedule="cosine")
+
+
+def test_register_features_gives_a_named_vector_dataset(tmp_path):
+    from hierviz.data import DATASETS, DEFAULT_TREE, load_dataset
+    from hierviz.experiments.config import default_encoder
+    from hierviz.retrieval import register_features
+
+    path, tree, X, y = _features(tmp_path)
+    assert register_features("Test-Feats", path, default_tree=str(tree)) == "test-feats"
+    try:
+        assert DATASETS["test-feats"].inputs == "vectors" and DEFAULT_TREE["test-feats"] == str(tree)
+        assert default_encoder("test-feats", "small_cnn") == "mlp"  # vectors: the MLP unless an encoder is named
+        ds = load_dataset("test-feats")
+        np.testing.assert_array_equal(ds.images, X)
+        np.testing.assert_array_equal(ds.labels, y)
+        with pytest.raises(ValueError, match="already"):
+            register_features("test-feats", path)
+    finally:
+        DATASETS.unregister("test-feats")
+    with pytest.raises(FileNotFoundError, match="path: .*missing.npz is not a file"):
+        register_features("test-feats", tmp_path / "missing.npz")
