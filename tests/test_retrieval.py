@@ -257,8 +257,14 @@ def test_cosine_control_mapper_trains_on_the_unit_sphere():
     assert float(cos[same].mean()) > 0.99 and float(cos[~same].mean()) < 0.9
     nn_label = f.labels[(cos - 3 * torch.eye(len(h))).argmax(1).numpy()]
     assert (nn_label == f.labels).mean() == 1.0
-    with pytest.raises(ValueError, match="'poincare' or 'euclidean'"):
-        train_mapper(f.features, f.labels, geometry="lorentz")
+    # issue 23: the head follows the geometry object, not its name; the hyperboloid gets d + 1 coordinates
+    lor, _ = train_mapper(f.features[:40], f.labels[:40], dim_out=3, epochs=1, seed=0, geometry="lorentz")
+    with torch.no_grad():
+        z = lor(torch.as_tensor(f.features[:5]))
+    assert z.shape == (5, 4) and bool(lor.geometry.hyperbolic)
+    torch.testing.assert_close(lor.geometry.dist(z, z), torch.zeros(5), atol=2e-3, rtol=0)
+    with pytest.raises(ValueError, match="geometry"):
+        train_mapper(f.features, f.labels, geometry="spherical-typo")
 
 
 def test_train_mapper_lowers_hcl_and_separates_classes():

@@ -5,7 +5,9 @@ balanced linear probe, compute the hierarchy metrics and parent prototypes
 (:class:`ClassificationRecord`). ``unseen`` (paper 04 §III): seen/unseen leaves, leaf F1,
 ranking metrics, Acc_blind / Acc_aware on the lowest seen ancestor (:class:`UnseenRecord`).
 A method names its protocol (:attr:`hierviz.methods.Method.protocol`); a new protocol is one
-function registered with :func:`register_protocol`; a protocol function with a
+function registered with :func:`register_protocol`; ``retrieval`` / ``retrieval-cosine`` (paper 03
+§3.1): MAP@k of test rows querying the training rows (:class:`RetrievalRecord`,
+:mod:`hierviz.evaluation.retrieval`, with Paper 03's mapper trained by ``fit``); a protocol function with a
 ``make_split`` attribute also chooses the train/test split (``unseen`` does).
 """
 
@@ -19,6 +21,14 @@ from hierviz.evaluation.classification import (
     register_protocol,
 )
 from hierviz.evaluation.radius import run_radius
+from hierviz.evaluation.retrieval import (  # registers "retrieval" and "retrieval-cosine"
+    CosineMapper,
+    MapperModel,
+    RetrievalRecord,
+    chance_scores,
+    fit_mapper,
+    retrieval_protocol,
+)
 from hierviz.evaluation.unseen import UnseenRecord, unseen_protocol, unseen_split  # registers "unseen"
 
 __all__ = [
@@ -30,6 +40,12 @@ __all__ = [
     "embed_dataset",
     "evaluate_model",
     "run_radius",
+    "MapperModel",
+    "CosineMapper",
+    "fit_mapper",
+    "RetrievalRecord",
+    "retrieval_protocol",
+    "chance_scores",
     "UnseenRecord",
     "unseen_protocol",
     "unseen_split",

@@ -175,6 +175,8 @@ def _run_one(
     if not is_main_process():
         return None  # under torchrun rank 0 alone evaluates and writes
     protocol_name = cfg.eval.protocol or method.protocol
+    if getattr(PROTOCOLS.get(method.protocol), "refines", None) == protocol_name:  # e.g. retrieval-cosine
+        protocol_name = method.protocol
     protocol = PROTOCOLS.get(protocol_name)
     embedding = cfg.eval.embedding or method.embedding  # issue 24: one probe input for every method
     ev = protocol(

@@ -86,3 +86,13 @@ for _name, _label, _hib in (  # Paper 04: the seen/unseen protocol (hierviz.eval
     ("pred_ndcg_max", "NDCG_max (unseen)", True),
 ):
     register_metric(_name, _label, higher_is_better=_hib, source="Paper 04 (Generalised triplets) §III-D")
+
+for _name, _label in (  # Paper 03: the retrieval protocol (hierviz.evaluation.retrieval)
+    ("map@1", "MAP@1"),
+    ("map@5", "MAP@5"),
+    ("map@10", "MAP@10"),
+    ("map@20", "MAP@20"),
+    ("p@1", "P@1"),
+    ("r_precision", "R-Prec"),
+):
+    register_metric(_name, _label, source="Paper 03 (Hyper-DINO) §3.1")

@@ -39,7 +39,14 @@ from hierviz.report.tables import (
     write_results_csv,
 )
 
-__all__ = ["write_report_html", "build_report", "collapsed_note", "majority_baseline", "write_baselines_csv"]
+__all__ = [
+    "write_report_html",
+    "build_report",
+    "collapsed_note",
+    "majority_baseline",
+    "chance_baseline",
+    "write_baselines_csv",
+]
 
 _CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
@@ -206,6 +213,29 @@ def majority_baseline(records: Sequence[Mapping[str, Any]], tree) -> dict[str, f
     return None
 
 
+def chance_baseline(records: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:
+    """The Random-ranking row of a retrieval comparison, from the first run's saved ``y_test``/``y_train``.
+
+    :func:`hierviz.metrics.baselines.random_ranking_scores` of the queries (test rows) against
+    the references (training rows), MAP@k for the k <= the references. None when no run saved
+    both label arrays, or when a query class has no reference.
+    """
+    from hierviz.metrics.baselines import random_ranking_scores
+
+    for r in records:
+        emb = r.get("embeddings")
+        if not emb or not Path(emb).is_file():
+            continue
+        with np.load(emb) as f:
+            if "y_train" in f.files and "y_test" in f.files:
+                yq, yg = f["y_test"], f["y_train"]
+                try:
+                    return random_ranking_scores(yq, yg, tuple(k for k in (1, 5, 10, 20) if k <= len(yg)))
+                except ValueError:
+                    return None
+    return None
+
+
 def write_baselines_csv(baselines: Mapping[str, Mapping[str, float]], path: str | Path) -> Path:
     """``baselines.csv``: one row per input-free baseline (``baseline`` then its metrics; NaN left empty)."""
     import csv
@@ -312,7 +342,12 @@ def build_report(
     title_md = " — ".join(t for t in (f"**{title}**", first("Dataset"), first("Tree")) if t)
     shown = default_metrics(rows)  # paper 04 Table I's columns for unseen-protocol runs, as the tables
     baselines: dict[str, dict[str, float]] = {}
-    if shown != UNSEEN_METRICS:  # issue 24: the chance line of every classification table
+    if shown and shown[0] == "map@1":  # issue 23: retrieval runs get the random-ranking row
+        chance = chance_baseline(recs)
+        if chance is not None:
+            baselines["chance"] = chance
+            paths["baselines"] = write_baselines_csv(baselines, out_dir / "baselines.csv")
+    elif shown != UNSEEN_METRICS:  # issue 24: the chance line of every classification table
         maj = majority_baseline(recs, tree)
         if maj is not None:
             baselines["majority"] = maj

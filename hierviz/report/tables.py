@@ -23,6 +23,7 @@ from hierviz.metrics.registry import METRIC_INFO
 __all__ = [
     "METRICS",
     "UNSEEN_METRICS",
+    "RETRIEVAL_METRICS",
     "IMBALANCE_METRICS",
     "BASELINE_LABELS",
     "METRIC_LABELS",
@@ -46,8 +47,10 @@ METRICS = tuple(METRIC_INFO.names()[:5])
 UNSEEN_METRICS = ("leaf_f1", "rp5", "mnr", "ndcg_sum", "ndcg_max", "acc_blind", "acc_aware")
 #: Imbalance-aware columns (issue 24): balanced accuracy and macro-F1 of the probe's predictions.
 IMBALANCE_METRICS = ("bal_acc", "macro_f1")
+#: Paper 03 (Hyper-DINO) §3.1 columns, from the retrieval protocols (:mod:`hierviz.evaluation.retrieval`).
+RETRIEVAL_METRICS = ("map@1", "map@5", "map@10", "map@20", "p@1", "r_precision")
 #: Display names of the input-free baseline rows (:mod:`hierviz.metrics.baselines`).
-BASELINE_LABELS = {"majority": "Majority class"}
+BASELINE_LABELS = {"majority": "Majority class", "chance": "Random ranking (chance)"}
 #: Column titles used in the tables (from :data:`hierviz.metrics.METRIC_INFO`).
 METRIC_LABELS = {n: METRIC_INFO.get(n).label for n in METRIC_INFO.names()}
 #: Metrics where lower is better (bolded as minimum).
@@ -155,8 +158,12 @@ def default_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
     ('leaf_f1', 'rp5', 'mnr')
     >>> default_metrics([{"hf1": 0.5, "bal_acc": 0.4, "macro_f1": 0.3}])[-2:]
     ('bal_acc', 'macro_f1')
+    >>> default_metrics([dict.fromkeys(RETRIEVAL_METRICS, 0.5)])[-3:]
+    ('map@20', 'p@1', 'r_precision')
     """
     R = [r for r in rows if isinstance(r, Mapping)]
+    if R and all("map@1" in r for r in R):  # retrieval runs: the MAP@k every run has (k <= its references)
+        return tuple(m for m in RETRIEVAL_METRICS if all(m in r for r in R))
     if R and all(all(m in r for m in UNSEEN_METRICS) for r in R):
         return UNSEEN_METRICS
     if R and all(all(m in r for m in IMBALANCE_METRICS) for r in R):
@@ -320,6 +327,11 @@ def baseline_note(baselines: Mapping[str, Mapping[str, Any]] | None) -> str:
             "*Majority class*: the train split's most frequent leaf predicted for every test sample "
             "(hierviz.metrics.baselines.majority_class_report); Violations and PC-Order rank embeddings "
             "against parent prototypes and are undefined for a predictor without embeddings (–)."
+        )
+    if "chance" in baselines:
+        notes.append(
+            "*Random ranking (chance)*: the expected scores of a uniformly random ordering of the references "
+            "(the training rows), from the class shares (hierviz.metrics.baselines.random_ranking_scores)."
         )
     return " ".join(notes)
 

@@ -3,13 +3,17 @@
 * :mod:`.index`: :class:`ReferenceIndex` (exact Poincaré search in batches on CPU or GPU,
   float16 ``log_0`` tangent storage: 64 bytes per image at d = 32),
   :func:`storage_distance_error`;
-* :mod:`.protocol`: :func:`train_mapper` (HyperbolicMapper + HCL), :func:`retrieval_metrics`
-  (MAP@k, P@1, R-precision), :func:`grouped_folds`, :func:`run_retrieval` (the grid over
-  5 grouped folds, ``results.csv``) and :data:`RETRIEVAL_PRESETS`.
+* :mod:`.protocol`: :func:`retrieval_metrics` (MAP@k, P@1, R-precision), :func:`grouped_folds`,
+  :func:`run_retrieval` (the grid over 5 grouped folds, ``results.csv``);
+* :mod:`.config`: :class:`RetrievalConfig`, :data:`RETRIEVAL_PRESETS`; :mod:`.tables`:
+  :func:`summarise`, :func:`table2_markdown`; :mod:`.train`: :func:`train_mapper` (the mapper +
+  HCL through :func:`hierviz.training.fit`, the loop of ``hierviz compare``); :mod:`.dataset`:
+  :func:`register_features` (a features file as a named vector dataset of ``compare``).
 
 From the shell: ``hierviz retrieval --features F.npz --preset quick --out DIR``.
 """
 
+from hierviz.retrieval.dataset import register_features
 from hierviz.retrieval.index import (
     STORAGES,
     ReferenceIndex,
@@ -31,6 +35,7 @@ from hierviz.retrieval.protocol import (
 )
 
 __all__ = [
+    "register_features",
     "STORAGES",
     "ReferenceIndex",
     "encode_points",

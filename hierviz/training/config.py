@@ -15,6 +15,12 @@ __all__ = ["TrainConfig", "RESUME_FREE_FIELDS", "check_resume_config"]
 RESUME_FREE_FIELDS = {"resume", "progress", "checkpoint_dir", "device"}
 
 
+#: :attr:`TrainConfig.optimizer` values.
+OPTIMIZERS = ("adamw", "adam")
+#: :attr:`TrainConfig.schedule` values.
+SCHEDULES = ("warmup_cosine", "constant")
+
+
 @dataclass
 class TrainConfig:
     """Hyper-parameters of :func:`fit` (defaults: paper 01 §4.2 where it gives one).
@@ -85,6 +91,8 @@ class TrainConfig:
     progress: bool = True
     sync_bn: bool = True
     compile_loss: bool = False
+    optimizer: str = "adamw"
+    schedule: str = "warmup_cosine"
 
     def __post_init__(self) -> None:
         def _int(name: str, lo: int) -> None:
@@ -108,6 +116,10 @@ class TrainConfig:
             raise ValueError(f"ema_decay must be in [0, 1) or None, got {self.ema_decay!r}")
         if self.grad_clip is not None and not (self.grad_clip > 0):
             raise ValueError(f"grad_clip must be > 0 or None, got {self.grad_clip!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-python dict (paths as strings), as stored in checkpoints."""

@@ -473,7 +473,8 @@ def fit(
         groups.append({"params": obj_params, "lr": config.lr_head, "name": "objective"})
     if not groups:
         raise ValueError("model has no trainable parameters")
-    optimizer = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
+    opt_class = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam  # Adam: L2 decay
+    optimizer = opt_class(groups, weight_decay=config.weight_decay)
 
     gen = torch.Generator()
     gen.manual_seed(int(config.seed))
@@ -481,7 +482,10 @@ def fit(
     steps_per_epoch = len(loader)
     total_steps = steps_per_epoch * config.epochs
     warmup_steps = min(int(round(config.warmup_epochs * steps_per_epoch)), max(0, total_steps - 1))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_cosine(s, warmup_steps, total_steps))
+    if config.schedule == "constant":
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+    else:
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_cosine(s, warmup_steps, total_steps))
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp and amp_dtype == torch.float16)
 
     ema = None

@@ -116,6 +116,7 @@ def plot_projection(
     title: str | None = None,
     return_coords: bool = False,
     options: dict[str, Any] | None = None,
+    c: float | None = None,
 ):
     """2-D map (t-SNE / UMAP / PCA) of embeddings, coloured by leaf, with the tree on top.
 
@@ -145,6 +146,9 @@ def plot_projection(
         Also return the 2-D coordinates and the row indices of ``z`` they belong to.
     options : dict, optional
         Extra estimator keyword arguments, see :func:`project_2d`.
+    c : float, optional
+        Curvature ``c > 0`` (curvature −c) when ``geometry`` is given by name (default 1); a
+        Geometry object carries its own ``c`` (passing another one is refused).
 
     Returns
     -------
@@ -177,7 +181,11 @@ def plot_projection(
     if N > max_points:
         index = np.sort(np.random.default_rng(seed).choice(N, max_points, replace=False))
     if isinstance(geometry, str):
-        geometry = get_geometry(geometry)  # a name: curvature 1 (pass an instance for another c)
+        geometry = get_geometry(geometry, c=c)  # a name: curvature c (default 1)
+    elif c is not None and geometry is not None and getattr(geometry, "hyperbolic", False):
+        own = -float(geometry.curvature)
+        if abs(own - float(c)) > 1e-12 * max(1.0, abs(own)):
+            raise ValueError(f"c={c!r} disagrees with the geometry's own c={own:g}; pass one of them")
     hyperbolic = bool(getattr(geometry, "hyperbolic", False))  # the capability, never the name
     XY = project_2d(Z[index], method=method, geometry=geometry, seed=seed, options=options)
     y = y_all[index]

@@ -209,6 +209,17 @@ _TERMS = ("pos", "neg", "norm", "margin", "d_bar")
 _GRID_STEPS, _GRID_LR, _GRID_SEED = 60, 1e-2, 0
 
 
+class _ZOutput(torch.nn.Module):
+    """``{"z": mapper(x)}``, the output dict :func:`hierviz.training.fit` reads (viz imports no evaluation code)."""
+
+    def __init__(self, mapper: torch.nn.Module) -> None:
+        super().__init__()
+        self.mapper = mapper
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"z": self.mapper(x)}
+
+
 def hcl_train(
     m0: float = 0.5,
     alpha: float = 0.1,
@@ -220,7 +231,7 @@ def hcl_train(
     lr: float = 1e-2,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Train a 2-D Hyperbolic Mapper with HCL(m0, α, λ) for ``steps`` full-batch Adam steps.
+    """Train a 2-D Hyperbolic Mapper with HCL(m0, α, λ) for ``steps`` full-batch Adam steps (:func:`hierviz.training.fit`).
 
     Parameters
     ----------
@@ -246,24 +257,29 @@ def hcl_train(
     >>> r["h"].shape, r["trace"].shape
     ((160, 2), (3, 3))
     """
-    from hierviz.losses import HCLLoss
+    from torch.utils.data import TensorDataset
+
+    from hierviz.losses import HCLLoss, Objective
     from hierviz.models import HyperbolicMapper
+    from hierviz.training import TrainConfig, fit
 
     if x is None:
         x, y = hcl_toy_features(seed=seed)
     X = torch.as_tensor(np.asarray(x, dtype=np.float32))
     Y = torch.as_tensor(np.asarray(y, dtype=np.int64))
     torch.manual_seed(seed)
-    mapper = HyperbolicMapper(X.shape[1], 2, hidden=64)
+    mapper = HyperbolicMapper(X.shape[1], 2, hidden=64)  # the paper's hard cap: the figure shows what it clips
     loss_fn = HCLLoss(mapper.geometry, m0=m0, alpha=alpha, lam=lam)
-    opt = torch.optim.Adam(mapper.parameters(), lr=lr)
     trace = np.zeros((3, int(steps)), np.float32)
-    for s in range(int(steps)):
-        loss = loss_fn(mapper(X), Y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        trace[:, s] = [loss_fn.last_terms[k] for k in ("pos", "neg", "norm")]
+
+    def record(epoch: int, info: dict) -> None:  # one full-batch step per epoch: the terms of that step
+        trace[:, epoch] = [loss_fn.last_terms[k] for k in ("pos", "neg", "norm")]
+
+    config = TrainConfig(  # full-batch Adam at a constant lr, through the one training loop
+        epochs=int(steps), batch_size=len(X), lr_backbone=lr, lr_head=lr, weight_decay=0.0, warmup_epochs=0,
+        ema_decay=None, seed=seed, device="cpu", amp=False, progress=False, optimizer="adam", schedule="constant",
+    )  # fmt: skip
+    fit(config, _ZOutput(mapper), Objective("hcl", {"hcl": loss_fn}), TensorDataset(X, Y), callbacks=[record])
     with torch.no_grad():
         h = mapper(X).numpy().astype(np.float32)
         loss_fn(torch.as_tensor(h), Y)

@@ -17,7 +17,8 @@ key                 shape / dtype                 meaning
 ``licence``         0-d str, optional
 ==================  ============================  ==================================================
 
-A file with MedMNIST keys (``train_images`` ...) is handed to
+A features file (``features`` (N, D) float + ``labels``, :mod:`hierviz.features.io`; Paper 03's
+frozen encoder outputs) loads as a vector dataset. A file with MedMNIST keys (``train_images`` ...) is handed to
 :func:`hierviz.data.loaders.medmnist.load_medmnist`. Every refusal is one ``ValueError``
 naming the file and the fix.
 """
@@ -109,6 +110,8 @@ def load_npz(path: str | PathLike, name: str | None = None) -> ArrayDataset:
             from hierviz.data.loaders.medmnist import load_medmnist
 
             return load_medmnist(path, name=name)
+        if "features" in files and "images" not in files:  # issue 23: a features file (hierviz.features)
+            return _features_dataset(path, z, files, name)
         label_key = "label" if "label" in files else "labels" if "labels" in files else None
         if "images" not in files or label_key is None:
             missing = [k for k, ok in (("images", "images" in files), ("labels", label_key is not None)) if not ok]
@@ -158,6 +161,23 @@ def load_npz(path: str | PathLike, name: str | None = None) -> ArrayDataset:
         official_split=split,
         ids=ids,
     )
+
+
+def _features_dataset(path: Path, z: NpzArrays, files: set[str], name: str | None) -> ArrayDataset:
+    """A features ``.npz`` (``features`` (N, D) float, ``labels``, optional ``classes``/``groups``/``split``;
+    :mod:`hierviz.features.io`) as a vector dataset: float32 (N, D) rows, classes ``"0"`` ... by default."""
+    feats = z["features"]
+    if feats.ndim != 2 or not (feats.dtype.kind == "f"):
+        raise ValueError(f"{path}: features must be a float (N, D) array, got {feats.dtype} {feats.shape}; {NPZ_FIX}")
+    if "labels" not in files:
+        raise ValueError(f"{path}: a features file needs a 'labels' array (N,); {NPZ_FIX}")
+    labels = check_labels(z["labels"], feats.shape[0], f"{path}: labels")
+    n_cls = int(labels.max()) + 1 if labels.size else 0
+    classes = [str(c) for c in z["classes"].tolist()] if "classes" in files else [str(i) for i in range(n_cls)]
+    split = z["split"].astype("<U5") if "split" in files else None
+    groups = z["groups"] if "groups" in files else None
+    kw = {"groups": groups, "official_split": split, "name": name or path.stem}
+    return _array_dataset(path, images=feats.astype("float32"), labels=labels, classes=classes, **kw)
 
 
 def _array_dataset(path: Path, **kw: Any) -> ArrayDataset:
