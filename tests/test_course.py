@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -192,3 +193,44 @@ def test_hf1_hacc_figure_and_map_chance_figure():
     assert meta["r"][1] < 0.15  # R ≈ 200 references per class, k = 20
     fig = paired_runs_figure([0.61, 0.63, 0.60, 0.62], [0.58, 0.61, 0.57, 0.60])
     assert fig.layout.meta["low"] > 0 > fig.layout.meta["unpaired_low"]
+
+
+def test_site_refuses_a_smoke_copy_and_builds_at_medium(tmp_path, monkeypatch):
+    """Issue 26: the site publishes medium or GPU outputs; an executed copy at SMOKE size stops the build."""
+    import importlib.util
+
+    import nbformat
+    from mkdocs.exceptions import PluginError
+
+    from hierviz.course import published_size
+
+    def load(name):
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).parents[1] / "docs" / "scripts" / f"{name}.py"
+        )
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    build, hooks = load("build_site"), load("mkdocs_hooks")
+    # the build's parameter injection: medium unless asked otherwise, and medium is not smoke
+    assert build.SIZES["medium"] == {"SMOKE": False, "SIZE": "medium"}
+    assert published_size({"metadata": {"papermill": {"parameters": build.SIZES["medium"]}}}) == "medium"
+    assert published_size({"metadata": {"papermill": {"parameters": build.SIZES["smoke"]}}}) == "smoke"
+    assert published_size({"metadata": {"papermill": {"parameters": {"SMOKE": False, "SIZE": "SMOKE"}}}}) == "smoke"
+
+    def copy(params):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
+        nb.metadata["papermill"] = {"parameters": params}
+        path = tmp_path / "03_hwc.ipynb"
+        nbformat.write(nb, path)
+        return path
+
+    monkeypatch.delenv("HIERVIZ_SITE_ALLOW_SMOKE", raising=False)
+    assert hooks.check_published(copy({"SMOKE": False, "SIZE": "medium"})) == "medium"
+    with pytest.raises(PluginError, match="SMOKE size.*--notebooks 03"):
+        hooks.check_published(copy({"SMOKE": True}))
+    monkeypatch.setenv("HIERVIZ_SITE_ALLOW_SMOKE", "1")  # build_site.py --size smoke: a test build
+    assert hooks.check_published(copy({"SMOKE": True})) == "smoke"
+    with pytest.raises(ValueError, match="SIZE must be one of"):
+        published_size({"metadata": {"papermill": {"parameters": {"SIZE": "huge"}}}})
