@@ -104,7 +104,7 @@ def _runs(result: Any) -> dict[tuple[str, str], dict[int, dict]]:
     return runs
 
 
-def capstone_rows(result: Any, baseline: str = "supcon", key: str = "hf1") -> list[dict[str, Any]]:
+def capstone_rows(result: Any, baseline: str = "supcon", key: str = "hf1", min_seeds: int = 3) -> list[dict[str, Any]]:
     """One row per method × geometry of a ``compare`` result, then the Majority and Chance rows.
 
     Parameters
@@ -115,6 +115,10 @@ def capstone_rows(result: Any, baseline: str = "supcon", key: str = "hf1") -> li
         The method the paired differences are taken against (same geometry, same seed).
     key : str, default "hf1"
         The metric of the paired difference.
+    min_seeds : int, default 3
+        Fewest common seeds for an interval (``hierviz.report.stats.MIN_SEEDS``, the rule of
+        ``hierviz compare``'s paired table: at 2 seeds the interval spans ±12.7 standard deviations of
+        the differences, or is 0 wide when both differences agree).
 
     Returns
     -------
@@ -122,7 +126,7 @@ def capstone_rows(result: Any, baseline: str = "supcon", key: str = "hf1") -> li
         Method rows: ``method, geometry, n`` (seeds), per metric of :data:`CAPSTONE_METRICS` its
         ``mean`` and ``std`` (``"<metric>"``, ``"<metric>_std"``, std NaN for one seed), and
         ``delta, low, high`` (``key`` minus the baseline's over the common seeds, with the 95 %
-        Student-t interval; NaN with fewer than 2 common seeds or for the baseline itself), and
+        Student-t interval; NaN with fewer than ``min_seeds`` common seeds or for the baseline itself), and
         the radius metrics ``radius_depth_spearman``, ``clip_fraction``, ``radius_gap`` (means;
         NaN for Euclidean runs). Then ``{"method": "majority", ...}`` and ``{"method": "chance", ...}``.
 
@@ -154,7 +158,7 @@ def capstone_rows(result: Any, baseline: str = "supcon", key: str = "hf1") -> li
         base = runs.get((baseline, geometry), {})
         common = [s for s in seeds if s in base]
         row["delta"] = row["low"] = row["high"] = math.nan
-        if method != baseline and len(common) >= 2:
+        if method != baseline and len(common) >= max(2, min_seeds):
             d = np.array([by_seed[s]["metrics"][key] - base[s]["metrics"][key] for s in common], dtype=float)
             half = _t975(len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
             row["delta"], row["low"], row["high"] = float(d.mean()), float(d.mean() - half), float(d.mean() + half)
@@ -262,7 +266,7 @@ def method_guide(tables: Mapping[str, Sequence[Mapping[str, Any]]], baseline: st
                 else "the interval contains 0, so this ranking is within seed noise at this size."
             )
         else:
-            verdict = "fewer than 2 seeds: no interval, so no ranking can be trusted."
+            verdict = f"over {best['n']} seed(s), too few for an interval: this ranking is not evidence."
         lines.append(f"- **Best {name}: {where} {best[key]:.3f}**, {verdict}")
         maj = base.get("majority", {}).get(key, math.nan)
         if math.isfinite(maj):
