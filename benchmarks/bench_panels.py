@@ -39,9 +39,7 @@ from hierviz.viz.widgets.panel import Panel as _Panel, figure_bundle as _bundle
 def _step(w, back=False):
     opts = getattr(w, "options", None)
     if opts is not None and not hasattr(w, "step"):
-        labels = [o[0] if isinstance(o, tuple) else o for o in opts]
-        i = labels.index(w.label) if hasattr(w, "label") else list(opts).index(w.value)
-        return (i + (-1 if back else 1)) % len(opts), "dropdown"
+        return (w.index + (-1 if back else 1)) % len(opts), "dropdown"
     if hasattr(w, "base"):  # FloatLogSlider: value = base ** exponent
         import math
         e = math.log(w.value, w.base)

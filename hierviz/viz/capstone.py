@@ -302,18 +302,20 @@ def method_guide(tables: Mapping[str, Sequence[Mapping[str, Any]]], baseline: st
     return "\n\n".join(out)
 
 
-def run_disk_panel(results: Mapping[str, Any], geometry: str = "poincare", seed: int = 0):
+def run_disk_panel(results: Mapping[str, Any], geometry: str = "poincare", seed: int = 0, max_points: int = 300):
     """Dropdowns (dataset, method) over the Poincaré disk of every hyperbolic run of the capstone.
 
     Each figure is :func:`hierviz.viz.plot_poincare_disk` of the run's test embeddings (reduced to 2-D
-    through logmap₀ → PCA → expmap₀ when d > 2) with the tree drawn from the origin; it is built on
-    the first visit and kept (a revisit costs only the redraw).
+    through logmap₀ → PCA → expmap₀ when d > 2) with the tree drawn from the origin. All of them are
+    drawn when the panel is made (one per dataset × method), so a move only sends a stored figure.
 
     Parameters
     ----------
     results : mapping of dataset label to CompareResult
     geometry : str, default "poincare"
     seed : int, default 0
+    max_points : int, default 300
+        Test points drawn per run (a seeded subset; the Fréchet means use all of them).
 
     Returns
     -------
@@ -335,22 +337,28 @@ def run_disk_panel(results: Mapping[str, Any], geometry: str = "poincare", seed:
     if not runs:
         raise ValueError(f"no {geometry} run in results; the disk needs hyperbolic runs (geometries={geometry})")
     methods = sorted({m for ms in runs.values() for m in ms}, key=lambda m: [*_METHOD, m].index(m))
-    cache: dict[tuple[str, str], Any] = {}
+    from hierviz.viz._fast import fast_figure
 
-    def update(data: str, method: str):
-        if (data, method) not in cache:
-            res = results[data]
-            if method not in runs[data]:
-                from hierviz.viz._fast import fast_figure
-
-                return fast_figure([], {"title": {"text": f"{data}: no {_label(method)} run"}, "height": 300})
+    # Every (dataset, method) figure is drawn here, once: a move only sends a stored figure (issue 26:
+    # drawing one on the first visit put the Fréchet means and the 2-D reduction in the redraw, 0.6 s).
+    figures: dict[tuple[str, str], Any] = {}
+    for data, ms in runs.items():
+        res = results[data]
+        for method in methods:
+            if method not in ms:
+                figures[(data, method)] = fast_figure(
+                    [], {"title": {"text": f"{data}: no {_label(method)} run"}, "height": 300}
+                )
+                continue
             a = res.arrays(method, geometry, seed)
-            c = float(next(r for r in res.records if r["method"] == method)["curvature"] or 1.0)
-            cache[(data, method)] = plot_poincare_disk(
-                a["z_test"], a["y_test"], res.tree, c=c, max_points=600,
+            rec = next(r for r in res.records if r["method"] == method and r["geometry"] == geometry)
+            figures[(data, method)] = plot_poincare_disk(
+                a["z_test"], a["y_test"], res.tree, c=float(rec.get("curvature") or 1.0), max_points=max_points,
                 title=f"{data}: {_label(method)} ({_GEOMETRY.get(geometry, geometry)}, seed {seed}), test embeddings",
             )  # fmt: skip
-        return cache[(data, method)]
+
+    def update(data: str, method: str):
+        return figures[(data, method)]
 
     style = {"description_width": "initial"}
     controls = {
