@@ -219,7 +219,8 @@ def method_guide(tables: Mapping[str, Sequence[Mapping[str, Any]]], baseline: st
     """The closing "which method when" guide, written from the capstone rows of each dataset.
 
     Per dataset: the best method on ``key`` and whether its paired interval against ``baseline``
-    excludes 0 (a difference) or not (seed noise at this size); whether any method beats the
+    excludes 0 (a difference) or not (seed noise at this size); the methods whose interval lies
+    entirely below 0 (worse than the baseline); whether any method beats the
     Majority class on ``key``; the fewest violations; and, among hyperbolic runs, the one whose
     prototype radius follows depth best (``radius_depth_spearman``) with its clip fraction.
     Nothing here is typed by hand: rerun the notebook at another size and the guide changes with it.
@@ -268,6 +269,13 @@ def method_guide(tables: Mapping[str, Sequence[Mapping[str, Any]]], baseline: st
         else:
             verdict = f"over {best['n']} seed(s), too few for an interval: this ranking is not evidence."
         lines.append(f"- **Best {name}: {where} {best[key]:.3f}**, {verdict}")
+        worse = [r for r in methods if math.isfinite(r.get("high", math.nan)) and r["high"] < 0]
+        if worse:
+            lines.append(
+                f"- **Below {_label(baseline)}** (interval entirely under 0): "
+                + ", ".join(f"{_label(r['method'])} {_fmt_ci(r)}" for r in worse)
+                + "."
+            )
         maj = base.get("majority", {}).get(key, math.nan)
         if math.isfinite(maj):
             above = [r for r in methods if r[key] > maj]
