@@ -402,6 +402,11 @@ def test_fast_panel_figures_are_valid_plotly_and_unchanged(breakhis_tree):
     ]
     Z, y = _panel_points(breakhis_tree, None, None, 1.0)
     figs.append(plot_poincare_disk(Z, y, breakhis_tree))
+    from hierviz.viz.hmlc import gmm_masks_figure
+
+    gmm = gmm_masks_figure(np.abs(np.random.default_rng(0).normal(size=(3, 16))), 2, titles=["a", "b", "c"])
+    assert [sh["xref"] for sh in gmm.layout.shapes[::2]] == ["x domain", "x2 domain", "x3 domain"]
+    figs.append(gmm)
     for f in figs:
         assert _same_json(f, validated(f))
     # a trace with an invalid property is caught by the re-validation (the check is not vacuous)
