@@ -177,4 +177,48 @@ def paired_ci(a: Any, b: Any, confidence: float = 0.95) -> dict[str, float]:
     }
 
 
-__all__ = ["SIZES", "by_size", "paired_ci", "resolve_size"]
+__all__ = ["SIZES", "by_size", "paired_ci", "published_size", "resolve_size"]
+
+
+def published_size(nb: Any) -> str | None:
+    """The size an executed notebook was run at, read from papermill's record of its parameters.
+
+    The docs site must publish medium (or full / GPU) outputs, never SMOKE ones (issue 26):
+    ``docs/scripts/mkdocs_hooks.py`` refuses an executed copy whose size is ``"smoke"``.
+
+    Parameters
+    ----------
+    nb : dict or nbformat.NotebookNode
+        A notebook executed by papermill (``metadata.papermill.parameters`` holds what was
+        injected, e.g. ``{"SMOKE": False, "SIZE": "medium"}``).
+
+    Returns
+    -------
+    str or None
+        ``"smoke"``, ``"medium"``, ``"full"``, ``"auto"`` (``SIZE="auto"`` was kept: medium on a CPU,
+        full on CUDA, either way not smoke), or ``None`` when papermill did not run it (no record).
+        Parameters papermill did not inject keep the notebook's defaults (``SMOKE = False``,
+        ``SIZE = "auto"``).
+
+    Raises
+    ------
+    ValueError
+        The recorded ``SMOKE`` / ``SIZE`` are not valid (as :func:`resolve_size`).
+
+    Examples
+    --------
+    >>> published_size({"metadata": {"papermill": {"parameters": {"SMOKE": True}}}})
+    'smoke'
+    >>> published_size({"metadata": {"papermill": {"parameters": {"SMOKE": False, "SIZE": "medium"}}}})
+    'medium'
+    >>> published_size({"metadata": {"papermill": {"parameters": {}}}}), published_size({"metadata": {}})
+    ('auto', None)
+    """
+    pm = (nb.get("metadata") or {}).get("papermill")
+    if pm is None:
+        return None
+    params = pm.get("parameters") or {}
+    smoke, size = params.get("SMOKE", False), params.get("SIZE", "auto")
+    if isinstance(size, str) and size.lower() == "auto" and smoke is False:
+        return "auto"
+    return resolve_size(smoke, size, cuda=False)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from unittest import mock
 
+import numpy as np
 import pytest
 
 from hierviz.course import SIZES, by_size, resolve_size
@@ -192,3 +194,125 @@ def test_hf1_hacc_figure_and_map_chance_figure():
     assert meta["r"][1] < 0.15  # R ≈ 200 references per class, k = 20
     fig = paired_runs_figure([0.61, 0.63, 0.60, 0.62], [0.58, 0.61, 0.57, 0.60])
     assert fig.layout.meta["low"] > 0 > fig.layout.meta["unpaired_low"]
+
+
+def test_site_refuses_a_smoke_copy_and_builds_at_medium(tmp_path, monkeypatch):
+    """Issue 26: the site publishes medium or GPU outputs; an executed copy at SMOKE size stops the build."""
+    import importlib.util
+
+    import nbformat
+    from mkdocs.exceptions import PluginError
+
+    from hierviz.course import published_size
+
+    def load(name):
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).parents[1] / "docs" / "scripts" / f"{name}.py"
+        )
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    build, hooks = load("build_site"), load("mkdocs_hooks")
+    # the build's parameter injection: medium unless asked otherwise, and medium is not smoke
+    assert build.SIZES["medium"] == {"SMOKE": False, "SIZE": "medium"}
+    assert published_size({"metadata": {"papermill": {"parameters": build.SIZES["medium"]}}}) == "medium"
+    assert published_size({"metadata": {"papermill": {"parameters": build.SIZES["smoke"]}}}) == "smoke"
+    assert published_size({"metadata": {"papermill": {"parameters": {"SMOKE": False, "SIZE": "SMOKE"}}}}) == "smoke"
+
+    def copy(params):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
+        nb.metadata["papermill"] = {"parameters": params}
+        path = tmp_path / "03_hwc.ipynb"
+        nbformat.write(nb, path)
+        return path
+
+    monkeypatch.delenv("HIERVIZ_SITE_ALLOW_SMOKE", raising=False)
+    assert hooks.check_published(copy({"SMOKE": False, "SIZE": "medium"})) == "medium"
+    with pytest.raises(PluginError, match="SMOKE size.*--notebooks 03"):
+        hooks.check_published(copy({"SMOKE": True}))
+    monkeypatch.setenv("HIERVIZ_SITE_ALLOW_SMOKE", "1")  # build_site.py --size smoke: a test build
+    assert hooks.check_published(copy({"SMOKE": True})) == "smoke"
+    with pytest.raises(ValueError, match="SIZE must be one of"):
+        published_size({"metadata": {"papermill": {"parameters": {"SIZE": "huge"}}}})
+
+
+# ----------------------------------------------------------------- notebook 10 (hierviz.viz.capstone)
+class _FakeResult:
+    """What capstone_rows reads of a CompareResult: records, arrays(...), tree."""
+
+    def __init__(self, tree, metrics_by_run, y_train, y_test):
+        self.tree = tree
+        self.records = [
+            {"method": m, "geometry": g, "seed": s, "metrics": v, "radius": {"radius_depth_spearman": 0.1 * s}}
+            for (m, g, s), v in metrics_by_run.items()
+        ]
+        self._arrays = {"y_train": np.asarray(y_train), "y_test": np.asarray(y_test)}
+
+    def arrays(self, method, geometry, seed):
+        return self._arrays
+
+
+def test_capstone_chance_is_the_exact_expectation_and_solution_10_1():
+    from hierviz.data import load_tree
+    from hierviz.hierarchy import LabelTree
+    from hierviz.metrics import hf1
+    from hierviz.viz.capstone import chance_report
+
+    two_step = load_tree("two-step")
+    assert chance_report(range(7), two_step)["hf1"] == pytest.approx(17 / 49, abs=1e-12)  # solution 10-1
+    assert chance_report(range(7), two_step)["h_acc"] == pytest.approx(17 / 49, abs=1e-12)
+    tree = LabelTree.from_nested({"root": {"a": ["a1", "a2"], "b": ["b1"]}})
+    y = np.array([0, 0, 2, 1])
+    rng = np.random.default_rng(0)  # a Monte-Carlo peer: uniform random leaves, many draws
+    draws = rng.integers(0, 3, size=(4000, 4))
+    mc = np.mean([hf1(y, d, tree) for d in draws])
+    r = chance_report(y, tree)
+    assert r["hf1"] == pytest.approx(mc, abs=0.01) and r["top1"] == pytest.approx(1 / 3)
+    assert np.isnan(r["violations"])
+    with pytest.raises(ValueError, match="y_test has labels outside 0..2"):
+        chance_report([0, 3], tree)
+
+
+def test_capstone_rows_paired_ci_majority_and_guide():
+    from scipy import stats
+
+    from hierviz.hierarchy import LabelTree
+    from hierviz.metrics.baselines import majority_class_report
+    from hierviz.viz.capstone import capstone_figure, capstone_markdown, capstone_rows, method_guide
+
+    tree = LabelTree.from_nested({"root": {"a": ["a1", "a2"], "b": ["b1"]}})
+    sup, hcl = [0.50, 0.55, 0.52], [0.56, 0.60, 0.59]
+    runs = {}
+    for s in range(3):
+        runs[("supcon", "poincare", s)] = {"hf1": sup[s], "h_acc": sup[s], "top1": 0.4, "violations": 0.5}
+        runs[("hcl", "poincare", s)] = {"hf1": hcl[s], "h_acc": hcl[s], "top1": 0.45, "violations": 0.3 + s / 100}
+    res = _FakeResult(tree, runs, y_train=[0, 0, 1, 2], y_test=[0, 1, 2, 2])
+    rows = capstone_rows(res)
+    by = {r["method"]: r for r in rows}
+    d = np.subtract(hcl, sup)
+    ci = stats.ttest_rel(hcl, sup).confidence_interval(0.95)  # scipy's paired interval, the reference
+    assert by["hcl"]["delta"] == pytest.approx(d.mean()) and (by["hcl"]["low"], by["hcl"]["high"]) == pytest.approx(
+        (ci.low, ci.high)
+    )
+    assert np.isnan(by["supcon"]["delta"]) and by["hcl"]["hf1_std"] == pytest.approx(np.std(hcl, ddof=1))
+    assert by["hcl"]["radius_depth_spearman"] == pytest.approx(0.1)
+    maj = majority_class_report([0, 0, 1, 2], [0, 1, 2, 2], tree)
+    assert by["majority"]["hf1"] == pytest.approx(maj["hf1"]) and by["chance"]["top1"] == pytest.approx(1 / 3)
+    table = capstone_markdown(rows)
+    assert f"{d.mean():+.3f} [{ci.low:+.3f}, {ci.high:+.3f}]*" in table and "*Chance (uniform leaf)*" in table
+    guide = method_guide({"toy": rows})
+    assert "**Best HF1: HCL (Poincaré) 0.583**" in guide and "excludes 0" in guide
+    assert "Fewest violations: HCL (Poincaré) 0.310" in guide and "Below SupCon" not in guide
+    flipped = capstone_rows(_FakeResult(tree, {(m, g, s): dict(v, hf1=1 - v["hf1"]) for (m, g, s), v in runs.items()},
+                                        [0, 0, 1, 2], [0, 1, 2, 2]))  # fmt: skip
+    assert "**Below SupCon** (interval entirely under 0): HCL -0.060" in method_guide({"toy": flipped})
+    # two seeds: no interval (hierviz compare's MIN_SEEDS rule), and the guide says the ranking is no evidence
+    two = _FakeResult(tree, {k: v for k, v in runs.items() if k[2] < 2}, [0, 0, 1, 2], [0, 1, 2, 2])
+    rows2 = capstone_rows(two)
+    assert np.isnan(next(r for r in rows2 if r["method"] == "hcl")["delta"])
+    assert "too few for an interval" in method_guide({"toy": rows2})
+    names = [t.name for t in capstone_figure(rows).data]
+    assert names[0] == "Poincaré" and names[1].startswith("Majority class") and names[2].startswith("Chance")
+    with pytest.raises(ValueError, match="key 'map' is not a metric"):
+        capstone_rows(res, key="map")

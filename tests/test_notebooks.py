@@ -36,6 +36,7 @@ EXPECTED = {
     "06_hmlc": dict(figures=6, text=["top1", "official (salesforce) mode", "attention heads"]),
     "08_triplets_unseen": dict(figures=5, text=["triplets per epoch", "acc_blind", "n_unseen_leaves", "ndcg_sum"]),
     "09_hyilr": dict(figures=7, text=["d(u0, u1)", "true labels", "learned c", "Eq. 15 on 20 test documents"]),
+    "10_capstone": dict(figures=5, text=["runs in", "HF1 of the baselines: Majority class", "Chance"]),
     "11_evaluation_pitfalls": dict(figures=7, text=["closed forms: p_max", "Hi-MiF1 1.000", "paired 95 % CI"]),
     "12_hyperbolic_failure_modes": dict(figures=8, text=["clip fraction", "radius_depth_s", "settings trained"]),
 }

@@ -368,3 +368,66 @@ def test_tau_figure_is_the_hwc_gradient(breakhis_tree):
     grad = np.asarray(f.data[[t.name for t in f.data].index("HWC ∂L/∂s")].y)
     np.testing.assert_allclose(grad, ref, atol=1e-12)
     assert np.ptp(grad[1:]) > 1e-3  # the tree separates the candidates: not a vacuous check
+
+
+def _same_json(fast, reference) -> bool:
+    import json
+
+    import plotly.io as pio
+
+    def norm(fig):
+        spec = json.loads(pio.to_json(fig))
+        for t in spec["data"]:  # xaxis "x" / yaxis "y" are plotly's defaults: written or not, the same figure
+            if t.get("xaxis") == "x":
+                del t["xaxis"]
+            if t.get("yaxis") == "y":
+                del t["yaxis"]
+        return spec
+
+    return norm(fast) == norm(reference)
+
+
+def test_fast_panel_figures_are_valid_plotly_and_unchanged(breakhis_tree):
+    """Issue 26: the redrawn figures skip plotly's validation (hierviz.viz._fast); re-validated, they are the same JSON."""
+    from hierviz.hierarchy.synthetic import b_ary_tree, node_tree_distance
+    from hierviz.viz import plot_poincare_disk
+    from hierviz.viz._fast import validated
+    from hierviz.viz.tree_embedding import curvature_figure as tree_curvature_figure
+    from hierviz.viz.widgets.panels import _panel_points
+
+    t = b_ary_tree(2, 3)
+    figs = [
+        tree_curvature_figure(t, 1.7, D_tree=node_tree_distance(t)),
+        lam_figure(*_panel_points(breakhis_tree, None, None, 1.0), breakhis_tree, [0.4], [2.0]),
+    ]
+    Z, y = _panel_points(breakhis_tree, None, None, 1.0)
+    figs.append(plot_poincare_disk(Z, y, breakhis_tree))
+    from hierviz.viz.hmlc import gmm_masks_figure
+
+    gmm = gmm_masks_figure(np.abs(np.random.default_rng(0).normal(size=(3, 16))), 2, titles=["a", "b", "c"])
+    assert [sh["xref"] for sh in gmm.layout.shapes[::2]] == ["x domain", "x2 domain", "x3 domain"]
+    figs.append(gmm)
+    for f in figs:
+        assert _same_json(f, validated(f))
+    # a trace with an invalid property is caught by the re-validation (the check is not vacuous)
+    from hierviz.viz._fast import fast_figure
+
+    bad = fast_figure([dict(type="scatter", x=[0.0], y=[0.0], marker=dict(size="big"))], {})
+    with pytest.raises(ValueError, match="size"):
+        validated(bad)
+
+
+def test_lam_panel_redraw_is_a_fresh_lam_figure(breakhis_tree):
+    """The panel keeps LAM's prototypes and the disk between moves; every redraw equals a fresh lam_figure."""
+    from hierviz.viz.widgets.panels import _panel_points
+
+    Z, y = _panel_points(breakhis_tree, None, None, 1.0)
+    p = lam_panel(breakhis_tree)
+    for name, value in (("m1", 1.2), ("lam1", 0.4), ("m2", 0.05), ("lam2", 2.5), ("m1", 0.0)):
+        if name not in p.controls:
+            continue
+        p.controls[name].value = value
+        v = p.values()
+        levels = sorted(int(k[1:]) for k in v if k.startswith("m"))
+        ref = lam_figure(Z, y, breakhis_tree, [v[f"m{lv}"] for lv in levels], [v[f"lam{lv}"] for lv in levels])
+        assert _same_json(p.figure, ref), f"after {name} = {value}"

@@ -14,7 +14,8 @@ At medium every notebook takes at most a few minutes on a 2-core CPU (``docs/cou
 Its plotly outputs then get an HTML rendering (:class:`hierviz.notebook_html.PlotlyToHTML`) and its
 widget views a note (:class:`~hierviz.notebook_html.WidgetNote`), and the copy is written to the
 notebook folder, where ``docs/scripts/mkdocs_hooks.py`` picks it up; mkdocs-jupyter renders it
-without executing it again. A notebook that is not executed renders from its clean source.
+without executing it again. A notebook that is not executed renders from its clean source; a copy executed at SMOKE size stops
+the build (``mkdocs_hooks.check_published``) unless ``--size smoke`` made it a test build.
 Exit status: 0 built, 1 a notebook or mkdocs failed (its message printed), 2 bad arguments.
 """
 
@@ -114,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"build_site: {src.name} executed at size {args.size} in {secs:.1f} s", file=sys.stderr)
 
     env = dict(os.environ, HIERVIZ_SITE_NOTEBOOKS=str(nb_dir), NO_MKDOCS_2_WARNING="1")
+    if args.size == "smoke":  # a test build: the hook refuses SMOKE copies otherwise (mkdocs_hooks.check_published)
+        env["HIERVIZ_SITE_ALLOW_SMOKE"] = "1"
     cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml")]
     cmd += ["--site-dir", str(args.site_dir.resolve())]
     t0 = time.perf_counter()

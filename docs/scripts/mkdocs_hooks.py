@@ -4,7 +4,9 @@
   appends to *Results* every ``docs/results/**/*.md`` that ``mkdocs.yml`` does not list.
 * ``on_files``: adds the course notebooks as pages ``course/NN_*.ipynb`` — the executed copies in
   ``$HIERVIZ_SITE_NOTEBOOKS`` (written by ``build_site.py``) where one exists, else the clean source
-  (rendered without outputs) — and the vendored scripts: plotly.js from the installed ``plotly``
+  (rendered without outputs); a copy executed at SMOKE size stops the build (issue 26: the site shows
+  medium or GPU results, never SMOKE noise) unless ``HIERVIZ_SITE_ALLOW_SMOKE=1`` (``build_site.py --size
+  smoke``, a test build) — and the vendored scripts: plotly.js from the installed ``plotly``
   package and MathJax 3 from ``django-static-mathjax``, served once under ``assets/vendor/``.
 * ``on_page_content``: removes the CDN scripts (MathJax 2, mermaid) that mkdocs-jupyter's
   nbconvert template writes into every notebook page, and the Sphinx roles (``:func:``) that the
@@ -26,6 +28,7 @@ from pathlib import Path
 import mkdocs.plugins
 from mkdocs.structure.files import File
 
+from hierviz.course import published_size
 from hierviz.notebook_html import MATHJAX_CONFIG, mathjax_path, plotlyjs_path, strip_cdn_scripts
 
 log = logging.getLogger("mkdocs.hooks.hierviz")
@@ -39,6 +42,28 @@ _STAGE: Path | None = None
 # MathJax 3 for both the Markdown pages (pymdownx.arithmatex writes \( \) and \[ \]) and the
 # notebook pages ($ $ and $$ $$ in markdown cells, as Jupyter writes them).
 MATHJAX_CONFIG_JS = "window.MathJax = " + json.dumps(MATHJAX_CONFIG, indent=2) + ";\n"
+
+
+def check_published(path: Path) -> str | None:
+    """The size ``path`` (an executed course notebook) was run at; raises if it is SMOKE and SMOKE is not allowed.
+
+    Raises
+    ------
+    mkdocs.exceptions.PluginError
+        The copy was executed with ``SMOKE=True`` (or ``SIZE="smoke"``) and ``HIERVIZ_SITE_ALLOW_SMOKE``
+        is not set: its numbers are noise and must not be published.
+    """
+    import nbformat
+    from mkdocs.exceptions import PluginError
+
+    size = published_size(nbformat.read(path, as_version=4))
+    if size == "smoke" and os.environ.get("HIERVIZ_SITE_ALLOW_SMOKE", "") not in ("1", "true", "yes"):
+        raise PluginError(
+            f"{path} was executed at SMOKE size: its numbers are noise and the site publishes medium or GPU "
+            "results only; rerun it with `python3 docs/scripts/build_site.py --notebooks "
+            f"{path.stem[:2]}` (medium), or set HIERVIZ_SITE_ALLOW_SMOKE=1 for a test build"
+        )
+    return size
 
 
 def _notebooks() -> list[Path]:
@@ -74,6 +99,8 @@ def on_files(files, config, **kwargs):
         if not path.is_file():
             log.info("course/%s: no executed copy in %s; rendering the source without outputs", src.name, executed)
             path = src
+        else:
+            log.info("course/%s: executed copy at size %s", src.name, check_published(path))
         shutil.copyfile(path, stage / "course" / src.name)
         files.append(File(f"course/{src.name}", str(stage), config.site_dir, config.use_directory_urls))
     files.append(File.generated(config, "assets/vendor/plotly.min.js", abs_src_path=str(plotlyjs_path())))

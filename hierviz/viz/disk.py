@@ -16,6 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from hierviz.viz._fast import fast_figure
 from hierviz.viz.tree import (
     _TEMPLATE,
     _as_points,
@@ -436,6 +437,24 @@ def plot_poincare_disk(
     >>> fig.layout.title.text is not None
     True
     """
+    return fast_figure(
+        *_poincare_disk_spec(z, labels, tree, prototypes, proto_nodes, c, title, max_points, show_tree, seed)
+    )
+
+
+def _poincare_disk_spec(
+    z: Any,
+    labels: Any,
+    tree,
+    prototypes: Any = None,
+    proto_nodes: Any = None,
+    c: float = 1.0,
+    title: str | None = None,
+    max_points: int = 5000,
+    show_tree: bool = True,
+    seed: int = 0,
+) -> tuple[list[dict], dict]:
+    """:func:`plot_poincare_disk` as plain ``(data, layout)`` dicts (for figures that compose it)."""
     c = _check_positive(c, "c")
     if isinstance(max_points, bool) or not isinstance(max_points, (int, np.integer)) or max_points < 1:
         raise ValueError(f"max_points must be a positive integer, got {max_points!r}")
@@ -475,10 +494,13 @@ def plot_poincare_disk(
 
     lcol = leaf_colors(tree)
     ncol = node_colors(tree)
-    fig = go.Figure()
+    # Plain trace dicts and one unvalidated go.Figure at the end (fast_figure): the panels of
+    # notebooks 01 and 04 redraw this disk on every slider move, and plotly's per-property
+    # validation was most of their kernel time. tests/test_widgets.py checks the result validates.
     bx, by = _circle(R)
-    fig.add_trace(
-        go.Scatter(
+    data: list[dict] = [
+        dict(
+            type="scatter",
             x=bx,
             y=by,
             mode="lines",
@@ -489,7 +511,7 @@ def plot_poincare_disk(
             hoverinfo="skip",
             showlegend=False,
         )
-    )
+    ]
     seen_groups: set[str] = set()
     for leaf in dfs_leaves(tree):
         li = tree.leaf_index[leaf]
@@ -499,19 +521,20 @@ def plot_poincare_disk(
         par = leaf_parent(tree, leaf)
         first = par not in seen_groups
         seen_groups.add(par)
-        fig.add_trace(
-            go.Scatter(
-                x=Z2[idx, 0],
-                y=Z2[idx, 1],
-                mode="markers",
-                name=leaf,
-                legendgroup=par,
-                legendgrouptitle_text=par if first else None,
-                marker=dict(size=6, color=lcol[leaf], opacity=0.75, line=dict(width=0)),
-                customdata=idx,
-                hovertemplate=f"<b>{leaf}</b><br>parent: {par}<br>point #%{{customdata}}<extra></extra>",
-            )
+        trace = dict(
+            type="scatter",
+            x=Z2[idx, 0],
+            y=Z2[idx, 1],
+            mode="markers",
+            name=leaf,
+            legendgroup=par,
+            marker=dict(size=6, color=lcol[leaf], opacity=0.75, line=dict(width=0)),
+            customdata=idx,
+            hovertemplate=f"<b>{leaf}</b><br>parent: {par}<br>point #%{{customdata}}<extra></extra>",
         )
+        if first:
+            trace["legendgrouptitle"] = dict(text=par)
+        data.append(trace)
 
     if show_tree:
         ex: list[float | None] = []
@@ -527,8 +550,9 @@ def plot_poincare_disk(
             arc = geodesic(start, pos[node], c, n=48)
             ex += arc[:, 0].tolist() + [None]
             ey += arc[:, 1].tolist() + [None]
-        fig.add_trace(
-            go.Scatter(
+        data.append(
+            dict(
+                type="scatter",
                 x=ex,
                 y=ey,
                 mode="lines",
@@ -538,10 +562,11 @@ def plot_poincare_disk(
             )
         )
         leaves = [n for n in dfs_leaves(tree) if n in pos]
-        fig.add_trace(
-            go.Scatter(
-                x=[pos[n][0] for n in leaves],
-                y=[pos[n][1] for n in leaves],
+        data.append(
+            dict(
+                type="scatter",
+                x=[float(pos[n][0]) for n in leaves],
+                y=[float(pos[n][1]) for n in leaves],
                 mode="markers",
                 name="leaf centroids",
                 text=leaves,
@@ -553,10 +578,11 @@ def plot_poincare_disk(
         )
         inner = [n for n in tree.nodes if n in pos and not tree.is_leaf(n) and n != tree.root]
         kind = ["prototype" if n in given else "Fréchet mean of its points" for n in inner]
-        fig.add_trace(
-            go.Scatter(
-                x=[pos[n][0] for n in inner],
-                y=[pos[n][1] for n in inner],
+        data.append(
+            dict(
+                type="scatter",
+                x=[float(pos[n][0]) for n in inner],
+                y=[float(pos[n][1]) for n in inner],
                 mode="markers+text",
                 name="prototypes",
                 text=inner,
@@ -569,8 +595,9 @@ def plot_poincare_disk(
                 hovertemplate="<b>%{text}</b><br>%{customdata}<extra></extra>",
             )
         )
-        fig.add_trace(
-            go.Scatter(
+        data.append(
+            dict(
+                type="scatter",
                 x=[0.0],
                 y=[0.0],
                 mode="markers+text",
@@ -593,7 +620,7 @@ def plot_poincare_disk(
         if notes:
             title += "<br><sup>" + "; ".join(notes) + "</sup>"
     lim = 1.06 * R
-    fig.update_layout(
+    layout = dict(
         template=_TEMPLATE,
         title=dict(text=title),
         height=650,
@@ -610,11 +637,20 @@ def plot_poincare_disk(
             "n_shown": int(len(shown)),
             "caption": radius_note,
         },
+        annotations=[
+            dict(
+                text=radius_note,
+                xref="paper",
+                yref="paper",
+                x=0.0,
+                y=-0.02,
+                showarrow=False,
+                align="left",
+                yanchor="top",
+            )
+        ],
     )
-    fig.add_annotation(
-        text=radius_note, xref="paper", yref="paper", x=0.0, y=-0.02, showarrow=False, align="left", yanchor="top"
-    )
-    return fig
+    return data, layout
 
 
 def disk_radius_caption(z: Any, c: float = 1.0, boundary_tol: float = 1e-2) -> str:

@@ -16,6 +16,8 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
+from hierviz.viz._fast import fast_figure, subplots_layout
+
 __all__ = [
     "level_positives_figure",
     "hmlc_terms",
@@ -233,27 +235,41 @@ def gmm_masks_figure(
     masks = gmm_feature_masks(gmm).numpy()  # (L, n, d)
     n, d = x.shape
     sub = list(titles) if titles is not None else [f"image {i}" for i in range(n)]
-    fig = make_subplots(n, 1, shared_xaxes=True, subplot_titles=sub, vertical_spacing=0.06)
+    # Plain dicts into one unvalidated figure (hierviz.viz._fast): this is notebook 06's mask panel redraw.
+    layout = subplots_layout(n, 1, shared_xaxes=True, subplot_titles=sub, vertical_spacing=0.06)
+    data, shapes = [], []
+    xs = np.arange(d)
     for i in range(n):
+        ax = "" if i == 0 else str(i + 1)
+        xi = x[i].numpy()
         for h in range(levels):
             sel = masks[h, i] > 0
-            fig.add_scatter(
-                x=np.arange(d)[sel],
-                y=x[i].numpy()[sel],
-                mode="markers",
-                marker=dict(color=_PALETTE[h % len(_PALETTE)], size=6),
-                name=f"level {h + 1} (M_{h + 1})",
-                legendgroup=f"l{h}",
-                showlegend=i == 0,
-                row=i + 1,
-                col=1,
+            data.append(
+                dict(
+                    type="scatter",
+                    x=xs[sel],
+                    y=xi[sel],
+                    mode="markers",
+                    marker=dict(color=_PALETTE[h % len(_PALETTE)], size=6),
+                    name=f"level {h + 1} (M_{h + 1})",
+                    legendgroup=f"l{h}",
+                    showlegend=i == 0,
+                    xaxis=f"x{ax}",
+                    yaxis=f"y{ax}",
+                )
             )
         for h in range(levels):
             mu = float(gmm.means[i, levels - 1 - h])  # level h+1 = the (h+1)-th largest mean
-            fig.add_hline(y=mu, line=dict(color=_PALETTE[h % len(_PALETTE)], dash="dash", width=1), row=i + 1, col=1)
-    fig.update_xaxes(title_text="feature j", row=n, col=1)
-    fig.update_layout(height=170 * n + 80, width=700, title="G-HMLC: per-image 1-D GMM over the feature values")
-    return fig
+            shapes.append(
+                dict(
+                    type="line", x0=0, x1=1, xref=f"x{ax} domain", y0=mu, y1=mu, yref=f"y{ax}",
+                    line=dict(color=_PALETTE[h % len(_PALETTE)], dash="dash", width=1),
+                )
+            )  # fmt: skip
+    layout[f"xaxis{'' if n == 1 else n}"]["title"] = dict(text="feature j")
+    layout.update(shapes=shapes, height=170 * n + 80, width=700,
+                  title=dict(text="G-HMLC: per-image 1-D GMM over the feature values"))  # fmt: skip
+    return fast_figure(data, layout)
 
 
 def attention_figure(attention: Any, column_names: Sequence[str] | None = None) -> go.Figure:

@@ -21,7 +21,8 @@ from hierviz.geometry import get_geometry
 from hierviz.geometry.tree_embedding import sarkar_embedding
 from hierviz.hierarchy.synthetic import node_tree_distance
 from hierviz.metrics.tree_likeness import embedding_distortion
-from hierviz.viz.disk import plot_poincare_disk
+from hierviz.viz._fast import fast_figure, merge, subplots_layout
+from hierviz.viz.disk import _poincare_disk_spec
 
 __all__ = ["add_disk_outline", "curvature_figure", "tree_embedding_stats", "tree_matrices_figure"]
 
@@ -157,24 +158,30 @@ def curvature_figure(tree: Any, c: float = 1.0, name: str = "", D_tree: Any = No
     s = tree_embedding_stats(tree, c, D_tree)
     x, D, T = s["x"], s["D"], s["D_tree"]
     inner = [i for i, n in enumerate(tree.nodes) if not tree.is_leaf(n) and n != tree.root]
-    disk = plot_poincare_disk(x[tree.leaf_node], np.arange(tree.num_leaves), tree,
-                              prototypes=x[inner] if inner else None, proto_nodes=inner or None, c=c)  # fmt: skip
-    fig = make_subplots(1, 2, horizontal_spacing=0.1,
-                        subplot_titles=(f"tree in the disk of radius 1/√c = {1 / math.sqrt(c):.2f}",
-                                        "hyperbolic vs tree distance, all node pairs"))  # fmt: skip
-    for tr in disk.data:
-        fig.add_trace(tr.update(showlegend=False), 1, 1)
+    disk, _ = _poincare_disk_spec(x[tree.leaf_node], np.arange(tree.num_leaves), tree,
+                                  prototypes=x[inner] if inner else None, proto_nodes=inner or None, c=c)  # fmt: skip
+    # Plain dicts and one unvalidated figure (hierviz.viz._fast): this is the curvature panel's redraw.
+    layout = subplots_layout(
+        1,
+        2,
+        horizontal_spacing=0.1,
+        subplot_titles=(
+            f"tree in the disk of radius 1/√c = {1 / math.sqrt(c):.2f}",
+            "hyperbolic vs tree distance, all node pairs",
+        ),
+    )
+    data = [dict(tr, showlegend=False) for tr in disk]
     iu = np.triu_indices(len(D), 1)
     jitter = np.random.default_rng(seed).uniform(-0.15, 0.15, size=len(iu[0]))
-    fig.add_scatter(x=T[iu] + jitter, y=D[iu], mode="markers", opacity=0.35, marker=dict(size=4),
-                    name="node pairs", row=1, col=2)  # fmt: skip
+    data.append(dict(type="scatter", x=T[iu] + jitter, y=D[iu], mode="markers", opacity=0.35, marker=dict(size=4),
+                     name="node pairs", xaxis="x2", yaxis="y2"))  # fmt: skip
     top = int(T.max())
-    fig.add_scatter(x=[0, top], y=[0, s["scale"] * top], mode="lines", line=dict(dash="dash"),
-                    name=f"λ·d_T, λ = {s['scale']:.2f}", row=1, col=2)  # fmt: skip
-    fig.update_xaxes(scaleanchor="y", visible=False, row=1, col=1)
-    fig.update_yaxes(visible=False, row=1, col=1)
-    fig.update_xaxes(title="tree distance d_T (edges)", row=1, col=2)
-    fig.update_yaxes(title="hyperbolic distance d_c(x_i, x_j)", row=1, col=2)
+    data.append(dict(type="scatter", x=[0, top], y=[0, s["scale"] * top], mode="lines", line=dict(dash="dash"),
+                     name=f"λ·d_T, λ = {s['scale']:.2f}", xaxis="x2", yaxis="y2"))  # fmt: skip
     label = name or getattr(tree, "name", "") or "tree"
-    return fig.update_layout(title=f"{label}, c = {c:.3g}: distortion (G4) = {s['distortion']:.3f}",
-                             height=470, width=1000)  # fmt: skip
+    merge(layout, dict(xaxis=dict(scaleanchor="y", visible=False), yaxis=dict(visible=False),
+                       xaxis2=dict(title=dict(text="tree distance d_T (edges)")),
+                       yaxis2=dict(title=dict(text="hyperbolic distance d_c(x_i, x_j)")),
+                       title=dict(text=f"{label}, c = {c:.3g}: distortion (G4) = {s['distortion']:.3f}"),
+                       height=470, width=1000))  # fmt: skip
+    return fast_figure(data, layout)

@@ -12,7 +12,8 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from hierviz.viz.disk import check_in_ball, plot_poincare_disk
+from hierviz.viz._fast import fast_figure, merge, subplots_layout
+from hierviz.viz.disk import _poincare_disk_spec, check_in_ball, plot_poincare_disk
 from hierviz.viz.omega import plot_forces, plot_omega
 from hierviz.viz.tree import _as_points, _check_nonneg, _check_positive, _leaf_labels, dfs_leaves, leaf_parent
 
@@ -244,13 +245,33 @@ def lam_terms(
         value = loss(zt, yt)  # the first training call sets every prototype to the (Karcher) mean of its points
     H = loss.sample_hinges(zt, yt).double().numpy()
     per_level = loss.last_level_losses.double().numpy()
+    return _lam_read(loss, H, per_level, float(value), levels)
+
+
+def _lam_read(loss, H: np.ndarray, per_level: np.ndarray, value: float, levels: list[int]) -> dict[str, Any]:
     return {
         "hinges": {lv: H[:, i].copy() for i, lv in enumerate(levels)},
         "level_losses": {lv: float(per_level[i]) for i, lv in enumerate(levels)},
-        "loss": float(value),
+        "loss": value,
         "prototypes": loss.prototypes.double().numpy().copy(),
         "proto_names": loss.proto_names,
     }
+
+
+def _lam_terms_again(loss, zt: torch.Tensor, yt: torch.Tensor, m: dict, w: dict) -> dict[str, Any]:
+    """:func:`lam_terms` for new margins and weights on a ``LAMLoss`` whose prototypes its first call set.
+
+    The prototypes depend on the points only, so the LAM panel keeps the loss of its first draw and
+    re-reads the hinges: ``sample_hinges`` (the hinge of ``forward``, no update), their per-level
+    mean L^(ℓ) and Σ_ℓ λ_ℓ L^(ℓ), the loss's own formula (``LAMLoss.forward``).
+    """
+    levels = list(m)
+    loss.margins = [m[lv] for lv in levels]
+    loss.level_weights = [w[lv] for lv in levels]
+    H = loss.sample_hinges(zt, yt).double().numpy()
+    per_level = H.mean(axis=0)
+    value = float((loss.level_weights.numpy() * per_level).sum())
+    return _lam_read(loss, H, per_level, value, levels)
 
 
 def lam_hinges(
@@ -319,15 +340,25 @@ def margin_figure(points: Any, labels: Any, tree, margins: Mapping[int, float] |
 
 
 def _margin_disk(terms: dict, points: Any, labels: Any, tree, margins: Any, c: float) -> go.Figure:
+    return fast_figure(*_margin_disk_spec(terms, points, labels, tree, margins, c))
+
+
+def _margin_disk_spec(
+    terms: dict, points: Any, labels: Any, tree, margins: Any, c: float, disk: tuple | None = None
+) -> tuple[list[dict], dict]:
+    # ``disk``: the points' (data, layout) from _poincare_disk_spec, when the caller keeps it (the LAM panel:
+    # the points never move, only the violators do).
     Z = check_in_ball(points, c, "points")
     if Z.shape[1] != 2:
         raise ValueError(f"margin_figure draws 2-D points only, got dimension {Z.shape[1]}")
     hinges = terms["hinges"]
-    fig = plot_poincare_disk(Z, labels, tree, c=c)
+    data, layout = disk if disk is not None else _poincare_disk_spec(Z, labels, tree, c=c)
+    data, layout = [dict(t) for t in data], dict(layout)
     total = sum(hinges.values())
     v = np.flatnonzero(total > 0)
-    fig.add_trace(
-        go.Scatter(
+    data.append(
+        dict(
+            type="scatter",
             x=Z[v, 0],
             y=Z[v, 1],
             mode="markers",
@@ -342,10 +373,8 @@ def _margin_disk(terms: dict, points: Any, labels: Any, tree, margins: Any, c: f
         f"ℓ={lv}: m={mvals[lv]:.2f}, L={terms['level_losses'][lv]:.3f}, {100 * np.mean(h > 0):.0f}% violate"
         for lv, h in hinges.items()
     ]
-    fig.update_layout(
-        title=dict(text="LAM level-aware margins (paper 01 Eq. 11)<br><sup>" + "; ".join(parts) + "</sup>")
-    )
-    return fig
+    layout["title"] = dict(text="LAM level-aware margins (paper 01 Eq. 11)<br><sup>" + "; ".join(parts) + "</sup>")
+    return data, layout
 
 
 def lam_figure(
@@ -386,43 +415,49 @@ def lam_figure(
     ValueError
         As :func:`lam_terms`; points not 2-D.
     """
-    from plotly.subplots import make_subplots
+    return _lam_figure(lam_terms(points, labels, tree, margins, level_weights, c), points, labels, tree, margins,
+                       level_weights, c)  # fmt: skip
 
-    terms = lam_terms(points, labels, tree, margins, level_weights, c)
-    disk = _margin_disk(terms, points, labels, tree, margins, c)
+
+def _lam_figure(
+    terms: dict, points: Any, labels: Any, tree, margins: Any, level_weights: Any, c: float, disk: tuple | None = None
+) -> go.Figure:
+    data, disk_layout = _margin_disk_spec(terms, points, labels, tree, margins, c, disk)
     m = _margin_map(tree, margins)
     w = _margin_map(tree, [1.0] * len(m) if level_weights is None else level_weights, "level_weights")
     levels = list(m)
-    fig = make_subplots(
+    # Plain dicts, one unvalidated figure (hierviz.viz._fast): this is the LAM panel's redraw.
+    layout = subplots_layout(
         1,
         2,
         column_widths=[0.62, 0.38],
         horizontal_spacing=0.12,
         subplot_titles=("violators (open red circles)", "per level"),
     )
-    for tr in disk.data:
-        fig.add_trace(tr, row=1, col=1)
     names = [f"level {lv}" for lv in levels]
-    fig.add_bar(
-        x=names, y=[100 * float(np.mean(terms["hinges"][lv] > 0)) for lv in levels], name="% violating", row=1, col=2
+    data.append(
+        dict(type="bar", x=names, y=[100 * float(np.mean(terms["hinges"][lv] > 0)) for lv in levels],
+             name="% violating", xaxis="x2", yaxis="y2")
+    )  # fmt: skip
+    data.append(
+        dict(type="bar", x=names, y=[100 * w[lv] * terms["level_losses"][lv] for lv in levels],
+             name="100 · λ_ℓ · L_LAM^(ℓ)", xaxis="x2", yaxis="y2")
+    )  # fmt: skip
+    merge(layout["xaxis"], disk_layout["xaxis"])
+    merge(layout["yaxis"], disk_layout["yaxis"])
+    merge(layout["yaxis"], dict(scaleanchor="x", scaleratio=1))
+    merge(
+        layout,
+        dict(
+            height=480,
+            template=disk_layout["template"],
+            title=dict(
+                text=f"LAM hinge, Eq. 11: L_LAM = {terms['loss']:.4f}  (margins {', '.join(f'{m[lv]:.2f}' for lv in levels)}; "
+                f"weights {', '.join(f'{w[lv]:.2f}' for lv in levels)})"
+            ),
+        ),
     )
-    fig.add_bar(
-        x=names,
-        y=[100 * w[lv] * terms["level_losses"][lv] for lv in levels],
-        name="100 · λ_ℓ · L_LAM^(ℓ)",
-        row=1,
-        col=2,
-    )
-    fig.update_xaxes(disk.layout.xaxis, row=1, col=1)
-    fig.update_yaxes(disk.layout.yaxis, row=1, col=1)
-    fig.update_yaxes(scaleanchor="x", scaleratio=1, row=1, col=1)
-    fig.update_layout(
-        height=480,
-        template=disk.layout.template,
-        title=f"LAM hinge, Eq. 11: L_LAM = {terms['loss']:.4f}  "
-        f"(margins {', '.join(f'{m[lv]:.2f}' for lv in levels)}; weights {', '.join(f'{w[lv]:.2f}' for lv in levels)})",
-    )
-    return fig
+    return fast_figure(data, layout)
 
 
 def tau_figure(

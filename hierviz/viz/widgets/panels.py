@@ -7,14 +7,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from hierviz.viz.disk import check_in_ball
+from hierviz.viz.disk import _poincare_disk_spec, check_in_ball
 from hierviz.viz.tree import _as_points, _check_nonneg, _check_positive, _leaf_labels
 from hierviz.viz.widgets.figures import (
     _ball,
+    _lam_figure,
+    _lam_terms_again,
     _levels,
     _margin_map,
     curvature_figure,
-    lam_figure,
     margin_figure,
     omega_figure,
     tau_figure,
@@ -197,8 +198,23 @@ def lam_panel(
     controls = {f"m{lv}": slider(f"margin m{lv}", m0[lv], 0.0, 2.0, 0.05) for lv in levels}
     controls.update({f"lam{lv}": slider(f"weight λ{lv}", w0[lv], 0.0, 3.0, 0.05) for lv in levels})
 
+    # The points never move: draw them once, and set LAM's prototypes (their Karcher means) once;
+    # a move re-reads the hinges with the new m_ℓ, λ_ℓ (_lam_terms_again).
+    from hierviz.losses import LAMLoss
+
+    disk = _poincare_disk_spec(Z, y, tree, c=c)
+    loss = LAMLoss(tree, _ball(c))
+    zt, yt = torch.from_numpy(Z).unsqueeze(1), torch.as_tensor(y, dtype=torch.long)
+    with torch.no_grad():
+        loss.train()(zt, yt)  # the first training call sets every prototype to the mean of its points
+    loss.eval()
+
     def update(**v):
-        return lam_figure(Z, y, tree, {lv: v[f"m{lv}"] for lv in levels}, {lv: v[f"lam{lv}"] for lv in levels}, c)
+        m, w = (
+            _margin_map(tree, [v[f"m{lv}"] for lv in levels]),
+            _margin_map(tree, [v[f"lam{lv}"] for lv in levels], "level_weights"),
+        )
+        return _lam_figure(_lam_terms_again(loss, zt, yt, m, w), Z, y, tree, m, w, c, disk)
 
     return Panel(controls, update, "LAM: margins m_ℓ and level weights λ_ℓ (Eq. 11)")
 
