@@ -236,8 +236,9 @@ def _run_retrieval_command(args: argparse.Namespace) -> int:
     from hierviz.experiments import ConfigError
 
     if args.command == "features":
+        from hierviz.experiments import export_run
         from hierviz.experiments.config import MAX_IMAGE_SIZE
-        from hierviz.features import FeaturesData, export_checkpoint, export_run, reduce_features, save_features
+        from hierviz.features import FeaturesData, export_checkpoint, reduce_features, save_features
 
         if args.image_size is not None and not 1 <= args.image_size <= MAX_IMAGE_SIZE:
             raise ConfigError(f"--image-size: must be in [1, {MAX_IMAGE_SIZE}] px, got {args.image_size}")
