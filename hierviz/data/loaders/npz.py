@@ -40,6 +40,7 @@ from hierviz.data.loaders._io import (
     placeholder_classes,
     to_rgb,
 )
+from hierviz.data.loaders.medmnist_format import load_medmnist
 
 __all__ = ["GROUP_KEYS", "load_npz"]
 
@@ -104,10 +105,6 @@ def load_npz(path: str | PathLike, name: str | None = None) -> ArrayDataset:
     with open_npz(path) as z:
         files = set(z.files)
         if "train_images" in files:
-            # in the function: importing medmnist registers its datasets, which at the top would
-            # put them before ham10000 in the listing order
-            from hierviz.data.loaders.medmnist import load_medmnist
-
             return load_medmnist(path, name=name)
         label_key = "label" if "label" in files else "labels" if "labels" in files else None
         if "images" not in files or label_key is None:
