@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from hierviz import __version__
+from hierviz import __version__, methods
 from hierviz.data import ContrastiveDataset, FeatureViews, TwoViewTransform
 from hierviz.data.gpu_augment import BatchTwoViewAugment, UInt8Images
 from hierviz.evaluation import PROTOCOLS, run_radius
@@ -26,7 +26,7 @@ from hierviz.experiments.records import (
 )
 from hierviz.geometry import get_geometry
 from hierviz.geometry._kernels import compile_kernels
-from hierviz.methods import build_objective, get_method
+from hierviz.methods import get_method
 from hierviz.models import build_model
 from hierviz.report.run_record import RunRecord
 from hierviz.samplers import SAMPLERS
@@ -87,7 +87,8 @@ def _run_one(
     """
     method = get_method(method_name)
     geometry = get_geometry(geometry_name, c=cfg.model.curvature, learnable=cfg.model.learn_curvature)
-    objective = build_objective(method_name, tree, geometry, **cfg.loss)
+    # read on the module when called (a test, or a user, may wrap hierviz.methods.build_objective)
+    objective = methods.build_objective(method_name, tree, geometry, **cfg.loss)
     seed_everything(seed)
     with _option_named("model.pretrained", "pretrained"):
         model = build_model(
