@@ -22,7 +22,6 @@ __all__ = [
     "load_features",
     "save_features",
     "encode_images",
-    "export_run",
     "export_checkpoint",
     "find_run_dir",
     "split_column",
