@@ -95,7 +95,7 @@ def write_report_html(
     """
     # heavy: plotly, imported only when a report page is written
     import plotly.graph_objects as go
-    from plotly.offline import get_plotlyjs
+    from plotly.offline import get_plotlyjs  # heavy: plotly
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
