@@ -20,11 +20,8 @@ import numpy as np
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
-from torchvision.transforms.v2 import functional as TF
 
 from hierviz._registry import Registry
-from hierviz.data import TransformDataset, eval_transform
-from hierviz.data.transforms import EvalTransform
 from hierviz.metrics import hierarchy_report, parent_prototypes
 from hierviz.training.loop import _augment_threads
 
@@ -124,6 +121,11 @@ def _embed_uint8(
     DataLoader or a per-image Python call; the uint8 batch is copied to the device
     (pinned, non-blocking on CUDA) and converted there.
     """
+    # heavy: torchvision (hierviz.data's transforms import it), imported on first use
+    from torchvision.transforms.v2 import functional as TF
+
+    from hierviz.data.transforms import EvalTransform  # heavy: torchvision
+
     tf = EvalTransform(image_size)
     mean, std = list(tf.mean), list(tf.std)
     pin = device.type == "cuda"
@@ -204,6 +206,11 @@ def embed_dataset(
         finally:
             model.train(was_training)
         return _finish(zs, ys)
+    from hierviz.data import (  # heavy: torchvision (hierviz.data's transforms import it), imported on first use
+        TransformDataset,
+        eval_transform,
+    )
+
     ds = TransformDataset(dataset, eval_transform(image_size))
     loader = DataLoader(ds, batch_size=batch_size, shuffle=False, num_workers=num_workers)
 

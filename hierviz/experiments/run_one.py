@@ -14,8 +14,6 @@ import numpy as np
 import torch
 
 from hierviz import __version__, methods
-from hierviz.data import ContrastiveDataset, FeatureViews, TwoViewTransform
-from hierviz.data.gpu_augment import BatchTwoViewAugment, UInt8Images
 from hierviz.evaluation import PROTOCOLS, run_radius
 from hierviz.experiments.config import ExperimentConfig
 from hierviz.experiments.inputs import _option_named
@@ -129,6 +127,10 @@ def _run_one(
         sync_bn=t.sync_bn,
         compile_loss=t.compile_loss,
     )
+    # heavy: torchvision (hierviz.data's transforms import it), imported on first use
+    from hierviz.data import ContrastiveDataset, FeatureViews, TwoViewTransform
+    from hierviz.data.gpu_augment import BatchTwoViewAugment, UInt8Images  # heavy: torchvision
+
     views = method.needs.views
     image_size = int(cfg.data.image_size)
     speed = _speed_options(cfg, train_ds)  # issue 11: where views are drawn, memory layout, compile

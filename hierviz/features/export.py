@@ -22,7 +22,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from hierviz.data import TransformDataset, eval_transform, grouped_split, load_dataset
+from hierviz.data import grouped_split, load_dataset
 from hierviz.features.io import FeaturesData
 from hierviz.models.encoders import resnet_encoder
 
@@ -81,6 +81,11 @@ def encode_images(
     ValueError
         The encoder produced NaN/inf.
     """
+    from hierviz.data import (  # heavy: torchvision (hierviz.data's transforms import it), imported on first use
+        TransformDataset,
+        eval_transform,
+    )
+
     device = next(encoder.parameters()).device
     was_training = encoder.training
     encoder.eval()
