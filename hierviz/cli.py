@@ -36,10 +36,28 @@ from __future__ import annotations
 
 import argparse
 import errno
+import importlib.util
 import json
+import os
 import sys
+import traceback
 from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
+
+from hierviz._registry import UnknownNameError
+from hierviz.experiments import ConfigError, apply_overrides, compare, export_run, report, resolve_config, validate
+from hierviz.experiments.config import MAX_IMAGE_SIZE, flatten
+from hierviz.experiments.htc import (
+    add_htc_parser,  # ``hierviz htc`` (Paper 05 (HyILR))
+    run_htc_command,
+)
+from hierviz.features import FeaturesData, export_checkpoint, load_features, reduce_features, save_features
+from hierviz.methods import LOSS_HPARAMS
+from hierviz.metrics.retrieval import _check_denominator
+from hierviz.retrieval import RETRIEVAL_PRESETS, run_retrieval
+from hierviz.training import NonFiniteLossError
 
 __all__ = ["main", "build_parser"]
 
@@ -169,7 +187,6 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--keys", action="store_true", help="list every key with its value")
     g.add_argument("--debug", action="store_true", help="print full tracebacks")
     _add_retrieval_commands(sub)
-    from hierviz.experiments.htc import add_htc_parser  # ``hierviz htc`` (Paper 05 (HyILR))
 
     add_htc_parser(sub)
     return p
@@ -218,8 +235,6 @@ def _add_retrieval_commands(sub: Any) -> None:
 
 
 def _csv_option(text: str, name: str, cast: Any) -> tuple:
-    from hierviz.experiments import ConfigError
-
     try:
         values = tuple(cast(v.strip()) for v in text.split(",") if v.strip())
     except ValueError:
@@ -231,14 +246,7 @@ def _csv_option(text: str, name: str, cast: Any) -> tuple:
 
 def _run_retrieval_command(args: argparse.Namespace) -> int:
     """Run ``hierviz features`` or ``hierviz retrieval`` (thin: parse → hierviz.features / hierviz.retrieval)."""
-    from dataclasses import replace
-
-    from hierviz.experiments import ConfigError
-
     if args.command == "features":
-        from hierviz.experiments.config import MAX_IMAGE_SIZE
-        from hierviz.features import FeaturesData, export_checkpoint, export_run, reduce_features, save_features
-
         if args.image_size is not None and not 1 <= args.image_size <= MAX_IMAGE_SIZE:
             raise ConfigError(f"--image-size: must be in [1, {MAX_IMAGE_SIZE}] px, got {args.image_size}")
         if args.reduce in ("pca", "nca") and args.n_components is None:
@@ -246,8 +254,6 @@ def _run_retrieval_command(args: argparse.Namespace) -> int:
         if args.run is not None:
             data = export_run(args.run, progress=not args.quiet)
         else:
-            from pathlib import Path
-
             if not Path(args.checkpoint).is_file():
                 raise FileNotFoundError(
                     f"--checkpoint {args.checkpoint}: no such file (a local torchvision ResNet state_dict saved with "
@@ -276,9 +282,6 @@ def _run_retrieval_command(args: argparse.Namespace) -> int:
         )
         return 0
 
-    from hierviz.features import load_features
-    from hierviz.retrieval import RETRIEVAL_PRESETS, run_retrieval
-
     if args.preset not in RETRIEVAL_PRESETS:
         raise ConfigError(
             f"--preset {args.preset!r}: unknown retrieval preset; choose one of {sorted(RETRIEVAL_PRESETS)}"
@@ -303,15 +306,12 @@ def _run_retrieval_command(args: argparse.Namespace) -> int:
                 raise ConfigError(f"--{name}: must be >= {2 if name == 'folds' else 1}, got {value}")
             changes[name] = value
     if args.denominator:
-        from hierviz.metrics.retrieval import _check_denominator
-
         try:
             changes["denominator"] = _check_denominator(args.denominator)
         except ValueError as exc:
             raise ConfigError(f"--denominator: {exc}") from None
     if args.device:
         changes["device"] = args.device
-    from pathlib import Path
 
     if not Path(args.features).is_file():
         raise FileNotFoundError(
@@ -330,10 +330,6 @@ def _import_modules(names: Sequence[str]) -> None:
     Any failure inside the user's module (an ImportError, any other exception, even
     ``sys.exit``) is one ConfigError line naming the module (issue 27 #11).
     """
-    import os
-
-    from hierviz.experiments import ConfigError
-
     if names and os.getcwd() not in sys.path and "" not in sys.path:  # the `hierviz` script lacks the cwd
         sys.path.insert(0, os.getcwd())
     for name in names:
@@ -364,12 +360,6 @@ def _import_modules(names: Sequence[str]) -> None:
 
 
 def _import_one(name: str) -> None:
-    import importlib.util
-    import os
-    from pathlib import Path
-
-    from hierviz.experiments import ConfigError
-
     path = Path(name)
     if name.endswith(".py") or os.sep in name or (os.altsep and os.altsep in name):
         if not path.is_file():
@@ -394,11 +384,7 @@ def _import_one(name: str) -> None:
 
 
 def _resolve(args: argparse.Namespace):
-    from hierviz.experiments import resolve_config
-
     if args.quick and args.preset not in (None, "quick"):
-        from hierviz.experiments import ConfigError
-
         raise ConfigError(f"--quick and --preset {args.preset} contradict each other; give one")
     preset = "quick" if args.quick else (args.preset if args.preset is not None else "full")
     overrides: dict[str, Any] = {}
@@ -411,39 +397,27 @@ def _resolve(args: argparse.Namespace):
     if getattr(args, "no_amp", False):
         overrides["train.amp"] = False
     cfg = resolve_config(preset, overrides)
-    from hierviz.experiments import apply_overrides, validate
 
     return validate(apply_overrides(cfg, args.overrides))
 
 
 def _run(args: argparse.Namespace, argv: Sequence[str], run_callbacks: dict | None) -> int:
     if getattr(args, "out", None) is not None and not str(args.out).strip():  # "" would mean the current folder
-        from hierviz.experiments import ConfigError
-
         raise ConfigError("--out: empty path; give the folder (or file) to write to")
     _import_modules(getattr(args, "imports", []))
     if args.command in ("features", "retrieval"):
         return _run_retrieval_command(args)
     if args.command == "htc":
-        from hierviz.experiments.htc import run_htc_command
-
         return run_htc_command(args)
     if args.command == "compare":
-        from hierviz.experiments import compare
-
         cfg = _resolve(args)
         compare(cfg, resume=args.resume, progress=not args.quiet, callbacks=run_callbacks, argv=argv)
         return 0
     if args.command == "report":
-        from hierviz.experiments import report
-
         report(args.out, projection=args.projection)
         return 0
     cfg = _resolve(args)
     if args.keys:
-        from hierviz.experiments.config import flatten
-        from hierviz.methods import LOSS_HPARAMS
-
         for key, value in flatten(cfg.to_dict()).items():
             doc = LOSS_HPARAMS[key[5:]].doc if key.startswith("loss.") and key[5:] in LOSS_HPARAMS else ""
             print(f"{key} = {json.dumps(value)}" + (f"    # {doc}" if doc else ""))
@@ -482,8 +456,6 @@ def main(argv: Sequence[str] | None = None, *, _run_callbacks: dict | None = Non
     SystemExit
         From argparse for malformed options (``--help`` included), with status 2.
     """
-    from hierviz._registry import UnknownNameError
-
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False)) or "--debug" in argv
@@ -497,11 +469,7 @@ def main(argv: Sequence[str] | None = None, *, _run_callbacks: dict | None = Non
         )
         return 130
     except Exception as exc:  # every failure ends in one line (and a traceback only with --debug)
-        from hierviz.training import NonFiniteLossError
-
         if debug:
-            import traceback
-
             traceback.print_exc()
         if isinstance(exc, NonFiniteLossError):
             print(f"hierviz: error: {_one_line(exc)}", file=sys.stderr)

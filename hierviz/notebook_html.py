@@ -36,6 +36,7 @@ import nbformat
 from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Unicode, default
+from traitlets.config import Config
 
 __all__ = [
     "MATHJAX_CONFIG",
@@ -85,7 +86,7 @@ def plotlyjs_path() -> Path:
     >>> plotlyjs_path().name
     'plotly.min.js'
     """
-    import plotly
+    import plotly  # heavy: plotly, imported only when a notebook is converted
 
     path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     if not path.is_file():  # pragma: no cover - a broken plotly install
@@ -127,7 +128,7 @@ def mathjax_path() -> Path:
 
 
 def _plotly_div(spec: dict, height: int) -> str:
-    import plotly.io as pio
+    import plotly.io as pio  # heavy: plotly, imported only for a notebook with figures
 
     return pio.to_html(
         spec,
@@ -274,8 +275,6 @@ class NotebookHTMLExporter(HTMLExporter):
 
     @property
     def default_config(self):
-        from traitlets.config import Config
-
         cfg = Config(super().default_config)
         cfg.merge(Config({"NotebookHTMLExporter": {"template_name": "hierviz_html"}}))
         return cfg

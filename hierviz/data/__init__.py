@@ -83,6 +83,7 @@ _TRANSFORMS = {
 
 def __getattr__(name: str):
     if name in _TRANSFORMS:
+        # heavy: torchvision (transforms imports it), imported on first use of a transform name
         from hierviz.data import transforms
 
         return getattr(transforms, name)

@@ -409,7 +409,7 @@ class ArrayDataset:
             raise ValueError(f"size: dataset {self.name!r} holds feature vectors, not images; it cannot be resized")
         if self.image_size == (size, size):
             return self
-        from PIL import Image  # in the function: Pillow loads only when images are resized
+        from PIL import Image  # heavy: Pillow, imported only when images are resized
 
         out = (
             np.stack([_square_resize(Image.fromarray(im), size) for im in self.images])
@@ -460,7 +460,7 @@ def _check_size(size: Any) -> int:
 
 def _square_resize(img: Any, size: int) -> np.ndarray:
     """Centre-crop a PIL image to a square and resize it (bilinear, antialiased) to uint8 (size, size, 3)."""
-    from PIL import Image  # in the function: Pillow loads only when images are resized
+    from PIL import Image  # heavy: Pillow, imported only when images are resized
 
     img = img.convert("RGB")
     w, h = img.size

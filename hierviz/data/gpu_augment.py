@@ -38,8 +38,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torchvision.ops import roi_align
+from torchvision.transforms.v2.functional._color import _hsv_to_rgb, _rgb_to_hsv
 
-from .transforms import IMAGENET_MEAN, IMAGENET_STD, _check_stats, blur_kernel_size
+from .transforms import IMAGENET_MEAN, IMAGENET_STD, TwoViewTransform, _check_stats, blur_kernel_size
 
 __all__ = [
     "AUGMENT_ON",
@@ -173,8 +174,6 @@ def adjust_saturation_batch(x: Tensor, factor: Tensor) -> Tensor:
 
 def adjust_hue_batch(x: Tensor, factor: Tensor) -> Tensor:
     """Per-sample ``v2.functional.adjust_hue`` (``factor`` in [−0.5, 0.5]) through torchvision's RGB↔HSV."""
-    from torchvision.transforms.v2.functional._color import _hsv_to_rgb, _rgb_to_hsv
-
     hsv = _rgb_to_hsv(x)
     h, s, v = hsv.unbind(dim=-3)
     h = (h + _per_sample(factor, h)).remainder_(1.0)
@@ -245,7 +244,6 @@ class BatchTwoViewAugment(torch.nn.Module):
         channels_last: bool = False,
     ) -> None:
         super().__init__()
-        from .transforms import TwoViewTransform
 
         ref = TwoViewTransform(  # the same validation and the same derived settings
             size, views, scale=scale, jitter=jitter, p_jitter=p_jitter, p_gray=p_gray, p_blur=p_blur,

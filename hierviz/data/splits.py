@@ -98,7 +98,7 @@ def _n_folds(frac: float, n_groups: int, max_class: int) -> tuple[int, int]:
 
 def _carve(y: np.ndarray, g: np.ndarray, frac: float, seed: int) -> np.ndarray:
     """Boolean mask of the samples carved out as the ``frac`` part (sklearn StratifiedGroupKFold)."""
-    from sklearn.model_selection import StratifiedGroupKFold
+    from sklearn.model_selection import StratifiedGroupKFold  # heavy: scikit-learn, imported on first use
 
     k, m = _n_folds(frac, np.unique(g).size, int(np.bincount(y).max()))
     cv = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed)

@@ -22,6 +22,8 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from hierviz._registry import Registry
+from hierviz.metrics import hierarchy_report, parent_prototypes
+from hierviz.training.loop import _augment_threads
 
 __all__ = [
     "PROTOCOLS",
@@ -119,9 +121,10 @@ def _embed_uint8(
     DataLoader or a per-image Python call; the uint8 batch is copied to the device
     (pinned, non-blocking on CUDA) and converted there.
     """
+    # heavy: torchvision (hierviz.data's transforms import it), imported on first use
     from torchvision.transforms.v2 import functional as TF
 
-    from hierviz.data.transforms import EvalTransform
+    from hierviz.data.transforms import EvalTransform  # heavy: torchvision
 
     tf = EvalTransform(image_size)
     mean, std = list(tf.mean), list(tf.std)
@@ -183,8 +186,6 @@ def embed_dataset(
     ValueError
         Empty data set, non-positive ``batch_size`` or ``image_size``, unknown ``use``.
     """
-    from hierviz.data import TransformDataset, eval_transform
-
     if use not in ("z", "features"):
         raise ValueError(f"use must be 'z' or 'features', got {use!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -205,9 +206,13 @@ def embed_dataset(
         finally:
             model.train(was_training)
         return _finish(zs, ys)
+    from hierviz.data import (  # heavy: torchvision (hierviz.data's transforms import it), imported on first use
+        TransformDataset,
+        eval_transform,
+    )
+
     ds = TransformDataset(dataset, eval_transform(image_size))
     loader = DataLoader(ds, batch_size=batch_size, shuffle=False, num_workers=num_workers)
-    from hierviz.training.loop import _augment_threads
 
     zs, ys = [], []
     batches = iter(loader)
@@ -276,8 +281,6 @@ def evaluate_model(
     ValueError
         From :func:`embed_dataset` or the metrics (e.g. a single class in the train split).
     """
-    from hierviz.metrics import hierarchy_report, parent_prototypes
-
     t0 = time.perf_counter()
     with torch.jit.optimized_execution(False):  # same float rounding in every process (see hierviz.train)
         z_tr, y_tr = embed_dataset(

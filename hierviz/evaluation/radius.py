@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from torch import nn
 
+from hierviz.metrics import linear_probe
 from hierviz.metrics.radius import radius_metrics, radius_report
 
 __all__ = ["run_radius"]
@@ -67,8 +68,6 @@ def run_radius(
     pred = None
     z_tr, y_tr = arrays.get("z_train"), arrays.get("y_train")
     if z_tr is not None and y_tr is not None and len(np.unique(y_tr)) > 1:
-        from hierviz.metrics import linear_probe
-
         pred = linear_probe(np.asarray(z_tr), np.asarray(y_tr), z, geometry, seed=seed)
     rep.update(radius_metrics(z, y, tree, geometry, predictions=pred, clip_r=bound, steps=steps))
     return rep

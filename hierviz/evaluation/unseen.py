@@ -35,9 +35,13 @@ from typing import Any
 
 import numpy as np
 import torch
+from sklearn.metrics import f1_score
 from torch import nn
 
+from hierviz.data.splits import grouped_split
 from hierviz.evaluation.classification import embed_dataset, register_protocol
+from hierviz.metrics import h_acc, hf1, linear_probe, parent_prototypes, parent_violations, pc_order
+from hierviz.metrics.ranking import ndcg_tree, ranking_report
 
 __all__ = ["UnseenRecord", "unseen_split", "unseen_leaves", "unseen_protocol", "lsa_accuracies"]
 
@@ -134,8 +138,6 @@ def unseen_split(
     >>> s["unseen_leaves"].tolist(), np.unique(y[s["train"]]).tolist(), len(s["predict"])
     ([2, 5], [0, 1, 3, 4], 23)
     """
-    from hierviz.data.splits import grouped_split
-
     y = np.asarray(labels, dtype=np.int64)
     out_leaves = unseen_leaves(y, num_leaves, seed=seed, fold=fold, n_folds=n_folds, min_samples=min_samples)
     unseen = np.isin(y, out_leaves)
@@ -159,8 +161,6 @@ def unseen_split(
 
 def _probe(z_tr: np.ndarray, y_tr: np.ndarray, z_te: np.ndarray, geometry: Any, seed: int) -> np.ndarray:
     """Balanced linear probe (hierviz.metrics.linear_probe); a single training class predicts itself."""
-    from hierviz.metrics import linear_probe
-
     if len(z_te) == 0:
         return np.zeros(0, dtype=np.int64)
     classes = np.unique(y_tr)
@@ -269,8 +269,6 @@ class UnseenRecord:
 
 
 def _pred_ndcg(z: np.ndarray, y: np.ndarray, tree: Any, geometry: Any) -> dict[str, float]:
-    from hierviz.metrics.ranking import ndcg_tree
-
     out = {"pred_ndcg_sum": float("nan"), "pred_ndcg_max": float("nan")}
     if len(y) < 2:
         return out
@@ -328,11 +326,6 @@ def unseen_protocol(
     ValueError
         Fewer than two seen leaves in ``train_data``, or errors of the embedding.
     """
-    from sklearn.metrics import f1_score
-
-    from hierviz.metrics import h_acc, hf1, parent_prototypes, parent_violations, pc_order
-    from hierviz.metrics.ranking import ranking_report
-
     t0 = time.perf_counter()
     with torch.jit.optimized_execution(False):
         z_tr, y_tr = embed_dataset(

@@ -26,6 +26,7 @@ from hierviz.experiments.config import (
     resolve_config,
     validate,
 )
+from hierviz.experiments.features import export_run
 from hierviz.experiments.records import check_mergeable, diff_keys, fingerprint, load_records, run_name
 from hierviz.experiments.sweep import best_grid_value, sweep, sweep_curve
 
@@ -56,4 +57,5 @@ __all__ = [
     "load_records",
     "check_mergeable",
     "run_name",
+    "export_run",
 ]

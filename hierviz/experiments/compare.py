@@ -19,7 +19,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import torch
 
+from hierviz.data import DEFAULT_TREE, grouped_split
+from hierviz.evaluation import PROTOCOLS
 from hierviz.experiments.config import ConfigError, ExperimentConfig, validate
 from hierviz.experiments.header import _header, _px  # noqa: F401 (split out by issue 23, re-exported here)
 from hierviz.experiments.inputs import _check_writable, _option_named, limit_indices, load_data
@@ -40,6 +43,11 @@ from hierviz.experiments.records import (
 )
 from hierviz.experiments.result import CompareResult
 from hierviz.experiments.run_one import _launch, _run_one, _speed_options  # noqa: F401 (re-exported)
+from hierviz.methods import get_method
+from hierviz.models import ENCODERS
+from hierviz.report import build_report, read_results_csv
+from hierviz.training import distributed as hd
+from hierviz.training.distributed import init_distributed
 
 __all__ = ["CompareResult", "compare", "report", "limit_indices", "load_data"]
 
@@ -98,10 +106,6 @@ def compare(
         result = compare(cfg)
         print(result.markdown)
     """
-    import torch
-
-    from hierviz.training.distributed import init_distributed
-
     init_distributed()  # under torchrun: join the process group (nothing in one process)
     cfg = validate(config.copy())
     saved_threads = torch.get_num_threads()
@@ -121,10 +125,6 @@ def _compare(
     callbacks: Mapping[str, Sequence[Callable]],
     argv: Sequence[str] | None,
 ) -> CompareResult:
-    from hierviz.data import grouped_split
-    from hierviz.report import build_report
-    from hierviz.training import distributed as hd
-
     main = hd.is_main_process()  # under torchrun rank 0 alone evaluates, prints and writes
     say = print if verbose and main else (lambda *a, **k: None)
     progress = progress and main
@@ -132,7 +132,6 @@ def _compare(
     out = Path(cfg.out)
     _check_writable(out)
     ds, tree, n_all = load_data(cfg)
-    from hierviz.models import ENCODERS
 
     if getattr(ds, "is_vector", False) and not getattr(ENCODERS.get(cfg.model.encoder), "vectors", False):
         raise ConfigError(
@@ -143,8 +142,6 @@ def _compare(
     if cfg.data.image_size is None:
         cfg.data.image_size = int(ds.images.shape[1])
     if cfg.data.tree is None:
-        from hierviz.data import DEFAULT_TREE
-
         cfg.data.tree = DEFAULT_TREE.get(cfg.data.dataset)
     split = grouped_split(
         np.asarray(ds.labels), None if ds.groups is None else np.asarray(ds.groups), seed=cfg.data.split_seed
@@ -158,8 +155,6 @@ def _compare(
             f"{len(split['train'])}/{len(split['val'])}/{len(split['test'])}; the grouped split needs about 3 or more "
             "per class (more images, fewer classes, or a larger data.limit)"
         )
-    from hierviz.evaluation import PROTOCOLS
-    from hierviz.methods import get_method
 
     splits: dict[str, tuple] = {}
 
@@ -244,7 +239,6 @@ def _compare(
 
     if not main:
         hd.barrier()  # rank 0 writes the tables and the report
-        from hierviz.report import read_results_csv
 
         paths = {"csv": out / "results.csv", "markdown": out / "results.md", "html": out / "report.html"}
         return CompareResult(
@@ -288,7 +282,6 @@ def _compare(
         f"wrote {paths['csv']}, {paths['markdown']}, {paths['html']} ({time.perf_counter() - t_start:.1f} s in all)",
         flush=True,
     )
-    from hierviz.report import read_results_csv
 
     hd.barrier()  # the other ranks read the tables now
     return CompareResult(

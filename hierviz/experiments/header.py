@@ -8,6 +8,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
+from hierviz import __version__
 from hierviz.experiments.config import ExperimentConfig
 
 
@@ -42,8 +43,6 @@ def _probe(fixed: str | None, records) -> str:
 def _header(
     cfg: ExperimentConfig, argv: Sequence[str] | None, ds, tree, n_all: int, split, records, total: float
 ) -> dict[str, str]:
-    from hierviz import __version__
-
     train_s = sum(float(r.get("train_seconds", 0.0)) for r in records)
     eval_s = sum(float(r.get("eval_seconds", 0.0)) for r in records)
     d, m, t = cfg.data, cfg.model, cfg.train

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from hierviz.data import DATASETS, DEFAULT_TREE, bind_tree, load_dataset
 from hierviz.experiments.config import ConfigError, ExperimentConfig
 
 
@@ -83,8 +84,6 @@ def load_data(config: ExperimentConfig):
         No tree for a file given by ``data.path``, ``data.limit`` below 3 × classes, or an
         unknown dataset or tree name (the message starts with the key, e.g. ``data.tree:``).
     """
-    from hierviz.data import DATASETS, DEFAULT_TREE, bind_tree, load_dataset
-
     d = config.data
     spec = DATASETS.get(d.dataset) if d.path is None and d.dataset in DATASETS else None
     # a loader that takes image_size reads a file made at that size (ham10000_32.npz), else resizes once

@@ -10,6 +10,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from hierviz.evaluation import PROTOCOLS
 from hierviz.experiments.config import RENAMED_KEYS, ConfigError, ExperimentConfig
 from hierviz.experiments.inputs import load_data
 from hierviz.experiments.records import (
@@ -18,6 +19,11 @@ from hierviz.experiments.records import (
     read_run_file,
 )
 from hierviz.experiments.result import CompareResult
+from hierviz.hierarchy import LabelTree
+from hierviz.methods import LOSS_HPARAMS, METHODS
+from hierviz.metrics.projection import PROJECTIONS
+from hierviz.models import ENCODERS
+from hierviz.report import build_report, read_results_csv
 
 
 def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bool = True) -> CompareResult:
@@ -48,9 +54,6 @@ def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bo
     it again (issue 23). Figures that need a geometry this process does not know are replaced
     by a note naming the module to import.
     """
-    from hierviz.hierarchy import LabelTree
-    from hierviz.report import build_report, read_results_csv
-
     out = Path(out)
     records = load_records(out)
     if not records:
@@ -123,11 +126,6 @@ def _known_settings(cfg_dict: dict[str, Any], records: list[dict], where: str) -
     >>> cfg.model.encoder, cfg.model.embed_dim, cfg.eval.projection, cfg.report.baseline
     ('resnet18', 8, 'tsne', None)
     """
-    from hierviz.evaluation import PROTOCOLS
-    from hierviz.methods import LOSS_HPARAMS, METHODS
-    from hierviz.metrics.projection import PROJECTIONS
-    from hierviz.models import ENCODERS
-
     d = {k: v for k, v in cfg_dict.items() if k not in ("methods", "geometries", "loss")}
     for section, key, registry in (
         ("report", "baseline", METHODS),

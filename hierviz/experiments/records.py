@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from hierviz.experiments.config import RENAMED_KEYS, ConfigError, flatten
+from hierviz.hierarchy.io import dumps_tree_json
 from hierviz.report.run_files import RECORD_KEYS, RunFileError
 from hierviz.report.run_files import read_run_file as _read_run_file
 from hierviz.report.run_record import RunRecord
@@ -212,8 +213,6 @@ def write_tree_json(path: str | os.PathLike, tree: Any) -> Path:
     >>> LabelTree.from_json(p).depth("n1499")
     1499
     """
-    from hierviz.hierarchy.io import dumps_tree_json
-
     return atomic_write_text(path, dumps_tree_json(tree.to_dict(), indent=1) + "\n")
 
 

@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
+from hierviz import __version__, methods
+from hierviz.evaluation import PROTOCOLS, run_radius
 from hierviz.experiments.config import ExperimentConfig
 from hierviz.experiments.inputs import _option_named
 from hierviz.experiments.records import (
@@ -19,7 +22,14 @@ from hierviz.experiments.records import (
     fingerprint,
     json_default,
 )
+from hierviz.geometry import get_geometry
+from hierviz.geometry._kernels import compile_kernels
+from hierviz.methods import get_method
+from hierviz.models import build_model
 from hierviz.report.run_record import RunRecord
+from hierviz.samplers import SAMPLERS
+from hierviz.training import TrainConfig, fit, resolve_device, seed_everything
+from hierviz.training.distributed import get_world_size, is_main_process
 
 
 def _speed_options(cfg: ExperimentConfig, train_ds) -> dict[str, Any]:
@@ -28,8 +38,6 @@ def _speed_options(cfg: ExperimentConfig, train_ds) -> dict[str, Any]:
     ``augment_on="auto"`` draws the views on the device on CUDA when the training images are a
     uint8 array, else in the DataLoader (the CPU path: every preset's CPU numbers).
     """
-    from hierviz.training import resolve_device
-
     t = cfg.train
     on_cuda = resolve_device(t.device).type == "cuda"
     imgs = getattr(train_ds, "images", None)
@@ -75,19 +83,10 @@ def _run_one(
     Under torchrun every rank trains (DDP, :mod:`hierviz.training.distributed`); ranks other
     than 0 return None after training.
     """
-    import torch
-
-    from hierviz import __version__
-    from hierviz.data import ContrastiveDataset, TwoViewTransform
-    from hierviz.evaluation import PROTOCOLS
-    from hierviz.geometry import get_geometry
-    from hierviz.methods import build_objective, get_method
-    from hierviz.models import build_model
-    from hierviz.training import TrainConfig, fit, seed_everything
-
     method = get_method(method_name)
     geometry = get_geometry(geometry_name, c=cfg.model.curvature, learnable=cfg.model.learn_curvature)
-    objective = build_objective(method_name, tree, geometry, **cfg.loss)
+    # read on the module when called (a test, or a user, may wrap hierviz.methods.build_objective)
+    objective = methods.build_objective(method_name, tree, geometry, **cfg.loss)
     seed_everything(seed)
     with _option_named("model.pretrained", "pretrained"):
         model = build_model(
@@ -105,7 +104,6 @@ def _run_one(
             init_radius=cfg.model.init_radius,
             curvature_range=tuple(cfg.model.curvature_range),
         )
-    from hierviz.training.distributed import get_world_size
 
     t = cfg.train
     per_sample = cfg.data.augment_seeds == "sample" or (cfg.data.augment_seeds == "auto" and get_world_size() > 1)
@@ -129,22 +127,20 @@ def _run_one(
         sync_bn=t.sync_bn,
         compile_loss=t.compile_loss,
     )
+    # heavy: torchvision (hierviz.data's transforms import it), imported on first use
+    from hierviz.data import ContrastiveDataset, FeatureViews, TwoViewTransform
+    from hierviz.data.gpu_augment import BatchTwoViewAugment, UInt8Images  # heavy: torchvision
+
     views = method.needs.views
     image_size = int(cfg.data.image_size)
     speed = _speed_options(cfg, train_ds)  # issue 11: where views are drawn, memory layout, compile
     if t.compile:
-        from hierviz.geometry._kernels import compile_kernels
-
         model.compile()
         compile_kernels(True)
     if speed["augment_on"] == "device":
-        from hierviz.data.gpu_augment import BatchTwoViewAugment, UInt8Images
-
         train_views = UInt8Images(train_ds)
         speed["device_augment"] = BatchTwoViewAugment(image_size, views=views, channels_last=speed["channels_last"])
     elif getattr(train_ds, "is_vector", False):  # float (N, D) features: dropout views, lazy encoder input size
-        from hierviz.data import FeatureViews
-
         train_views = ContrastiveDataset(train_ds, FeatureViews(), views=views, seed=view_seed)
         with torch.no_grad():  # the dry run that fixes the encoder's input size D (hierviz.models.MLPEncoder)
             model.encoder(torch.zeros(1, train_ds.images.shape[1], 1, 1))
@@ -154,8 +150,6 @@ def _run_one(
         )
     batch_sampler = None
     if method.needs.sampler is not None:
-        from hierviz.samplers import SAMPLERS
-
         batch_sampler = SAMPLERS.get(method.needs.sampler)(
             labels=np.asarray(train_ds.labels), tree=tree, batch_size=t.batch_size, seed=seed
         )
@@ -170,7 +164,6 @@ def _run_one(
         channels_last=speed["channels_last"],
         loader_options=speed["loader_options"],
     )
-    from hierviz.training.distributed import is_main_process
 
     if not is_main_process():
         return None  # under torchrun rank 0 alone evaluates and writes
@@ -195,7 +188,6 @@ def _run_one(
     )
     arrays = ev.arrays()
     np.savez_compressed(run_dir / "embeddings.npz", **arrays)
-    from hierviz.evaluation import run_radius
 
     radius = run_radius(model, arrays, tree, geometry, embedding, seed=seed, steps=cfg.eval.mean_steps)
     geo_cfg = geometry.config() if hasattr(geometry, "config") else {"name": geometry_name}

@@ -1,12 +1,10 @@
 """Export frozen encoder features to a features ``.npz``: from a hierviz run or a local checkpoint.
 
-* :func:`export_run` reads a finished run folder of ``hierviz compare``
-  (``<out>/runs/<method>-<geometry>-s<seed>/`` with ``config.json`` and ``checkpoint.pt``),
-  rebuilds its encoder from the saved config, loads the trained weights and embeds every
-  image of the run's data set (all splits, the split the run used recorded per row, with
-  the data set's groups). The features are the encoder output *before* the projection head.
-* :func:`export_checkpoint` does the same for a local torchvision ResNet ``state_dict``
-  (nothing is downloaded) on a registered data set or an ``.npz``.
+* :func:`export_checkpoint` embeds every image of a registered data set or an ``.npz`` with a
+  local torchvision ResNet ``state_dict`` (nothing is downloaded);
+* :func:`encode_images` and :func:`find_run_dir` are the pieces that
+  :func:`hierviz.experiments.export_run` (a finished ``hierviz compare`` run: it rebuilds the
+  run's encoder from its config, so it lives with the configs) shares with it.
 
 Paper 03 (Hyper-DINO) §2.1 uses frozen DINO ViT-S/16 [CLS] tokens; no pretrained DINO
 weights can be downloaded here, so these are the stand-in (see ``docs/results/paper03.md``).
@@ -14,7 +12,6 @@ weights can be downloaded here, so these are the stand-in (see ``docs/results/pa
 
 from __future__ import annotations
 
-import json
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -22,10 +19,14 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
 
+from hierviz.data import grouped_split, load_dataset
 from hierviz.features.io import FeaturesData
+from hierviz.models.encoders import resnet_encoder
 
-__all__ = ["encode_images", "export_run", "export_checkpoint", "find_run_dir"]
+__all__ = ["encode_images", "export_checkpoint", "find_run_dir", "split_column"]
 
 
 def find_run_dir(path: str | PathLike) -> Path:
@@ -80,10 +81,10 @@ def encode_images(
     ValueError
         The encoder produced NaN/inf.
     """
-    from torch.utils.data import DataLoader
-    from tqdm.auto import tqdm
-
-    from hierviz.data import TransformDataset, eval_transform
+    from hierviz.data import (  # heavy: torchvision (hierviz.data's transforms import it), imported on first use
+        TransformDataset,
+        eval_transform,
+    )
 
     device = next(encoder.parameters()).device
     was_training = encoder.training
@@ -101,65 +102,13 @@ def encode_images(
     return feats
 
 
-def _split_column(ds: Any, split_seed: int) -> np.ndarray:
-    from hierviz.data import grouped_split
-
+def split_column(ds: Any, split_seed: int) -> np.ndarray:
+    """The grouped train/val/test split of ``ds`` (seed ``split_seed``) as one name per row, shape (N,), ``<U5``."""
     split = grouped_split(np.asarray(ds.labels), None if ds.groups is None else np.asarray(ds.groups), seed=split_seed)
     col = np.empty(len(ds.labels), dtype="<U5")
     for name, idx in split.items():
         col[np.asarray(idx)] = name
     return col
-
-
-def export_run(run_dir: str | PathLike, *, batch_size: int = 256, progress: bool = False) -> FeaturesData:
-    """Encoder features (before the head) of every image of a finished run's data set.
-
-    Parameters
-    ----------
-    run_dir : str or PathLike
-        A run folder, or a ``compare`` output with a single run (:func:`find_run_dir`).
-    batch_size : int, default 256
-    progress : bool, default False
-
-    Returns
-    -------
-    FeaturesData
-        ``features`` (N, F) float32, ``labels``, ``classes``, ``groups`` (the data set's,
-        e.g. HAM10000 lesion ids), ``split`` (the run's grouped train/val/test split,
-        recomputed from its ``data.split_seed``) and ``source`` (the run folder).
-
-    Raises
-    ------
-    FileNotFoundError, ValueError
-        No run there, several runs, an unreadable config or checkpoint (one line).
-    """
-    from hierviz.experiments import ExperimentConfig, load_data
-    from hierviz.models import build_encoder
-    from hierviz.training import load_checkpoint
-
-    run = find_run_dir(run_dir)
-    try:
-        saved = json.loads((run / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"--run {run}: cannot read config.json ({exc}); rerun the run or pick another") from None
-    saved.pop("fingerprint", None)
-    saved.pop("run", None)
-    cfg = ExperimentConfig.from_dict(saved, where=str(run / "config.json"))
-    ds, _tree, _ = load_data(cfg)
-    state = load_checkpoint(run / "checkpoint.pt")["model"]
-    encoder = build_encoder(cfg.model.encoder, width=cfg.model.width, pretrained=None)
-    enc_state = {k[len("encoder.") :]: v for k, v in state.items() if k.startswith("encoder.")}
-    encoder.load_state_dict(enc_state)
-    image_size = int(cfg.data.image_size or ds.images.shape[1])
-    feats = encode_images(encoder, ds, image_size, batch_size=batch_size, progress=progress)
-    return FeaturesData(
-        feats,
-        np.asarray(ds.labels),
-        list(ds.classes),
-        None if ds.groups is None else np.asarray(ds.groups),
-        _split_column(ds, int(cfg.data.split_seed)),
-        source=str(run),
-    )
 
 
 def export_checkpoint(
@@ -202,9 +151,6 @@ def export_checkpoint(
     ValueError
         An unreadable checkpoint, or one whose tensors match no ResNet parameter.
     """
-    from hierviz.data import load_dataset
-    from hierviz.models.encoders import resnet_encoder
-
     ds = load_dataset(data)
     net = resnet_encoder(encoder, small_input=False, pretrained=checkpoint)  # the ImageNet stem keeps its weights
     size = int(image_size or ds.images.shape[1])
@@ -214,6 +160,6 @@ def export_checkpoint(
         np.asarray(ds.labels),
         list(ds.classes),
         None if ds.groups is None else np.asarray(ds.groups),
-        _split_column(ds, split_seed),
+        split_column(ds, split_seed),
         source=str(Path(checkpoint)),
     )

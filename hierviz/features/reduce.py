@@ -11,8 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.decomposition import PCA
-from sklearn.neighbors import NeighborhoodComponentsAnalysis
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -60,8 +58,12 @@ def make_reducer(method: str, n_components: int | None = None, *, seed: int = 0,
         if isinstance(n_components, bool) or not isinstance(n_components, (int, np.integer)) or n_components < 1:
             raise ValueError(f"n_components must be a positive integer for {method!r}, got {n_components!r}")
         if method == "pca":
+            from sklearn.decomposition import PCA  # heavy: scikit-learn's decomposition, imported on first use
+
             steps.append(("reduce", PCA(n_components=int(n_components), random_state=seed)))
         else:
+            from sklearn.neighbors import NeighborhoodComponentsAnalysis  # heavy: scikit-learn, on first use
+
             steps.append(
                 (
                     "reduce",

@@ -8,6 +8,8 @@ Gram matrices and call it. Tested against geoopt and with float64 gradcheck/grad
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import Tensor
 
@@ -219,8 +221,6 @@ def _run(fns: tuple, which: int, *args):
         return fns[which](*args)
     except Exception as err:  # noqa: BLE001 - e.g. no Triton/compiler on this machine: stay correct, eagerly
         _CUDA_FAILED = True
-        import warnings
-
         warnings.warn(
             f"hierviz: compiling the fused Poincaré kernel failed ({type(err).__name__}: {err}); using the eager "
             "kernel (set hierviz.geometry._kernels.COMPILE_ON_CUDA = False to skip the attempt)",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from hierviz._registry import Registry
+from hierviz.geometry.base import Geometry
 
 __all__ = ["GEOMETRIES", "register_geometry", "get_geometry"]
 
@@ -66,8 +67,6 @@ def get_geometry(name: Any, c: float | None = None, **kwargs: Any):
     >>> get_geometry(**get_geometry("poincare", c=2.0).config())
     PoincareBall(c=2)
     """
-    from hierviz.geometry.base import Geometry
-
     if isinstance(name, Geometry):
         return name
     if not isinstance(name, str):

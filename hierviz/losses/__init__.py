@@ -23,6 +23,7 @@ terms; methods (:mod:`hierviz.methods`) build objectives.
 
 from typing import Any
 
+from . import objective
 from ._core import INPUT_KINDS, REDUCTIONS, SIMILARITIES, contrastive_log_prob
 from .ahmlc import AHMLCLoss, LevelAttention
 from .compiled import CompiledLoss
@@ -87,7 +88,5 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # OBJECTIVES and HPARAMS are computed from the method registry on first use (objective.py)
     if name in ("OBJECTIVES", "HPARAMS"):
-        from . import objective
-
         return getattr(objective, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

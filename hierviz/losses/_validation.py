@@ -9,11 +9,14 @@ pass instead) whichever loss raised it. Geometry-dependent checks ask the geomet
 from __future__ import annotations
 
 import math
+import warnings
 from numbers import Real
 from typing import Any
 
 import numpy as np
 import torch
+
+from hierviz.geometry import get_geometry
 
 __all__: list[str] = []  # private helpers; import them by name
 
@@ -58,8 +61,6 @@ def _renamed_kwarg(value: Any, old_value: Any, *, new: str, old: str, who: str, 
     """
     if old_value is _NOT_GIVEN:
         return value
-    import warnings
-
     warnings.warn(
         f"{who}({old}=...) is now {who}({new}=...); the old name goes in 0.4", DeprecationWarning, stacklevel=3
     )
@@ -130,8 +131,6 @@ def _resolve_geometry(geometry: Any):
         ``geometry`` is None or lacks ``similarity``/``pairwise_dist``.
     """
     if isinstance(geometry, str):
-        from hierviz.geometry import get_geometry
-
         return get_geometry(geometry)
     if geometry is None:
         raise TypeError("geometry is required (a hierviz.geometry.Geometry or a name such as 'euclidean')")

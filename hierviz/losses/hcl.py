@@ -29,6 +29,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from hierviz.geometry import PoincareBall
+
 from ._validation import _check_embeddings, _check_labels, _check_real, _check_tree, _resolve_geometry
 
 __all__ = ["HCLLoss", "hcl_terms"]
@@ -150,8 +152,6 @@ class HCLLoss(nn.Module):
     ) -> None:
         super().__init__()
         if geometry is None:
-            from hierviz.geometry import PoincareBall
-
             geometry = PoincareBall(1.0)
         self.geometry = _resolve_geometry(geometry)
         self.m0 = _check_real(m0, "m0", low=0.0)

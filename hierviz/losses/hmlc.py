@@ -20,6 +20,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from hierviz.hierarchy.levels import LEVEL_ORDERS, level_label_matrix
+
 from ._validation import (
     _NOT_GIVEN,
     _check_choice,
@@ -239,7 +241,6 @@ class HMLCLoss(nn.Module):
             raise TypeError(f"similarity must be None or a callable (N, d) -> (N, N), got {type(similarity).__name__}")
         self.similarity = similarity
         self._tables: dict[tuple[str, str], torch.Tensor] = {}
-        from hierviz.hierarchy.levels import LEVEL_ORDERS
 
         self.order = _check_choice(order, "order", LEVEL_ORDERS)
         if tree is not None and not hasattr(tree, "leaf_paths"):
@@ -298,8 +299,6 @@ class HMLCLoss(nn.Module):
         key = (order, str(device))
         table = self._tables.get(key)
         if table is None:
-            from hierviz.hierarchy.levels import level_label_matrix
-
             table = self._tables[key] = level_label_matrix(self.tree, order).to(device)
         return table
 

@@ -206,6 +206,7 @@ def mean_over_view_logits(
 
 def build_objective(name: str, tree: Any, geometry: Any, **hparams: Any) -> Objective:
     """Deprecated alias of :func:`hierviz.methods.build_objective`."""
+    # alias: the 0.1 name, resolved when called (hierviz.methods imports hierviz.losses); goes in 0.3
     from hierviz.methods import build_objective as _build
 
     return _build(name, tree, geometry, **hparams)
@@ -213,11 +214,11 @@ def build_objective(name: str, tree: Any, geometry: Any, **hparams: Any) -> Obje
 
 def __getattr__(name: str) -> Any:
     if name == "OBJECTIVES":
-        from hierviz.methods import METHODS
+        from hierviz.methods import METHODS  # alias: the 0.1 name, resolved on first use; goes in 0.3
 
         return tuple(METHODS.names())
     if name == "HPARAMS":
-        from hierviz.methods import LOSS_HPARAMS
+        from hierviz.methods import LOSS_HPARAMS  # alias: the 0.1 name, resolved on first use; goes in 0.3
 
         return {k: h.default for k, h in LOSS_HPARAMS.items()}
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

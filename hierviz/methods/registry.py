@@ -40,7 +40,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hierviz._registry import Registry
+from hierviz.geometry import get_geometry
 from hierviz.geometry.registry import GEOMETRIES
+from hierviz.losses import CentringLoss, EntailmentConeLoss, Objective
 
 __all__ = [
     "Needs",
@@ -285,8 +287,6 @@ def add_radial_terms(objective: Any, method: Method, tree: Any, geometry: Any, h
     -------
     The same objective, with the terms added in place.
     """
-    from hierviz.losses import CentringLoss, EntailmentConeLoss, Objective
-
     if not isinstance(objective, Objective) or not reads_radial(method, geometry):
         return objective
     for key, w in (("cone_weight", hp["cone_weight"]), ("center_weight", hp["center_weight"])):
@@ -416,8 +416,6 @@ def build_objective(name: str, tree: Any, geometry: Any, **hparams: Any) -> Any:
         An undeclared hyperparameter name (the message lists the valid ones).
     """
     if isinstance(geometry, str):
-        from hierviz.geometry import get_geometry
-
         geometry = get_geometry(geometry)
     method = get_method(name)
     unknown = sorted(set(hparams) - set(LOSS_HPARAMS))

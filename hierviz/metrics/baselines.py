@@ -21,6 +21,9 @@ import warnings
 from typing import Any
 
 import numpy as np
+from sklearn.metrics import balanced_accuracy_score, f1_score
+
+from hierviz.metrics.hierarchy import h_acc, hf1
 
 __all__ = [
     "imbalance_metrics",
@@ -71,8 +74,6 @@ def imbalance_metrics(y_true: Any, y_pred: Any) -> dict[str, float]:
     >>> imbalance_metrics([0, 0, 0, 1], [0, 0, 0, 0])
     {'bal_acc': 0.5, 'macro_f1': 0.42857142857142855}
     """
-    from sklearn.metrics import balanced_accuracy_score, f1_score
-
     t, p = _int_labels(y_true, "y_true"), _int_labels(y_pred, "y_pred")
     if t.shape != p.shape:
         raise ValueError(f"y_true and y_pred must have the same length, got {t.size} and {p.size}")
@@ -129,8 +130,6 @@ def majority_class_report(y_train: Any, y_test: Any, tree: Any) -> dict[str, flo
     >>> [round(rep[k], 4) for k in ("top1", "hf1", "h_acc", "bal_acc")]  # HF1 = H-Acc = (1 + 1/2 + 0 + 0) / 4
     [0.25, 0.375, 0.375, 0.3333]
     """
-    from hierviz.metrics.hierarchy import h_acc, hf1
-
     y_tr, y_te = _int_labels(y_train, "y_train"), _int_labels(y_test, "y_test")
     C = int(tree.num_leaves)
     if max(y_tr.max(), y_te.max()) >= C:

@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from sklearn.metrics import f1_score
 
 __all__ = [
     "hierarchical_f1",
@@ -110,8 +111,6 @@ def hierarchy_consistent(y_pred: Any, tree: Any) -> np.ndarray:
 
 
 def _f1(y_true: np.ndarray, y_pred: np.ndarray, average: str) -> float:
-    from sklearn.metrics import f1_score
-
     if average == "macro":
         # macro over the labels that occur in the truth or the prediction (issue 27 #16): a label
         # absent from both has no true positives, false positives or false negatives, and counting it

@@ -17,6 +17,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from hierviz.metrics._validate import same_dim
+from hierviz.metrics.baselines import imbalance_metrics
 from hierviz.metrics.hierarchy import (
     _as_labels,
     _as_points,
@@ -27,6 +28,7 @@ from hierviz.metrics.hierarchy import (
     parent_violations,
     pc_order,
 )
+from hierviz.metrics.radius import radius_report
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.geometry import Geometry
@@ -231,11 +233,7 @@ def hierarchy_report(
         "pc_order": pc_order(z_te, y_te, protos, node_ids, tree, geometry, level=level),
     }
     if imbalance:
-        from hierviz.metrics.baselines import imbalance_metrics
-
         out.update(imbalance_metrics(y_te.cpu().numpy(), y_pred.cpu().numpy()))
     if with_radius:
-        from hierviz.metrics.radius import radius_report
-
         out["radius"] = radius_report(z_te, y_te, tree, geometry, clip_r=clip_r, steps=steps)
     return out

@@ -17,10 +17,12 @@ Examples
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 from hierviz._registry import Registry
 from hierviz.geometry import get_geometry
@@ -150,9 +152,8 @@ def project_2d(
 
 @register_projection("tsne", label="t-SNE")
 def _tsne(X: np.ndarray, seed: int, opts: dict) -> np.ndarray:
-    # in the function: scikit-learn (and numba-backed UMAP below) cost seconds to import; only the chosen one loads
+    # heavy: scikit-learn's manifold module (and numba-backed UMAP below) cost seconds; only the chosen one loads
     from sklearn.manifold import TSNE
-    from threadpoolctl import threadpool_limits
 
     n = X.shape[0]
     perp = float(min(30.0, max(1.0, (n - 1) / 3.0)))
@@ -165,9 +166,7 @@ def _tsne(X: np.ndarray, seed: int, opts: dict) -> np.ndarray:
 
 @register_projection("umap", label="UMAP")
 def _umap(X: np.ndarray, seed: int, opts: dict) -> np.ndarray:
-    import warnings
-
-    import umap  # in the function: a heavy import (numba), loaded only when UMAP is asked for
+    import umap  # heavy: UMAP (numba), imported only when UMAP is asked for
 
     n = X.shape[0]
     with warnings.catch_warnings():
@@ -185,7 +184,7 @@ def _umap(X: np.ndarray, seed: int, opts: dict) -> np.ndarray:
 
 @register_projection("pca", label="PCA")
 def _pca(X: np.ndarray, seed: int, opts: dict) -> np.ndarray:
-    from sklearn.decomposition import PCA  # in the function: scikit-learn is a heavy import
+    from sklearn.decomposition import PCA  # heavy: scikit-learn's decomposition module, imported on first use
 
     n = X.shape[0]
     if X.shape[1] == 1:

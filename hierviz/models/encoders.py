@@ -256,7 +256,7 @@ def resnet_encoder(
     FileNotFoundError
         If ``pretrained`` does not exist.
     """
-    import torchvision
+    import torchvision  # heavy: torchvision's models, imported only when a ResNet is built
 
     if name not in _RESNET_DIMS:
         raise ValueError(f"name: unknown ResNet {name!r}; valid names are {sorted(_RESNET_DIMS)}")

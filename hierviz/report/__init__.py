@@ -33,6 +33,7 @@ from hierviz.report.tables import (
 
 def load_records(out_dir):
     """Deprecated alias of :func:`hierviz.experiments.load_records`."""
+    # alias: the 0.1 name, resolved when called (hierviz.experiments imports hierviz.report); goes in 0.3
     from hierviz.experiments.records import load_records as _load
 
     return _load(out_dir)

@@ -16,6 +16,7 @@ Three outputs per comparison:
 
 from __future__ import annotations
 
+import csv
 import html
 import warnings
 from collections.abc import Mapping, Sequence
@@ -23,13 +24,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
+from hierviz.geometry import get_geometry
+from hierviz.metrics.baselines import majority_class_report
 from hierviz.report.run_files import read_run_file
+from hierviz.report.stats import paired_markdown
 from hierviz.report.tables import (
     DISPLAY_KEYS,
     METRICS,
     UNSEEN_METRICS,
     _ordered,
+    baseline_note,
     default_metrics,
     geometry_label,
     method_label,
@@ -94,8 +100,9 @@ def write_report_html(
     TypeError
         If a figure is not a plotly figure.
     """
+    # heavy: plotly, imported only when a report page is written
     import plotly.graph_objects as go
-    from plotly.offline import get_plotlyjs
+    from plotly.offline import get_plotlyjs  # heavy: plotly
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -201,8 +208,6 @@ def majority_baseline(records: Sequence[Mapping[str, Any]], tree) -> dict[str, f
     the row (:func:`hierviz.metrics.baselines.majority_class_report`). None when no run
     saved both label arrays.
     """
-    from hierviz.metrics.baselines import majority_class_report
-
     for r in records:
         emb = r.get("embeddings")
         if not emb or not Path(emb).is_file():
@@ -238,8 +243,6 @@ def chance_baseline(records: Sequence[Mapping[str, Any]]) -> dict[str, float] | 
 
 def write_baselines_csv(baselines: Mapping[str, Mapping[str, float]], path: str | Path) -> Path:
     """``baselines.csv``: one row per input-free baseline (``baseline`` then its metrics; NaN left empty)."""
-    import csv
-
     path = Path(path)
     cols = ["baseline", *dict.fromkeys(k for v in baselines.values() for k in v)]
     with open(path, "w", newline="", encoding="utf-8") as fh:
@@ -301,7 +304,7 @@ def build_report(
     ValueError
         No records, or an unknown ``projection``.
     """
-    from hierviz.geometry import get_geometry
+    # heavy: plotly (report.radius and hierviz.viz import it), imported only when a report is built
     from hierviz.report.radius import (
         plot_runs_radius_by_depth,
         radius_flags,
@@ -309,9 +312,9 @@ def build_report(
         radius_markdown,
         radius_rows,
     )
-    from hierviz.viz import plot_loss_curves, plot_poincare_disk, plot_projection, plot_tree
-    from hierviz.viz.curves import plot_metric_bars
-    from hierviz.viz.projection import PROJECTIONS
+    from hierviz.viz import plot_loss_curves, plot_poincare_disk, plot_projection, plot_tree  # heavy: plotly
+    from hierviz.viz.curves import plot_metric_bars  # heavy: plotly
+    from hierviz.viz.projection import PROJECTIONS  # heavy: plotly
 
     if projection not in PROJECTIONS:
         raise ValueError(f"projection must be one of {PROJECTIONS.names()}, got {projection!r}")
@@ -353,7 +356,6 @@ def build_report(
             baselines["majority"] = maj
             paths["baselines"] = write_baselines_csv(baselines, out_dir / "baselines.csv")
     md = results_markdown(rows, methods=methods, geometries=geometries, title=title_md, baselines=baselines)
-    from hierviz.report.stats import paired_markdown
 
     paired = paired_markdown(rows, baseline, shown, methods=methods, geometries=geometries)
     if paired:
@@ -367,8 +369,6 @@ def build_report(
     figures: list = []
     notes: list[str] = list(radius_flags(radius_rows(recs)))
     if baselines:
-        from hierviz.report.tables import baseline_note
-
         notes.insert(0, baseline_note(baselines).replace("*", ""))
     if paired:
         notes.append(" ".join(ln for ln in paired.splitlines() if ln and not ln.startswith("|")).replace("**", ""))
@@ -438,8 +438,6 @@ def build_report(
                 continue
             if getattr(geom, "hyperbolic", False):
                 if hasattr(geom, "to_ball"):
-                    import torch
-
                     zb = geom.to_ball(torch.as_tensor(z)).numpy()
                     pb = geom.to_ball(torch.as_tensor(protos)).numpy() if len(protos) else protos
                 else:

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 
 from hierviz.metrics.radius import CLIP_FLAG
 from hierviz.report.tables import geometry_label, method_label
+from hierviz.viz.radius import add_radius_traces
 
 __all__ = ["radius_rows", "radius_markdown", "radius_html_table", "plot_runs_radius_by_depth", "radius_flags"]
 
@@ -150,8 +151,6 @@ def plot_runs_radius_by_depth(records: Sequence[Mapping[str, Any]], title: str |
     ValueError
         No record has a radius of a hyperbolic geometry.
     """
-    from hierviz.viz.radius import add_radius_traces
-
     fig = go.Figure()
     n = 0
     for r in records:

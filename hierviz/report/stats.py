@@ -24,6 +24,12 @@ from typing import Any
 
 import numpy as np
 
+try:
+    from scipy.stats import t as _student_t
+except ImportError:  # pragma: no cover - scipy comes with scikit-learn
+    _student_t = None
+from hierviz.report.tables import METRIC_LABELS, _ordered, geometry_label, method_label
+
 __all__ = ["t_quantile", "paired_ci", "paired_differences", "paired_markdown", "default_baseline", "MIN_SEEDS"]
 
 #: Fewest common seeds for which the paired table is shown.
@@ -53,13 +59,11 @@ def t_quantile(df: int, confidence: float = 0.95) -> float:
         raise ValueError(f"df must be a positive integer (seeds - 1), got {df!r}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    try:
-        from scipy.stats import t
-    except ImportError:  # pragma: no cover - scipy comes with scikit-learn
+    if _student_t is None:  # pragma: no cover - scipy comes with scikit-learn
         if confidence != 0.95:
-            raise ValueError("confidence other than 0.95 needs scipy") from None
+            raise ValueError("confidence other than 0.95 needs scipy")
         return _T975[df - 1] if df <= len(_T975) else 1.959963984540054
-    return float(t.ppf(0.5 + confidence / 2.0, df))
+    return float(_student_t.ppf(0.5 + confidence / 2.0, df))
 
 
 def paired_ci(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float, int]:
@@ -192,8 +196,6 @@ def paired_markdown(
     -------
     str
     """
-    from hierviz.report.tables import METRIC_LABELS, _ordered, geometry_label, method_label
-
     found = list(dict.fromkeys(str(r["method"]) for r in rows))
     baseline = baseline or default_baseline(found)
     if baseline not in found:

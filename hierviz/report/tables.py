@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from hierviz.methods import METHODS
 from hierviz.metrics.registry import METRIC_INFO
 
 __all__ = [
@@ -63,20 +64,14 @@ class _MethodLabels(Mapping):
     """``METHOD_LABELS[name]``: display names read from the method registry (kept from 0.1)."""
 
     def __getitem__(self, name: str) -> str:
-        from hierviz.methods import METHODS
-
         if name not in METHODS:
             raise KeyError(name)
         return METHODS.get(name).display_name
 
     def __iter__(self):
-        from hierviz.methods import METHODS
-
         return iter(METHODS.names())
 
     def __len__(self) -> int:
-        from hierviz.methods import METHODS
-
         return len(METHODS)
 
 
@@ -114,8 +109,8 @@ def method_label(name: str, rows: Iterable[Mapping[str, Any]] | None = None) -> 
     recorded = _recorded_label(rows, "method", name)
     if recorded is not None:
         return recorded
-    from hierviz.methods import METHODS  # records of hierviz 0.1 carry no display name
 
+    # records of hierviz 0.1 carry no display name: the registry's
     return METHODS.get(name).display_name if name in METHODS else str(name)
 
 

@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from hierviz.data.loaders import newsgroups as ng
+from hierviz.data.trees import load_tree
 from hierviz.hierarchy import LabelTree
 
 __all__ = [
@@ -203,9 +205,6 @@ def load_20news_htc(
     FileNotFoundError
         No tarball, and the synthetic stand-in is not allowed.
     """
-    from hierviz.data.loaders import newsgroups as ng
-    from hierviz.data.trees import load_tree
-
     name = "20news"
     if synthetic:
         texts, labels, groups, split = ng.synthetic_corpus(seed=seed)

@@ -70,7 +70,7 @@ def load_image_folder(path: str | PathLike, image_size: int = 64, *, name: str |
     >>> ds.classes, ds.images.shape, ds.ids.tolist()
     (['cat', 'dog'], (2, 8, 8, 3), ['cat/1.png', 'dog/1.png'])
     """
-    from PIL import Image
+    from PIL import Image  # heavy: Pillow, imported when a folder is read
 
     root = Path(path)
     if not root.is_dir():

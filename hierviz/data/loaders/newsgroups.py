@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from hierviz.data.base import ArrayDataset, DatasetInfo, data_search_dirs, find_data_file, register_dataset
+from hierviz.data.trees import load_tree
 
 __all__ = [
     "NEWS_CITATION",
@@ -175,8 +176,6 @@ def synthetic_corpus(
     >>> len(groups), len(texts), sorted(set(split.tolist()))
     (20, 60, ['test', 'train'])
     """
-    from hierviz.data.trees import load_tree
-
     for name, v, low in (("n_per_group", n_per_group, 2), ("words", words, 1)):
         if isinstance(v, bool) or not isinstance(v, int) or v < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
@@ -237,7 +236,7 @@ def load_20news(
     ValueError
         An unreadable tarball, or ``max_features`` < 1.
     """
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.feature_extraction.text import TfidfVectorizer  # heavy: scikit-learn, imported on first use
 
     if isinstance(max_features, bool) or not isinstance(max_features, int) or max_features < 1:
         raise ValueError(f"max_features must be a positive integer, got {max_features!r}")

@@ -41,6 +41,7 @@ from hierviz.data.loaders._io import (
     placeholder_classes,
     to_rgb,
 )
+from hierviz.data.loaders.medmnist_format import load_medmnist
 
 __all__ = ["GROUP_KEYS", "load_npz"]
 
@@ -105,10 +106,6 @@ def load_npz(path: str | PathLike, name: str | None = None) -> ArrayDataset:
     with open_npz(path) as z:
         files = set(z.files)
         if "train_images" in files:
-            # in the function: importing medmnist registers its datasets, which at the top would
-            # put them before ham10000 in the listing order
-            from hierviz.data.loaders.medmnist import load_medmnist
-
             return load_medmnist(path, name=name)
         if "features" in files and "images" not in files:  # issue 23: a features file (hierviz.features)
             return _features_dataset(path, z, files, name)

@@ -27,6 +27,8 @@ True
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from hierviz.geometry._kernels import _sq_eps, augmented_gram, scaled_asinh_sqrt
@@ -140,8 +142,6 @@ def max_radius(c: float, dtype: torch.dtype) -> float:
     >>> round(max_radius(1.0, torch.float64)), round(max_radius(1.0, torch.float32))
     (354, 87)
     """
-    import math
-
     sc = float(c) ** 0.5
     return math.acosh(max(COORD_MAX.get(dtype, COORD_MAX[torch.float32]) * sc, 1.0)) / sc
 

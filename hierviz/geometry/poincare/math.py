@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import torch
 
+from hierviz.geometry import _kernels
 from hierviz.geometry._kernels import _sq_eps, augmented_gram, poincare_pairwise_dist, scaled_asinh_sqrt
 
 Tensor = torch.Tensor
@@ -201,8 +202,6 @@ def pairwise_dist(x: Tensor, y: Tensor | None, c: float) -> Tensor:
     (its autograd graph reaches ``c``): the CPU numbers of every preset stay bit-identical to
     earlier releases. The two agree to rounding (tests/test_fused_losses.py).
     """
-    from hierviz.geometry import _kernels
-
     fixed_c = not (isinstance(c, Tensor) and c.requires_grad)
     if fixed_c and (x.device.type != "cpu" or _kernels.FUSED_ON_CPU):
         return poincare_pairwise_dist(x, y, float(c))
