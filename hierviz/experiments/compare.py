@@ -292,6 +292,7 @@ def _run_one(
             head_bound=cfg.model.head_bound,
             init_radius=cfg.model.init_radius,
             curvature_range=tuple(cfg.model.curvature_range),
+            head_center=cfg.model.head_center,
         )
     from hierviz.training.distributed import get_world_size
 
@@ -362,6 +363,12 @@ def _run_one(
 
     if not is_main_process():
         return None  # under torchrun rank 0 alone evaluates and writes
+    head = getattr(result.model, "to_manifold", None)
+    if getattr(head, "center", "none") == "batch":  # issue 22: the head's centre from eval-mode outputs
+        from hierviz.evaluation import embed_dataset
+
+        with head.recentring():
+            embed_dataset(result.model, train_ds, image_size, batch_size=cfg.eval.batch_size, device=result.device)
     protocol_name = cfg.eval.protocol or method.protocol
     protocol = PROTOCOLS.get(protocol_name)
     embedding = cfg.eval.embedding or method.embedding  # issue 24: one probe input for every method
