@@ -105,7 +105,7 @@ def test_build_model_passes_head_center_and_the_sphere_ignores_it():
 
     m = build_model("small_cnn", PoincareBall(1.0), embed_dim=6, width=4, head_center="batch")
     assert m.to_manifold.center == "batch" and m.to_manifold.running_mean.shape == (6,)
-    assert m.features_to_manifold.center == "none"  # HXE's fixed-scale feature map is left alone
+    assert m.features_to_manifold.center is None  # HXE's fixed-scale feature map is left alone
     e = build_model("small_cnn", get_geometry("euclidean"), embed_dim=6, width=4, head_center="batch")
     assert isinstance(e.to_manifold, L2Normalize)
 
@@ -117,3 +117,24 @@ def test_config_key_is_validated():
     assert resolve_config("quick", ["model.head_center=batch"]).model.head_center == "batch"
     with pytest.raises(ConfigError, match="model.head_center"):
         validate(resolve_config("quick", ["model.head_center=mean"]))
+
+
+def test_compare_recentres_the_head_on_the_evaluated_training_images(tmp_path):
+    """End to end: after `compare` the evaluated training embeddings have a zero mean tangent vector."""
+    import numpy as np
+
+    from hierviz.experiments import compare, resolve_config
+
+    tiny = ["data.limit=60", "seeds=1", "model.width=4", "model.embed_dim=8", "data.image_size=16"]
+    tiny += ["eval.projection=pca", "train.batch_size=32", "train.epochs=1", "data.workers=0", "methods=supcon"]
+    ball = PoincareBall(1.0)
+    ratios = {}
+    for center in ("null", "batch"):
+        out = tmp_path / center
+        cfg = resolve_config("quick", [*tiny, "geometries=poincare", f"model.head_center={center}", f"out={out}"])
+        compare(cfg, progress=False, verbose=False)
+        z = torch.as_tensor(np.load(out / "runs" / "supcon-poincare-s0" / "embeddings.npz")["z_train"], dtype=F64)
+        u = ball.logmap0(z)
+        ratios[center] = float(u.mean(0).norm() / u.norm(dim=-1).mean())
+    # the mean is removed before the (odd, radial) tanh bound, so it is ~0 after it, not exactly 0
+    assert ratios["batch"] < 0.02 < ratios["null"], ratios

@@ -364,7 +364,7 @@ def _run_one(
     if not is_main_process():
         return None  # under torchrun rank 0 alone evaluates and writes
     head = getattr(result.model, "to_manifold", None)
-    if getattr(head, "center", "none") == "batch":  # issue 22: the head's centre from eval-mode outputs
+    if getattr(head, "center", None) == "batch":  # issue 22: the head's centre from eval-mode outputs
         from hierviz.evaluation import embed_dataset
 
         with head.recentring():

@@ -87,7 +87,7 @@ _NEW_KEY_DEFAULTS = {
     "loss.cone_weight": 0.0,
     "loss.center_weight": 0.0,
     "loss.cone_aperture": 0.1,
-    "model.head_center": "none",  # issue 22 follow-up: the head subtracts no mean
+    "model.head_center": None,  # issue 22 follow-up: the head subtracts no mean
 }
 
 #: Keys that legitimately differ between the runs of one comparison.

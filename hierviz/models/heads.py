@@ -112,9 +112,9 @@ class L2Normalize(nn.Module):
 
 #: Head bounds: ``"tanh"`` (smooth, the default) or ``"clip"`` (the hard clip of hierviz 0.1/0.2).
 HEAD_BOUNDS = ("tanh", "clip")
-#: Head centrings: ``"none"`` (the default) or ``"batch"`` (subtract the batch mean of the raw outputs,
+#: Head centrings: ``None`` (off, the default) or ``"batch"`` (subtract the batch mean of the raw outputs,
 #: a running mean in eval mode).
-HEAD_CENTERS = ("none", "batch")
+HEAD_CENTERS = (None, "batch")
 #: Momentum of the running mean of ``center="batch"`` (BatchNorm's 0.1).
 CENTER_MOMENTUM = 0.1
 #: Default clamp of a learnable curvature c (MERU: [0.1, 10]).
@@ -261,9 +261,9 @@ class HyperbolicHead(nn.Module):
         initialisation; below the bound's radius.
     c_range : (float, float), default (0.1, 10.0)
         Clamp of a learnable curvature.
-    center : {"none", "batch"}, default "none"
+    center : {None, "batch"}, default None
         ``"batch"``: subtract the batch mean of the raw outputs (a running mean in eval
-        mode) before the scale and the bound (above); ``"none"``: the head as before.
+        mode) before the scale and the bound (above); None: the head as before.
     dim : int, optional
         Size ``d`` of the raw outputs; needed by ``center="batch"`` (the running mean's size).
 
@@ -311,7 +311,7 @@ class HyperbolicHead(nn.Module):
         bound: str = "tanh",
         init_radius: float = 1.0,
         c_range: tuple[float, float] = CURVATURE_RANGE,
-        center: str = "none",
+        center: str | None = None,
         dim: int | None = None,
     ) -> None:
         super().__init__()
@@ -459,7 +459,7 @@ class HyperbolicHead(nn.Module):
         Raises
         ------
         ValueError
-            If the head has no centre (``center="none"``), or no sample passed through it.
+            If the head has no centre (``center=None``), or no sample passed through it.
 
         Examples
         --------
@@ -592,7 +592,7 @@ def manifold_head(
     bound: str = "tanh",
     init_radius: float = 1.0,
     c_range: tuple[float, float] = CURVATURE_RANGE,
-    center: str = "none",
+    center: str | None = None,
     dim: int | None = None,
 ) -> nn.Module:
     """The map onto ``geometry``: :class:`L2Normalize` or :class:`HyperbolicHead`.

@@ -45,7 +45,7 @@ class EmbeddingModel(nn.Module):
         Geodesic radius of the median training sample after ``scale_init="auto"``.
     curvature_range : (float, float), default (0.1, 10.0)
         Clamp of a learnable curvature.
-    head_center : {"none", "batch"}, default "none"
+    head_center : {None, "batch"}, default None
         Centring of the hyperbolic head (:class:`HyperbolicHead` ``center``).
 
     Raises
@@ -68,7 +68,7 @@ class EmbeddingModel(nn.Module):
         head_bound: str = "tanh",
         init_radius: float = 1.0,
         curvature_range: tuple[float, float] = (0.1, 10.0),
-        head_center: str = "none",
+        head_center: str | None = None,
     ) -> None:
         super().__init__()
         out_dim = getattr(encoder, "out_dim", None)
@@ -195,7 +195,7 @@ def build_model(
     head_bound: str = "tanh",
     init_radius: float = 1.0,
     curvature_range: tuple[float, float] = (0.1, 10.0),
-    head_center: str = "none",
+    head_center: str | None = None,
 ) -> EmbeddingModel:
     """Build the paper 01 §4.2 model: encoder -> MLP head (F -> F -> d) -> manifold.
 
