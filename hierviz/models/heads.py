@@ -216,10 +216,9 @@ class HyperbolicHead(nn.Module):
 
     **Centring in the head** (``center="batch"``). A tree drawn in the radius needs its
     root - the mean of all samples - at the origin, with the depth-1 classes spread around
-    it. On the CPU presets training does the opposite: the test embeddings collapse onto
-    one direction (the norm of their mean tangent vector 0.6-0.9 of their mean norm), so
-    every node's Fréchet mean sits at the same radius and the radius cannot carry depth;
-    the centring *loss* can be lowered by shrinking every radius instead
+    it. On the quick preset the evaluated embeddings are collapsed onto one direction (the
+    norm of their mean tangent vector 0.63-0.79 of their mean norm), so every node's Fréchet
+    mean sits at about the same radius and the radius cannot carry depth
     (docs/hyperbolic-fidelity.md). ``center="batch"`` removes the collapse by construction,
     as BatchNorm removes a mean: in training mode ``v̄`` is the mean of the batch's raw
     outputs (gradients flow through it, as through BatchNorm's mean) and a running mean
@@ -229,7 +228,10 @@ class HyperbolicHead(nn.Module):
     along their own direction), the root's Fréchet mean sits near the origin and samples
     cannot all point one way. It is applied before the scale rules, so ``scale_init="auto"``
     reads the median norm of the centred outputs. Under ``torch.distributed`` each rank
-    uses its own batch's mean (as unsynchronised BatchNorm).
+    uses its own batch's mean (as unsynchronised BatchNorm). The running mean alone is not
+    enough after a short training: the encoder's BatchNorm layers move the eval-mode outputs
+    by about their spread, so re-estimate the centre on eval-mode outputs with
+    :meth:`recentring` (``hierviz compare`` does).
 
     **Learnable curvature.** A geometry built with ``learnable=True`` (geoopt's trainable
     ``c``) has its parameter registered here as the submodule ``curvature``, so the
@@ -448,7 +450,8 @@ class HyperbolicHead(nn.Module):
         Within the ``with`` block every eval-mode forward pass records its raw outputs (and
         still uses the old centre); on leaving it ``running_mean`` becomes their mean (and,
         with ``scale_init="batch"``, ``running_norm`` the median norm of the centred
-        outputs, so the eval-mode median sample sits at ``init_radius`` as in training). This
+        outputs, so the eval-mode median sample sits where the training batches' median does:
+        at ``init_radius`` before the learned ``e^s``). This
         is BatchNorm's "precise" statistics (Wu & Johnson, 2021, "Rethinking 'Batch' in
         BatchNorm" §3) for the head's centre: the running mean is tracked on training-mode
         outputs, and on the CPU presets the encoder's BatchNorm layers shift the eval-mode
