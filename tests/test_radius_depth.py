@@ -263,7 +263,7 @@ def test_head_rejects_bad_bound_and_init_radius():
 
 
 # ----------------------------------------------------------------------------- saturation (CPU regression)
-def _train_head(head_kwargs, steps=200, seed=0):
+def _train_head(head_kwargs, steps=200, seed=0, with_head=False):
     """SupCon on the Poincaré ball, a linear head on fixed features with ResNet-like raw norms (~20-40)."""
     from hierviz.losses import SupConLoss
     from hierviz.metrics import clip_fraction, max_radius, origin_distance
@@ -295,7 +295,8 @@ def _train_head(head_kwargs, steps=200, seed=0):
     loss_fn(z.reshape(n, 2, d), y).backward()
     r = origin_distance(z.detach(), ball)
     top = max_radius(ball, head.tangent_bound)
-    return clip_fraction(r, top), float(head.log_scale.grad.abs()), r
+    out = (clip_fraction(r, top), float(head.log_scale.grad.abs()), r)
+    return (*out, head) if with_head else out
 
 
 def test_head_saturation_old_head_clips_everything_new_head_keeps_the_radius():
@@ -307,6 +308,17 @@ def test_head_saturation_old_head_clips_everything_new_head_keeps_the_radius():
     assert new_cf <= 0.05
     assert new_grad > 1e-4
     assert float(r.std()) > 0.05 * float(r.mean())
+
+
+def test_head_saturation_centred_batch_scale_head_keeps_the_radius_and_the_origin():
+    # the presets' hyperbolic head (model.head_center=batch, model.scale_init=batch): same ResNet-like norms
+    cf, grad, r, head = _train_head({"center": "batch", "dim": 16, "scale_init": "batch"}, with_head=True)
+    assert cf == 0.0 and grad > 1e-4
+    # the batch median pinned at tangent norm t = 3 artanh(1/6) (radius 1), times the learned e^s, then bounded
+    s = float(head.log_scale.detach().exp())
+    assert float(r.median()) == pytest.approx(6.0 * math.tanh(s * math.atanh(1.0 / 6.0)), rel=1e-5)
+    assert 0.2 < float(r.median()) < 3.0  # neither the flat origin nor the bound
+    assert float(r.std()) > 0.05 * float(r.mean())  # the same bar as the default head above (measured: 0.09)
 
 
 # ----------------------------------------------------------------------------- metrics

@@ -166,6 +166,9 @@ class ModelConfig:
         ``model.curvature`` is its initial value); the learned c is in each run's record.
     curvature_range : list of two floats, default [0.1, 10.0]
         Clamp of a learned c (MERU's range).
+    head_center : {null, "batch"}, default null
+        ``batch``: the hyperbolic head subtracts the batch mean of its raw outputs (a running
+        mean in eval mode), so the root sits at the origin (docs/hyperbolic-fidelity.md).
     """
 
     encoder: str = "resnet18"
@@ -181,6 +184,7 @@ class ModelConfig:
     learn_scale: bool = True
     learn_curvature: bool = False
     curvature_range: list[float] = field(default_factory=lambda: [0.1, 10.0])
+    head_center: str | None = None
 
 
 @dataclass
@@ -559,6 +563,9 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         cfg.model.scale_init,
     )
     _check(cfg.model.head_bound in ("tanh", "clip"), "model.head_bound", "'tanh' or 'clip'", cfg.model.head_bound)
+    _check(
+        cfg.model.head_center in (None, "batch"), "model.head_center", "null (off) or 'batch'", cfg.model.head_center
+    )
     _check(cfg.model.init_radius > 0, "model.init_radius", "> 0", cfg.model.init_radius)
     cr = cfg.model.curvature_range
     _check(len(cr) == 2 and 0 < cr[0] <= cr[1], "model.curvature_range", "[lo, hi] with 0 < lo <= hi", cr)

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from hierviz import __version__, methods
-from hierviz.evaluation import PROTOCOLS, run_radius
+from hierviz.evaluation import PROTOCOLS, embed_dataset, run_radius
 from hierviz.experiments.config import ExperimentConfig
 from hierviz.experiments.inputs import _option_named
 from hierviz.experiments.records import (
@@ -103,6 +103,7 @@ def _run_one(
             head_bound=cfg.model.head_bound,
             init_radius=cfg.model.init_radius,
             curvature_range=tuple(cfg.model.curvature_range),
+            head_center=cfg.model.head_center,
         )
 
     t = cfg.train
@@ -167,6 +168,10 @@ def _run_one(
 
     if not is_main_process():
         return None  # under torchrun rank 0 alone evaluates and writes
+    head = getattr(result.model, "to_manifold", None)
+    if getattr(head, "center", None) == "batch":  # issue 22: the head's centre from eval-mode outputs
+        with head.recentring():
+            embed_dataset(result.model, train_ds, image_size, batch_size=cfg.eval.batch_size, device=result.device)
     protocol_name = cfg.eval.protocol or method.protocol
     if getattr(PROTOCOLS.get(method.protocol), "refines", None) == protocol_name:  # e.g. retrieval-cosine
         protocol_name = method.protocol

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -23,6 +24,7 @@ __all__ = [
     "manifold_head",
     "clamp_curvature",
     "HEAD_BOUNDS",
+    "HEAD_CENTERS",
     "CURVATURE_RANGE",
 ]
 
@@ -110,6 +112,11 @@ class L2Normalize(nn.Module):
 
 #: Head bounds: ``"tanh"`` (smooth, the default) or ``"clip"`` (the hard clip of hierviz 0.1/0.2).
 HEAD_BOUNDS = ("tanh", "clip")
+#: Head centrings: ``None`` (off, the default) or ``"batch"`` (subtract the batch mean of the raw outputs,
+#: a running mean in eval mode).
+HEAD_CENTERS = (None, "batch")
+#: Momentum of the running mean of ``center="batch"`` (BatchNorm's 0.1).
+CENTER_MOMENTUM = 0.1
 #: Default clamp of a learnable curvature c (MERU: [0.1, 10]).
 CURVATURE_RANGE = (0.1, 10.0)
 
@@ -158,12 +165,13 @@ class HyperbolicHead(nn.Module):
     r"""Learnable feature scale + smooth radius bound + exponential map at the origin.
 
     .. math::
-        v \leftarrow e^{s}\,v, \qquad
+        v \leftarrow e^{s}\,(v - \bar v), \qquad
         u = \frac{\rho}{\sqrt c}\tanh\!\Big(\frac{\sqrt c\,\|v\|}{\rho}\Big)\,\frac{v}{\|v\|},
         \qquad z = \operatorname{proj}(\exp_0(u)),
 
     with ``s`` a learnable log-scale (as HyILR's text/label scales, paper 05 §5.1; MERU's
-    learnable α), ``ρ = clip_r`` and ``exp_0`` the geometry's exponential map (paper 01 §3.1;
+    learnable α), ``v̄`` the centring (0 unless ``center="batch"``, below), ``ρ = clip_r`` and
+    ``exp_0`` the geometry's exponential map (paper 01 §3.1;
     paper 03 §2.2). For the Lorentz model ``expmap0`` adds the time coordinate:
     ``(..., d) -> (..., d+1)``. The bound is the identity near the origin
     (``u = v + O(‖v‖³)``) and keeps ``√c‖u‖ < ρ``, i.e. a geodesic radius below
@@ -206,6 +214,25 @@ class HyperbolicHead(nn.Module):
     The radial position within the cap is then set by the depth regularisers of
     :mod:`hierviz.losses.radial` (entailment cones, centring), not by τ.
 
+    **Centring in the head** (``center="batch"``). A tree drawn in the radius needs its
+    root - the mean of all samples - at the origin, with the depth-1 classes spread around
+    it. On the quick preset the evaluated embeddings are collapsed onto one direction (the
+    norm of their mean tangent vector 0.63-0.79 of their mean norm), so every node's Fréchet
+    mean sits at about the same radius and the radius cannot carry depth
+    (docs/hyperbolic-fidelity.md). ``center="batch"`` removes the collapse by construction,
+    as BatchNorm removes a mean: in training mode ``v̄`` is the mean of the batch's raw
+    outputs (gradients flow through it, as through BatchNorm's mean) and a running mean
+    (buffer ``running_mean``, momentum 0.1) is tracked; in eval mode ``v̄`` is the running
+    mean, so a sample's embedding does not depend on its batch. The tangent vectors
+    ``u`` then have mean ≈ 0 (exactly 0 before the bound, which only shortens vectors
+    along their own direction), the root's Fréchet mean sits near the origin and samples
+    cannot all point one way. It is applied before the scale rules, so ``scale_init="auto"``
+    reads the median norm of the centred outputs. Under ``torch.distributed`` each rank
+    uses its own batch's mean (as unsynchronised BatchNorm). The running mean alone is not
+    enough after a short training: the encoder's BatchNorm layers move the eval-mode outputs
+    by about their spread, so re-estimate the centre on eval-mode outputs with
+    :meth:`recentring` (``hierviz compare`` does).
+
     **Learnable curvature.** A geometry built with ``learnable=True`` (geoopt's trainable
     ``c``) has its parameter registered here as the submodule ``curvature``, so the
     optimiser trains it with the head and checkpoints save it; every forward clamps ``c``
@@ -236,6 +263,11 @@ class HyperbolicHead(nn.Module):
         initialisation; below the bound's radius.
     c_range : (float, float), default (0.1, 10.0)
         Clamp of a learnable curvature.
+    center : {None, "batch"}, default None
+        ``"batch"``: subtract the batch mean of the raw outputs (a running mean in eval
+        mode) before the scale and the bound (above); None: the head as before.
+    dim : int, optional
+        Size ``d`` of the raw outputs; needed by ``center="batch"`` (the running mean's size).
 
     Attributes
     ----------
@@ -253,8 +285,9 @@ class HyperbolicHead(nn.Module):
     ValueError
         If ``geometry`` is Euclidean (use :class:`L2Normalize`), ``clip_r <= 0``,
         ``scale_init`` is neither a number > 0 nor "auto", ``bound`` is unknown,
-        ``init_radius`` is not in ``(0, max_radius)`` (checked for "auto"/"batch") or
-        ``c_range`` is not ``0 < lo <= hi``.
+        ``init_radius`` is not in ``(0, max_radius)`` (checked for "auto"/"batch"),
+        ``c_range`` is not ``0 < lo <= hi``, ``center`` is unknown or ``center="batch"``
+        comes without a positive integer ``dim``.
 
     Examples
     --------
@@ -280,6 +313,8 @@ class HyperbolicHead(nn.Module):
         bound: str = "tanh",
         init_radius: float = 1.0,
         c_range: tuple[float, float] = CURVATURE_RANGE,
+        center: str | None = None,
+        dim: int | None = None,
     ) -> None:
         super().__init__()
         if not getattr(geometry, "hyperbolic", False):
@@ -291,6 +326,10 @@ class HyperbolicHead(nn.Module):
             raise ValueError(f"clip_r must be > 0 (or None to disable clipping), got {clip_r!r}")
         if bound not in HEAD_BOUNDS:
             raise ValueError(f"bound must be one of {HEAD_BOUNDS} (tanh: smooth; clip: the 0.2 head), got {bound!r}")
+        if center not in HEAD_CENTERS:
+            raise ValueError(
+                f"center (model.head_center) must be one of {HEAD_CENTERS} (batch: subtract the batch mean), got {center!r}"
+            )
         mode = scale_init if isinstance(scale_init, str) and scale_init in ("auto", "batch") else "fixed"
         auto = mode != "fixed"
         if not auto:
@@ -335,6 +374,15 @@ class HyperbolicHead(nn.Module):
         if mode == "batch":  # running median of the raw norms, used in eval mode (0: not yet seen)
             self.register_buffer("running_norm", torch.tensor(0.0, dtype=torch.float64))
         self.learn_scale = bool(learn_scale)
+        self.center = center
+        if center == "batch":  # running mean of the raw outputs, used in eval mode (BatchNorm's start: 0)
+            if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+                raise ValueError(
+                    f"dim must be the raw outputs' size (a positive integer) for center='batch', got {dim!r}"
+                )
+            self.register_buffer("running_mean", torch.zeros(dim, dtype=torch.float64))
+        self._recentre_sum: torch.Tensor | None = None
+        self._recentre_count, self._recentre_raw = 0, []
 
     @property
     def scale(self) -> torch.Tensor:
@@ -376,6 +424,71 @@ class HyperbolicHead(nn.Module):
             old = float(self.running_norm)
             self.running_norm.fill_(m if old <= 0 else 0.9 * old + 0.1 * m)
         return m
+
+    def _centred(self, v: torch.Tensor) -> torch.Tensor:
+        """``center="batch"``: ``v − v̄`` (training: the batch mean, tracked; eval: the running mean)."""
+        if v.shape[-1] != self.running_mean.shape[0]:
+            raise ValueError(
+                f"v: the head was built for dim={self.running_mean.shape[0]}, got {v.shape[-1]} coordinates"
+            )
+        flat = v.reshape(-1, v.shape[-1])
+        if not self.training and self._recentre_sum is not None:  # inside recentring(): record the raw outputs
+            self._recentre_sum += flat.detach().double().sum(0)
+            self._recentre_count += flat.shape[0]
+            self._recentre_raw.append(flat.detach().double().cpu())
+        if self.training and flat.shape[0] > 0:
+            mean = flat.mean(0)
+            with torch.no_grad():
+                self.running_mean.lerp_(mean.detach().to(self.running_mean.dtype), CENTER_MOMENTUM)
+            return v - mean
+        return v - self.running_mean.to(v.dtype)
+
+    @contextlib.contextmanager
+    def recentring(self):
+        """Re-estimate the eval-mode centre from the data passed through the head in eval mode.
+
+        Within the ``with`` block every eval-mode forward pass records its raw outputs (and
+        still uses the old centre); on leaving it ``running_mean`` becomes their mean (and,
+        with ``scale_init="batch"``, ``running_norm`` the median norm of the centred
+        outputs, so the eval-mode median sample sits where the training batches' median does:
+        at ``init_radius`` before the learned ``e^s``). This
+        is BatchNorm's "precise" statistics (Wu & Johnson, 2021, "Rethinking 'Batch' in
+        BatchNorm" §3) for the head's centre: the running mean is tracked on training-mode
+        outputs, and on the CPU presets the encoder's BatchNorm layers shift the eval-mode
+        outputs' mean away from it by about their spread (docs/hyperbolic-fidelity.md), so
+        :func:`hierviz.experiments.compare` re-centres on the clean training images after
+        training. Only for ``center="batch"``.
+
+        Raises
+        ------
+        ValueError
+            If the head has no centre (``center=None``), or no sample passed through it.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from hierviz.geometry import PoincareBall
+        >>> head = HyperbolicHead(PoincareBall(1.0), scale_init=1.0, center="batch", dim=2).eval()
+        >>> with head.recentring():
+        ...     _ = head(torch.tensor([[1.0, 0.0], [3.0, 2.0]]))
+        >>> head.running_mean.tolist()
+        [2.0, 1.0]
+        """
+        if self.center != "batch":
+            raise ValueError("recentring() needs a head built with center='batch' (model.head_center=batch)")
+        self._recentre_sum = torch.zeros_like(self.running_mean)
+        self._recentre_count, self._recentre_raw = 0, []
+        try:
+            yield self
+            if self._recentre_count == 0:
+                raise ValueError("recentring(): no sample passed through the head in eval mode; nothing to average")
+            mean = self._recentre_sum / self._recentre_count
+            self.running_mean.copy_(mean)
+            if self.scale_mode == "batch":  # and the median norm of the centred outputs (the eval radius)
+                raw = torch.cat(self._recentre_raw)
+                self.running_norm.fill_(float((raw - mean.cpu()).norm(dim=-1).median()))
+        finally:
+            self._recentre_sum, self._recentre_count, self._recentre_raw = None, 0, []
 
     def _sqrt_c(self) -> float:
         from hierviz.geometry._checks import scalar
@@ -446,6 +559,8 @@ class HyperbolicHead(nn.Module):
         clamp_curvature(self.geometry, self.c_range)
         with torch.autocast(device_type=v.device.type, enabled=False):
             v = v.to(_float_dtype(v))
+            if self.center == "batch":
+                v = self._centred(v)
             if self.training and not self._scale_ready:
                 self.initialise_scale(v)
             if self.scale_mode == "batch":  # the median sample at init_radius, batch after batch
@@ -467,7 +582,7 @@ class HyperbolicHead(nn.Module):
         return (
             f"geometry={self.geometry.name}, c={-self.geometry.curvature:g}, "
             f"learnable_c={getattr(self.geometry, 'learnable', False)}, bound={self.bound}, clip_r={self.clip_r}, "
-            f"scale={float(self.scale):.4g} ({self.scale_mode}), learn_scale={self.learn_scale}"
+            f"scale={float(self.scale):.4g} ({self.scale_mode}), learn_scale={self.learn_scale}, center={self.center}"
         )
 
 
@@ -480,6 +595,8 @@ def manifold_head(
     bound: str = "tanh",
     init_radius: float = 1.0,
     c_range: tuple[float, float] = CURVATURE_RANGE,
+    center: str | None = None,
+    dim: int | None = None,
 ) -> nn.Module:
     """The map onto ``geometry``: :class:`L2Normalize` or :class:`HyperbolicHead`.
 
@@ -489,7 +606,7 @@ def manifold_head(
     ----------
     geometry : hierviz.geometry.Geometry
         "euclidean", "poincare" or "lorentz".
-    clip_r, scale_init, learn_scale, bound, init_radius, c_range
+    clip_r, scale_init, learn_scale, bound, init_radius, c_range, center, dim
         The hyperbolic head's settings (see :class:`HyperbolicHead`); ignored on the
         sphere, where the norm is divided out.
 
@@ -513,5 +630,7 @@ def manifold_head(
             bound=bound,
             init_radius=init_radius,
             c_range=c_range,
+            center=center,
+            dim=dim,
         )
     return L2Normalize()

@@ -45,6 +45,8 @@ class EmbeddingModel(nn.Module):
         Geodesic radius of the median training sample after ``scale_init="auto"``.
     curvature_range : (float, float), default (0.1, 10.0)
         Clamp of a learnable curvature.
+    head_center : {None, "batch"}, default None
+        Centring of the hyperbolic head (:class:`HyperbolicHead` ``center``).
 
     Raises
     ------
@@ -66,6 +68,7 @@ class EmbeddingModel(nn.Module):
         head_bound: str = "tanh",
         init_radius: float = 1.0,
         curvature_range: tuple[float, float] = (0.1, 10.0),
+        head_center: str | None = None,
     ) -> None:
         super().__init__()
         out_dim = getattr(encoder, "out_dim", None)
@@ -80,7 +83,14 @@ class EmbeddingModel(nn.Module):
         self.geometry = geometry
         bound = {"bound": head_bound, "c_range": tuple(curvature_range)}
         self.to_manifold = manifold_head(
-            geometry, clip_r=clip_r, scale_init=scale_init, learn_scale=learn_scale, init_radius=init_radius, **bound
+            geometry,
+            clip_r=clip_r,
+            scale_init=scale_init,
+            learn_scale=learn_scale,
+            init_radius=init_radius,
+            center=head_center,
+            dim=getattr(head, "out_dim", None),
+            **bound,
         )
         # The encoder features of the logits methods (HXE) are mapped with a fixed scale 1/sqrt(F):
         # nothing trains a scale there, and unscaled ReLU features would all land at the bound.
@@ -185,6 +195,7 @@ def build_model(
     head_bound: str = "tanh",
     init_radius: float = 1.0,
     curvature_range: tuple[float, float] = (0.1, 10.0),
+    head_center: str | None = None,
 ) -> EmbeddingModel:
     """Build the paper 01 §4.2 model: encoder -> MLP head (F -> F -> d) -> manifold.
 
@@ -206,8 +217,8 @@ def build_model(
         Initial feature scale of the hyperbolic head ("auto": from the first training batch).
     learn_scale : bool, default True
         Learn that scale.
-    head_bound, init_radius, curvature_range
-        See :class:`HyperbolicHead` (``bound``, ``init_radius``, ``c_range``).
+    head_bound, init_radius, curvature_range, head_center
+        See :class:`HyperbolicHead` (``bound``, ``init_radius``, ``c_range``, ``center``).
 
     Returns
     -------
@@ -231,4 +242,5 @@ def build_model(
         head_bound=head_bound,
         init_radius=init_radius,
         curvature_range=curvature_range,
+        head_center=head_center,
     )
