@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 import torch
+from scipy.stats import rankdata, spearmanr
+from sklearn.metrics import roc_auc_score
 
 from hierviz.geometry import Geometry
 from hierviz.hierarchy import LabelTree
@@ -263,7 +265,6 @@ def radius_depth_spearman(radius: Any, depth: Any) -> float:
     >>> round(radius_depth_spearman([0.1, 2.1, 1.2, 2.0, 2.5, 2.2], [0, 1, 1, 2, 2, 2]), 4)  # 0.7715 / 0.9258
     0.8333
     """
-    from scipy.stats import rankdata, spearmanr
 
     r, d = _vec(radius, "radius"), _vec(depth, "depth")
     if r.shape != d.shape:
@@ -385,7 +386,6 @@ def norm_auroc(radius: Any, correct: Any) -> float:
     >>> norm_auroc([3.0, 0.4, 0.5, 1.0], [True, True, False, False])
     0.5
     """
-    from sklearn.metrics import roc_auc_score
 
     r = _vec(radius, "radius")
     ok = np.asarray(correct, dtype=bool).reshape(-1)

@@ -12,9 +12,11 @@ import contextlib
 import math
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
+from hierviz.geometry._checks import scalar
 from hierviz.metrics.radius import max_radius, origin_distance
 
 __all__ = [
@@ -403,8 +405,6 @@ class HyperbolicHead(nn.Module):
     @staticmethod
     def _median_norm(v: torch.Tensor) -> float:
         """Median raw norm of the batch; under ``torch.distributed`` of the global batch (all ranks' rows)."""
-        import torch.distributed as dist
-
         norms = v.detach().double().norm(dim=-1).reshape(-1)
         if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
             parts: list = [None] * dist.get_world_size()
@@ -491,7 +491,6 @@ class HyperbolicHead(nn.Module):
             self._recentre_sum, self._recentre_count, self._recentre_raw = None, 0, []
 
     def _sqrt_c(self) -> float:
-        from hierviz.geometry._checks import scalar
 
         return math.sqrt(scalar(self.geometry.c))
 
