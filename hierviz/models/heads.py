@@ -491,7 +491,6 @@ class HyperbolicHead(nn.Module):
             self._recentre_sum, self._recentre_count, self._recentre_raw = None, 0, []
 
     def _sqrt_c(self) -> float:
-
         return math.sqrt(scalar(self.geometry.c))
 
     @property
