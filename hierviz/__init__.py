@@ -6,4 +6,4 @@ and plotly figures, for teaching and exploring representation learning that
 respects a label tree.
 """
 
-__version__ = "0.2.0.dev0"
+__version__ = "0.3.0.dev0"

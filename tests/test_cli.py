@@ -285,7 +285,7 @@ def test_data_without_tree_asks_for_one(tmp_path, capsys):
         (
             "--methods",
             "supcon,simclr2",
-            "--methods (methods): unknown name 'simclr2'; did you mean 'simclr'?",
+            "--methods (methods): unknown name 'simclr2'; did you mean 'simclr' or 'hyilr'?",
             ["simclr", "supcon", "hc-outside", "hxe", "soft-labels", "hwc", "lam", "hwc+lam"],
         ),
         ("--methods", "supcn", "--methods (methods): unknown name 'supcn'; did you mean 'supcon'?", ["hwc+lam"]),
