@@ -22,7 +22,9 @@ drift from its data::
 * ``paper04 FOLDER...`` / ``paper04-spread FOLDER...``: paper 04's Table I shape over unseen-leaf
   folds (``paper04_table.py``: mean (standard error over folds), the seeds' spread);
   ``paper04-paired FOLDER... baseline=METHOD``: each method minus ``METHOD``, seeds averaged within
-  a fold, paired by fold;
+  a fold, paired by fold; ``paper04-folds FOLDER... unseen=A+B,C,...``: Acc_blind / Acc_aware per
+  fold and method; ``paper04-weighted FOLDER... unweighted=F0,F1,...``: weighted minus unweighted
+  runs, paired by fold;
 * ``paper05 FOLDER [baseline=METHOD]``: ``hierviz htc``'s table, from ``seeds.csv`` (one row per
   run; with ``METHOD`` and >= 3 seeds also the paired differences) or, for the older folders that
   have only the summary, ``results.csv``, with the frequency prior of ``baselines.csv``;
@@ -260,6 +262,71 @@ def paper04_paired(args: list[str], opts: dict[str, str]) -> str:
     )
 
 
+def paper04_folds(args: list[str], opts: dict[str, str]) -> str:
+    """Acc_blind / Acc_aware (%) per fold and method (seeds averaged within a fold) and the ratio of their means.
+
+    ``unseen=A+B,C,...`` names each fold's unseen leaves (``+`` joins two leaves of one fold).
+    """
+    from hierviz.report import read_results_csv
+
+    p4 = _paper04()
+    per_fold = [read_results_csv(HERE / a / "results.csv") for a in args]
+    methods = list(dict.fromkeys(r["method"] for rows in per_fold for r in rows))
+    unseen = opts["unseen"].split(",") if "unseen" in opts else [""] * len(args)
+    if len(unseen) != len(args):
+        raise ValueError(f"paper04-folds: unseen= names {len(unseen)} folds, the spec has {len(args)} folders")
+    lines = [
+        "| fold (unseen) | n | " + " | ".join(m.upper() for m in methods) + " |",
+        "|---|---:|" + "---:|" * len(methods),
+    ]
+    for a, rows, names in zip(args, per_fold, unseen):
+        fold = json.loads((HERE / a / "compare.json").read_text(encoding="utf-8"))["config"]["eval"]["fold"]
+        n = sorted({int(r["n_predict"]) for r in rows})
+        label = f"{fold} ({names.replace('+', ', ')})" if names else str(fold)
+        cells = [
+            f"{100 * p4.fold_means(rows, m, 'acc_blind'):.0f} / {100 * p4.fold_means(rows, m, 'acc_aware'):.0f}"
+            for m in methods
+        ]
+        lines.append(f"| {label} | {', '.join(map(str, n))} | " + " | ".join(cells) + " |")
+    ratio = []
+    for m in methods:
+        blind = sum(p4.fold_means(rows, m, "acc_blind") for rows in per_fold)
+        aware = sum(p4.fold_means(rows, m, "acc_aware") for rows in per_fold)
+        ratio.append(f"{100 * blind / aware:.0f} %")
+    lines.append("| ratio of the means | | " + " | ".join(ratio) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def paper04_weighted(args: list[str], opts: dict[str, str]) -> str:
+    """Weighted minus unweighted runs, paired by fold: mean (standard error over folds); folds where weighted is higher.
+
+    ``args``: the weighted folds; ``unweighted=F0,F1,...``: the same folds without class weights, in
+    the same order; the rows are the methods of the unweighted folders.
+    """
+    from hierviz.report import read_results_csv
+
+    p4 = _paper04()
+    other = opts["unweighted"].split(",")
+    if len(other) != len(args):
+        raise ValueError(f"paper04-weighted: {len(args)} weighted folders but {len(other)} unweighted ones")
+    w = [read_results_csv(HERE / a / "results.csv") for a in args]
+    u = [read_results_csv(HERE / a / "results.csv") for a in other]
+    methods = list(dict.fromkeys(r["method"] for rows in u for r in rows))
+    keys = opts.get("metrics", "leaf_f1,rp5,mnr,ndcg_sum,acc_blind,acc_aware").split(",")
+    titles = dict(p4.COLUMNS)
+    lines = ["| method | " + " | ".join(titles.get(k, k) for k in keys) + " |", "|---|" + "---:|" * len(keys)]
+    for m in methods:
+        cells = []
+        for k in keys:
+            d = [100 * (p4.fold_means(a, m, k) - p4.fold_means(b, m, k)) for a, b in zip(w, u)]
+            n = len(d)
+            mean = sum(d) / n
+            se = (sum((x - mean) ** 2 for x in d) / (n - 1)) ** 0.5 / n**0.5 if n > 1 else float("nan")
+            cells.append(f"{mean:+.1f} ({se:.1f}); {sum(x > 0 for x in d)}/{n}")
+        lines.append(f"| {m.upper()} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def _htc_rows(folder: Path) -> tuple[list[dict[str, Any]], bool]:
     """Summary rows (percent) of an htc folder: from ``seeds.csv`` when committed, else ``results.csv``."""
     import numpy as np
@@ -383,6 +450,8 @@ KINDS = {
     "paper04": paper04_table,
     "paper04-spread": paper04_spread,
     "paper04-paired": paper04_paired,
+    "paper04-folds": paper04_folds,
+    "paper04-weighted": paper04_weighted,
     "paper05": paper05_table,
     "paper05-levels": paper05_levels,
 }
