@@ -72,7 +72,7 @@ def resolve_size(SMOKE: bool = False, SIZE: str = "auto", *, cuda: bool | None =
     if size != "auto":
         return size
     if cuda is None:
-        import torch
+        import torch  # heavy: torch (~2 s); hierviz.course stays import-light for a notebook's first cell
 
         cuda = torch.cuda.is_available()
     return "full" if cuda else "medium"
@@ -144,8 +144,8 @@ def paired_ci(a: Any, b: Any, confidence: float = 0.95) -> dict[str, float]:
     >>> r["unpaired_low"] < 0 < r["low"]  # the pairing is what makes the difference clear
     True
     """
-    import numpy as np
-    from scipy import stats
+    import numpy as np  # heavy: numpy and scipy.stats, imported only when a CI is asked for
+    from scipy import stats  # heavy: scipy.stats (hierviz.course imports nothing heavy at its top)
 
     x = np.asarray(a, dtype=float).ravel()
     y = np.asarray(b, dtype=float).ravel()

@@ -9,11 +9,11 @@ from sklearn.decomposition import PCA
 from sklearn.neighbors import NeighborhoodComponentsAnalysis
 from sklearn.preprocessing import StandardScaler
 
+from hierviz.experiments import export_run
 from hierviz.features import (
     PAPER_N_GRID,
     FeaturesData,
     export_checkpoint,
-    export_run,
     load_features,
     make_reducer,
     reduce_features,

@@ -27,10 +27,17 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from torch.utils.data import TensorDataset
 
 from hierviz.evaluation.classification import embed_dataset, register_protocol
+from hierviz.geometry import get_geometry
+from hierviz.losses import HCLLoss, Objective
+from hierviz.metrics import parent_prototypes
+from hierviz.metrics.baselines import random_ranking_scores
 from hierviz.metrics.radius import clip_fraction, origin_distance
-from hierviz.metrics.retrieval import flat_retrieval_report
+from hierviz.metrics.retrieval import flat_retrieval_report, ndcg
+from hierviz.models import manifold_head
+from hierviz.training import TrainConfig, fit, seed_everything
 
 __all__ = [
     "MAPPER_HIDDEN",
@@ -54,8 +61,6 @@ RETRIEVAL_KS = (1, 5, 10, 20)
 
 def _geometry(geometry: Any) -> Any:
     if isinstance(geometry, str):
-        from hierviz.geometry import get_geometry
-
         return get_geometry(geometry)
     if not callable(getattr(geometry, "expmap0", None)):
         raise ValueError(f"geometry: expected a hierviz Geometry or a registered name, got {type(geometry).__name__}")
@@ -113,8 +118,6 @@ class MapperModel(nn.Module):
         init_radius: float = 1.0,
     ) -> None:
         super().__init__()
-        from hierviz.models import manifold_head
-
         for name, v in (("dim_in", dim_in), ("dim_out", dim_out), ("hidden", hidden)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -260,10 +263,6 @@ def fit_mapper(
     hierviz.training.NonFiniteLossError
         A non-finite loss (names the epoch and step).
     """
-    from torch.utils.data import TensorDataset
-
-    from hierviz.losses import HCLLoss, Objective
-    from hierviz.training import TrainConfig, fit, seed_everything
 
     X = torch.as_tensor(np.asarray(x, dtype=np.float32))
     Y = torch.as_tensor(np.asarray(y, dtype=np.int64))
@@ -326,8 +325,6 @@ def retrieval_metrics(
     """
     out = flat_retrieval_report(D, yq, yg, tuple(ks), denominator=denominator)  # one sort for all of them
     if tree is not None:
-        from hierviz.metrics.retrieval import ndcg
-
         out["ndcg@20"] = ndcg(D, yq, yg, tree, k=min(20, len(np.asarray(yg))))
     return {k: float(v) for k, v in out.items()}
 
@@ -346,8 +343,6 @@ def chance_scores(
     >>> chance_scores([0, 1], [0, 0, 1, 1], ks=(1,))
     {'map@1': 0.5, 'p@1': 0.5, 'r_precision': 0.5}
     """
-    from hierviz.metrics.baselines import random_ranking_scores
-
     G = len(np.asarray(yg))
     try:
         return random_ranking_scores(yq, yg, tuple(k for k in ks if k <= G), denominator=denominator)
@@ -402,8 +397,6 @@ def _retrieve(
     model, train_data, test_data, tree, geometry, *, distance, embedding, image_size, device, batch_size, num_workers,
     mean_steps,
 ):  # fmt: skip
-    from hierviz.metrics import parent_prototypes
-
     t0 = time.perf_counter()
     kw = {"use": embedding, "batch_size": batch_size, "device": device, "num_workers": num_workers}
     z_tr, y_tr = embed_dataset(model, train_data, image_size, **kw)

@@ -296,8 +296,8 @@ def _write_tables(out: Path, rows, records, data: HTCData, cfg: HTCConfig) -> No
         "to the origin of the projected label / test-text embeddings, in the run's own space.\n"
     )
     (out / "results.md").write_text(md)
-    # in the function: the HTML report imports plotly, which `hierviz --help` (this module builds
-    # the htc parser) does without
+    # `hierviz --help` builds the htc parser from this module and does without plotly, so
+    # heavy: plotly (the HTML report imports it), imported only when a report is written
     from hierviz.report.htc import write_report
 
     write_report(out, rows, records)

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from hierviz.geometry import get_geometry
 from hierviz.losses import HCLLoss, Objective
 from hierviz.methods.registry import Needs, register_hparam, register_method
 from hierviz.models import register_encoder
@@ -113,8 +114,6 @@ class DirectionLoss(nn.Module):
 )
 def cosine_mapper(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
     """Issue 24's control: HCL on the unit-sphere directions, ranked by cosine distance."""
-    from hierviz.geometry import get_geometry
-
     return Objective("cosine-mapper", {"hcl": DirectionLoss(geometry, _hcl(get_geometry("euclidean"), tree, hp))})
 
 

@@ -54,6 +54,7 @@ from hierviz.data.loaders.htc import HTCData, load_htc
 from hierviz.geometry import get_geometry
 from hierviz.geometry._checks import scalar
 from hierviz.losses.hyilr import HyperbolicScales, hyilr_loss, label_relations
+from hierviz.metrics.baselines import frequency_prior_targets
 from hierviz.metrics.htc import frequency_bucket_f1, hierarchical_f1, label_columns, per_level_f1
 from hierviz.models.text import BertTextEncoder, BertTokenizerAdapter, HyILRModel, TransformerTextEncoder, WordVocab
 
@@ -403,9 +404,6 @@ def frequency_prior_scores(data: HTCData) -> dict[str, float]:
     (:func:`hierviz.metrics.baselines.frequency_prior_targets`), scored by
     :func:`hierviz.metrics.htc.hierarchical_f1`: the multi-label table's chance line.
     """
-    from hierviz.metrics.baselines import frequency_prior_targets
-    from hierviz.metrics.htc import hierarchical_f1
-
     test = data.part("test").targets
     pred = frequency_prior_targets(data.part("train").targets, len(test))
     return hierarchical_f1(test, pred, data.tree)

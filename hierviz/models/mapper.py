@@ -20,6 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from hierviz.geometry import PoincareBall
+
 __all__ = ["HyperbolicMapper"]
 
 
@@ -85,8 +87,6 @@ class HyperbolicMapper(nn.Module):
         if not 0.0 < float(delta) < 1.0:
             raise ValueError(f"delta must be in (0, 1) (radius 1 - delta), got {delta!r}")
         if geometry is None:
-            from hierviz.geometry import PoincareBall
-
             geometry = PoincareBall(1.0)
         if not getattr(geometry, "hyperbolic", False) or not hasattr(geometry, "radius"):
             raise ValueError(f"geometry must be a PoincareBall, got {geometry!r}")

@@ -81,6 +81,7 @@ class WordVocab:
 
     def fit(self, texts: Sequence[str]) -> WordVocab:
         """Learn the vocabulary from ``texts`` (the training split only). Returns ``self``."""
+        # heavy: scikit-learn's text features, which nothing else in hierviz loads; on first use
         from sklearn.feature_extraction.text import CountVectorizer
 
         if len(texts) == 0:
@@ -168,7 +169,7 @@ class TransformerTextEncoder(nn.Module):
 
 def _transformers():
     try:
-        import transformers
+        import transformers  # optional: not a hierviz dependency; needed only for a BERT checkpoint
     except ImportError:
         raise ImportError(
             "a BERT checkpoint needs the 'transformers' package, which hierviz does not install: "

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from hierviz.geometry import get_geometry
-from hierviz.metrics.baselines import majority_class_report
+from hierviz.metrics.baselines import majority_class_report, random_ranking_scores
 from hierviz.report.run_files import read_run_file
 from hierviz.report.stats import paired_markdown
 from hierviz.report.tables import (
@@ -225,8 +225,6 @@ def chance_baseline(records: Sequence[Mapping[str, Any]]) -> dict[str, float] | 
     the references (training rows), MAP@k for the k <= the references. None when no run saved
     both label arrays, or when a query class has no reference.
     """
-    from hierviz.metrics.baselines import random_ranking_scores
-
     for r in records:
         emb = r.get("embeddings")
         if not emb or not Path(emb).is_file():

@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from hierviz.geometry import PoincareBall
+
 __all__ = [
     "STORAGES",
     "ReferenceIndex",
@@ -46,8 +48,6 @@ STORAGES = ("fp32", "fp16", "fp16-ball", "fp64")
 
 
 def _geometry(geometry: Any):
-    from hierviz.geometry import PoincareBall
-
     if geometry is None:
         return PoincareBall(1.0)
     if not isinstance(geometry, PoincareBall):

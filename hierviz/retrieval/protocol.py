@@ -29,14 +29,18 @@ from typing import Any
 
 import numpy as np
 import torch
+from sklearn.model_selection import StratifiedGroupKFold, train_test_split
+from tqdm.auto import tqdm
 
 from hierviz.evaluation.retrieval import retrieval_metrics
 from hierviz.features.io import FeaturesData
 from hierviz.features.reduce import reduce_features
+from hierviz.metrics.baselines import random_ranking_scores
 from hierviz.retrieval.config import RANDOM_RANKING, RETRIEVAL_PRESETS, RetrievalConfig, cosine_name, variant_name
 from hierviz.retrieval.index import ReferenceIndex
 from hierviz.retrieval.tables import summarise, table2_markdown, write_tables
 from hierviz.retrieval.train import CosineMapper, MapperModel, train_mapper
+from hierviz.training import resolve_device
 
 __all__ = [
     "RETRIEVAL_PRESETS",
@@ -83,8 +87,6 @@ def grouped_folds(labels: np.ndarray, groups: np.ndarray | None, folds: int, see
     >>> sorted(np.concatenate(f).tolist()), {frozenset(np.array([1, 1, 2, 2, 3, 4])[i]) for i in f} != set()
     ([0, 1, 2, 3, 4, 5], True)
     """
-    from sklearn.model_selection import StratifiedGroupKFold
-
     if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
         raise ValueError(f"folds must be an integer >= 2, got {folds!r}")
     y = np.asarray(labels)
@@ -98,8 +100,6 @@ def grouped_folds(labels: np.ndarray, groups: np.ndarray | None, folds: int, see
 def _stratified_subset(y: np.ndarray, n: int, seed: int) -> np.ndarray:
     if n >= len(y):
         return np.arange(len(y))
-    from sklearn.model_selection import train_test_split
-
     idx, _ = train_test_split(np.arange(len(y)), train_size=n, stratify=y, random_state=seed)
     return np.sort(idx)
 
@@ -165,10 +165,6 @@ def run_retrieval(
 
 
 def _run_retrieval(data, cfg, out, tree, progress, verbose):
-    from tqdm.auto import tqdm
-
-    from hierviz.training import resolve_device
-
     device = resolve_device(cfg.device)
     X, y = data.features.astype(np.float32), data.labels
     groups = data.groups
@@ -320,8 +316,6 @@ def _run_retrieval(data, cfg, out, tree, progress, verbose):
 
 def _chance_row(fold: int, yq: np.ndarray, yg: np.ndarray, cfg: RetrievalConfig) -> dict[str, Any] | None:
     """The expected scores of a uniformly random ranking of the fold's references (None if undefined)."""
-    from hierviz.metrics.baselines import random_ranking_scores
-
     try:
         scores = random_ranking_scores(yq, yg, tuple(cfg.ks), denominator=cfg.denominator)
     except ValueError:  # the "hits" normaliser, or a query class without references

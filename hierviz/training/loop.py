@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 import random
+import signal
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,8 +36,11 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler
+from tqdm.auto import tqdm
 
+from hierviz.samplers import TreeTripletBatchSampler
 from hierviz.training import distributed as _dist
 from hierviz.training.checkpoint import CHECKPOINT_NAME, atomic_save, load_checkpoint, rng_state, set_rng_state
 from hierviz.training.config import TrainConfig, check_resume_config
@@ -244,10 +249,6 @@ def _sharded_loader(
     generator=gen)`` does (base seed first, then the sampler's seed), so the global batches
     are those of a single-process run with the same seed and ``batch_size``.
     """
-    from torch.utils.data import BatchSampler, RandomSampler
-
-    from hierviz.samplers import TreeTripletBatchSampler
-
     n = len(dataset)  # type: ignore[arg-type]
     if batch_sampler is None:
         bs = min(config.batch_size, n)
@@ -297,6 +298,7 @@ def _loss_with_logits(
     objective: nn.Module, z: torch.Tensor, y: torch.Tensor, logits: torch.Tensor | None
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The mean over views of ``objective(z, y, logits[:, v])`` (see :func:`hierviz.losses.objective.mean_over_view_logits`)."""
+    # heavy: hierviz.losses loads geoopt and scipy (+1.5 s on import hierviz.training), on first use
     from hierviz.losses.objective import mean_over_view_logits
 
     return mean_over_view_logits(objective, z, y, logits, who="objective (e.g. 'hxe')")
@@ -331,9 +333,6 @@ def _iter_deferring_sigint(loader: Any) -> Any:
     interrupt is raised right after, at the epoch boundary (the last checkpoint is kept).
     Only in the main thread with Python's default handler installed; otherwise plain ``iter``.
     """
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread() or (
         signal.getsignal(signal.SIGINT) is not signal.default_int_handler
     ):
@@ -490,8 +489,6 @@ def fit(
 
     ema = None
     if config.ema_decay:
-        from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
-
         ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(config.ema_decay), use_buffers=True)
 
     history: dict[str, list[float]] = {}
@@ -516,8 +513,6 @@ def fit(
         seed_everything(config.seed)
     resumed_from = start_epoch
 
-    from tqdm.auto import tqdm
-
     bar = tqdm(
         total=total_steps,
         initial=global_step,
@@ -534,7 +529,7 @@ def fit(
     jit_guard = torch.jit.optimized_execution(False)
     loss_fn = None
     if getattr(config, "compile_loss", False) and hasattr(objective, "loss_from_output"):
-        from hierviz.losses.compiled import CompiledLoss
+        from hierviz.losses.compiled import CompiledLoss  # heavy: hierviz.losses (geoopt, scipy), on first use
 
         loss_fn = CompiledLoss(objective)
     jit_guard.__enter__()
@@ -554,7 +549,7 @@ def fit(
                 x, y = batch[0], batch[1]
                 x = x.to(device, non_blocking=True)
                 if device_augment is not None:  # views drawn on the device, seeded by (seed, rank, step)
-                    from hierviz.data.gpu_augment import batch_seed
+                    from hierviz.data.gpu_augment import batch_seed  # heavy: torchvision (hierviz.data)
 
                     x = device_augment(x, batch_seed(int(config.seed) + 7919 * _dist.get_rank(), global_step))
                 y = torch.as_tensor(y).to(device, non_blocking=True).long()

@@ -12,18 +12,18 @@ panel figure (``go.Figure(fig.to_dict())``) and checks the JSON is unchanged.
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from typing import Any
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 __all__ = ["fast_figure", "merge", "subplots_layout", "validated"]
 
 
 @lru_cache(maxsize=8)
 def _template(name: str) -> go.layout.Template:
-    import plotly.io as pio
-
     return pio.templates[name]
 
 
@@ -78,10 +78,7 @@ def validated(fig: go.Figure) -> go.Figure:
 
 @lru_cache(maxsize=32)
 def _subplots_json(rows: int, cols: int, kw: str) -> str:
-    import json
-
-    import plotly.io as pio
-    from plotly.subplots import make_subplots
+    from plotly.subplots import make_subplots  # heavy: Pillow (plotly.subplots imports it), only for subplots
 
     layout = make_subplots(rows, cols, **json.loads(kw)).layout.to_plotly_json()
     layout.pop("template", None)
@@ -100,8 +97,6 @@ def subplots_layout(rows: int, cols: int, **kwargs: Any) -> dict[str, Any]:
     >>> lay["xaxis2"]["anchor"], [a["text"] for a in lay["annotations"]]
     ('y2', ['a', 'b'])
     """
-    import json
-
     titles = list(kwargs.pop("subplot_titles", None) or [])
     if titles:  # cache one layout per number of titles, then write the texts in
         kwargs["subplot_titles"] = [f"\x00{i}" for i in range(len(titles))]

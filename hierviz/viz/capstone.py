@@ -20,6 +20,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from scipy import stats
+
+from hierviz.metrics import h_acc, hf1
+from hierviz.metrics.baselines import majority_class_report
+from hierviz.viz._fast import fast_figure
+from hierviz.viz.disk import plot_poincare_disk
 
 __all__ = [
     "CAPSTONE_METRICS",
@@ -67,8 +73,6 @@ def chance_report(y_test: Any, tree: Any) -> dict[str, float]:
     >>> round(r["top1"], 4), round(r["hf1"], 4)
     (0.3333, 0.4167)
     """
-    from hierviz.metrics import h_acc, hf1
-
     y = np.asarray(y_test).reshape(-1)
     C = int(tree.num_leaves)
     if y.size == 0:
@@ -92,8 +96,6 @@ def _label(method: str) -> str:
 
 
 def _t975(df: int) -> float:
-    from scipy import stats
-
     return float(stats.t.ppf(0.975, df))
 
 
@@ -135,8 +137,6 @@ def capstone_rows(result: Any, baseline: str = "supcon", key: str = "hf1", min_s
     ValueError
         ``result`` has no records, or ``key`` is not one of the records' metrics.
     """
-    from hierviz.metrics.baselines import majority_class_report
-
     runs = _runs(result)
     if not runs:
         raise ValueError("result has no run records; run compare(...) first")
@@ -335,18 +335,15 @@ def run_disk_panel(results: Mapping[str, Any], geometry: str = "poincare", seed:
     ValueError
         No run of ``geometry`` in ``results``.
     """
-    import ipywidgets as widgets
+    import ipywidgets as widgets  # heavy: ipywidgets, imported only when a panel is built
 
-    from hierviz.viz.disk import plot_poincare_disk
-    from hierviz.viz.widgets import Panel
+    from hierviz.viz.widgets import Panel  # heavy: ipywidgets (viz.widgets imports it)
 
     runs = {d: sorted({r["method"] for r in res.records if r["geometry"] == geometry}) for d, res in results.items()}
     runs = {d: m for d, m in runs.items() if m}
     if not runs:
         raise ValueError(f"no {geometry} run in results; the disk needs hyperbolic runs (geometries={geometry})")
     methods = sorted({m for ms in runs.values() for m in ms}, key=lambda m: [*_METHOD, m].index(m))
-    from hierviz.viz._fast import fast_figure
-
     # Every (dataset, method) figure is drawn here, once: a move only sends a stored figure (issue 26:
     # drawing one on the first visit put the Fréchet means and the 2-D reduction in the redraw, 0.6 s).
     figures: dict[tuple[str, str], Any] = {}
@@ -398,8 +395,6 @@ def capstone_figure(rows: Sequence[Mapping[str, Any]], key: str = "hf1", title: 
     >>> [t.name for t in capstone_figure(rows).data]
     ['Poincaré', 'Majority class 0.520', 'Chance 0.300']
     """
-    from hierviz.viz._fast import fast_figure
-
     methods = [r for r in rows if r["method"] not in ("majority", "chance")]
     order = list(dict.fromkeys(_label(r["method"]) for r in methods))
     data: list[dict] = []

@@ -12,10 +12,12 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+import geoopt
 import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from hierviz.geometry import PoincareBall
 from hierviz.viz._fast import fast_figure
 from hierviz.viz.tree import (
     _TEMPLATE,
@@ -106,8 +108,6 @@ def geodesic(p: Any, q: Any, c: float = 1.0, n: int = 64) -> np.ndarray:
         If ``c <= 0``, ``n < 2``, p and q differ in shape or are not 1-D, or a point is
         outside the ball.
     """
-    import geoopt
-
     c = _check_positive(c, "c")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
         raise ValueError(f"n must be an integer >= 2, got {n!r}")
@@ -125,8 +125,6 @@ def geodesic(p: Any, q: Any, c: float = 1.0, n: int = 64) -> np.ndarray:
 
 
 def _geometry(c: float):
-    from hierviz.geometry import PoincareBall
-
     return PoincareBall(c=c)
 
 

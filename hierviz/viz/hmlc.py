@@ -15,7 +15,10 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
+from threadpoolctl import threadpool_limits
 
+from hierviz.losses import HMLCLoss, fit_gmm_1d, gmm_feature_masks
+from hierviz.losses.hmlc import layer_penalty_weights
 from hierviz.viz._fast import fast_figure, subplots_layout
 
 __all__ = [
@@ -121,9 +124,6 @@ def hmlc_terms(z: Any, level_labels: Any, tau: float = 0.1, layer_penalty: str =
         ``"hmc"``, ``"hce"``, ``"hmce"`` → ``(L,)`` arrays (their sums are the losses) and
         ``"lambda"`` → the penalties ``λ_h``.
     """
-    from hierviz.losses import HMLCLoss
-    from hierviz.losses.hmlc import layer_penalty_weights
-
     zt = torch.as_tensor(np.asarray(z), dtype=torch.float64)
     y = torch.as_tensor(_labels(level_labels))
     out = {lt: HMLCLoss(lt, layer_penalty, tau).level_terms(zt, y).numpy() for lt in _LOSS_TYPES}
@@ -182,9 +182,9 @@ def hmlc_panel(
     hierviz.viz.widgets.Panel
         Controls ``"layer_penalty"`` (a selection slider) and ``"tau"``.
     """
-    import ipywidgets as widgets
+    import ipywidgets as widgets  # heavy: ipywidgets, imported only when a panel is built
 
-    from hierviz.viz.widgets import Panel, slider
+    from hierviz.viz.widgets import Panel, slider  # heavy: ipywidgets (viz.widgets imports it)
 
     controls = {
         "layer_penalty": widgets.SelectionSlider(
@@ -225,8 +225,6 @@ def gmm_masks_figure(
         component means. Built with :func:`hierviz.losses.fit_gmm_1d` and
         :func:`hierviz.losses.gmm_feature_masks`.
     """
-    from hierviz.losses import fit_gmm_1d, gmm_feature_masks
-
     x = torch.as_tensor(np.asarray(values), dtype=torch.float64)
     if x.ndim != 2:
         raise ValueError(f"values must have shape (n, d), got {tuple(x.shape)}")
@@ -329,8 +327,7 @@ def level_tsne(z: Any, seed: int = 0, perplexity: float = 30.0) -> np.ndarray:
     ValueError
         ``z`` not (n ≥ 4, d).
     """
-    from sklearn.manifold import TSNE
-    from threadpoolctl import threadpool_limits
+    from sklearn.manifold import TSNE  # heavy: scikit-learn's manifold module, imported only for a t-SNE
 
     x = np.asarray(z, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] < 4:

@@ -387,9 +387,9 @@ def hyperboloid_panel(c: float = 1.0, *, k: float | None = None) -> Any:
     -------
     Panel
     """
-    import ipywidgets as widgets  # in the function: ipywidgets loads only when a panel is built
+    import ipywidgets as widgets  # heavy: ipywidgets, imported only when a panel is built
 
-    from hierviz.viz.widgets import Panel  # in the function: viz.widgets imports ipywidgets too
+    from hierviz.viz.widgets import Panel  # heavy: ipywidgets (viz.widgets imports it)
 
     c = _deprecated_k(c, k, "hyperboloid_panel")
     s = widgets.FloatSlider(value=c, min=0.1, max=5.0, step=0.1, description="c (paper 05: k)", continuous_update=False)
@@ -413,9 +413,9 @@ def negatives_panel(tree: Any, distances: Any, targets: Any, names: Sequence[str
     -------
     Panel
     """
-    import ipywidgets as widgets  # in the function: ipywidgets loads only when a panel is built
+    import ipywidgets as widgets  # heavy: ipywidgets, imported only when a panel is built
 
-    from hierviz.viz.widgets import Panel  # in the function: viz.widgets imports ipywidgets too
+    from hierviz.viz.widgets import Panel  # heavy: ipywidgets (viz.widgets imports it)
 
     d = torch.as_tensor(np.asarray(distances, dtype=np.float64))
     y = torch.as_tensor(np.asarray(targets, dtype=bool))

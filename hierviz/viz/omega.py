@@ -20,6 +20,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from hierviz.losses import hwc_omega  # the one definition of ω (Eqs. 5–6 and the §3.4 clamp)
 from hierviz.viz.tree import _TEMPLATE, _check_positive, _leaf_labels, _to_numpy
 
 __all__ = ["omega_matrix", "plot_omega", "plot_rho", "hwc_forces", "plot_forces"]
@@ -58,8 +59,6 @@ def omega_matrix(tree, alpha: float, gamma: float, alpha_max: float | None = Non
     ValueError
         If α, γ or alpha_max is negative or non-finite.
     """
-    from hierviz.losses import hwc_omega  # the one definition of ω (Eqs. 5–6 and the §3.4 clamp)
-
     rho = torch.as_tensor(_rho(tree))
     same_leaf = torch.eye(rho.shape[0], dtype=torch.bool)
     return hwc_omega(rho, same_leaf, alpha, gamma, alpha_max).numpy()

@@ -22,6 +22,12 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 import torch
+from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
+
+from hierviz.course import paired_ci
+from hierviz.data import load_tree
+from hierviz.metrics import h_acc, hf1, map_at_k
+from hierviz.metrics.retrieval import MAP_DENOMINATORS
 
 __all__ = [
     "imbalanced_labels",
@@ -40,8 +46,6 @@ IMBALANCE_METRICS = ("accuracy", "balanced accuracy", "macro-F1", "HF1", "H-Acc"
 
 def _tree(tree: Any):
     if tree is None:
-        from hierviz.data import load_tree
-
         return load_tree("two-step")
     return tree
 
@@ -168,8 +172,6 @@ def imbalance_metrics(
     >>> round(m["majority class"]["accuracy"], 2), round(m["majority class"]["balanced accuracy"], 3)
     (0.9, 0.143)
     """
-    from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
-
     tree = _tree(tree)
     y = imbalanced_labels(tree, majority, n, seed)
     preds = {
@@ -202,8 +204,6 @@ _PAIR_CACHE: dict[int, tuple[Any, tuple[np.ndarray, ...]]] = {}
 
 def _pair_scores(tree: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """All C² (true, predicted) leaf pairs and their HF1 / H-Acc (:mod:`hierviz.metrics`), cached per tree."""
-    from hierviz.metrics import h_acc, hf1
-
     hit = _PAIR_CACHE.get(id(tree))
     if hit is None or hit[0] is not tree:
         C = tree.num_leaves
@@ -261,7 +261,7 @@ def imbalance_panel(majority: float = 0.6, recall: float = 0.7, *, tree: Any = N
     hierviz.viz.widgets.Panel
         Controls ``"majority"`` and ``"recall"``.
     """
-    from hierviz.viz.widgets import Panel, slider
+    from hierviz.viz.widgets import Panel, slider  # heavy: ipywidgets (viz.widgets imports it)
 
     tree = _tree(tree)
     lo = round(max(0.15, 1.0 / tree.num_leaves), 2)
@@ -287,8 +287,6 @@ def hf1_hacc_figure(tree: Any, title: str | None = None) -> go.Figure:
     plotly.graph_objects.Figure
         ``fig.layout.meta``: ``{"max_abs_diff": float}``.
     """
-    from hierviz.metrics import h_acc, hf1
-
     C = tree.num_leaves
     yt = torch.arange(C).repeat_interleave(C)
     yp = torch.arange(C).repeat(C)
@@ -335,9 +333,6 @@ def map_chance_figure(y_query: Any, y_gallery: Any, ks: Any = (1, 5, 10, 20, 50)
         ``fig.layout.meta``: ``{denominator: [MAP@k per k]}`` and ``"prior"``, the chance that a
         random reference is relevant (:math:`\\sum_c p^q_c\\,p^g_c`).
     """
-    from hierviz.metrics import map_at_k
-    from hierviz.metrics.retrieval import MAP_DENOMINATORS
-
     yq = torch.as_tensor(np.asarray(y_query))
     yg = torch.as_tensor(np.asarray(y_gallery))
     g = torch.Generator().manual_seed(0)
@@ -383,8 +378,6 @@ def paired_runs_figure(a: Any, b: Any, names: tuple[str, str] = ("A", "B"), conf
     plotly.graph_objects.Figure
         ``fig.layout.meta`` = :func:`hierviz.course.paired_ci` ``(a, b, confidence)``.
     """
-    from hierviz.course import paired_ci
-
     a, b = np.asarray(a, float), np.asarray(b, float)
     ci = paired_ci(a, b, confidence)
     data = [

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
+from scipy.spatial import ConvexHull, QhullError
 
 from hierviz.geometry import get_geometry
 from hierviz.metrics.projection import (  # the projections are computed there; figures here
@@ -77,8 +78,6 @@ def parent_hulls(coords: Any, labels: Any, tree) -> dict[str, np.ndarray]:
     ValueError
         ``coords`` not (N, 2) or non-finite; ``labels`` length ≠ N or out of range.
     """
-    from scipy.spatial import ConvexHull, QhullError  # in the function: scipy.spatial loads only for hulls
-
     X = _as_points(coords, "coords", dim=2)
     y = _leaf_labels(labels, tree, X.shape[0])
     out: dict[str, np.ndarray] = {}

@@ -13,12 +13,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
+from torch.utils.data import TensorDataset
+
+from hierviz.losses import HCLLoss, Objective
+from hierviz.models import HyperbolicMapper
+from hierviz.training import TrainConfig, fit
 
 __all__ = [
     "query_gallery_figure",
@@ -257,12 +263,6 @@ def hcl_train(
     >>> r["h"].shape, r["trace"].shape
     ((160, 2), (3, 3))
     """
-    from torch.utils.data import TensorDataset
-
-    from hierviz.losses import HCLLoss, Objective
-    from hierviz.models import HyperbolicMapper
-    from hierviz.training import TrainConfig, fit
-
     if x is None:
         x, y = hcl_toy_features(seed=seed)
     X = torch.as_tensor(np.asarray(x, dtype=np.float32))
@@ -313,8 +313,6 @@ def write_hcl_grid(path: Any = None) -> Any:
     -------
     pathlib.Path
     """
-    from pathlib import Path
-
     path = Path(path) if path is not None else Path(__file__).parent / "data" / _GRID_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     keys, hs, traces, clips, terms = [], [], [], [], []
@@ -354,8 +352,6 @@ def hcl_grid() -> dict[tuple[float, float, float], dict[str, Any]]:
     >>> len(grid), sorted(grid[(3.0, 0.0, 0.0)])
     (390, ['clip_fraction', 'h', 'radius', 'terms', 'trace', 'y'])
     """
-    from pathlib import Path
-
     if not _GRID_CACHE:
         path = Path(__file__).parent / "data" / _GRID_FILE
         if not path.is_file():
@@ -504,9 +500,9 @@ def hcl_panel(m0: float = 0.5, alpha: float = 0.0, lam: float = 0.0, *, steps: i
     hierviz.viz.widgets.Panel
         Controls ``"m0"``, ``"alpha"``, ``"lam"``.
     """
-    import ipywidgets as widgets
+    import ipywidgets as widgets  # heavy: ipywidgets, imported only when a panel is built
 
-    from hierviz.viz.widgets import Panel, slider
+    from hierviz.viz.widgets import Panel, slider  # heavy: ipywidgets (viz.widgets imports it)
 
     x, y = hcl_toy_features(seed=seed)
     grid = hcl_grid() if (int(steps), int(seed)) == (_GRID_STEPS, _GRID_SEED) else {}

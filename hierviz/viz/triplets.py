@@ -23,8 +23,13 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from hierviz.losses import TripletLoss
+from hierviz.losses.triplet import triplet_distances
+from hierviz.metrics.ranking import mnr, ndcg_tree, rp_at_k
+from hierviz.metrics.retrieval import tree_relevance
+from hierviz.samplers import TreeTripletSampler
 from hierviz.viz.tree import leaf_colors, plot_tree, tree_layout
-from hierviz.viz.widgets import Panel, slider
+from hierviz.viz.widgets import Panel, slider, toy_tangent_points
 
 __all__ = [
     "triplet_step_figure",
@@ -66,8 +71,6 @@ def triplet_step_figure(tree: Any, labels: Any, step: int = 0, seed: int = 0) ->
     >>> [tr.name for tr in fig.data][-4:]
     ['anchor', 'positive', 'negative', 'LCA']
     """
-    from hierviz.samplers import TreeTripletSampler
-
     y = np.asarray(labels, dtype=np.int64)
     s = TreeTripletSampler(y, tree, seed=seed)
     trip = s.epoch_triplets()
@@ -113,8 +116,6 @@ def triplet_panel(tree: Any, labels: Any, seed: int = 0) -> Panel:
     Panel
         Control ``"step"`` (an ``IntSlider`` over the epoch's triplets).
     """
-    from hierviz.samplers import TreeTripletSampler
-
     n = len(TreeTripletSampler(np.asarray(labels, dtype=np.int64), tree, seed=seed))
     step = widgets.IntSlider(value=0, min=0, max=n - 1, step=1, description="triplet", continuous_update=False)
     return Panel({"step": step}, lambda step: triplet_step_figure(tree, labels, step, seed), "Tree triplets, §II-B")
@@ -137,9 +138,6 @@ def toy_triplet_embedding(tree: Any, n_per_leaf: int = 6, spread: float = 0.35, 
         The triplets' points on the unit circle, in ``(anchor, positive, negative)`` order.
     labels : numpy.ndarray, shape (3T,), int64
     """
-    from hierviz.samplers import TreeTripletSampler
-    from hierviz.viz.widgets import toy_tangent_points
-
     pts, y = toy_tangent_points(tree, n_per_leaf=n_per_leaf, spread=spread, seed=seed)
     pts = pts / np.linalg.norm(pts, axis=1, keepdims=True)
     trip = TreeTripletSampler(y, tree, seed=seed).epoch_triplets().reshape(-1)
@@ -164,9 +162,6 @@ def triplet_margin_figure(z: Any, margin: float) -> go.Figure:
     plotly.graph_objects.Figure
         Traces ``"hinge"`` (the curve) and ``"triplets"`` (points).
     """
-    from hierviz.losses import TripletLoss
-    from hierviz.losses.triplet import triplet_distances
-
     zt = torch.as_tensor(np.asarray(z), dtype=torch.float64)
     loss = TripletLoss(margin=margin)
     d_ap, d_an = triplet_distances(zt)
@@ -213,7 +208,7 @@ def unseen_figure(z: Any, labels: Any, unseen_leaves: Any, tree: Any, seen_leave
     plotly.graph_objects.Figure
         One trace per leaf, named ``"<leaf>"`` (seen) or ``"<leaf> (unseen, LSA <node>)"``.
     """
-    from sklearn.decomposition import PCA
+    from sklearn.decomposition import PCA  # heavy: scikit-learn's decomposition module, imported on first use
 
     Z = np.asarray(z, dtype=np.float64)
     y = np.asarray(labels, dtype=np.int64)
@@ -262,9 +257,6 @@ def ranking_figure(scores: Any, query_label: int, gallery_labels: Any, tree: Any
     >>> list(fig.data[0].x)
     ['1: x', '2: y', '3: z']
     """
-    from hierviz.metrics.ranking import mnr, ndcg_tree, rp_at_k
-    from hierviz.metrics.retrieval import tree_relevance
-
     s = np.asarray(scores, dtype=np.float64)[None, :]
     yg = np.asarray(gallery_labels, dtype=np.int64)
     yq = np.array([int(query_label)])

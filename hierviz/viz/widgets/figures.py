@@ -12,6 +12,8 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from hierviz.geometry import PoincareBall
+from hierviz.losses import LAMLoss
 from hierviz.viz._fast import fast_figure, merge, subplots_layout
 from hierviz.viz.disk import _poincare_disk_spec, check_in_ball, plot_poincare_disk
 from hierviz.viz.omega import plot_forces, plot_omega
@@ -85,8 +87,6 @@ def toy_tangent_points(
 
 # --------------------------------------------------------------------------- figures
 def _ball(c: float):
-    from hierviz.geometry import PoincareBall
-
     return PoincareBall(c=c)
 
 
@@ -235,8 +235,6 @@ def lam_terms(
     w = _margin_map(tree, [1.0] * len(m) if level_weights is None else level_weights, "level_weights")
     Z = check_in_ball(points, c, "points")
     y = _leaf_labels(labels, tree, Z.shape[0])
-    from hierviz.losses import LAMLoss
-
     levels = list(m)
     loss = LAMLoss(tree, _ball(c), margins=[m[lv] for lv in levels], level_weights=[w[lv] for lv in levels])
     zt, yt = torch.from_numpy(Z).unsqueeze(1), torch.as_tensor(y, dtype=torch.long)

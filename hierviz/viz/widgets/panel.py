@@ -11,6 +11,7 @@ from typing import Any
 
 import ipywidgets as widgets
 import plotly.graph_objects as go
+import plotly.io as pio
 
 __all__ = ["PLOTLY_MIME", "Panel", "figure_bundle", "slider"]
 
@@ -45,8 +46,6 @@ def figure_bundle(fig: go.Figure) -> dict[str, Any]:
     """
     if not isinstance(fig, go.Figure):
         raise TypeError(f"figure_bundle needs a plotly.graph_objects.Figure, got {type(fig).__name__}")
-    import plotly.io as pio
-
     spec = json.loads(pio.to_json(fig, validate=False, remove_uids=False))
     kinds = ", ".join(dict.fromkeys(t.get("type", "scatter") for t in spec.get("data", [])))
     n = len(spec.get("data", []))

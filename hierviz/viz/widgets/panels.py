@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from hierviz.losses import LAMLoss, default_margins
 from hierviz.viz.disk import _poincare_disk_spec, check_in_ball
 from hierviz.viz.tree import _as_points, _check_nonneg, _check_positive, _leaf_labels
 from hierviz.viz.widgets.figures import (
@@ -186,8 +187,6 @@ def lam_panel(
     ValueError
         Tree height < 2, ``points`` without ``labels``, wrong number of margins or weights.
     """
-    from hierviz.losses import default_margins
-
     c = _check_positive(c, "c")
     levels = _levels(tree)
     if not levels:
@@ -200,8 +199,6 @@ def lam_panel(
 
     # The points never move: draw them once, and set LAM's prototypes (their Karcher means) once;
     # a move re-reads the hinges with the new m_ℓ, λ_ℓ (_lam_terms_again).
-    from hierviz.losses import LAMLoss
-
     disk = _poincare_disk_spec(Z, y, tree, c=c)
     loss = LAMLoss(tree, _ball(c))
     zt, yt = torch.from_numpy(Z).unsqueeze(1), torch.as_tensor(y, dtype=torch.long)

@@ -21,14 +21,18 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from typing import Any
 
+import ipywidgets as widgets
 import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from hierviz.geometry import PoincareBall
 from hierviz.geometry.poincare import math as pmath
 from hierviz.losses import CentringLoss, EntailmentConeLoss, SupConLoss
+from hierviz.losses.radial import cone_energy
 from hierviz.metrics.radius import (
     clip_fraction,
     edge_order,
@@ -38,6 +42,8 @@ from hierviz.metrics.radius import (
     radius_depth_spearman,
     radius_gap,
 )
+from hierviz.viz.disk import plot_poincare_disk
+from hierviz.viz.radius import add_radius_traces
 from hierviz.viz.widgets.figures import toy_tangent_points
 from hierviz.viz.widgets.panel import Panel, slider
 
@@ -298,10 +304,6 @@ class RadiusToyGrid:
         lr: float = 0.02,
         seed: int = 0,
     ) -> None:
-        import time
-
-        from hierviz.losses.radial import cone_energy
-
         self.clip_rs = [float(v) for v in clip_rs]
         self.log_scales = [float(v) for v in log_scales]
         self.taus = [float(v) for v in taus]
@@ -508,8 +510,6 @@ class RadiusToyGrid:
 
 
 def _unit_ball():
-    from hierviz.geometry import PoincareBall
-
     return PoincareBall(1.0)
 
 
@@ -543,9 +543,6 @@ def radius_figure(
     ValueError
         Unknown ``kind``.
     """
-    from hierviz.viz.disk import plot_poincare_disk
-    from hierviz.viz.radius import add_radius_traces
-
     out = grid.metrics(kind, clip_r, log10_scale, tau, cone)
     z, _ = grid.get(kind, clip_r, log10_scale, tau, cone)
     rep, met = out["report"], out["metrics"]
@@ -623,8 +620,6 @@ def radius_panel(
     ValueError
         Unknown ``kind`` or a grid for another tree.
     """
-    import ipywidgets as widgets
-
     if kind not in HEAD_KINDS:
         raise ValueError(f"kind must be one of {HEAD_KINDS}, got {kind!r}")
     grid = RadiusToyGrid(tree) if grid is None else grid
