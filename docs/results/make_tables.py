@@ -24,7 +24,9 @@ drift from its data::
   ``paper04-paired FOLDER... baseline=METHOD``: each method minus ``METHOD``, seeds averaged within
   a fold, paired by fold; ``paper04-folds FOLDER... unseen=A+B,C,...``: Acc_blind / Acc_aware per
   fold and method; ``paper04-weighted FOLDER... unweighted=F0,F1,...``: weighted minus unweighted
-  runs, paired by fold;
+  runs, paired by fold; ``paper04-leaf-counts CSV``: the sampler's images per leaf and fold;
+* ``summary CSV``: a summary CSV (mean and std per row) of :data:`SUMMARY_TABLES`, for tables whose
+  runs' arrays (``embeddings.npz``, checkpoints) are too large to commit;
 * ``paper05 FOLDER [baseline=METHOD]``: ``hierviz htc``'s table, from ``seeds.csv`` (one row per
   run; with ``METHOD`` and >= 3 seeds also the paired differences) or, for the older folders that
   have only the summary, ``results.csv``, with the frequency prior of ``baselines.csv``;
@@ -327,6 +329,51 @@ def paper04_weighted(args: list[str], opts: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Summary CSVs (mean and std per row, the runs' own arrays not committed) and how their tables look:
+#: column titles, and the columns whose largest mean is set in bold.
+SUMMARY_TABLES = {
+    "paper02-hier-mnist-cpu/level_probe.csv": (
+        ["Method", "level order", "seeds", "leaf (100)", "class digit (10)", "category digit (10)"],
+        {"class_digit", "category_digit"},
+    ),
+    "paper02-hier-mnist-cpu/level_order.csv": (
+        ["Method", "order", "Top-1 (100 leaves)", "HF1", "Violations ↓", "class digit", "category digit"],
+        set(),
+    ),
+}
+
+
+def summary_table(args: list[str], opts: dict[str, str]) -> str:
+    """A summary CSV of :data:`SUMMARY_TABLES`: ``X_mean``/``X_std`` column pairs as ``mean ± std`` (3 decimals)."""
+    titles, bold = SUMMARY_TABLES[args[0]]
+    with (HERE / args[0]).open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    cols = [c for c in rows[0] if not c.endswith("_std")]
+    best = {c[:-5]: max(float(r[c]) for r in rows) for c in cols if c.endswith("_mean") and c[:-5] in bold}
+    text_cols = sum(1 for c in cols if not c.endswith("_mean") and c not in ("seeds",))
+    lines = ["| " + " | ".join(titles) + " |", "|" + "---|" * text_cols + "---:|" * (len(cols) - text_cols)]
+    for r in rows:
+        cells = []
+        for c in cols:
+            if not c.endswith("_mean"):
+                cells.append(r[c])
+                continue
+            key = c[:-5]
+            cell = f"{float(r[c]):.3f} ± {float(r[key + '_std']):.3f}"
+            cells.append(f"**{cell}**" if key in best and float(r[c]) == best[key] else cell)
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def paper04_leaf_counts(args: list[str], opts: dict[str, str]) -> str:
+    """Sampled images per leaf and fold (``leaf_counts.csv``: one row per fold, one column per leaf)."""
+    with (HERE / args[0]).open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    lines = ["| fold | sampled images per leaf |", "|---|---|"]
+    lines += [f"| {r['fold']} | " + ", ".join(v for k, v in r.items() if k != "fold") + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
 def _htc_rows(folder: Path) -> tuple[list[dict[str, Any]], bool]:
     """Summary rows (percent) of an htc folder: from ``seeds.csv`` when committed, else ``results.csv``."""
     import numpy as np
@@ -451,6 +498,8 @@ KINDS = {
     "paper04-spread": paper04_spread,
     "paper04-paired": paper04_paired,
     "paper04-folds": paper04_folds,
+    "paper04-leaf-counts": paper04_leaf_counts,
+    "summary": summary_table,
     "paper04-weighted": paper04_weighted,
     "paper05": paper05_table,
     "paper05-levels": paper05_levels,
