@@ -29,7 +29,7 @@ import torch
 from torch import nn
 from torch.utils.data import TensorDataset
 
-from hierviz.evaluation.classification import embed_dataset, register_protocol
+from hierviz.evaluation.classification import ClassificationRecord, embed_dataset, register_protocol
 from hierviz.geometry import get_geometry
 from hierviz.losses import HCLLoss, Objective
 from hierviz.metrics import parent_prototypes
@@ -381,16 +381,8 @@ class RetrievalRecord:
     distance: str
     seconds: float
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        """What a run folder's ``embeddings.npz`` keeps (as the classification protocol's)."""
-        return {
-            "z_test": self.z_test,
-            "y_test": self.y_test,
-            "z_train": self.z_train,
-            "y_train": self.y_train,
-            "prototypes": self.prototypes,
-            "proto_nodes": self.proto_nodes,
-        }
+    #: What a run folder's ``embeddings.npz`` keeps: the classification protocol's arrays.
+    arrays = ClassificationRecord.arrays
 
 
 def _retrieve(

@@ -15,11 +15,9 @@ from __future__ import annotations
 import json
 from os import PathLike
 
-import numpy as np
-
 from hierviz.experiments.config import ExperimentConfig
 from hierviz.experiments.inputs import load_data
-from hierviz.features.export import encode_images, find_run_dir, split_column
+from hierviz.features.export import dataset_features, find_run_dir
 from hierviz.features.io import FeaturesData
 from hierviz.models import build_encoder
 from hierviz.training import load_checkpoint
@@ -63,12 +61,6 @@ def export_run(run_dir: str | PathLike, *, batch_size: int = 256, progress: bool
     enc_state = {k[len("encoder.") :]: v for k, v in state.items() if k.startswith("encoder.")}
     encoder.load_state_dict(enc_state)
     image_size = int(cfg.data.image_size or ds.images.shape[1])
-    feats = encode_images(encoder, ds, image_size, batch_size=batch_size, progress=progress)
-    return FeaturesData(
-        feats,
-        np.asarray(ds.labels),
-        list(ds.classes),
-        None if ds.groups is None else np.asarray(ds.groups),
-        split_column(ds, int(cfg.data.split_seed)),
-        source=str(run),
+    return dataset_features(
+        encoder, ds, image_size, int(cfg.data.split_seed), str(run), batch_size=batch_size, progress=progress
     )

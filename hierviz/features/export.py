@@ -26,7 +26,7 @@ from hierviz.data import grouped_split, load_dataset
 from hierviz.features.io import FeaturesData
 from hierviz.models.encoders import resnet_encoder
 
-__all__ = ["encode_images", "export_checkpoint", "find_run_dir", "split_column"]
+__all__ = ["dataset_features", "encode_images", "export_checkpoint", "find_run_dir", "split_column"]
 
 
 def find_run_dir(path: str | PathLike) -> Path:
@@ -111,6 +111,21 @@ def split_column(ds: Any, split_seed: int) -> np.ndarray:
     return col
 
 
+def dataset_features(
+    encoder: nn.Module, ds: Any, image_size: int, split_seed: int, source: str, *, batch_size: int, progress: bool
+) -> FeaturesData:
+    """``encoder``'s features of every image of ``ds`` with its labels, classes, groups and split column."""
+    feats = encode_images(encoder, ds, image_size, batch_size=batch_size, progress=progress)
+    return FeaturesData(
+        feats,
+        np.asarray(ds.labels),
+        list(ds.classes),
+        None if ds.groups is None else np.asarray(ds.groups),
+        split_column(ds, split_seed),
+        source=source,
+    )
+
+
 def export_checkpoint(
     checkpoint: str | PathLike,
     *,
@@ -154,12 +169,4 @@ def export_checkpoint(
     ds = load_dataset(data)
     net = resnet_encoder(encoder, small_input=False, pretrained=checkpoint)  # the ImageNet stem keeps its weights
     size = int(image_size or ds.images.shape[1])
-    feats = encode_images(net, ds, size, batch_size=batch_size, progress=progress)
-    return FeaturesData(
-        feats,
-        np.asarray(ds.labels),
-        list(ds.classes),
-        None if ds.groups is None else np.asarray(ds.groups),
-        split_column(ds, split_seed),
-        source=str(Path(checkpoint)),
-    )
+    return dataset_features(net, ds, size, split_seed, str(Path(checkpoint)), batch_size=batch_size, progress=progress)

@@ -201,6 +201,18 @@ def _figure_or_note(title: str, make, figures: list, notes: list) -> None:
         notes.append(f"Figure '{title}' could not be drawn: {exc}")
 
 
+def _saved_labels(records: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(y_train, y_test)`` of the first run whose ``embeddings.npz`` saved both (every run shares the split)."""
+    for r in records:
+        emb = r.get("embeddings")
+        if not emb or not Path(emb).is_file():
+            continue
+        with np.load(emb) as f:
+            if "y_train" in f.files and "y_test" in f.files:
+                return f["y_train"], f["y_test"]
+    return None
+
+
 def majority_baseline(records: Sequence[Mapping[str, Any]], tree) -> dict[str, float] | None:
     """The Majority-class row of a comparison, from the first run's saved ``y_train``/``y_test``.
 
@@ -208,14 +220,8 @@ def majority_baseline(records: Sequence[Mapping[str, Any]], tree) -> dict[str, f
     the row (:func:`hierviz.metrics.baselines.majority_class_report`). None when no run
     saved both label arrays.
     """
-    for r in records:
-        emb = r.get("embeddings")
-        if not emb or not Path(emb).is_file():
-            continue
-        with np.load(emb) as f:
-            if "y_train" in f.files and "y_test" in f.files:
-                return majority_class_report(f["y_train"], f["y_test"], tree)
-    return None
+    labels = _saved_labels(records)
+    return None if labels is None else majority_class_report(*labels, tree)
 
 
 def chance_baseline(records: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:
@@ -225,18 +231,14 @@ def chance_baseline(records: Sequence[Mapping[str, Any]]) -> dict[str, float] | 
     the references (training rows), MAP@k for the k <= the references. None when no run saved
     both label arrays, or when a query class has no reference.
     """
-    for r in records:
-        emb = r.get("embeddings")
-        if not emb or not Path(emb).is_file():
-            continue
-        with np.load(emb) as f:
-            if "y_train" in f.files and "y_test" in f.files:
-                yq, yg = f["y_test"], f["y_train"]
-                try:
-                    return random_ranking_scores(yq, yg, tuple(k for k in (1, 5, 10, 20) if k <= len(yg)))
-                except ValueError:
-                    return None
-    return None
+    labels = _saved_labels(records)
+    if labels is None:
+        return None
+    yg, yq = labels
+    try:
+        return random_ranking_scores(yq, yg, tuple(k for k in (1, 5, 10, 20) if k <= len(yg)))
+    except ValueError:
+        return None
 
 
 def write_baselines_csv(baselines: Mapping[str, Mapping[str, float]], path: str | Path) -> Path:
