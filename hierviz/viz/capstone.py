@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
+from hierviz.course import paired_ci
 from hierviz.metrics import h_acc, hf1
 from hierviz.metrics.baselines import majority_class_report
 from hierviz.viz._fast import fast_figure
@@ -95,10 +95,6 @@ def _label(method: str) -> str:
     return _METHOD.get(method, method.upper())
 
 
-def _t975(df: int) -> float:
-    return float(stats.t.ppf(0.975, df))
-
-
 def _runs(result: Any) -> dict[tuple[str, str], dict[int, dict]]:
     runs: dict[tuple[str, str], dict[int, dict]] = {}
     for rec in result.records:
@@ -159,9 +155,11 @@ def capstone_rows(result: Any, baseline: str = "supcon", key: str = "hf1", min_s
         common = [s for s in seeds if s in base]
         row["delta"] = row["low"] = row["high"] = math.nan
         if method != baseline and len(common) >= max(2, min_seeds):
-            d = np.array([by_seed[s]["metrics"][key] - base[s]["metrics"][key] for s in common], dtype=float)
-            half = _t975(len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
-            row["delta"], row["low"], row["high"] = float(d.mean()), float(d.mean() - half), float(d.mean() + half)
+            a = [by_seed[s]["metrics"][key] for s in common]
+            b = [base[s]["metrics"][key] for s in common]
+            if np.isfinite(a).all() and np.isfinite(b).all():  # a failed run's NaN leaves the row without an interval
+                ci = paired_ci(a, b)
+                row["delta"], row["low"], row["high"] = ci["mean_diff"], ci["low"], ci["high"]
         rows.append(row)
     a = result.arrays(first["method"], first["geometry"], int(first["seed"]))
     maj = majority_class_report(a["y_train"], a["y_test"], result.tree)
