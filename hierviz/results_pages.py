@@ -1,0 +1,193 @@
+"""A results page's tables in a notebook: the numbers of ``docs/results/paperNN.md``, from its CSVs.
+
+:func:`results_tables` returns the generated tables of one results page, each rebuilt from the
+committed CSVs by :func:`hierviz.results_tables.table_markdown`, the function
+``docs/results/make_tables.py`` writes (and ``--check``-s) the page with. A course notebook that
+shows them therefore shows the page's numbers by construction (issue 26), at every notebook size:
+it reads CSVs, it trains nothing.
+
+.. code-block:: python
+
+    from hierviz.results_pages import results_tables
+
+    for t in results_tables("paper05", only="paper05-20news-medium"):
+        display(t)  # Markdown: the section heading and the table, as on the page
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from hierviz.results_tables import BLOCK, table_markdown
+
+__all__ = ["RESULTS_PAGES", "ResultsTable", "page_blocks", "results_dir", "results_tables"]
+
+_HEADING = re.compile(r"^(#{1,6}) +(.+?)\s*$", re.M)
+_FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+
+
+@dataclass(frozen=True)
+class ResultsTable:
+    """One generated table of a results page (what :func:`results_tables` returns).
+
+    Attributes
+    ----------
+    page : str
+        The page's file name, e.g. ``"paper05.md"``.
+    spec : str
+        The block's ``SPEC`` (:mod:`hierviz.results_tables` lists the kinds), e.g.
+        ``"paper05 paper05-20news-medium baseline=hyilr-no-cl"``.
+    heading : str
+        The section the block sits in: the page's headings above it, from ``##`` down, joined by
+        `` › `` (e.g. ``"20 Newsgroups › Results (percent; ...)"``).
+    markdown : str
+        The block's Markdown, exactly as the page shows it between its two ``<!-- -->`` lines.
+    """
+
+    page: str
+    spec: str
+    heading: str
+    markdown: str
+
+    def rows(self) -> list[dict[str, str]]:
+        """The first Markdown table of the block as ``[{column title: cell text}]`` (strings, as shown)."""
+        lines = [ln for ln in self.markdown.splitlines() if ln.startswith("|")]
+        if len(lines) < 2:
+            return []
+        head = [c.strip() for c in lines[0].strip().strip("|").split("|")]
+        out = []
+        for ln in lines[2:]:
+            if ln.startswith("|---") or ln.startswith("| ---"):
+                break
+            cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+            if len(cells) != len(head):
+                break
+            out.append(dict(zip(head, cells)))
+        return out
+
+    def _repr_markdown_(self) -> str:
+        return f"**`docs/results/{self.page}` · {self.heading}**\n\n{self.markdown}"
+
+
+def page_blocks(text: str, page: str = "") -> list[ResultsTable]:
+    """The generated blocks of a results page's text, in page order (``markdown``: the committed body).
+
+    Examples
+    --------
+    >>> text = "# Paper\\n## Results\\n\\n<!-- table: paper05 F -->\\n| a |\\n|---|\\n| 1 |\\n<!-- /table -->\\n"
+    >>> b = page_blocks(text, "p.md")[0]
+    >>> b.spec, b.heading, b.rows()
+    ('paper05 F', 'Results', [{'a': '1'}])
+    """
+    out = []
+    for m in BLOCK.finditer(text):
+        chain: dict[int, str] = {}  # level -> the last heading of that level above the block
+        for hashes, title in _HEADING.findall(_FENCE.sub("", text[: m.start()])):  # "# x" in code is no heading
+            chain = {k: v for k, v in chain.items() if k < len(hashes)} | {len(hashes): title}
+        heading = " › ".join(v for k, v in sorted(chain.items()) if k > 1)
+        out.append(ResultsTable(page, m.group("spec").strip(), heading, m.group("body")))
+    return out
+
+
+#: The results pages :func:`results_tables` reads, one per paper (``docs/results/paperNN.md``).
+RESULTS_PAGES = ("paper01", "paper02", "paper03", "paper04", "paper05")
+
+
+def results_dir(path: str | Path | None = None) -> Path:
+    """The repository's ``docs/results/`` folder: the results pages and the CSVs their tables come from.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The folder itself. ``None`` looks for ``docs/results/make_tables.py`` in the current
+        directory and its parents (a notebook runs from ``notebooks/``), then beside the package
+        (a clone installed with ``pip install -e .``).
+
+    Returns
+    -------
+    Path
+        The absolute folder.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such folder: a ``pip install``-ed package ships without ``docs/``.
+
+    Examples
+    --------
+    >>> (results_dir() / "paper05.md").is_file()
+    True
+    """
+    if path is not None:
+        found = Path(path).expanduser().resolve()
+        if not (found / "make_tables.py").is_file():
+            raise FileNotFoundError(
+                f"results_dir={str(path)!r} is not docs/results/ (no make_tables.py in it); pass the "
+                "docs/results folder of a hierviz clone"
+            )
+        return found
+    here = Path.cwd().resolve()
+    starts = [here, *here.parents, Path(__file__).resolve().parents[1]]
+    for start in starts:
+        if (start / "docs" / "results" / "make_tables.py").is_file():
+            return start / "docs" / "results"
+    raise FileNotFoundError(
+        f"docs/results/ not found above {here} nor beside the package ({starts[-1]}): the results pages "
+        "ship with the hierviz repository, not the pip package; run from a clone (git clone, then "
+        "pip install -e .) or pass results_dir='path/to/hierviz/docs/results'"
+    )
+
+
+def results_tables(page: str | int, only: str | None = None, *, root: str | Path | None = None) -> list[ResultsTable]:
+    """A results page's tables, built from its committed CSVs by the code that writes the page.
+
+    Each table is rebuilt by :func:`hierviz.results_tables.table_markdown`, the function
+    ``docs/results/make_tables.py`` writes the page with (``--check`` in the tests keeps the committed
+    page equal to it), so what a notebook shows is what the page shows (issue 26). It reads CSVs
+    only (no training), so it costs the same at every notebook size.
+
+    Parameters
+    ----------
+    page : str or int
+        ``"paper05"``, ``"paper05.md"`` or ``5``: one of :data:`RESULTS_PAGES`.
+    only : str, optional
+        Keep the tables whose ``SPEC`` (e.g. ``"paper05 paper05-20news-medium baseline=hyilr-no-cl"``)
+        or section heading contains this text (case-insensitive); ``None`` keeps all.
+    root : str or Path, optional
+        The ``docs/results/`` folder; ``None`` finds it (:func:`results_dir`).
+
+    Returns
+    -------
+    list of ResultsTable
+        In page order; each has ``page``, ``spec``, ``heading`` (the section it sits in),
+        ``markdown`` (shown as Markdown by Jupyter's ``display``) and ``rows()`` (the cells as
+        ``[{column: text}]``).
+
+    Raises
+    ------
+    ValueError
+        ``page`` is not one of the five, or ``only`` matches no table of the page.
+    FileNotFoundError
+        ``docs/results/`` is not found (see :func:`results_dir`).
+
+    Examples
+    --------
+    >>> t = results_tables(5, only="paper05-20news-medium baseline")[0]
+    >>> t.rows()[0]["Micro-F1"], t.rows()[1]["Micro-F1"]  # HyILR and w/o CL, 3 seeds, medium preset
+    ('38.99 ± 2.89', '39.63 ± 1.96')
+    """
+    name = f"paper{page:02d}" if isinstance(page, int) and not isinstance(page, bool) else str(page)
+    name = name.removesuffix(".md")
+    if name not in RESULTS_PAGES:
+        raise ValueError(f"page must be one of {RESULTS_PAGES} (or 1-5), got {page!r}")
+    root = results_dir(root)
+    text = (root / f"{name}.md").read_text(encoding="utf-8")
+    blocks = page_blocks(text, f"{name}.md")
+    if only is not None:
+        key = only.lower()
+        blocks = [b for b in blocks if key in b.spec.lower() or key in b.heading.lower()]
+        if not blocks:
+            raise ValueError(f"only={only!r} matches no table of {name}.md; see its <!-- table: SPEC --> lines")
+    return [ResultsTable(b.page, b.spec, b.heading, table_markdown(b.spec, root)) for b in blocks]
