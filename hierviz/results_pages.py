@@ -17,6 +17,7 @@ it reads CSVs, it trains nothing.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,12 +96,12 @@ def page_blocks(text: str, page: str = "") -> list[ResultsTable]:
 RESULTS_PAGES = ("paper01", "paper02", "paper03", "paper04", "paper05")
 
 
-def results_dir(path: str | Path | None = None) -> Path:
+def results_dir(root: str | Path | None = None) -> Path:
     """The repository's ``docs/results/`` folder: the results pages and the CSVs their tables come from.
 
     Parameters
     ----------
-    path : str or Path, optional
+    root : str or Path, optional
         The folder itself. ``None`` looks for ``docs/results/make_tables.py`` in the current
         directory and its parents (a notebook runs from ``notebooks/``), then beside the package
         (a clone installed with ``pip install -e .``).
@@ -120,11 +121,11 @@ def results_dir(path: str | Path | None = None) -> Path:
     >>> (results_dir() / "paper05.md").is_file()
     True
     """
-    if path is not None:
-        found = Path(path).expanduser().resolve()
+    if root is not None:
+        found = Path(root).expanduser().resolve()
         if not (found / "make_tables.py").is_file():
             raise FileNotFoundError(
-                f"results_dir={str(path)!r} is not docs/results/ (no make_tables.py in it); pass the "
+                f"root={str(root)!r} is not docs/results/ (no make_tables.py in it); pass the "
                 "docs/results folder of a hierviz clone"
             )
         return found
@@ -136,11 +137,13 @@ def results_dir(path: str | Path | None = None) -> Path:
     raise FileNotFoundError(
         f"docs/results/ not found above {here} nor beside the package ({starts[-1]}): the results pages "
         "ship with the hierviz repository, not the pip package; run from a clone (git clone, then "
-        "pip install -e .) or pass results_dir='path/to/hierviz/docs/results'"
+        "pip install -e .) or pass root='path/to/hierviz/docs/results'"
     )
 
 
-def results_tables(page: str | int, only: str | None = None, *, root: str | Path | None = None) -> list[ResultsTable]:
+def results_tables(
+    page: str | int, only: str | Sequence[str] | None = None, *, root: str | Path | None = None
+) -> list[ResultsTable]:
     """A results page's tables, built from its committed CSVs by the code that writes the page.
 
     Each table is rebuilt by :func:`hierviz.results_tables.table_markdown`, the function
@@ -152,9 +155,11 @@ def results_tables(page: str | int, only: str | None = None, *, root: str | Path
     ----------
     page : str or int
         ``"paper05"``, ``"paper05.md"`` or ``5``: one of :data:`RESULTS_PAGES`.
-    only : str, optional
-        Keep the tables whose ``SPEC`` (e.g. ``"paper05 paper05-20news-medium baseline=hyilr-no-cl"``)
-        or section heading contains this text (case-insensitive); ``None`` keeps all.
+    only : str or sequence of str, optional
+        Keep the tables that one of these keys selects: a key selects a table when it equals one
+        word of its ``SPEC`` (e.g. ``"paper05-20news-medium"`` in
+        ``"paper05 paper05-20news-medium baseline=hyilr-no-cl"``) or occurs in its ``heading``
+        (case-insensitive, e.g. ``"20 newsgroups"``). ``None`` keeps every table of the page.
     root : str or Path, optional
         The ``docs/results/`` folder; ``None`` finds it (:func:`results_dir`).
 
@@ -174,7 +179,7 @@ def results_tables(page: str | int, only: str | None = None, *, root: str | Path
 
     Examples
     --------
-    >>> t = results_tables(5, only="paper05-20news-medium baseline")[0]
+    >>> t = results_tables(5, only="paper05-20news-medium")[0]
     >>> t.rows()[0]["Micro-F1"], t.rows()[1]["Micro-F1"]  # HyILR and w/o CL, 3 seeds, medium preset
     ('38.99 ± 2.89', '39.63 ± 1.96')
     """
@@ -186,8 +191,8 @@ def results_tables(page: str | int, only: str | None = None, *, root: str | Path
     text = (root / f"{name}.md").read_text(encoding="utf-8")
     blocks = page_blocks(text, f"{name}.md")
     if only is not None:
-        key = only.lower()
-        blocks = [b for b in blocks if key in b.spec.lower() or key in b.heading.lower()]
+        keys = [k.lower() for k in ([only] if isinstance(only, str) else only)]
+        blocks = [b for b in blocks if any(k in b.spec.lower().split() or k in b.heading.lower() for k in keys)]
         if not blocks:
             raise ValueError(f"only={only!r} matches no table of {name}.md; see its <!-- table: SPEC --> lines")
     return [ResultsTable(b.page, b.spec, b.heading, table_markdown(b.spec, root)) for b in blocks]
