@@ -45,12 +45,16 @@ class ResultsTable:
         `` › `` (e.g. ``"20 Newsgroups › Results (percent; ...)"``).
     markdown : str
         The block's Markdown, exactly as the page shows it between its two ``<!-- -->`` lines.
+    lead : str
+        The page's paragraph just above the block, when it has one (what the table shows, in the
+        page's words); ``""`` when a heading, a code block or another table comes right before it.
     """
 
     page: str
     spec: str
     heading: str
     markdown: str
+    lead: str = ""
 
     def rows(self) -> list[dict[str, str]]:
         """The first Markdown table of the block as ``[{column title: cell text}]`` (strings, as shown)."""
@@ -69,7 +73,8 @@ class ResultsTable:
         return out
 
     def _repr_markdown_(self) -> str:
-        return f"**`docs/results/{self.page}` · {self.heading}**\n\n{self.markdown}"
+        lead = f"{self.lead}\n\n" if self.lead else ""
+        return f"**`docs/results/{self.page}` · {self.heading}**\n\n{lead}{self.markdown}"
 
 
 def page_blocks(text: str, page: str = "") -> list[ResultsTable]:
@@ -77,18 +82,21 @@ def page_blocks(text: str, page: str = "") -> list[ResultsTable]:
 
     Examples
     --------
-    >>> text = "# Paper\\n## Results\\n\\n<!-- table: paper05 F -->\\n| a |\\n|---|\\n| 1 |\\n<!-- /table -->\\n"
+    >>> text = "# Paper\\n## Results\\n\\nThree seeds.\\n\\n<!-- table: paper05 F -->\\n| a |\\n|---|\\n| 1 |\\n<!-- /table -->\\n"
     >>> b = page_blocks(text, "p.md")[0]
-    >>> b.spec, b.heading, b.rows()
-    ('paper05 F', 'Results', [{'a': '1'}])
+    >>> b.spec, b.heading, b.lead, b.rows()
+    ('paper05 F', 'Results', 'Three seeds.', [{'a': '1'}])
     """
-    out = []
+    out, prev_end = [], 0
     for m in BLOCK.finditer(text):
         chain: dict[int, str] = {}  # level -> the last heading of that level above the block
         for hashes, title in _HEADING.findall(_FENCE.sub("", text[: m.start()])):  # "# x" in code is no heading
             chain = {k: v for k, v in chain.items() if k < len(hashes)} | {len(hashes): title}
         heading = " › ".join(v for k, v in sorted(chain.items()) if k > 1)
-        out.append(ResultsTable(page, m.group("spec").strip(), heading, m.group("body")))
+        before = text[prev_end : m.start()].rstrip().rsplit("\n\n", 1)[-1].strip()
+        prev_end = m.end()
+        lead = "" if before.startswith(("#", "```", "<!--", "|")) or before.endswith("```") else before
+        out.append(ResultsTable(page, m.group("spec").strip(), heading, m.group("body"), lead))
     return out
 
 
@@ -195,4 +203,4 @@ def results_tables(
         blocks = [b for b in blocks if any(k in b.spec.lower().split() or k in b.heading.lower() for k in keys)]
         if not blocks:
             raise ValueError(f"only={only!r} matches no table of {name}.md; see its <!-- table: SPEC --> lines")
-    return [ResultsTable(b.page, b.spec, b.heading, table_markdown(b.spec, root)) for b in blocks]
+    return [ResultsTable(b.page, b.spec, b.heading, table_markdown(b.spec, root), b.lead) for b in blocks]
