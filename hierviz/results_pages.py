@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hierviz.results_tables import BLOCK, table_markdown
@@ -53,8 +53,8 @@ class ResultsTable:
     page: str
     spec: str
     heading: str
-    markdown: str
-    lead: str = ""
+    markdown: str = field(repr=False)
+    lead: str = field(default="", repr=False)
 
     def rows(self) -> list[dict[str, str]]:
         """The first Markdown table of the block as ``[{column title: cell text}]`` (strings, as shown)."""
