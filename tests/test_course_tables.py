@@ -158,6 +158,16 @@ def test_numbers_quoted_next_to_a_results_page_appear_in_it(path, pages):
     )
 
 
+@pytest.mark.parametrize("doc", ["docs/solutions.md", "docs/course.md"])
+def test_numbers_the_solutions_quote_from_a_results_page_appear_in_it(doc, pages):
+    # the checked solutions quote the results pages as much as the notebooks do (solution 08-3 once
+    # said "0.97-1.00" where paper04.md shows 97.1-100.1 %)
+    missing = quoted_numbers_missing((ROOT / doc).read_text(encoding="utf-8"), pages)
+    assert not missing, f"{doc}: quoted number(s) not in the cited page: " + "; ".join(
+        f"{n} ({p}) in {s!r}" for p, n, s in missing
+    )
+
+
 def test_the_quote_check_catches_a_wrong_number(pages):
     # paper05.md's table C: HyILR 38.99, w/o CL 39.63; 38.90 is nowhere on the page
     good = "Table C of `docs/results/paper05.md` has HyILR at 38.99 against 39.63 for w/o CL (2,000 messages)."
