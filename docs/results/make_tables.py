@@ -15,7 +15,7 @@ drift from its data::
   row per run) with the Majority row of ``FOLDER/baselines.csv``
   (:func:`hierviz.report.results_markdown`) and, with >= 3 seeds, the paired differences to
   ``METHOD`` (:func:`hierviz.report.stats.paired_markdown`);
-* ``paper03 CSV... [chance=CSV]``: paper 03's Table 2 shape (:func:`hierviz.retrieval.protocol.table2_markdown`)
+* ``paper03 CSV... [chance=CSV]``: paper 03's Table 2 shape (:func:`hierviz.retrieval.tables.table2_markdown`)
   from ``hierviz retrieval`` summaries (mean and std over folds per variant), with the random-ranking row;
   ``paper03-list CSV...``: the same rows as a flat list; ``paper03-paired FOLDS_CSV``: each
   Hyper-DINO(·, 32) minus its base, paired by fold, mean and 95 % interval;
@@ -128,7 +128,7 @@ def _paper03_summary(args: list[str], opts: dict[str, str]) -> list[dict[str, An
 
 def paper03_table(args: list[str], opts: dict[str, str]) -> str:
     """Paper 03 Table 2 shape from ``hierviz retrieval`` summary CSVs (+ the chance summary)."""
-    from hierviz.retrieval.protocol import table2_markdown
+    from hierviz.retrieval.tables import table2_markdown
 
     folds = sorted({int(r["folds"]) for r in _paper03_summary(args, opts) if r["base"] != "chance"})
     md = table2_markdown(_paper03_summary(args, opts))
@@ -154,32 +154,10 @@ def paper03_list(args: list[str], opts: dict[str, str]) -> str:
 
 def paper03_paired(args: list[str], opts: dict[str, str]) -> str:
     """Hyper-DINO(V, 32) − V per fold (same queries and references), mean and 95 % interval over folds."""
-    from hierviz.report.stats import paired_ci
+    from hierviz.retrieval.tables import paired_markdown
 
-    rows = _read_csv(HERE / args[0])
-    storage = opts.get("storage", "fp16")
     keys = opts.get("metrics", "map@1,map@5,map@20").split(",")
-    by = {(r["variant"], r["storage"], int(r["fold"])): r for r in rows}
-    folds = sorted({int(r["fold"]) for r in rows})
-    bases = list(dict.fromkeys(r["variant"] for r in rows if r["dim_out"] == ""))
-    head = "| Hyper-DINO(V, 32) − V | " + " | ".join(f"Δ {k.upper()} (points)" for k in keys) + " | clip fraction |"
-    lines = [head, "|---|" + "---:|" * (len(keys) + 1)]
-    for v in bases:
-        hd = f"Hyper-DINO({v}, 32)"
-        if (hd, storage, folds[0]) not in by:
-            continue
-        cells = [
-            _ci(paired_ci([by[(hd, storage, f)][k] for f in folds], [by[(v, "fp16", f)][k] for f in folds]))
-            for k in keys
-        ]
-        clips = [by[(hd, storage, f)]["clip_fraction"] for f in folds]
-        lines.append(f"| {v} | " + " | ".join(cells) + " | " + " ".join(f"{c:g}" for c in clips) + " |")
-    return (
-        "\n".join(lines)
-        + f"\n\nΔ = Hyper-DINO(V, 32) ({storage} references) − V alone on the same fold, over {len(folds)} folds; "
-        "[low, high]: 95 % Student-t interval of the mean difference (hierviz.report.stats.paired_ci); "
-        "* the interval excludes 0. Clip fraction: the share of points at the mapper's cap, per fold.\n"
-    )
+    return paired_markdown(_read_csv(HERE / args[0]), storage=opts.get("storage", "fp16"), metrics=keys)
 
 
 def paper03_storage(args: list[str], opts: dict[str, str]) -> str:
@@ -558,14 +536,17 @@ def write_paper03_chance() -> None:
     import numpy as np
 
     from hierviz.data import load_dataset
+    from hierviz.evaluation.retrieval import grouped_folds
     from hierviz.retrieval import RETRIEVAL_PRESETS
-    from hierviz.retrieval.protocol import _chance_row, grouped_folds, summarise
+    from hierviz.retrieval.tables import chance_row, summarise
 
     ds = load_dataset("ham10000")
     y, groups = np.asarray(ds.labels), np.asarray(ds.groups)
     cfg = RETRIEVAL_PRESETS["quick"]
     folds = grouped_folds(y, groups, cfg.folds, cfg.seed)
-    rows = [_chance_row(f, y[t], y[np.setdiff1d(np.arange(len(y)), t)], cfg) for f, t in enumerate(folds)]
+    rows = [
+        chance_row(f, y[t], y[np.setdiff1d(np.arange(len(y)), t)], cfg.ks, cfg.denominator) for f, t in enumerate(folds)
+    ]
     summary = summarise(rows, tuple(cfg.ks))
     path = HERE / "paper03" / "chance.csv"
     with open(path, "w", newline="", encoding="utf-8") as fh:

@@ -503,7 +503,7 @@ def grouped_folds(labels: Any, groups: Any, folds: int, seed: int = 0) -> list[n
     --------
     >>> f = grouped_folds(np.array([0, 0, 1, 1, 0, 1]), np.array([1, 1, 2, 2, 3, 4]), 2)
     >>> sorted(np.concatenate(f).tolist()), [sorted(set(np.array([1, 1, 2, 2, 3, 4])[i].tolist())) for i in f]
-    ([0, 1, 2, 3, 4, 5], [[1, 3], [2, 4]])
+    ([0, 1, 2, 3, 4, 5], [[2, 3], [1, 4]])
     """
     from sklearn.model_selection import StratifiedGroupKFold  # heavy: scikit-learn's model selection, on first use
 
@@ -529,7 +529,7 @@ def grouped_fold_split(
     --------
     >>> s = grouped_fold_split(np.array([0, 0, 1, 1, 0, 1]), np.array([1, 1, 2, 2, 3, 4]), fold=1, folds=2)
     >>> s["train"].tolist(), s["test"].tolist(), len(s["val"])
-    ([0, 1, 4], [2, 3, 5], 0)
+    ([2, 3, 4], [0, 1, 5], 0)
     """
     if isinstance(fold, bool) or not 0 <= int(fold) < int(folds):
         raise ValueError(f"fold must be in [0, {int(folds) - 1}] (one run seed per fold), got {fold!r}")

@@ -301,7 +301,7 @@ def write_tables(out: Path, rows, summary, md, cfg, data) -> dict[str, Path]:
     paths = {
         "folds": out / "folds.csv",
         "table2": out / "table2.csv",
-        "markdown": out / "table2.md",
+        "table2_markdown": out / "table2.md",
         "config": out / "retrieval.json",
     }
     for path, table in ((paths["folds"], rows), (paths["table2"], summary)):
@@ -310,7 +310,7 @@ def write_tables(out: Path, rows, summary, md, cfg, data) -> dict[str, Path]:
             w = csv.DictWriter(fh, fieldnames=keys)
             w.writeheader()
             w.writerows(table)
-    paths["markdown"].write_text(
+    paths["table2_markdown"].write_text(
         f"MAP@k (%), mean ± std over {cfg.folds} grouped folds; features: {data.source} "
         f"({data.n} × {data.dim}); AP@k normaliser: {cfg.denominator}.\n\n" + md,
         encoding="utf-8",
