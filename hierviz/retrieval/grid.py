@@ -23,6 +23,7 @@ records of ``compare`` hold the grid, and :mod:`.tables` writes Table 2 from the
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -136,12 +137,23 @@ class FrozenReducer(nn.Module):
         return torch.as_tensor(out, device=x.device).reshape(*x.shape[:-1], self.dim_out)
 
 
-def _fit_reducer(base: str, n: int, train_ds: Any, options: GridOptions) -> FrozenReducer:
+def _fit_reducer(base: str, n: int, train_ds: Any, options: GridOptions, cache: dict | None = None) -> FrozenReducer:
+    """The reduction fitted on a fold's training rows; ``cache`` shares it between the variants of one grid.
+
+    The key is the rows' content (a SHA-1 of features and labels), so the mapper and the base of
+    one fold reuse one fit (NCA's is the slow one) and no other rows can hit it.
+    """
     x, y = np.asarray(train_ds.images, dtype=np.float32), np.asarray(train_ds.labels)
+    key = (base, int(n), hashlib.sha1(x.tobytes() + np.asarray(y, np.int64).tobytes()).hexdigest())
+    if cache is not None and key in cache:
+        return cache[key]
     if base == "nca":  # NCA's cost is quadratic in the rows: fit it on a stratified subset
         keep = _stratified_subset(y, options.nca_fit_rows, options.seed)
         x, y = x[keep], y[keep]
-    return FrozenReducer(base, n, x, y, options)
+    reducer = FrozenReducer(base, n, x, y, options)
+    if cache is not None:
+        cache[key] = reducer
+    return reducer
 
 
 class BaseFeatures(nn.Module):
@@ -253,13 +265,13 @@ def register_grid(variants: Sequence[tuple[str, str, str, int, Any]], options: G
     list of str
         The registered method names; ``METHODS.unregister`` each when done.
     """
-    names = []
+    names, cache = [], {}  # one fitted reduction per (base, N, fold) for all the variants that read it
     for name, display, base, n, d in variants:
-        names.append(_register_variant(name, display, base, n, d, options))
+        names.append(_register_variant(name, display, base, n, d, options, cache))
     return names
 
 
-def _register_variant(name: str, display: str, base: str, n: int, d: Any, options: GridOptions) -> str:
+def _register_variant(name: str, display: str, base: str, n: int, d: Any, options: GridOptions, cache: dict) -> str:
     paper = "Paper 03 (Hyper-DINO)"
     if d is None:
 
@@ -267,7 +279,7 @@ def _register_variant(name: str, display: str, base: str, n: int, d: Any, option
             return Objective(name, {})  # nothing to train
 
         def base_model(train_ds: Any, geometry: Any, seed: int) -> nn.Module:
-            return BaseFeatures(_fit_reducer(base, n, train_ds, options), options)
+            return BaseFeatures(_fit_reducer(base, n, train_ds, options, cache), options)
 
         build_base.model = base_model  # type: ignore[attr-defined]
         register_method(name, display_name=display, protocol="retrieval-folds", paper=paper, replace=True)(build_base)
@@ -281,7 +293,7 @@ def _register_variant(name: str, display: str, base: str, n: int, d: Any, option
         return Objective("hcl", {"hcl": HCLLoss(geo, m0=hp["hcl_m0"], alpha=hp["hcl_alpha"], lam=hp["hcl_lambda"])})
 
     def mapper_model(train_ds: Any, geometry: Any, seed: int) -> nn.Module:
-        reducer = _fit_reducer(base, n, train_ds, options)
+        reducer = _fit_reducer(base, n, train_ds, options, cache)
         mapper = CosineMapper(reducer.dim_out, d_out) if cos else MapperModel(reducer.dim_out, d_out, geometry)
         return MapperRun(reducer, mapper, options, reducer.dim_out)
 
