@@ -101,6 +101,8 @@ def test_grid_methods_cut_n_and_name_the_variants():
     finally:
         unregister_grid(names)
     assert "pca4" not in METHODS
+    with pytest.raises(ValueError, match="method 'supcon' is already registered by another module"):
+        register_grid([("supcon", "PCA(4)", "pca", 4, None)], GridOptions())
 
 
 def test_display_names_read_back_into_table_2_columns():

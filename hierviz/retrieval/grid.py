@@ -263,10 +263,20 @@ def register_grid(variants: Sequence[tuple[str, str, str, int, Any]], options: G
     Returns
     -------
     list of str
-        The registered method names; ``METHODS.unregister`` each when done.
+        The registered method names; :func:`unregister_grid` removes them when done.
+
+    Raises
+    ------
+    ValueError
+        A variant's name is taken by a method that is not a grid variant.
     """
     names, cache = [], {}  # one fitted reduction per (base, N, fold) for all the variants that read it
     for name, display, base, n, d in variants:
+        if name in METHODS and not getattr(METHODS.get(name).build, "grid", False):
+            raise ValueError(
+                f"method {name!r} is already registered by another module; the retrieval grid names its variants "
+                "pca16, hyper-dino-pca16-32, ...: rename that method"
+            )
         names.append(_register_variant(name, display, base, n, d, options, cache))
     return names
 
@@ -281,7 +291,7 @@ def _register_variant(name: str, display: str, base: str, n: int, d: Any, option
         def base_model(train_ds: Any, geometry: Any, seed: int) -> nn.Module:
             return BaseFeatures(_fit_reducer(base, n, train_ds, options, cache), options)
 
-        build_base.model = base_model  # type: ignore[attr-defined]
+        build_base.model, build_base.grid = base_model, True  # type: ignore[attr-defined]
         register_method(name, display_name=display, protocol="retrieval-folds", paper=paper, replace=True)(build_base)
         return name
 
@@ -297,7 +307,7 @@ def _register_variant(name: str, display: str, base: str, n: int, d: Any, option
         mapper = CosineMapper(reducer.dim_out, d_out) if cos else MapperModel(reducer.dim_out, d_out, geometry)
         return MapperRun(reducer, mapper, options, reducer.dim_out)
 
-    build_mapper.model = mapper_model  # type: ignore[attr-defined]
+    build_mapper.model, build_mapper.grid = mapper_model, True  # type: ignore[attr-defined]
     build_mapper.train = MAPPER_TRAIN  # type: ignore[attr-defined]
     build_mapper.feature_dropout = 0.0  # type: ignore[attr-defined]
     register_method(
