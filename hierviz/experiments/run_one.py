@@ -95,27 +95,27 @@ def _run_one(
     # read on the module when called (a test, or a user, may wrap hierviz.methods.build_objective)
     objective = methods.build_objective(method_name, tree, geometry, **cfg.loss)
     seed_everything(seed)
-    own_model = getattr(method.build, "model", None)  # a method that builds its own model (Paper 03's grid)
+    with _option_named("model.pretrained", "pretrained"):
+        model = build_model(
+            cfg.model.encoder,
+            geometry,
+            embed_dim=cfg.model.embed_dim,
+            width=cfg.model.width,
+            hidden_dim=cfg.model.hidden_dim,
+            num_classes=tree.num_leaves if method.needs.logits else None,
+            pretrained=cfg.model.pretrained,
+            clip_r=cfg.model.clip_r,
+            scale_init=cfg.model.scale_init,
+            learn_scale=cfg.model.learn_scale,
+            head_bound=cfg.model.head_bound,
+            init_radius=cfg.model.init_radius,
+            curvature_range=tuple(cfg.model.curvature_range),
+            head_center=cfg.model.head_center,
+        )
+    own_model = getattr(method.build, "model", None)  # issue 23: a method that builds its own model (Paper 03's grid)
     if own_model is not None:
+        seed_everything(seed)  # its initialisation draws from the run seed, as build_model's does
         model = own_model(train_ds, geometry, seed)
-    else:
-        with _option_named("model.pretrained", "pretrained"):
-            model = build_model(
-                cfg.model.encoder,
-                geometry,
-                embed_dim=cfg.model.embed_dim,
-                width=cfg.model.width,
-                hidden_dim=cfg.model.hidden_dim,
-                num_classes=tree.num_leaves if method.needs.logits else None,
-                pretrained=cfg.model.pretrained,
-                clip_r=cfg.model.clip_r,
-                scale_init=cfg.model.scale_init,
-                learn_scale=cfg.model.learn_scale,
-                head_bound=cfg.model.head_bound,
-                init_radius=cfg.model.init_radius,
-                curvature_range=tuple(cfg.model.curvature_range),
-                head_center=cfg.model.head_center,
-            )
 
     t = cfg.train
     per_sample = cfg.data.augment_seeds == "sample" or (cfg.data.augment_seeds == "auto" and get_world_size() > 1)
