@@ -161,3 +161,22 @@ def test_fold_split_is_the_runs_fold_and_refuses_a_fold_past_the_last():
 def test_a_tree_argument_is_refused_with_one_line():
     with pytest.raises(ValueError, match="tree: hierviz retrieval no longer adds tree NDCG@20"):
         run_retrieval(_blobs(), "smoke", tree=object(), progress=False, verbose=False)
+
+
+def test_any_method_runs_over_grouped_folds_with_the_protocol(tmp_path):
+    from hierviz.experiments import compare, resolve_config
+    from hierviz.features import save_features
+
+    data = _blobs(n=80)
+    path = save_features(tmp_path / "f.npz", data)
+    (tmp_path / "tree.json").write_text(json.dumps({"root": ["0", "1", "2", "3"]}))
+    cfg = resolve_config("quick", [
+        f"data.path={path}", f"data.tree={tmp_path / 'tree.json'}", "model.encoder=mapper", "methods=hyper-dino",
+        "eval.protocol=retrieval-folds", "geometries=poincare", "seeds=2", "train.epochs=1", "train.batch_size=16",
+        "eval.projection=pca", f"out={tmp_path / 'o'}",
+    ])  # fmt: skip
+    res = compare(cfg, progress=False, verbose=False)
+    tests = [np.load(r["embeddings"])["y_test"] for r in res.records]
+    folds = grouped_folds(data.labels, data.groups, 2, 0)
+    assert [len(t) for t in tests] == [len(f) for f in folds] and sum(len(t) for t in tests) == 80  # seed s: fold s
+    assert all(r["protocol"] == "retrieval-folds" and 0 <= r["metrics"]["map@20"] <= 1 for r in res.records)

@@ -566,12 +566,15 @@ class FoldRetrievalRecord:
 
 
 def _embed_rows(model: nn.Module, x: np.ndarray, device: Any) -> torch.Tensor:
-    """``model(x)["z"]`` of all rows at once (eval mode, no gradient), float32 on ``device``."""
+    """``model(x)["z"]`` of all rows at once (eval mode, no gradient), float32 on ``device``.
+
+    The rows go in as ``(n, D, 1, 1)``, the shape of a vector dataset's items (:class:`hierviz.data.FeatureViews`).
+    """
     was = model.training
     model.eval()
     try:
         with torch.no_grad():
-            return model(torch.as_tensor(np.asarray(x, dtype=np.float32), device=device))["z"]
+            return model(torch.as_tensor(np.asarray(x, dtype=np.float32), device=device)[:, :, None, None])["z"]
     finally:
         model.train(was)
 
