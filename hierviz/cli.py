@@ -9,7 +9,7 @@ A thin layer: parse → :class:`~hierviz.experiments.ExperimentConfig` → :mod:
 * ``hierviz config --preset quick --set …`` prints the resolved config (``--keys``: every key).
 * ``hierviz features --run RUN_DIR --out F.npz`` exports frozen encoder features, and
   ``hierviz retrieval --features F.npz --preset quick --out DIR`` runs Paper 03's retrieval
-  protocol on them (:mod:`hierviz.features`, :mod:`hierviz.retrieval`).
+  grid on them as one ``compare`` plan (:mod:`hierviz.features`, :mod:`hierviz.retrieval`).
 
 Shortcuts (``--methods``, ``--geometry``, ``--dataset``, ``--data``, ``--tree``, ``--seeds``,
 ``--epochs``, ``--limit`` …) set the same keys as ``--set``; ``--set`` wins when both are
@@ -217,7 +217,9 @@ def _add_retrieval_commands(sub: Any) -> None:
         "retrieval",
         help="train the Hyperbolic Mapper with HCL on a features file and report MAP@k over grouped folds",
         description="Paper 03 (Hyper-DINO): PCA/NCA(N) base features, Hyper-DINO(., 32) in the Poincaré ball, "
-        "MAP@1/5/10/20 over grouped cross-validation folds; writes results.csv, folds.csv and results.md.",
+        "MAP@1/5/10/20 over grouped cross-validation folds. An alias of 'hierviz compare' (one run per variant and "
+        "fold, in OUT/runs/, with compare's results.csv, results.md and report.html); writes Table 2 as table2.md, "
+        "table2.csv and folds.csv.",
     )
     r.add_argument("--features", required=True, metavar="F.npz", help="a features file ('hierviz features')")
     r.add_argument("--preset", default="quick", help="smoke, quick, paper or paper03-gpu (default: quick)")

@@ -11,7 +11,7 @@ by construction (issue 26). ``SPEC`` is one of
   row per run) with the Majority row of ``FOLDER/baselines.csv``
   (:func:`hierviz.report.results_markdown`) and, with >= 3 seeds, the paired differences to
   ``METHOD`` (:func:`hierviz.report.stats.paired_markdown`);
-* ``paper03 CSV... [chance=CSV]``: paper 03's Table 2 shape (:func:`hierviz.retrieval.protocol.table2_markdown`)
+* ``paper03 CSV... [chance=CSV]``: paper 03's Table 2 shape (:func:`hierviz.retrieval.tables.table2_markdown`)
   from ``hierviz retrieval`` summaries (mean and std over folds per variant), with the random-ranking row;
   ``paper03-list CSV...``: the same rows as a flat list; ``paper03-paired FOLDS_CSV``: each
   Hyper-DINO(·, 32) minus its base, paired by fold, mean and 95 % interval; ``paper03-storage CSV...``
@@ -47,7 +47,8 @@ from hierviz.methods.paper05 import HTC_METHODS, METRIC_KEYS
 from hierviz.report import read_results_csv, results_markdown
 from hierviz.report.stats import paired_ci, paired_markdown
 from hierviz.report.tables import default_metrics
-from hierviz.retrieval.protocol import table2_markdown
+from hierviz.retrieval.tables import paired_markdown as retrieval_paired_markdown
+from hierviz.retrieval.tables import table2_markdown
 
 #: One generated block of a results page: the spec line, the body and the closing line.
 BLOCK = re.compile(r"(<!-- table: (?P<spec>[^>]+?) -->\n)(?P<body>.*?)(<!-- /table -->)", re.S)
@@ -148,30 +149,8 @@ def paper03_list(root: Path, args: list[str], opts: dict[str, str]) -> str:
 
 def paper03_paired(root: Path, args: list[str], opts: dict[str, str]) -> str:
     """Hyper-DINO(V, 32) − V per fold (same queries and references), mean and 95 % interval over folds."""
-    rows = _read_csv(root / args[0])
-    storage = opts.get("storage", "fp16")
     keys = opts.get("metrics", "map@1,map@5,map@20").split(",")
-    by = {(r["variant"], r["storage"], int(r["fold"])): r for r in rows}
-    folds = sorted({int(r["fold"]) for r in rows})
-    bases = list(dict.fromkeys(r["variant"] for r in rows if r["dim_out"] == ""))
-    head = "| Hyper-DINO(V, 32) − V | " + " | ".join(f"Δ {k.upper()} (points)" for k in keys) + " | clip fraction |"
-    lines = [head, "|---|" + "---:|" * (len(keys) + 1)]
-    for v in bases:
-        hd = f"Hyper-DINO({v}, 32)"
-        if (hd, storage, folds[0]) not in by:
-            continue
-        cells = [
-            _ci(paired_ci([by[(hd, storage, f)][k] for f in folds], [by[(v, "fp16", f)][k] for f in folds]))
-            for k in keys
-        ]
-        clips = [by[(hd, storage, f)]["clip_fraction"] for f in folds]
-        lines.append(f"| {v} | " + " | ".join(cells) + " | " + " ".join(f"{c:g}" for c in clips) + " |")
-    return (
-        "\n".join(lines)
-        + f"\n\nΔ = Hyper-DINO(V, 32) ({storage} references) − V alone on the same fold, over {len(folds)} folds; "
-        "[low, high]: 95 % Student-t interval of the mean difference (hierviz.report.stats.paired_ci); "
-        "* the interval excludes 0. Clip fraction: the share of points at the mapper's cap, per fold.\n"
-    )
+    return retrieval_paired_markdown(_read_csv(root / args[0]), storage=opts.get("storage", "fp16"), metrics=keys)
 
 
 def paper03_storage(root: Path, args: list[str], opts: dict[str, str]) -> str:

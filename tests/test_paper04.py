@@ -608,7 +608,7 @@ def test_config_errors_for_protocol_and_fold(tmp_path, capsys):
         (
             "--protocol",
             "unseenn",
-            "--protocol (eval.protocol): unknown protocol 'unseenn'; valid: classification, retrieval, retrieval-cosine, unseen",
+            "--protocol (eval.protocol): unknown protocol 'unseenn'; valid: classification, retrieval, retrieval-cosine, retrieval-folds, unseen",
         ),
         ("--fold", "7", "--fold (eval.fold): must be an integer in [0, 4]"),
     ):

@@ -283,13 +283,20 @@ def test_run_retrieval_writes_tables_and_hyperbolic_beats_chance(tmp_path):
 
     cfg = RetrievalConfig(reducers=("pca",), n_grid=(6,), folds=3, epochs=8, storages=("fp32", "fp16"), device="cpu")
     res = run_retrieval(_blobs(), cfg, out=tmp_path, progress=False, verbose=False)
-    assert {p.name for p in res["paths"].values()} == {
+    # issue 23: one compare plan (its results.csv, results.md, report.html) and Table 2 from its records
+    assert {p.name for p in res["paths"].values()} >= {
         "folds.csv",
+        "table2.csv",
+        "table2.md",
+        "retrieval.json",
         "results.csv",
         "results.md",
-        "config.json",
-        "examples.npz",
+        "report.html",
     }
+    runs = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    assert runs == sorted(
+        f"{m}-poincare-s{f}" for m in ("pca6", "hyper-dino-pca6-32", "cosine-mapper-pca6") for f in range(3)
+    )
     names = {(s["variant"], s["storage"]) for s in res["summary"]}
     assert names == {
         ("PCA(6)", "fp16"),
@@ -319,9 +326,12 @@ def test_run_retrieval_writes_tables_and_hyperbolic_beats_chance(tmp_path):
     assert "| PCA | 6 |" in res["markdown"] and len(res["rows"]) == 3 * 5
     import csv
 
-    with open(tmp_path / "results.csv") as fh:
+    with open(tmp_path / "table2.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert {"map@1_mean", "map@5_mean", "map@10_mean", "map@20_mean", "map@20_std"} <= set(rows[0])
+    assert "| PCA(6) | " in res["markdown"] and "over 3 folds" in res["markdown"]  # the paired fold differences
+    with open(tmp_path / "results.csv") as fh:  # compare's own table: one row per variant and fold
+        assert sum(1 for r in csv.DictReader(fh) if r["method"] == "hyper-dino-pca6-32") == 3
 
 
 def test_unknown_preset_is_one_line():
@@ -397,7 +407,8 @@ def test_cli_features_then_retrieval_end_to_end(tmp_path, capsys):
         ],
         0,
     )
-    assert "| PCA | 4 |" in out and (tmp_path / "ret" / "results.csv").is_file()
+    assert "| PCA | 4 |" in out and (tmp_path / "ret" / "table2.md").is_file()
+    assert (tmp_path / "ret" / "report.html").is_file()  # issue 23: compare's report of the same runs
 
 
 def test_cli_features_from_a_checkpoint_with_pca(tmp_path, capsys):

@@ -95,14 +95,17 @@ def write_paper03_chance() -> None:
     import numpy as np
 
     from hierviz.data import load_dataset
+    from hierviz.evaluation.retrieval import grouped_folds
     from hierviz.retrieval import RETRIEVAL_PRESETS
-    from hierviz.retrieval.protocol import _chance_row, grouped_folds, summarise
+    from hierviz.retrieval.tables import chance_row, summarise
 
     ds = load_dataset("ham10000")
     y, groups = np.asarray(ds.labels), np.asarray(ds.groups)
     cfg = RETRIEVAL_PRESETS["quick"]
     folds = grouped_folds(y, groups, cfg.folds, cfg.seed)
-    rows = [_chance_row(f, y[t], y[np.setdiff1d(np.arange(len(y)), t)], cfg) for f, t in enumerate(folds)]
+    rows = [
+        chance_row(f, y[t], y[np.setdiff1d(np.arange(len(y)), t)], cfg.ks, cfg.denominator) for f, t in enumerate(folds)
+    ]
     summary = summarise(rows, tuple(cfg.ks))
     path = HERE / "paper03" / "chance.csv"
     with open(path, "w", newline="", encoding="utf-8") as fh:

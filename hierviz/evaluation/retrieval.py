@@ -14,6 +14,11 @@
   distance of the directions ``log_0(z)/‖log_0(z)‖`` (the cosine control's ranking).
   ``hierviz compare --protocol retrieval`` puts any method in the table; the report adds the
   expected scores of a random ranking as a *chance* row (:func:`chance_scores`).
+* The ``retrieval-folds`` protocol (issue 23: ``hierviz retrieval`` as an alias of ``compare``):
+  Paper 03's grouped cross-validation, run seed ``s`` of a plan with ``seeds = K`` is fold ``s``
+  of :func:`grouped_folds` (``make_split``, ``per_seed``); a model may rank the rows itself
+  (``model.ranking``: the base features by Euclidean distance, the mapper through its
+  float16 reference index), else the run geometry's distance ranks them.
 """
 
 from __future__ import annotations
@@ -51,6 +56,10 @@ __all__ = [
     "RetrievalRecord",
     "retrieval_protocol",
     "cosine_retrieval_protocol",
+    "grouped_folds",
+    "grouped_fold_split",
+    "FoldRetrievalRecord",
+    "fold_retrieval_protocol",
 ]
 
 #: Hidden width of Paper 03's mapper (§2.2: 256).
@@ -464,3 +473,165 @@ def cosine_retrieval_protocol(
 
 #: ``hierviz compare --protocol retrieval`` keeps this ranking for the methods that name it (``cosine-mapper``).
 cosine_retrieval_protocol.refines = "retrieval"  # type: ignore[attr-defined]
+
+
+def grouped_folds(labels: Any, groups: Any, folds: int, seed: int = 0) -> list[np.ndarray]:
+    """Test-row indices of each fold: stratified by label, grouped (no group in two folds).
+
+    scikit-learn's ``StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)``,
+    the folds of Paper 03 (Hyper-DINO) §3 on HAM10000 (groups: lesions).
+
+    Parameters
+    ----------
+    labels : array-like, shape (n,), int
+    groups : array-like, shape (n,), optional
+        Group ids (HAM10000 lesions); ``None``: every row its own group.
+    folds : int, >= 2
+    seed : int, default 0
+
+    Returns
+    -------
+    list of numpy.ndarray
+        ``folds`` disjoint index arrays covering ``0 .. n-1``.
+
+    Raises
+    ------
+    ValueError
+        ``folds < 2`` or more folds than groups.
+
+    Examples
+    --------
+    >>> f = grouped_folds(np.array([0, 0, 1, 1, 0, 1]), np.array([1, 1, 2, 2, 3, 4]), 2)
+    >>> sorted(np.concatenate(f).tolist()), [sorted(set(np.array([1, 1, 2, 2, 3, 4])[i].tolist())) for i in f]
+    ([0, 1, 2, 3, 4, 5], [[2, 3], [1, 4]])
+    """
+    from sklearn.model_selection import StratifiedGroupKFold  # heavy: scikit-learn's model selection, on first use
+
+    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
+        raise ValueError(f"folds must be an integer >= 2, got {folds!r}")
+    y = np.asarray(labels)
+    g = np.arange(len(y)) if groups is None else np.unique(np.asarray(groups).astype(str), return_inverse=True)[1]
+    if len(np.unique(g)) < folds:
+        raise ValueError(f"folds={folds} exceeds the number of groups ({len(np.unique(g))}); use fewer folds")
+    cv = StratifiedGroupKFold(n_splits=int(folds), shuffle=True, random_state=seed)
+    return [test for _, test in cv.split(np.zeros(len(y)), y, g)]
+
+
+def grouped_fold_split(
+    labels: Any, groups: Any = None, *, num_leaves: int = 0, seed: int = 0, fold: int = 0, folds: int = 5
+) -> dict[str, np.ndarray]:
+    """``{"train", "val", "test"}`` row indices of fold ``fold`` of :func:`grouped_folds` (``val`` is empty).
+
+    The ``make_split`` of the ``retrieval-folds`` protocol: ``compare`` passes the run seed as
+    ``fold`` and its ``seeds`` as ``folds`` (``per_seed``), so every fold is a run.
+
+    Examples
+    --------
+    >>> s = grouped_fold_split(np.array([0, 0, 1, 1, 0, 1]), np.array([1, 1, 2, 2, 3, 4]), fold=1, folds=2)
+    >>> s["train"].tolist(), s["test"].tolist(), len(s["val"])
+    ([2, 3, 4], [0, 1, 5], 0)
+    """
+    if isinstance(fold, bool) or not 0 <= int(fold) < int(folds):
+        raise ValueError(f"fold must be in [0, {int(folds) - 1}] (one run seed per fold), got {fold!r}")
+    test = np.sort(grouped_folds(labels, groups, int(folds), int(seed))[int(fold)])
+    train = np.setdiff1d(np.arange(len(np.asarray(labels))), test)
+    return {"train": train, "val": np.array([], dtype=np.int64), "test": test}
+
+
+grouped_fold_split.per_seed = True  # type: ignore[attr-defined]  (compare: run seed s is fold s of `seeds`)
+
+
+@dataclass
+class FoldRetrievalRecord:
+    """The typed record of ``retrieval-folds``: the fold's metrics and labels (no embeddings are kept).
+
+    Attributes
+    ----------
+    metrics : dict[str, float]
+        ``map@k``, ``p@1``, ``r_precision`` in [0, 1], plus what the model's ranking reports
+        (``bytes`` per stored reference, ``clip_fraction`` of the mapper).
+    y_train, y_test : numpy.ndarray, shape (n,), int64
+        References and queries of the fold (the report's chance row reads them).
+    seconds : float
+    """
+
+    metrics: dict[str, float]
+    y_train: np.ndarray
+    y_test: np.ndarray
+    seconds: float
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """What ``embeddings.npz`` keeps: the labels of the fold."""
+        return {"y_train": self.y_train, "y_test": self.y_test}
+
+
+def _embed_rows(model: nn.Module, x: np.ndarray, device: Any) -> torch.Tensor:
+    """``model(x)["z"]`` of all rows at once (eval mode, no gradient), float32 on ``device``.
+
+    The rows go in as ``(n, D, 1, 1)``, the shape of a vector dataset's items (:class:`hierviz.data.FeatureViews`).
+    """
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            return model(torch.as_tensor(np.asarray(x, dtype=np.float32), device=device)[:, :, None, None])["z"]
+    finally:
+        model.train(was)
+
+
+@register_protocol("retrieval-folds")
+def fold_retrieval_protocol(
+    model: nn.Module,
+    train_data: Any,
+    test_data: Any,
+    tree: Any,
+    geometry: Any,
+    *,
+    embedding: str = "z",
+    seed: int = 0,
+    image_size: int = 0,
+    device: Any = None,
+    num_workers: int = 0,
+    batch_size: int = 256,
+    mean_steps: int = 10,
+) -> FoldRetrievalRecord:
+    """Paper 03 §3.1 on one grouped fold: the fold's rows query the other folds' rows.
+
+    The rows of a vector dataset (``train_data.images``, (n, D) float) are embedded by
+    ``model(x)["z"]``. ``model.ranking(z_query, z_ref, y_query, y_ref)``, when the model has it, returns the
+    distances ``(Q, G)`` and extra metrics (the grid's models: Euclidean distance of the base
+    features, the mapper's float16 reference index, the cosine control's cosine distance);
+    otherwise the run geometry's distance ranks them. ``model.ks`` and ``model.denominator``
+    (default :data:`RETRIEVAL_KS`, ``"min_k_r"``) choose the MAP@k cut-offs and normaliser.
+
+    Raises
+    ------
+    ValueError
+        A dataset that does not hold (n, D) float rows.
+    """
+    t0 = time.perf_counter()
+    x_tr, x_te = (np.asarray(d.images) for d in (train_data, test_data))
+    if x_tr.ndim != 2 or x_tr.dtype.kind != "f":
+        raise ValueError(
+            f"the retrieval-folds protocol ranks feature vectors (n, D); got {x_tr.dtype} {x_tr.shape}: pass a "
+            "features file (--data F.npz)"
+        )
+    y_tr, y_te = np.asarray(train_data.labels, np.int64), np.asarray(test_data.labels, np.int64)
+    z_tr = _embed_rows(model, x_tr, device)
+    extra = dict(getattr(model, "retrieval_extra", {}) or {})  # e.g. the clip fraction of the references' call
+    z_te = _embed_rows(model, x_te, device)
+    ranking = getattr(model, "ranking", None)
+    if ranking is not None:
+        D, more = ranking(z_te, z_tr, y_te, y_tr)
+        extra.update(more)
+    else:
+        with torch.no_grad():
+            q, g = z_te.double(), z_tr.double()
+            D = torch.cat([geometry.pairwise_dist(qb, g) for qb in q.split(1024)])
+    ks = tuple(getattr(model, "ks", RETRIEVAL_KS))
+    metrics = retrieval_metrics(D.cpu(), y_te, y_tr, ks=ks, denominator=getattr(model, "denominator", "min_k_r"))
+    metrics.update({k: float(v) for k, v in extra.items()})
+    return FoldRetrievalRecord(metrics, y_tr, y_te, time.perf_counter() - t0)
+
+
+fold_retrieval_protocol.make_split = grouped_fold_split  # type: ignore[attr-defined]

@@ -156,24 +156,30 @@ def _compare(
             "per class (more images, fewer classes, or a larger data.limit)"
         )
 
-    splits: dict[str, tuple] = {}
+    splits: dict[tuple, tuple] = {}
 
-    def data_for(protocol_name: str) -> tuple:
-        """(split, train, test) of a protocol: its own ``make_split`` (e.g. unseen leaves) or the default split."""
-        if protocol_name not in splits:
-            maker = getattr(PROTOCOLS.get(protocol_name), "make_split", None)
+    def data_for(protocol_name: str, seed: int) -> tuple:
+        """(split, train, test) of a protocol: its own ``make_split`` (e.g. unseen leaves) or the default split.
+
+        A ``make_split`` marked ``per_seed`` (``retrieval-folds``) makes fold ``seed`` of ``cfg.seeds`` folds."""
+        maker = getattr(PROTOCOLS.get(protocol_name), "make_split", None)
+        per_seed = getattr(maker, "per_seed", False)
+        key = (protocol_name, seed if per_seed else None)
+        if key not in splits:
             sp = split
             if maker is not None:
-                with _option_named("eval.fold", "fold", value=cfg.eval.fold):
+                fold = seed if per_seed else cfg.eval.fold
+                with _option_named("eval.fold", "fold", value=fold):
                     sp = maker(
                         np.asarray(ds.labels),
                         None if ds.groups is None else np.asarray(ds.groups),
                         num_leaves=tree.num_leaves,
                         seed=cfg.data.split_seed,
-                        fold=cfg.eval.fold,
+                        fold=fold,
+                        **({"folds": cfg.seeds} if per_seed else {}),
                     )
-            splits[protocol_name] = (sp, ds.subset(sp["train"]), ds.subset(sp[cfg.eval.split]))
-        return splits[protocol_name]
+            splits[key] = (sp, ds.subset(sp["train"]), ds.subset(sp[cfg.eval.split]))
+        return splits[key]
 
     if main:
         atomic_write_text(out / "config.json", json.dumps(cfg.to_dict(), indent=1, default=json_default))
@@ -182,7 +188,7 @@ def _compare(
     plan = [(m, g, s) for m in cfg.methods for g in cfg.geometries for s in range(cfg.seeds)]
     records, header_split = [], split
     for i, (method, geo, seed) in enumerate(plan, 1):
-        run_split, train_ds, test_ds = data_for(cfg.eval.protocol or get_method(method).protocol)
+        run_split, train_ds, test_ds = data_for(cfg.eval.protocol or get_method(method).protocol, seed)
         if i == 1:
             header_split = run_split  # the header describes the first run's split
         run_dir = out / "runs" / run_name(method, geo, seed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from hierviz.report.run_record import RunRecord
 from hierviz.samplers import SAMPLERS
 from hierviz.training import TrainConfig, fit, resolve_device, seed_everything
 from hierviz.training.distributed import get_world_size, is_main_process
+from hierviz.training.loop import FitResult
 
 
 def _speed_options(cfg: ExperimentConfig, train_ds) -> dict[str, Any]:
@@ -62,6 +64,11 @@ def _launch(cfg: ExperimentConfig, train_ds, world_size: int) -> dict[str, int]:
     """``world_size`` (1, or the torchrun ranks) and ``global_batch_size`` (``train.batch_size``, capped
     at the training set; split between the ranks) of a run: each run's config.json and result.json."""
     return {"world_size": int(world_size), "global_batch_size": min(cfg.train.batch_size, len(train_ds))}
+
+
+def untrained(model: torch.nn.Module, device: torch.device) -> FitResult:
+    """The :class:`~hierviz.training.loop.FitResult` of a model with no trainable parameter (no epoch is run)."""
+    return FitResult(model.to(device).eval(), None, {}, {}, 0, 0, 0.0, None, device)
 
 
 def _run_one(
@@ -105,6 +112,10 @@ def _run_one(
             curvature_range=tuple(cfg.model.curvature_range),
             head_center=cfg.model.head_center,
         )
+    own_model = getattr(method.build, "model", None)  # issue 23: a method that builds its own model (Paper 03's grid)
+    if own_model is not None:
+        seed_everything(seed)  # its initialisation draws from the run seed, as build_model's does
+        model = own_model(train_ds, geometry, seed)
 
     t = cfg.train
     per_sample = cfg.data.augment_seeds == "sample" or (cfg.data.augment_seeds == "auto" and get_world_size() > 1)
@@ -128,6 +139,8 @@ def _run_one(
         sync_bn=t.sync_bn,
         compile_loss=t.compile_loss,
     )
+    # issue 23: a method may fix its optimiser and schedule (Paper 03's mapper: Adam, constant learning rate)
+    train_config = replace(train_config, **getattr(method.build, "train", {}))
     # heavy: torchvision (hierviz.data's transforms import it), imported on first use
     from hierviz.data import ContrastiveDataset, FeatureViews, TwoViewTransform
     from hierviz.data.gpu_augment import BatchTwoViewAugment, UInt8Images  # heavy: torchvision
@@ -142,9 +155,11 @@ def _run_one(
         train_views = UInt8Images(train_ds)
         speed["device_augment"] = BatchTwoViewAugment(image_size, views=views, channels_last=speed["channels_last"])
     elif getattr(train_ds, "is_vector", False):  # float (N, D) features: dropout views, lazy encoder input size
-        train_views = ContrastiveDataset(train_ds, FeatureViews(), views=views, seed=view_seed)
-        with torch.no_grad():  # the dry run that fixes the encoder's input size D (hierviz.models.MLPEncoder)
-            model.encoder(torch.zeros(1, train_ds.images.shape[1], 1, 1))
+        dropout = getattr(method.build, "feature_dropout", 0.2)  # Paper 03's mapper trains on the rows (0)
+        train_views = ContrastiveDataset(train_ds, FeatureViews(dropout), views=views, seed=view_seed)
+        if own_model is None:
+            with torch.no_grad():  # the dry run that fixes the encoder's input size D (hierviz.models.MLPEncoder)
+                model.encoder(torch.zeros(1, train_ds.images.shape[1], 1, 1))
     else:
         train_views = ContrastiveDataset(
             train_ds, TwoViewTransform(image_size, views=views), views=views, seed=view_seed
@@ -154,6 +169,7 @@ def _run_one(
         batch_sampler = SAMPLERS.get(method.needs.sampler)(
             labels=np.asarray(train_ds.labels), tree=tree, batch_size=t.batch_size, seed=seed
         )
+    trains = any(p.requires_grad for p in model.parameters())  # PCA(N)/NCA(N) alone have nothing to train
     result = fit(
         train_config,
         model,
@@ -164,7 +180,7 @@ def _run_one(
         device_augment=speed["device_augment"],
         channels_last=speed["channels_last"],
         loader_options=speed["loader_options"],
-    )
+    ) if trains else untrained(model, resolve_device(t.device))  # fmt: skip
 
     if not is_main_process():
         return None  # under torchrun rank 0 alone evaluates and writes

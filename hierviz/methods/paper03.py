@@ -14,8 +14,9 @@ and the retrieval protocol (:mod:`hierviz.evaluation.retrieval`):
   ``log_0(z)/‖log_0(z)‖`` (Euclidean chordal distance), evaluated by ``retrieval-cosine``:
   supervised metric learning on the same labels without the ball.
 
-``hierviz retrieval`` (:mod:`hierviz.retrieval`) keeps Paper 03's full grid (PCA/NCA × N ×
-5 grouped folds) and trains the same mapper through the same loop (``training.fit``).
+``hierviz retrieval`` (:mod:`hierviz.retrieval`) runs Paper 03's full grid (PCA/NCA × N ×
+5 grouped folds) through ``compare`` too: :mod:`hierviz.retrieval.grid` registers each variant
+as a method that builds the paper's exact mapper on its reduced features (no projection head).
 
 Its hyperparameters have their own names, since ``loss.alpha`` is already paper 01's α:
 ``loss.hcl_m0`` (:math:`m_0`), ``loss.hcl_alpha`` (:math:`\\alpha`) and ``loss.hcl_lambda``

@@ -213,6 +213,15 @@ def _saved_labels(records: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.
     return None
 
 
+def _has_embeddings(path: str | Path) -> bool:
+    """Whether a run's ``embeddings.npz`` holds test embeddings (a protocol may save its labels only)."""
+    try:
+        with np.load(path) as f:
+            return "z_test" in f.files
+    except (OSError, ValueError):  # unreadable: read_run_file names the file and the fix
+        return True
+
+
 def majority_baseline(records: Sequence[Mapping[str, Any]], tree) -> dict[str, float] | None:
     """The Majority-class row of a comparison, from the first run's saved ``y_train``/``y_test``.
 
@@ -416,7 +425,7 @@ def build_report(
             if hist.get("loss"):
                 losses[label] = list(hist["loss"])
             emb = r.get("embeddings")
-            if not emb or not Path(emb).is_file():
+            if not emb or not Path(emb).is_file() or not _has_embeddings(emb):  # retrieval-folds: labels only
                 notes.append(f"{label}: no saved test embeddings, figures skipped")
                 continue
             f = read_run_file(emb, required=("z_test", "y_test", "prototypes", "proto_nodes"), what="saved embeddings")

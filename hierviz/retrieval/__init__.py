@@ -3,10 +3,13 @@
 * :mod:`.index`: :class:`ReferenceIndex` (exact Poincaré search in batches on CPU or GPU,
   float16 ``log_0`` tangent storage: 64 bytes per image at d = 32),
   :func:`storage_distance_error`;
-* :mod:`.protocol`: :func:`retrieval_metrics` (MAP@k, P@1, R-precision), :func:`grouped_folds`,
-  :func:`run_retrieval` (the grid over 5 grouped folds, ``results.csv``);
-* :mod:`.config`: :class:`RetrievalConfig`, :data:`RETRIEVAL_PRESETS`; :mod:`.tables`:
-  :func:`summarise`, :func:`table2_markdown`; :mod:`.train`: :func:`train_mapper` (the mapper +
+* :mod:`.protocol`: :func:`run_retrieval`, the grid over 5 grouped folds as one
+  :func:`hierviz.experiments.compare` plan (issue 23: ``hierviz retrieval`` is an alias of
+  ``compare``); :mod:`.grid`: the grid's variants as ``compare`` methods (PCA(N)/NCA(N)/scaled,
+  the mapper, the cosine control), each fold a run of the ``retrieval-folds`` protocol;
+* :mod:`.config`: :class:`RetrievalConfig`, :data:`RETRIEVAL_PRESETS`; :mod:`.tables`: Table 2
+  from the run records (:func:`summarise`, :func:`table2_markdown`, the paired fold
+  differences); :mod:`.train`: :func:`train_mapper` (the mapper +
   HCL through :func:`hierviz.training.fit`, the loop of ``hierviz compare``); :mod:`.dataset`:
   :func:`register_features` (a features file as a named vector dataset of ``compare``).
 

@@ -1,16 +1,192 @@
-"""The tables of ``hierviz retrieval``: per-variant summaries, the Table-2-shaped Markdown, the files."""
+"""Paper 03's tables from ``compare``'s run records: per-fold rows, summaries, Table 2, the paired differences.
+
+``hierviz retrieval`` runs its grid through ``compare`` (:mod:`.grid`); :func:`fold_rows` turns
+the typed run records (one per variant and fold) into the per-fold rows of ``folds.csv``, with
+the random-ranking row of each fold from the labels the runs saved; :func:`summarise` gives
+mean ± std over folds (``table2.csv``), :func:`table2_markdown` the table shaped like Paper 03's
+Table 2 and :func:`paired_markdown` each Hyper-DINO(V, 32) minus V, paired by fold.
+"""
 
 from __future__ import annotations
 
 import csv
 import json
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["summarise", "table2_markdown", "write_tables"]
+from hierviz.metrics.baselines import random_ranking_scores
+from hierviz.report.stats import paired_ci
+from hierviz.retrieval.config import RANDOM_RANKING
+
+__all__ = ["fold_rows", "chance_row", "summarise", "table2_markdown", "paired_markdown", "write_tables"]
+
+#: Paper 03's notation, read back from a run record's display name (:func:`hierviz.retrieval.variant_name`).
+_MAPPER = re.compile(r"^(Hyper-DINO|Cosine-mapper)\((.+), (\d+)\)$")
+_BASE = re.compile(r"^(PCA|NCA)\((\d+)\)$|^scaled$")
+_METRIC = ("map@", "p@", "r_precision", "ndcg")
+
+
+def chance_row(fold: int, yq: Any, yg: Any, ks: Sequence[int], denominator: str) -> dict[str, Any] | None:
+    """The expected scores of a uniformly random ranking of one fold's references (None if undefined).
+
+    Examples
+    --------
+    >>> r = chance_row(0, [0, 1], [0, 0, 1, 1], (1,), "min_k_r")
+    >>> r["variant"], r["map@1"]
+    ('Random ranking (chance)', 0.5)
+    """
+    try:
+        scores = random_ranking_scores(yq, yg, tuple(ks), denominator=denominator)
+    except ValueError:  # the "hits" normaliser, or a query class without references
+        return None
+    row: dict[str, Any] = {
+        "fold": fold,
+        "variant": RANDOM_RANKING,
+        "base": "chance",
+        "n": "",
+        "dim_out": "",
+        "storage": "",
+        "bytes": 0,
+        "clip_fraction": "",
+        "seconds": 0.0,
+    }
+    return {**row, **scores}
+
+
+def _variant(display: str) -> tuple[str, Any, str] | None:
+    """``(base, dim_out or "", kind)`` of a display name; kind ``"base"``, ``"mapper"`` or ``"cosine"``."""
+    m = _MAPPER.match(display)
+    if m:
+        inner = _variant(m.group(2))
+        if inner is None:
+            return None
+        return inner[0], int(m.group(3)), "mapper" if m.group(1) == "Hyper-DINO" else "cosine"
+    m = _BASE.match(display)
+    if m:
+        return ("scaled" if m.group(1) is None else m.group(1).lower()), "", "base"
+    return None
+
+
+def fold_rows(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    ks: Sequence[int] = (1, 5, 10, 20),
+    denominator: str = "min_k_r",
+    float16_base: bool = True,
+) -> list[dict[str, Any]]:
+    """One row per fold, variant and storage from ``compare``'s records of a retrieval grid.
+
+    Parameters
+    ----------
+    records : sequence of mapping
+        Run records (``result.json``) of the ``retrieval-folds`` protocol: ``seed`` is the
+        fold, ``method_display`` the variant (``PCA(16)``, ``Hyper-DINO(PCA(16), 32)``,
+        ``Cosine-mapper(PCA(16), 32)``); records of other methods are skipped.
+    ks, denominator
+        Of the chance rows (the random ranking of each fold's references), from the labels
+        the fold's runs saved (``embeddings``).
+    float16_base : bool, default True
+        The storage name of the base rows (``fp16`` or ``fp32``).
+
+    Returns
+    -------
+    list of dict
+        The columns of ``folds.csv``: ``fold``, ``variant``, ``base``, ``n``, ``dim_out``,
+        ``storage``, ``bytes``, ``clip_fraction``, ``seconds`` and the metrics.
+    """
+    rows: list[dict[str, Any]] = []
+    labels: dict[int, tuple] = {}
+    for rec in sorted(records, key=lambda r: int(r["seed"])):
+        display = str(rec.get("method_display") or rec["method"])
+        parsed = _variant(display)
+        if parsed is None or rec.get("protocol") not in (None, "retrieval-folds"):
+            continue
+        base, dim_out, kind = parsed
+        fold, met = int(rec["seed"]), dict(rec["metrics"])
+        emb = rec.get("embeddings")
+        if fold not in labels and emb and Path(emb).is_file():
+            with np.load(emb) as f:
+                if "y_train" in f.files and "y_test" in f.files:
+                    labels[fold] = (f["y_test"], f["y_train"])
+        seconds = float(rec.get("train_seconds") or 0.0) + float(rec.get("eval_seconds") or 0.0)
+        common = {"fold": fold, "variant": display, "base": base, "n": int(met.get("n", 0)), "dim_out": dim_out}
+        plain = {k: v for k, v in met.items() if k.startswith(_METRIC)}
+        if kind == "base":
+            storage = "fp16" if float16_base else "fp32"
+            rows.append({**common, "storage": storage, "bytes": int(met["bytes"]), "clip_fraction": "",
+                         "seconds": seconds, **plain})  # fmt: skip
+            continue
+        if kind == "cosine":
+            rows.append({**common, "storage": "cosine", "bytes": int(met["bytes"]), "clip_fraction": "",
+                         "seconds": seconds, **plain})  # fmt: skip
+            continue
+        clip = met.get("clip_fraction", "")
+        for storage in dict.fromkeys(k[: -len("_bytes")] for k in met if k.endswith("_bytes")):
+            vals = {k[len(storage) + 1 :]: v for k, v in met.items() if k.startswith(f"{storage}_")}
+            nbytes = vals.pop("bytes")
+            rows.append({**common, "storage": storage, "bytes": int(nbytes), "clip_fraction": clip,
+                         "seconds": seconds, **vals})  # fmt: skip
+    chance = []
+    for fold in sorted(labels):
+        c = chance_row(fold, *labels[fold], ks, denominator)
+        if c is not None:
+            chance.append(c)
+    return chance + rows
+
+
+def paired_markdown(
+    rows: Sequence[Mapping[str, Any]], *, storage: str = "fp16", metrics: Sequence[str] = ("map@1", "map@5", "map@20")
+) -> str:
+    """Hyper-DINO(V, 32) − V per fold (same queries and references): mean and 95 % interval over folds.
+
+    Parameters
+    ----------
+    rows : sequence of mapping
+        :func:`fold_rows` (or a ``folds.csv`` read back).
+    storage : str, default "fp16"
+        The mapper's reference storage.
+    metrics : sequence of str
+
+    Returns
+    -------
+    str
+        A Markdown table (``""`` with fewer than 2 folds: no interval).
+    """
+    by = {(r["variant"], r["storage"], int(r["fold"])): r for r in rows}
+    folds = sorted({int(r["fold"]) for r in rows})
+    if len(folds) < 2:
+        return ""
+    bases = list(dict.fromkeys(r["variant"] for r in rows if r["dim_out"] == "" and r["base"] != "chance"))
+    head = "| Hyper-DINO(V, 32) − V | " + " | ".join(f"Δ {k.upper()} (points)" for k in metrics) + " | clip fraction |"
+    lines = [head, "|---|" + "---:|" * (len(metrics) + 1)]
+    for v in bases:
+        hd = f"Hyper-DINO({v}, 32)"
+        if any((hd, storage, f) not in by or (v, "fp16", f) not in by for f in folds):
+            continue
+        cells = [
+            _ci(paired_ci([by[(hd, storage, f)][k] for f in folds], [by[(v, "fp16", f)][k] for f in folds]))
+            for k in metrics
+        ]
+        clips = [by[(hd, storage, f)]["clip_fraction"] for f in folds]
+        lines.append(f"| {v} | " + " | ".join(cells) + " | " + " ".join(f"{c:g}" for c in clips) + " |")
+    return (
+        "\n".join(lines)
+        + f"\n\nΔ = Hyper-DINO(V, 32) ({storage} references) − V alone on the same fold, over {len(folds)} folds; "
+        "[low, high]: 95 % Student-t interval of the mean difference (hierviz.report.stats.paired_ci); "
+        "* the interval excludes 0. Clip fraction: the share of points at the mapper's cap, per fold.\n"
+    )
+
+
+def _ci(d: tuple[float, float, float, int], scale: float = 100.0, digits: int = 2) -> str:
+    """``+m [lo, hi]`` (``*`` when the interval excludes 0) of a :func:`paired_ci` result."""
+    m, lo, hi = (x * scale for x in d[:3])
+    star = "*" if lo > 0 or hi < 0 else ""
+    return f"{m:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]{star}"
 
 
 def summarise(rows: list[dict[str, Any]], ks: tuple[int, ...]) -> list[dict[str, Any]]:
@@ -120,33 +296,24 @@ def table2_markdown(summary: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 
     return "\n".join(lines) + "\n"
 
 
-def write_tables(out: Path, rows, summary, md, cfg, examples, data) -> dict[str, Path]:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(
-            f"--out {out}: cannot write there ({exc.strerror or exc}); choose a folder you can write to"
-        ) from None
+def write_tables(out: Path, rows, summary, md, cfg, data) -> dict[str, Path]:
+    """``folds.csv``, ``table2.csv`` (the summary), ``table2.md`` and ``retrieval.json`` (the grid's settings) in ``out``."""
     paths = {
         "folds": out / "folds.csv",
-        "results": out / "results.csv",
-        "markdown": out / "results.md",
-        "config": out / "config.json",
+        "table2": out / "table2.csv",
+        "table2_markdown": out / "table2.md",
+        "config": out / "retrieval.json",
     }
-    for path, table in ((paths["folds"], rows), (paths["results"], summary)):
+    for path, table in ((paths["folds"], rows), (paths["table2"], summary)):
         keys = list(dict.fromkeys(k for r in table for k in r))
         with open(path, "w", newline="", encoding="utf-8") as fh:
             w = csv.DictWriter(fh, fieldnames=keys)
             w.writeheader()
             w.writerows(table)
-    paths["markdown"].write_text(
+    paths["table2_markdown"].write_text(
         f"MAP@k (%), mean ± std over {cfg.folds} grouped folds; features: {data.source} "
         f"({data.n} × {data.dim}); AP@k normaliser: {cfg.denominator}.\n\n" + md,
         encoding="utf-8",
     )
-    cfg_d = asdict(cfg)
-    paths["config"].write_text(json.dumps(cfg_d, indent=1, default=str), encoding="utf-8")
-    if examples:
-        paths["examples"] = out / "examples.npz"
-        np.savez_compressed(paths["examples"], **examples)
+    paths["config"].write_text(json.dumps(asdict(cfg), indent=1, default=str), encoding="utf-8")
     return paths
