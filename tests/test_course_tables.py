@@ -1,6 +1,6 @@
 """Issue 26: each notebook's published tables agree with its results page.
 
-A notebook shows a results page's tables through :func:`hierviz.results_pages.results_tables`,
+A notebook shows a results page's tables through :func:`hierviz.results.pages.results_tables`,
 which rebuilds them with the builders ``docs/results/make_tables.py`` writes the pages with. These
 tests check that (a) the function gives, for every page, exactly the generated blocks committed in
 the page (so a notebook and its page agree by construction), that every ``results_tables`` call
@@ -17,8 +17,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hierviz import results_pages
-from hierviz.results_pages import RESULTS_PAGES, page_blocks, results_dir, results_tables
+from hierviz.results import pages as results_pages
+from hierviz.results.pages import RESULTS_PAGES, page_blocks, results_dir, results_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
@@ -116,7 +116,7 @@ def test_results_tables_errors_name_the_argument_and_the_fix(tmp_path, monkeypat
         results_dir(tmp_path)
     # a pip-installed package: no docs/results above the working directory, none beside the package
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(results_pages, "__file__", str(tmp_path / "site-packages" / "hierviz" / "results_pages.py"))
+    monkeypatch.setattr(results_pages, "__file__", str(tmp_path / "site-packages" / "hierviz" / "results" / "pages.py"))
     with pytest.raises(FileNotFoundError, match=r"docs/results/ not found .*pip install -e \.\) or pass root="):
         results_tables("paper05")
     monkeypatch.chdir(ROOT / "notebooks")  # where a notebook runs: found in the parent

@@ -9,7 +9,7 @@ drift from its data::
     python3 docs/results/make_tables.py --baselines  # recompute the Majority / chance CSVs from the data
                                                      # and splits (needs ham10000_64.npz, mnist/)
 
-The table builders (one per ``SPEC`` kind; :mod:`hierviz.results_tables` lists them) live in the
+The table builders (one per ``SPEC`` kind; :mod:`hierviz.results.tables` lists them) live in the
 package, so that the course notebooks show a page's tables through the same code
 (:func:`hierviz.course.results_tables`, issue 26); this script only walks the pages and writes them.
 Paths in a ``SPEC`` are relative to ``docs/results/``.
@@ -22,8 +22,8 @@ import csv
 import sys
 from pathlib import Path
 
-from hierviz.results_tables import BLOCK, _read_csv, read_baselines, table_markdown  # noqa: F401 (used by tests)
-from hierviz.results_tables import render as render_page
+from hierviz.results.tables import BLOCK, _read_csv, read_baselines, table_markdown  # noqa: F401 (used by tests)
+from hierviz.results.tables import render as render_page
 
 HERE = Path(__file__).resolve().parent
 PAGES = ["paper01.md", "paper02.md", "paper03.md", "paper04.md", "paper05.md"]
@@ -39,12 +39,12 @@ _BLOCK = BLOCK
 
 
 def table(spec: str) -> str:
-    """The Markdown of one ``<!-- table: SPEC -->`` block (:func:`hierviz.results_tables.table_markdown`)."""
+    """The Markdown of one ``<!-- table: SPEC -->`` block (:func:`hierviz.results.tables.table_markdown`)."""
     return table_markdown(spec, HERE)
 
 
 def render(text: str) -> str:
-    """``text`` with every table block regenerated (:func:`hierviz.results_tables.render`)."""
+    """``text`` with every table block regenerated (:func:`hierviz.results.tables.render`)."""
     return render_page(text, HERE)
 
 

@@ -17,7 +17,7 @@ from the summary statistics (for each cell: sum = N * mean, sum of squared devia
 (N - 1) * N * SE^2). Rounding the prior cells to 0.1 moves a pooled mean by at most
 0.05 * N / (N + k) and the pooled standard error by a comparable amount.
 
-The functions live in :mod:`hierviz.results_tables` (``folds_table``, ``seed_spread``,
+The functions live in :mod:`hierviz.results.tables` (``folds_table``, ``seed_spread``,
 ``read_prior``), which ``make_tables.py`` and the course notebooks call too (issue 26).
 """
 
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import sys
 
-from hierviz.results_tables import PAPER04_COLUMNS as COLUMNS  # noqa: F401 (the columns, for readers of the tables)
-from hierviz.results_tables import fold_means, read_prior, seed_spread, seed_values  # noqa: F401
-from hierviz.results_tables import folds_table as table
+from hierviz.results.tables import PAPER04_COLUMNS as COLUMNS  # noqa: F401 (the columns, for readers of the tables)
+from hierviz.results.tables import fold_means, read_prior, seed_spread, seed_values  # noqa: F401
+from hierviz.results.tables import folds_table as table
 
 if __name__ == "__main__":
     args = sys.argv[1:]

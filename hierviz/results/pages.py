@@ -1,14 +1,14 @@
 """A results page's tables in a notebook: the numbers of ``docs/results/paperNN.md``, from its CSVs.
 
 :func:`results_tables` returns the generated tables of one results page, each rebuilt from the
-committed CSVs by :func:`hierviz.results_tables.table_markdown`, the function
+committed CSVs by :func:`hierviz.results.tables.table_markdown`, the function
 ``docs/results/make_tables.py`` writes (and ``--check``-s) the page with. A course notebook that
 shows them therefore shows the page's numbers by construction (issue 26), at every notebook size:
 it reads CSVs, it trains nothing.
 
 .. code-block:: python
 
-    from hierviz.results_pages import results_tables
+    from hierviz.results.pages import results_tables
 
     for t in results_tables("paper05", only="paper05-20news-medium"):
         display(t)  # Markdown: the section heading and the table, as on the page
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hierviz.results_tables import BLOCK, table_markdown
+from hierviz.results.tables import BLOCK, table_markdown
 
 __all__ = ["RESULTS_PAGES", "ResultsTable", "page_blocks", "results_dir", "results_tables"]
 
@@ -38,7 +38,7 @@ class ResultsTable:
     page : str
         The page's file name, e.g. ``"paper05.md"``.
     spec : str
-        The block's ``SPEC`` (:mod:`hierviz.results_tables` lists the kinds), e.g.
+        The block's ``SPEC`` (:mod:`hierviz.results.tables` lists the kinds), e.g.
         ``"paper05 paper05-20news-medium baseline=hyilr-no-cl"``.
     heading : str
         The section the block sits in: the page's headings above it, from ``##`` down, joined by
@@ -138,7 +138,7 @@ def results_dir(root: str | Path | None = None) -> Path:
             )
         return found
     here = Path.cwd().resolve()
-    starts = [here, *here.parents, Path(__file__).resolve().parents[1]]
+    starts = [here, *here.parents, Path(__file__).resolve().parents[2]]
     for start in starts:
         if (start / "docs" / "results" / "make_tables.py").is_file():
             return start / "docs" / "results"
@@ -154,7 +154,7 @@ def results_tables(
 ) -> list[ResultsTable]:
     """A results page's tables, built from its committed CSVs by the code that writes the page.
 
-    Each table is rebuilt by :func:`hierviz.results_tables.table_markdown`, the function
+    Each table is rebuilt by :func:`hierviz.results.tables.table_markdown`, the function
     ``docs/results/make_tables.py`` writes the page with (``--check`` in the tests keeps the committed
     page equal to it), so what a notebook shows is what the page shows (issue 26). It reads CSVs
     only (no training), so it costs the same at every notebook size.

@@ -3,7 +3,7 @@
 Every table of a results page sits between ``<!-- table: SPEC -->`` and ``<!-- /table -->``;
 :func:`table_markdown` builds the Markdown of one ``SPEC`` from the CSVs committed beside the pages,
 and :func:`render` rewrites every block of a page. ``docs/results/make_tables.py`` (which rewrites
-or ``--check``-s the pages) and :func:`hierviz.results_pages.results_tables` (which shows a page's
+or ``--check``-s the pages) and :func:`hierviz.results.pages.results_tables` (which shows a page's
 tables in a notebook) both call these functions, so a notebook and its results page show the same numbers
 by construction (issue 26). ``SPEC`` is one of
 
