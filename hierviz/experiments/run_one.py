@@ -15,6 +15,7 @@ import torch
 
 from hierviz import __version__, methods
 from hierviz.evaluation import PROTOCOLS, embed_dataset, run_radius
+from hierviz.evaluation.multilabel import evaluate_classifier, has_classifier
 from hierviz.experiments.config import ExperimentConfig
 from hierviz.experiments.inputs import _option_named
 from hierviz.experiments.records import (
@@ -192,6 +193,19 @@ def _run_one(
         mean_steps=cfg.eval.mean_steps,
     )
     arrays = ev.arrays()
+    clf = None
+    if has_classifier(objective):  # issue 23: the method's own multi-label classifier (HyILR's F1 columns)
+        clf = evaluate_classifier(
+            result.model,
+            objective,
+            test_ds,
+            tree,
+            image_size=image_size,
+            batch_size=cfg.eval.batch_size,
+            device=result.device,
+            num_workers=cfg.data.workers,
+        )
+        arrays.update(clf.arrays())
     np.savez_compressed(run_dir / "embeddings.npz", **arrays)
 
     radius = run_radius(model, arrays, tree, geometry, embedding, seed=seed, steps=cfg.eval.mean_steps)
@@ -207,10 +221,11 @@ def _run_one(
         "curvature": 0.0 - float(getattr(geometry, "curvature", 0.0)),  # c (learned with model.learn_curvature)
         "seed": seed,
         "metrics": ev.metrics,
+        "classifier_metrics": None if clf is None else clf.metrics,
         "radius": radius,
         "epochs": t.epochs,
         "train_seconds": result.train_seconds,
-        "eval_seconds": ev.seconds,
+        "eval_seconds": ev.seconds + (0.0 if clf is None else clf.seconds),
         "augment_on": speed["augment_on"],
         **_launch(cfg, train_ds, get_world_size()),
         "eval_embedding": embedding,

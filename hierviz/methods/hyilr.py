@@ -217,6 +217,40 @@ class HyILRObjective(Objective):
             raise ValueError(f"objective {self.name!r} needs encoder features (B, h); got None")
         return self.terms["hyilr"](z, labels)
 
+    @torch.no_grad()
+    def predict_proba(self, features: torch.Tensor) -> torch.Tensor:
+        """The classifier's label probabilities ``sigmoid(ℓ)`` (Eq. 9) for encoder features.
+
+        What :func:`hierviz.evaluation.multilabel.evaluate_classifier` thresholds (issue 23:
+        the classifier's micro/macro F1 and Hi-MiF1/Hi-MaF1 in ``compare``'s table).
+
+        Parameters
+        ----------
+        features : Tensor, shape (B, h), float
+            The encoder features (``out["features"]``) of one view per sample.
+
+        Returns
+        -------
+        Tensor, shape (B, N − 1), float32 in [0, 1]
+            Columns: the tree's non-root nodes in ``tree.nodes`` order.
+
+        Raises
+        ------
+        ValueError
+            Features not 2-D, or a classifier never called (untrained).
+        """
+        loss = self.terms["hyilr"]
+        if features.ndim != 2:
+            raise ValueError(f"features must have shape (B, h), got {tuple(features.shape)}")
+        if isinstance(loss.head.W_L, UninitializedParameter):
+            raise ValueError(f"objective {self.name!r}: the classifier was never trained (its size is unknown)")
+        was = loss.head.training
+        loss.head.eval()
+        try:
+            return torch.sigmoid(loss.head(features.float())).float()
+        finally:
+            loss.head.train(was)
+
     def loss_from_output(
         self, out: Mapping[str, torch.Tensor | None], labels: torch.Tensor | None
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

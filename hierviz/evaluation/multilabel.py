@@ -1,0 +1,140 @@
+"""The multi-label classifier of a run, scored as in Paper 05 (HyILR) §5.3 (issue 23).
+
+A method whose objective trains a multi-label classifier on the encoder features (the HyILR
+family, :mod:`hierviz.methods.hyilr`) exposes it as ``objective.predict_proba(features)``;
+:func:`evaluate_classifier` thresholds its probabilities on the test split and scores the
+label sets with :func:`hierviz.metrics.htc.classifier_scores` (micro/macro F1, Hi-MiF1,
+Hi-MaF1). ``hierviz compare`` writes the scores into the run record
+(``RunRecord.classifier_metrics``) beside the probe's metrics, and the predicted and true label
+sets into ``embeddings.npz`` (``clf_pred_test``, ``clf_true_test``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from hierviz.evaluation.classification import embed_dataset
+from hierviz.metrics.htc import classifier_scores, label_columns, leaf_path_targets
+
+__all__ = ["ClassifierRecord", "has_classifier", "evaluate_classifier"]
+
+
+@dataclass
+class ClassifierRecord:
+    """The scores and label sets of a run's multi-label classifier on the test split.
+
+    Attributes
+    ----------
+    metrics : dict[str, float]
+        :data:`hierviz.metrics.htc.CLASSIFIER_METRICS` in [0, 1].
+    y_true, y_pred : numpy.ndarray, shape (n, tree.num_nodes), bool
+        The test samples' label sets (leaf and ancestors) and the thresholded predictions,
+        ``tree.nodes`` order, root column False.
+    threshold : float
+    seconds : float
+    """
+
+    metrics: dict[str, float]
+    y_true: np.ndarray
+    y_pred: np.ndarray
+    threshold: float
+    seconds: float
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """What a run folder's ``embeddings.npz`` adds: ``clf_true_test`` and ``clf_pred_test``."""
+        return {"clf_true_test": self.y_true, "clf_pred_test": self.y_pred}
+
+
+def has_classifier(objective: Any) -> bool:
+    """Whether ``objective`` trains a multi-label classifier (it has ``predict_proba(features)``)."""
+    return callable(getattr(objective, "predict_proba", None))
+
+
+class _Features(nn.Module):
+    """A model whose ``embed`` is the raw encoder features (``out["features"]``), for :func:`embed_dataset`."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    @torch.no_grad()
+    def embed(self, x: torch.Tensor, use: str = "z") -> torch.Tensor:
+        return self.model(x)["features"]
+
+
+def evaluate_classifier(
+    model: nn.Module,
+    objective: Any,
+    test_data: Any,
+    tree: Any,
+    *,
+    image_size: int,
+    threshold: float = 0.5,
+    batch_size: int = 256,
+    device: str | torch.device | None = None,
+    num_workers: int = 0,
+) -> ClassifierRecord:
+    """Threshold ``objective.predict_proba`` on the test split's encoder features and score it.
+
+    Parameters
+    ----------
+    model : hierviz.models.EmbeddingModel
+        The trained model (its ``forward`` gives ``features``).
+    objective : module with ``predict_proba(features) -> (n, N − 1)`` probabilities
+        Columns: the tree's non-root nodes in ``tree.nodes`` order (:meth:`hierviz.methods.hyilr.HyILRObjective.predict_proba`).
+    test_data : hierviz.data.ArrayDataset
+        Images or vectors and leaf labels.
+    tree : LabelTree
+    image_size : int
+        As :func:`hierviz.evaluation.embed_dataset`.
+    threshold : float, default 0.5
+        A label is predicted when its probability is ``>= threshold`` (Paper 05's sigmoid cut).
+    batch_size, device, num_workers
+        See :func:`hierviz.evaluation.embed_dataset`.
+
+    Returns
+    -------
+    ClassifierRecord
+
+    Raises
+    ------
+    ValueError
+        ``objective`` without ``predict_proba``, a threshold outside (0, 1), or probabilities
+        of the wrong shape.
+    """
+    if not has_classifier(objective):
+        raise ValueError(f"objective {getattr(objective, 'name', objective)!r} has no multi-label classifier")
+    if not 0.0 < float(threshold) < 1.0:
+        raise ValueError(f"threshold must lie in (0, 1) (a cut on sigmoid probabilities), got {threshold!r}")
+    t0 = time.perf_counter()
+    feats, y = embed_dataset(
+        _Features(model), test_data, image_size, batch_size=batch_size, device=device, num_workers=num_workers
+    )
+    dev = next(objective.parameters()).device
+    probs = torch.cat(
+        [
+            objective.predict_proba(torch.from_numpy(feats[i : i + batch_size]).to(dev)).cpu()
+            for i in range(0, len(feats), batch_size)
+        ]
+    ).numpy()
+    cols = label_columns(tree)
+    if probs.shape != (len(y), len(cols)):
+        raise ValueError(
+            f"predict_proba gave shape {probs.shape}, expected ({len(y)}, {len(cols)}) (the non-root nodes)"
+        )
+    y_pred = np.zeros((len(y), tree.num_nodes), dtype=bool)
+    y_pred[:, cols] = probs >= threshold
+    y_true = leaf_path_targets(y, tree)
+    return ClassifierRecord(
+        metrics=classifier_scores(y_true, y_pred, tree),
+        y_true=y_true,
+        y_pred=y_pred,
+        threshold=float(threshold),
+        seconds=time.perf_counter() - t0,
+    )
