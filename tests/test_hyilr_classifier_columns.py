@@ -148,3 +148,50 @@ def test_compare_writes_the_classifier_columns_synthetic_20news(tmp_path, monkey
     major = next(ln for ln in md.splitlines() if ln.startswith("| *Majority class* |"))
     assert major.endswith(" | ".join(f"{prior[k]:.3f}" for k in CLASSIFIER_METRICS) + " |")
     assert next(ln for ln in md.splitlines() if ln.startswith("| SupCon |")).endswith("| – | – | – | – |")
+
+
+def test_head_on_tokens_equals_the_htc_model():
+    """HyILRHead on a text encoder's tokens is HyILRModel's classifier (Eq. 8 over the tokens, Eq. 9)."""
+    from hierviz.models.text import HyILRHead, HyILRModel, TokenEncoder
+
+    torch.manual_seed(0)
+    enc = TokenEncoder(h=8, heads=2, vocab_size=30)
+    for attention in (True, False):
+        model = HyILRModel(enc.net, num_labels=5, attention=attention, dropout=0.0).eval()
+        head = HyILRHead(5, attention=attention, dropout=0.0)
+        ids = torch.tensor([[1, 5, 7, 0], [1, 9, 0, 0]])
+        mask = ids != 0
+        X, m = enc(torch.stack([ids, mask.long()], -1)[:, None])
+        head(X[:, 0], X, m)  # materialise, then copy the HTC model's weights
+        with torch.no_grad():
+            (
+                head.W_L.copy_(model.W_L),
+                head.weight.copy_(model.classifier.weight),
+                head.bias.copy_(model.classifier.bias),
+            )
+        torch.testing.assert_close(head(X[:, 0], X, m), model(ids, mask)["logits"])
+        if attention:  # the padding matters: attending over the padded tokens too gives other logits
+            assert not torch.allclose(head(X[:, 0], X, None), model(ids, mask)["logits"])
+
+
+def test_compare_on_token_sequences_synthetic_20news(tmp_path, monkeypatch, capsys):
+    """``--dataset 20news-text`` (inputs="text"): the hyilr-text encoder without naming it, attention over tokens."""
+    from test_paper04 import make_corpus
+
+    from hierviz.cli import main
+
+    make_corpus(tmp_path / "20news-bydate.tar.gz", n_train=6, n_test=2)
+    monkeypatch.setenv("HIERVIZ_DATA", str(tmp_path))
+    out = tmp_path / "out"
+    argv = ["compare", "--preset", "quick", "--dataset", "20news-text", "--methods", "hyilr", "--image-size", "16",
+            "--geometry", "lorentz", "--seeds", "1", "--set", "train.epochs=1", "--projection", "pca",
+            "--out", str(out), "--quiet"]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["model"]["encoder"] == "hyilr-text" and cfg["data"]["image_size"] == 16
+    tree = LabelTree.from_json(out / "tree.json")
+    rec = json.loads((out / "runs" / "hyilr-lorentz-s0" / "result.json").read_text())
+    with np.load(out / "runs" / "hyilr-lorentz-s0" / "embeddings.npz") as f:
+        ref = {f"clf_{k}": v for k, v in hierarchical_f1(f["clf_true_test"], f["clf_pred_test"], tree).items()}
+    assert rec["classifier_metrics"] == pytest.approx(ref)
+    assert "Clf Hi-MaF1 (Lorentz)" in (out / "results.md").read_text()

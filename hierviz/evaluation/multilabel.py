@@ -56,16 +56,17 @@ def has_classifier(objective: Any) -> bool:
     return callable(getattr(objective, "predict_proba", None))
 
 
-class _Features(nn.Module):
-    """A model whose ``embed`` is the raw encoder features (``out["features"]``), for :func:`embed_dataset`."""
+class _Probabilities(nn.Module):
+    """A model whose ``embed`` is the classifier's probabilities of the model output, for :func:`embed_dataset`."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, objective: Any) -> None:
         super().__init__()
-        self.model = model
+        self.model, self.objective = model, objective
 
     @torch.no_grad()
     def embed(self, x: torch.Tensor, use: str = "z") -> torch.Tensor:
-        return self.model(x)["features"]
+        out = self.model(x)  # the output dict: features (and a text encoder's tokens and mask)
+        return self.objective.predict_proba({k: v for k, v in out.items() if v is not None})
 
 
 def evaluate_classifier(
@@ -86,7 +87,7 @@ def evaluate_classifier(
     ----------
     model : hierviz.models.EmbeddingModel
         The trained model (its ``forward`` gives ``features``).
-    objective : module with ``predict_proba(features) -> (n, N − 1)`` probabilities
+    objective : module with ``predict_proba(out) -> (n, N − 1)`` probabilities of the model output
         Columns: the tree's non-root nodes in ``tree.nodes`` order (:meth:`hierviz.methods.hyilr.HyILRObjective.predict_proba`).
     test_data : hierviz.data.ArrayDataset
         Images or vectors and leaf labels.
@@ -113,16 +114,12 @@ def evaluate_classifier(
     if not 0.0 < float(threshold) < 1.0:
         raise ValueError(f"threshold must lie in (0, 1) (a cut on sigmoid probabilities), got {threshold!r}")
     t0 = time.perf_counter()
-    feats, y = embed_dataset(
-        _Features(model), test_data, image_size, batch_size=batch_size, device=device, num_workers=num_workers
-    )
-    dev = next(objective.parameters()).device
-    probs = torch.cat(
-        [
-            objective.predict_proba(torch.from_numpy(feats[i : i + batch_size]).to(dev)).cpu()
-            for i in range(0, len(feats), batch_size)
-        ]
-    ).numpy()
+    wrapper = _Probabilities(model, objective)
+    wrapper.training = model.training  # embed_dataset restores this mode on the model and the objective
+    probs, y = embed_dataset(
+        wrapper, test_data, image_size, batch_size=batch_size, device=device,
+        num_workers=num_workers,
+    )  # fmt: skip
     cols = label_columns(tree)
     if probs.shape != (len(y), len(cols)):
         raise ValueError(

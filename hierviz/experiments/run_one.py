@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from hierviz import __version__, methods
+from hierviz.data.text import TokenViews
 from hierviz.evaluation import PROTOCOLS, embed_dataset, run_radius
 from hierviz.evaluation.multilabel import evaluate_classifier, has_classifier
 from hierviz.experiments.config import ExperimentConfig
@@ -146,6 +147,8 @@ def _run_one(
         train_views = ContrastiveDataset(train_ds, FeatureViews(), views=views, seed=view_seed)
         with torch.no_grad():  # the dry run that fixes the encoder's input size D (hierviz.models.MLPEncoder)
             model.encoder(torch.zeros(1, train_ds.images.shape[1], 1, 1))
+    elif getattr(train_ds, "is_text", False):  # int64 (N, s, 2) token ids and mask: the sequences as they are
+        train_views = ContrastiveDataset(train_ds, TokenViews(), views=views, seed=view_seed)
     else:
         train_views = ContrastiveDataset(
             train_ds, TwoViewTransform(image_size, views=views), views=views, seed=view_seed

@@ -163,10 +163,18 @@ class HyILRLoss(nn.Module):
         self.head = HyILRHead(targets.shape[1], attention=attention, dropout=0.0)
         self.scales = HyperbolicScales(1, geometry=space)
 
-    def forward(self, x: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def forward(
+        self,
+        x: torch.Tensor,
+        labels: torch.Tensor,
+        tokens: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Loss and its terms (``bce``, ``cl``, ``negatives``) for features ``x`` (B, h) or (B, V, h).
 
-        Views are read as samples (each view gets its leaf's label set).
+        Views are read as samples (each view gets its leaf's label set). ``tokens`` (B, s, h) or
+        (B, V, s, h) and ``mask`` (B, s) or (B, V, s): a text encoder's token features, which the
+        classifier attends over (Eq. 8); ``x`` is then their ``[CLS]`` token.
 
         Raises
         ------
@@ -178,10 +186,12 @@ class HyILRLoss(nn.Module):
         if x.ndim == 3:
             labels = labels.repeat_interleave(x.shape[1])
             x = x.reshape(-1, x.shape[-1])
+            if tokens is not None:
+                tokens, mask = tokens.reshape(-1, *tokens.shape[-2:]), mask.reshape(-1, mask.shape[-1])
         if x.ndim != 2:
             raise ValueError(f"features must have shape (B, h) or (B, V, h), got {tuple(x.shape)}")
         first = isinstance(self.head.W_L, UninitializedParameter)  # (a type check: traceable by torch.compile)
-        logits = self.head(x)
+        logits = self.head(x) if tokens is None else self.head(x, tokens.float(), mask)
         if first:  # §5.1: α_t, α_l start at 1/√h, known from the first batch
             with torch.no_grad():
                 init = math.log(1.0 / math.sqrt(x.shape[-1]))
@@ -210,15 +220,20 @@ class HyILRObjective(Objective):
     """
 
     def forward(
-        self, z: torch.Tensor | None, labels: torch.Tensor | None, logits: torch.Tensor | None = None
+        self,
+        z: torch.Tensor | None,
+        labels: torch.Tensor | None,
+        logits: torch.Tensor | None = None,
+        tokens: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """``z`` here is the features ``(B, h)`` or ``(B, V, h)``; see :meth:`HyILRLoss.forward`."""
         if z is None:
             raise ValueError(f"objective {self.name!r} needs encoder features (B, h); got None")
-        return self.terms["hyilr"](z, labels)
+        return self.terms["hyilr"](z, labels, tokens, mask)
 
     @torch.no_grad()
-    def predict_proba(self, features: torch.Tensor) -> torch.Tensor:
+    def predict_proba(self, features: torch.Tensor | Mapping[str, torch.Tensor]) -> torch.Tensor:
         """The classifier's label probabilities ``sigmoid(ℓ)`` (Eq. 9) for encoder features.
 
         What :func:`hierviz.evaluation.multilabel.evaluate_classifier` thresholds (issue 23:
@@ -226,8 +241,9 @@ class HyILRObjective(Objective):
 
         Parameters
         ----------
-        features : Tensor, shape (B, h), float
-            The encoder features (``out["features"]``) of one view per sample.
+        features : Tensor, shape (B, h), float, or the model's output dict
+            The encoder features (``out["features"]``) of one view per sample; the output dict
+            of a text encoder's model also gives ``tokens`` and ``mask`` (attention over tokens).
 
         Returns
         -------
@@ -240,6 +256,10 @@ class HyILRObjective(Objective):
             Features not 2-D, or a classifier never called (untrained).
         """
         loss = self.terms["hyilr"]
+        tokens = mask = None
+        if isinstance(features, Mapping):
+            tokens, mask = features.get("tokens"), features.get("mask")
+            features = features["features"]
         if features.ndim != 2:
             raise ValueError(f"features must have shape (B, h), got {tuple(features.shape)}")
         if isinstance(loss.head.W_L, UninitializedParameter):
@@ -247,7 +267,9 @@ class HyILRObjective(Objective):
         was = loss.head.training
         loss.head.eval()
         try:
-            return torch.sigmoid(loss.head(features.float())).float()
+            if tokens is None:
+                return torch.sigmoid(loss.head(features.float())).float()
+            return torch.sigmoid(loss.head(features.float(), tokens.float(), mask)).float()
         finally:
             loss.head.train(was)
 
@@ -257,7 +279,7 @@ class HyILRObjective(Objective):
         feats = out.get("features")
         if feats is None:
             raise ValueError(f"objective {self.name!r} reads the encoder features: the model output has no 'features'")
-        return self(feats.float(), labels)
+        return self(feats.float(), labels, tokens=out.get("tokens"), mask=out.get("mask"))
 
 
 #: name -> (display name, contrastive space (a Geometry class, built with ``validate=False``),
