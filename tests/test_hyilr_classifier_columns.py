@@ -195,3 +195,33 @@ def test_compare_on_token_sequences_synthetic_20news(tmp_path, monkeypatch, caps
         ref = {f"clf_{k}": v for k, v in hierarchical_f1(f["clf_true_test"], f["clf_pred_test"], tree).items()}
     assert rec["classifier_metrics"] == pytest.approx(ref)
     assert "Clf Hi-MaF1 (Lorentz)" in (out / "results.md").read_text()
+
+
+def test_htc_engine_compare_runs_compare_plans_and_writes_table4(tmp_path, monkeypatch, capsys):
+    """``hierviz htc --engine compare``: one compare plan (and one per other λ), Table 4 from the typed records."""
+    from test_paper04 import make_corpus
+
+    from hierviz.cli import main
+    from hierviz.experiments.records import load_records
+
+    make_corpus(tmp_path / "20news-bydate.tar.gz", n_train=6, n_test=2)
+    monkeypatch.setenv("HIERVIZ_DATA", str(tmp_path))
+    out = tmp_path / "htc"
+    argv = ["htc", "--engine", "compare", "--preset", "smoke", "--methods", "hyilr,hyilr-no-cl", "--seeds", "0",
+            "--lams", "0.3,1.0", "--set", "max_len=16", "--set", "max_train=100", "--set", "max_test=50",
+            "--out", str(out), "--quiet"]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    recs = load_records(out)
+    assert [r["method"] for r in recs] == ["hyilr", "hyilr-no-cl"]
+    assert json.loads((out / "config.json").read_text())["model"]["encoder"] == "hyilr-text"
+    assert recs[0]["hparams"] == {"tau": 0.07, "hyilr_lambda": 0.3}
+    swept = load_records(out / "lam1")
+    assert [(r["method"], r["hparams"]["hyilr_lambda"]) for r in swept] == [("hyilr", 1.0)]
+    md = (out / "htc_results.md").read_text().splitlines()
+    for rec, lam in ((recs[0], "0.3"), (recs[1], "–"), (swept[0], "1")):
+        m = rec["classifier_metrics"]
+        row = next(ln for ln in md if ln.startswith(f"| {rec['method_display']} (`{rec['method']}`) | {lam} |"))
+        cells = " | ".join(f"{100 * m[k]:.2f} ± 0.00" for k in CLASSIFIER_METRICS)
+        assert row == f"| {rec['method_display']} (`{rec['method']}`) | {lam} | 1 | {cells} |"
+    with open(out / "htc_results.csv", newline="") as fh:
+        assert [r["lam"] for r in csv.DictReader(fh)] == ["0.3", "", "1.0"]

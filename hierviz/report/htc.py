@@ -20,7 +20,79 @@ from hierviz.hierarchy import LabelTree
 from hierviz.report.html import write_report_html
 from hierviz.viz.hyilr import history_figure, label_disk_figure, level_bucket_figure
 
-__all__ = ["write_report"]
+__all__ = ["write_report", "classifier_rows", "classifier_markdown"]
+
+#: Paper 05 Table 4's columns: the record keys (``RunRecord.classifier_metrics``) and their titles.
+_TABLE4 = (
+    ("clf_micro_f1", "Micro-F1"),
+    ("clf_macro_f1", "Macro-F1"),
+    ("clf_hi_micro_f1", "Hi-MiF1"),
+    ("clf_hi_macro_f1", "Hi-MaF1"),
+)
+
+
+def classifier_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Table 4's rows from typed run records: one per method × λ, mean ± std over seeds, percent.
+
+    A table kind of ``compare``'s records (issue 23): it reads ``method``, ``method_display``,
+    ``seed``, ``hparams["hyilr_lambda"]`` and ``classifier_metrics`` only, never the code that
+    made them. Records without ``classifier_metrics`` (methods without a classifier) are left out.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        :func:`hierviz.experiments.load_records` of one or more folders.
+
+    Returns
+    -------
+    list of dict
+        ``method``, ``display_name``, ``lam`` (None for a method that reads no λ), ``seeds``,
+        ``<metric>_mean`` / ``<metric>_std`` (sample std, 0 for one seed) for Micro-F1, Macro-F1,
+        Hi-MiF1, Hi-MaF1 (keys without the ``clf_`` prefix), in first-seen order.
+
+    Raises
+    ------
+    ValueError
+        No record has classifier metrics.
+
+    Examples
+    --------
+    >>> recs = [{"method": "hyilr", "method_display": "HyILR", "seed": s, "hparams": {"hyilr_lambda": 0.3},
+    ...          "classifier_metrics": dict.fromkeys(("clf_micro_f1", "clf_macro_f1", "clf_hi_micro_f1",
+    ...                                                "clf_hi_macro_f1"), v)} for s, v in ((0, 0.5), (1, 0.7))]
+    >>> r = classifier_rows(recs)[0]
+    >>> r["lam"], r["seeds"], round(r["micro_f1_mean"], 6), round(r["micro_f1_std"], 4)
+    (0.3, 2, 60.0, 14.1421)
+    """
+    groups: dict[tuple[str, Any], list[dict[str, Any]]] = {}
+    for r in records:
+        if not r.get("classifier_metrics"):
+            continue
+        lam = (r.get("hparams") or {}).get("hyilr_lambda")
+        groups.setdefault((str(r["method"]), lam), []).append(r)
+    if not groups:
+        raise ValueError("records: no run has classifier metrics (run HyILR methods, e.g. --methods hyilr)")
+    rows = []
+    for (method, lam), rs in groups.items():
+        row: dict[str, Any] = {"method": method, "display_name": rs[0].get("method_display") or method, "lam": lam}
+        row["seeds"] = len(rs)
+        for key, _ in _TABLE4:
+            v = np.array([100.0 * float(r["classifier_metrics"][key]) for r in rs])
+            row[f"{key[4:]}_mean"] = float(v.mean())
+            row[f"{key[4:]}_std"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
+        rows.append(row)
+    return rows
+
+
+def classifier_markdown(rows: Sequence[dict[str, Any]], title: str) -> str:
+    """Table 4 as Markdown: method, λ, seeds, Micro-F1, Macro-F1, Hi-MiF1, Hi-MaF1 (mean ± std, percent)."""
+    lines = [f"### {title}", "", "| method | λ | seeds | " + " | ".join(t for _, t in _TABLE4) + " |"]
+    lines.append("|" + "---|" * (3 + len(_TABLE4)))
+    for r in rows:
+        cells = [f"{r[k[4:] + '_mean']:.2f} ± {r[k[4:] + '_std']:.2f}" for k, _ in _TABLE4]
+        lam = "–" if r["lam"] is None else f"{r['lam']:g}"
+        lines.append(f"| {r['display_name']} (`{r['method']}`) | {lam} | {r['seeds']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def write_report(out: str | Path, rows: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]]) -> Path:
