@@ -225,3 +225,66 @@ def test_htc_engine_compare_runs_compare_plans_and_writes_table4(tmp_path, monke
         assert row == f"| {rec['method_display']} (`{rec['method']}`) | {lam} | 1 | {cells} |"
     with open(out / "htc_results.csv", newline="") as fh:
         assert [r["lam"] for r in csv.DictReader(fh)] == ["0.3", "", "1.0"]
+
+
+def test_fit_stops_when_a_callback_raises_stop_training():
+    from torch import nn
+    from torch.utils.data import TensorDataset
+
+    from hierviz.methods import build_objective
+    from hierviz.training import StopTraining, TrainConfig, fit
+
+    class Tiny(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.Linear(6, 8)
+
+        def forward(self, x):
+            return {"features": torch.tanh(self.enc(x)), "z": None}
+
+    def stop_at_second(epoch, info):
+        if epoch == 1:
+            raise StopTraining
+
+    seen = []
+    data = TensorDataset(torch.randn(40, 6, generator=torch.Generator().manual_seed(0)), torch.arange(40) % 3)
+    cfg = TrainConfig(epochs=5, batch_size=8, ema_decay=None, amp=False, device="cpu", warmup_epochs=0, progress=False)
+    res = fit(cfg, Tiny(), build_objective("hyilr", TREE, "euclidean"), data,
+              callbacks=[stop_at_second, lambda e, info: seen.append(e)])  # fmt: skip
+    assert res.epochs_done == 2 and len(res.history["loss"]) == 2 and seen == [0, 1]  # the others still ran
+
+
+def test_early_stopping_keeps_the_best_epoch(monkeypatch):
+    """Scores 0.5, 0.7, 0.6, 0.65 with patience 2: stop after the 4th epoch, restore the 2nd epoch's weights."""
+    from torch import nn
+
+    from hierviz.evaluation import multilabel
+    from hierviz.methods import build_objective
+    from hierviz.training import StopTraining
+
+    obj = build_objective("hyilr", TREE, "euclidean")
+    obj(torch.randn(3, 4), torch.tensor([0, 1, 2]))
+    model = nn.Linear(4, 4)
+    scores = iter([0.5, 0.7, 0.6, 0.65])
+
+    def fake(model, objective, data, tree, **kw):
+        s = next(scores)
+        return multilabel.ClassifierRecord({"clf_micro_f1": s, "clf_macro_f1": s}, None, None, 0.5, 0.0)
+
+    monkeypatch.setattr(multilabel, "evaluate_classifier", fake)
+    stop = multilabel.EarlyStopping(obj, None, TREE, 2, image_size=8)
+    for epoch in range(4):
+        with torch.no_grad():
+            model.weight.fill_(float(epoch))
+            obj.terms["hyilr"].head.bias.fill_(float(epoch))
+        if epoch < 3:
+            stop(epoch, {"model": model})
+        else:
+            with pytest.raises(StopTraining):
+                stop(epoch, {"model": model})
+    stop.restore(model)
+    assert stop.best_epoch == 1 and model.weight[0, 0].item() == 1.0
+    assert obj.terms["hyilr"].head.bias[0].item() == 1.0
+    assert stop.record() == {"best_epoch": 1, "epochs": 4, "val_scores": [1.0, 1.4, 1.2, 1.3], "patience": 2}
+    with pytest.raises(ValueError, match="patience"):
+        multilabel.EarlyStopping(obj, None, TREE, 0, image_size=8)

@@ -224,6 +224,8 @@ def _compare(
                 resume=resume,
                 progress=progress,
                 callbacks=callbacks.get(run_dir.name, ()),
+                # issue 23: train.patience stops on the validation split (methods with a classifier)
+                val_ds=ds.subset(run_split["val"]) if cfg.train.patience and len(run_split.get("val", ())) else None,
             )
             if rec is None:  # a rank other than 0: it trained, rank 0 evaluates and writes
                 continue

@@ -206,6 +206,11 @@ class TrainSection:
     (:func:`hierviz.geometry._kernels.compile_kernels`); off by default (slow to start on a
     CPU, never required). ``compile_loss``: the objective through ``torch.compile(fullgraph=True)``
     (:class:`hierviz.losses.CompiledLoss`, issue 25; on in the ``gpu`` preset).
+
+    ``patience`` None = off; an integer: early stopping for methods with a multi-label
+    classifier (HyILR, issue 23): after each epoch the classifier's micro + macro F1 on the
+    validation split is scored, the best epoch's weights are kept and evaluated, and training
+    stops after ``patience`` epochs without gain (``hierviz htc``'s rule).
     """
 
     epochs: int = 100
@@ -224,6 +229,7 @@ class TrainSection:
     channels_last: bool | None = None
     compile: bool = False
     compile_loss: bool = False
+    patience: int | None = None
 
 
 @dataclass
@@ -519,6 +525,7 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         ("data.image_size", cfg.data.image_size),
         ("model.hidden_dim", cfg.model.hidden_dim),
         ("train.threads", cfg.train.threads),
+        ("train.patience", cfg.train.patience),
     ):
         _check(v is None or v >= 1, key, "an integer >= 1 (or null)", v)
     _check(

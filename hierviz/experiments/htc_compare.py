@@ -11,8 +11,8 @@ std over seeds, percent) is then written from the runs' typed records
 
 What differs from ``hierviz htc``'s own driver (:func:`hierviz.experiments.htc.run_htc`):
 compare's grouped train/val/test split of ``data.limit = max_train + max_test`` messages
-(not the official split with 10 % of train as val), a fixed number of epochs (no early
-stopping on the validation split), the encoder at ``h = 4 · model.width`` with one layer and
+(not the official split with 10 % of train as val; early stopping, ``train.patience``, scores
+compare's validation split), the encoder at ``h = 4 · model.width`` with one layer and
 4 heads and a vocabulary of 8000 words, no dropout on ``vec(F)``, the classifier bias at
 ``nn.Linear``'s init (not the label log-odds), and compare's linear probe, radius and figures
 on top; only ``20news`` (no BERT, no ``.jsonl`` corpora).
@@ -61,8 +61,8 @@ def compare_config(cfg: HTCConfig, out: str | os.PathLike, *, lam: float | None 
     >>> c = compare_config(HTCConfig.preset("smoke", methods=("hyilr",)), "out")
     >>> c.data.dataset, c.model.encoder, c.data.image_size, c.model.width, c.data.limit
     ('20news-text', 'hyilr-text', 32, 4, 300)
-    >>> c.train.epochs, c.train.lr_head, c.train.weight_decay, c.train.grad_clip, c.loss["tau"]
-    (1, 0.001, 0.0, 5.0, 0.07)
+    >>> c.train.epochs, c.train.lr_head, c.train.weight_decay, c.train.grad_clip, c.loss["tau"], c.train.patience
+    (1, 0.001, 0.0, 5.0, 0.07, 1)
     """
     if cfg.dataset != "20news":
         raise ConfigError(
@@ -95,6 +95,7 @@ def compare_config(cfg: HTCConfig, out: str | os.PathLike, *, lam: float | None 
         "train.grad_clip": 5.0,
         "train.ema_decay": 0.0,
         "train.threads": cfg.threads,
+        "train.patience": int(cfg.patience),  # early stopping on the validation split, the best epoch kept
         "loss.tau": float(cfg.tau),
         "loss.hyilr_lambda": float(cfg.lam if lam is None else lam),
     }

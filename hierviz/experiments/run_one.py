@@ -16,7 +16,7 @@ import torch
 from hierviz import __version__, methods
 from hierviz.data.text import TokenViews
 from hierviz.evaluation import PROTOCOLS, embed_dataset, run_radius
-from hierviz.evaluation.multilabel import evaluate_classifier, has_classifier
+from hierviz.evaluation.multilabel import EarlyStopping, evaluate_classifier, has_classifier
 from hierviz.experiments.config import ExperimentConfig
 from hierviz.experiments.inputs import _option_named
 from hierviz.experiments.records import (
@@ -79,11 +79,14 @@ def _run_one(
     resume: bool,
     progress: bool,
     callbacks: Sequence = (),
+    val_ds=None,
 ) -> dict[str, Any] | None:
     """Train + evaluate one method × geometry × seed; write config.json, result.json, embeddings.npz.
 
     Under torchrun every rank trains (DDP, :mod:`hierviz.training.distributed`); ranks other
-    than 0 return None after training.
+    than 0 return None after training. With ``train.patience`` and a ``val_ds``, a method with a
+    multi-label classifier stops early on it and is evaluated at its best epoch
+    (:class:`hierviz.evaluation.multilabel.EarlyStopping`).
     """
     method = get_method(method_name)
     geometry = get_geometry(geometry_name, c=cfg.model.curvature, learnable=cfg.model.learn_curvature)
@@ -158,18 +161,24 @@ def _run_one(
         batch_sampler = SAMPLERS.get(method.needs.sampler)(
             labels=np.asarray(train_ds.labels), tree=tree, batch_size=t.batch_size, seed=seed
         )
+    stopper = None
+    if t.patience and val_ds is not None and has_classifier(objective):
+        stopper = EarlyStopping(objective, val_ds, tree, t.patience, image_size=image_size,
+                                batch_size=cfg.eval.batch_size, num_workers=cfg.data.workers)  # fmt: skip
     result = fit(
         train_config,
         model,
         objective,
         train_views,
-        callbacks=callbacks,
+        callbacks=[*callbacks, stopper] if stopper is not None else callbacks,
         batch_sampler=batch_sampler,
         device_augment=speed["device_augment"],
         channels_last=speed["channels_last"],
         loader_options=speed["loader_options"],
     )
 
+    if stopper is not None:  # the best epoch on the validation split
+        stopper.restore(result.model)
     if not is_main_process():
         return None  # under torchrun rank 0 alone evaluates and writes
     head = getattr(result.model, "to_manifold", None)
@@ -225,6 +234,7 @@ def _run_one(
         "seed": seed,
         "metrics": ev.metrics,
         "classifier_metrics": None if clf is None else clf.metrics,
+        "early_stopping": None if stopper is None else stopper.record(),
         "radius": radius,
         "epochs": t.epochs,
         "train_seconds": result.train_seconds,
