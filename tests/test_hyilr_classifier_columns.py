@@ -225,6 +225,9 @@ def test_htc_engine_compare_runs_compare_plans_and_writes_table4(tmp_path, monke
         assert row == f"| {rec['method_display']} (`{rec['method']}`) | {lam} | 1 | {cells} |"
     with open(out / "htc_results.csv", newline="") as fh:
         assert [r["lam"] for r in csv.DictReader(fh)] == ["0.3", "", "1.0"]
+    with np.load(out / "runs" / "hyilr-euclidean-s0" / "embeddings.npz") as f:
+        prior = frequency_prior_scores(f["y_train"], f["y_test"], LabelTree.from_json(out / "tree.json"))
+    assert f"| *Frequency prior* | – | – | {' | '.join(f'{100 * prior[k]:.2f}' for k in CLASSIFIER_METRICS)} |" in md
 
 
 def test_fit_stops_when_a_callback_raises_stop_training():

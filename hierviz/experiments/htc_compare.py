@@ -141,10 +141,12 @@ def run_htc_compare(
         compare(c, resume=resume, progress=progress, verbose=progress)
         records += load_records(folder)
     rows = classifier_rows(records)
-    (out / "htc_results.md").write_text(
-        classifier_markdown(rows, "20news-text (hierviz htc --engine compare): test split, mean ± std over seeds"),
-        encoding="utf-8",
-    )
+    prior = None
+    if (out / "baselines.csv").is_file():  # compare's Majority row: the frequency prior's clf_* columns
+        with open(out / "baselines.csv", newline="", encoding="utf-8") as fh:
+            prior = next((r for r in csv.DictReader(fh) if r.get("baseline") == "majority"), None)
+    title = "20news-text (hierviz htc --engine compare): test split, mean ± std over seeds (percent)"
+    (out / "htc_results.md").write_text(classifier_markdown(rows, title, prior), encoding="utf-8")
     with open(out / "htc_results.csv", "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()

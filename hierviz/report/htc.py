@@ -84,14 +84,24 @@ def classifier_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def classifier_markdown(rows: Sequence[dict[str, Any]], title: str) -> str:
-    """Table 4 as Markdown: method, λ, seeds, Micro-F1, Macro-F1, Hi-MiF1, Hi-MaF1 (mean ± std, percent)."""
+def classifier_markdown(rows: Sequence[dict[str, Any]], title: str, prior: dict[str, float] | None = None) -> str:
+    """Table 4 as Markdown: method, λ, seeds, Micro-F1, Macro-F1, Hi-MiF1, Hi-MaF1 (mean ± std, percent).
+
+    ``prior``: the frequency prior's ``clf_*`` scores (fractions; compare's Majority row,
+    ``baselines.csv``), shown as an italic last row when given.
+    """
     lines = [f"### {title}", "", "| method | λ | seeds | " + " | ".join(t for _, t in _TABLE4) + " |"]
     lines.append("|" + "---|" * (3 + len(_TABLE4)))
     for r in rows:
         cells = [f"{r[k[4:] + '_mean']:.2f} ± {r[k[4:] + '_std']:.2f}" for k, _ in _TABLE4]
         lam = "–" if r["lam"] is None else f"{r['lam']:g}"
         lines.append(f"| {r['display_name']} (`{r['method']}`) | {lam} | {r['seeds']} | " + " | ".join(cells) + " |")
+    if prior and all(k in prior for k, _ in _TABLE4):
+        lines.append(
+            "| *Frequency prior* | – | – | " + " | ".join(f"{100 * float(prior[k]):.2f}" for k, _ in _TABLE4) + " |"
+        )
+        lines += ["", "*Frequency prior*: the train split's most frequent label set for every test text "
+                  "(hierviz.metrics.htc.frequency_prior_scores)."]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
