@@ -13,7 +13,7 @@ What differs from ``hierviz htc``'s own driver (:func:`hierviz.experiments.htc.r
 compare's grouped train/val/test split of ``data.limit = max_train + max_test`` messages
 (not the official split with 10 % of train as val; early stopping, ``train.patience``, scores
 compare's validation split), the encoder at ``h = 4 · model.width`` with one layer and
-4 heads and a vocabulary of 8000 words, no dropout on ``vec(F)``, the classifier bias at
+4 heads and a vocabulary of 8000 words, the classifier bias at
 ``nn.Linear``'s init (not the label log-odds), and compare's linear probe, radius and figures
 on top; only ``20news`` (no BERT, no ``.jsonl`` corpora).
 """

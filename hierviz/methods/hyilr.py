@@ -23,15 +23,17 @@ learnable scalars ``log c``, ``log α_t``, ``log α_l`` (:class:`~hierviz.losses
 are trainable modules of the objective (``Needs(modules=...)``): ``fit`` trains them with the
 head's learning rate and checkpoints them.
 
-**Inputs.** ``compare`` feeds one vector per sample (TF-IDF through the MLP encoder on
-``20news``, a CNN's features on images), not token sequences. Label–text attention (Eq. 8)
+**Inputs.** On vector and image datasets ``compare`` feeds one vector per sample (TF-IDF
+through the MLP encoder on ``20news``, a CNN's features on images). Label–text attention (Eq. 8)
 over a sequence of one token gives every label the weight 1, so on this path ``hyilr``'s
 classifier is a linear layer on ``c`` copies of ``x``, while ``hyilr-no-att`` uses
 ``F = x ⊙ W_Lᵀ`` (§5.4's ablation): the two differ in the classifier, not in attention over
-tokens. The token pipeline with a real attention is ``hierviz htc``
-(:mod:`hierviz.methods.paper05`). Also unlike ``hierviz htc``: one view per sample
-(``Needs(views=1)``; on vectors compare's views drop input features), no dropout on ``vec(F)``,
-and the classifier bias starts at ``nn.Linear``'s init (htc starts it at the label log-odds).
+tokens. On a text dataset (``20news-text``, the ``hyilr-text`` encoder) the model also returns
+the token features and their mask, and the classifier attends over the tokens as ``hierviz htc``
+(:mod:`hierviz.methods.paper05`) does, with dropout 0.1 on ``vec(F)`` (on vectors none: compare's
+vector views already drop input features). Unlike ``hierviz htc``: one view per sample
+(``Needs(views=1)``), and the classifier bias starts at ``nn.Linear``'s init (htc starts it at
+the label log-odds).
 
 **Geometry.** The contrastive space is the method's (Table 4): Lorentz for ``hyilr``,
 ``hyilr-no-hns`` and ``hyilr-no-att``, the Poincaré ball or flat distances for the two
@@ -79,6 +81,9 @@ from hierviz.models.text import HyILRHead
 __all__ = ["HyILRLoss", "HyILRObjective", "HYILR_VARIANTS", "leaf_label_sets"]
 
 _PAPER = "Paper 05 (HyILR)"
+
+#: Dropout on ``vec(F)`` when the classifier attends over a text encoder's tokens (:class:`hierviz.models.text.HyILRModel`'s).
+TOKEN_DROPOUT = 0.1
 
 register_hparam("hyilr_lambda", 0.3, "HyILR λ: weight of the contrastive loss (Paper 05 §4.3.2, >= 0; paper 0.3-0.6)")
 
@@ -191,7 +196,11 @@ class HyILRLoss(nn.Module):
         if x.ndim != 2:
             raise ValueError(f"features must have shape (B, h) or (B, V, h), got {tuple(x.shape)}")
         first = isinstance(self.head.W_L, UninitializedParameter)  # (a type check: traceable by torch.compile)
-        logits = self.head(x) if tokens is None else self.head(x, tokens.float(), mask)
+        if tokens is None:
+            logits = self.head(x)
+        else:  # token features (a text encoder): HyILRModel's dropout 0.1 on vec(F)
+            self.head.drop.p = TOKEN_DROPOUT
+            logits = self.head(x, tokens.float(), mask)
         if first:  # §5.1: α_t, α_l start at 1/√h, known from the first batch
             with torch.no_grad():
                 init = math.log(1.0 / math.sqrt(x.shape[-1]))
