@@ -228,6 +228,16 @@ def test_htc_engine_compare_runs_compare_plans_and_writes_table4(tmp_path, monke
     with np.load(out / "runs" / "hyilr-euclidean-s0" / "embeddings.npz") as f:
         prior = frequency_prior_scores(f["y_train"], f["y_test"], LabelTree.from_json(out / "tree.json"))
     assert f"| *Frequency prior* | – | – | {' | '.join(f'{100 * prior[k]:.2f}' for k in CLASSIFIER_METRICS)} |" in md
+    from hierviz.metrics.htc import per_level_f1
+
+    with np.load(out / "lam1" / "runs" / "hyilr-euclidean-s0" / "embeddings.npz") as f:
+        ref = per_level_f1(f["clf_true_test"], f["clf_pred_test"], LabelTree.from_json(out / "tree.json"))
+    with open(out / "levels.csv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["lam"] == "1.0"]
+    assert [int(r["level"]) for r in rows] == [1, 2, 3]
+    assert [float(r["micro_f1"]) for r in rows] == pytest.approx([x["micro_f1"] for x in ref])
+    with open(out / "buckets.csv", newline="") as fh:
+        assert [r["bucket"] for r in csv.DictReader(fh)][:4] == ["C1", "C2", "C3", "C4"]
 
 
 def test_fit_stops_when_a_callback_raises_stop_training():

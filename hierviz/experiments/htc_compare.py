@@ -7,7 +7,9 @@ over the tokens), run by :func:`hierviz.experiments.compare` (``run_one`` → ``
 records → compare's tables and report). A λ sweep of ``hyilr`` is one more ``compare`` plan per
 λ (``<out>/lam<λ>/``). Table 4's shape (method × Micro-F1, Macro-F1, Hi-MiF1, Hi-MaF1, mean ±
 std over seeds, percent) is then written from the runs' typed records
-(:func:`hierviz.report.htc.classifier_rows`) into ``<out>/htc_results.md`` and ``.csv``.
+(:func:`hierviz.report.htc.classifier_rows`) into ``<out>/htc_results.md`` and ``.csv``, and
+the per-level and long-tail F1 of the saved predictions into ``levels.csv`` and ``buckets.csv``
+(:func:`hierviz.report.htc.classifier_levels`).
 
 What differs from ``hierviz htc``'s own driver (:func:`hierviz.experiments.htc.run_htc`):
 compare's grouped train/val/test split of ``data.limit = max_train + max_test`` messages
@@ -15,7 +17,8 @@ compare's grouped train/val/test split of ``data.limit = max_train + max_test`` 
 compare's validation split), the encoder at ``h = 4 · model.width`` with one layer and
 4 heads and a vocabulary of 8000 words, the classifier bias at
 ``nn.Linear``'s init (not the label log-odds), and compare's linear probe, radius and figures
-on top; only ``20news`` (no BERT, no ``.jsonl`` corpora).
+on top; only ``20news`` (no BERT, no ``.jsonl`` corpora); no label-disk figure and no learned
+``c``, ``α_t``, ``α_l`` in the table (the records do not hold them).
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from typing import Any
 from hierviz.experiments.compare import compare
 from hierviz.experiments.config import ConfigError, ExperimentConfig, resolve_config
 from hierviz.experiments.records import load_records
+from hierviz.hierarchy import LabelTree
 from hierviz.methods.paper05 import HTCConfig
-from hierviz.report.htc import classifier_markdown, classifier_rows
+from hierviz.report.htc import classifier_levels, classifier_markdown, classifier_rows
 
 __all__ = ["compare_config", "run_htc_compare"]
 
@@ -147,8 +151,12 @@ def run_htc_compare(
             prior = next((r for r in csv.DictReader(fh) if r.get("baseline") == "majority"), None)
     title = "20news-text (hierviz htc --engine compare): test split, mean ± std over seeds (percent)"
     (out / "htc_results.md").write_text(classifier_markdown(rows, title, prior), encoding="utf-8")
-    with open(out / "htc_results.csv", "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    tables = {"htc_results": rows}
+    tables["levels"], tables["buckets"] = classifier_levels(records, LabelTree.from_json(out / "tree.json"))
+    for name, table in tables.items():
+        if table:
+            with open(out / f"{name}.csv", "w", newline="", encoding="utf-8") as fh:
+                w = csv.DictWriter(fh, fieldnames=list(table[0]))
+                w.writeheader()
+                w.writerows(table)
     return rows

@@ -17,10 +17,11 @@ import plotly.graph_objects as go
 
 from hierviz.geometry import get_geometry
 from hierviz.hierarchy import LabelTree
+from hierviz.metrics.htc import frequency_bucket_f1, leaf_path_targets, per_level_f1
 from hierviz.report.html import write_report_html
 from hierviz.viz.hyilr import history_figure, label_disk_figure, level_bucket_figure
 
-__all__ = ["write_report", "classifier_rows", "classifier_markdown"]
+__all__ = ["write_report", "classifier_rows", "classifier_markdown", "classifier_levels"]
 
 #: Paper 05 Table 4's columns: the record keys (``RunRecord.classifier_metrics``) and their titles.
 _TABLE4 = (
@@ -161,3 +162,38 @@ def write_report(out: str | Path, rows: Sequence[dict[str, Any]], records: Seque
     header = {"command": "hierviz htc", "config": json.dumps(cfg)}
     return write_report_html(out / "report.html", title="HyILR (Paper 05) — hierviz htc", header=header,
                              table_html=table, figures=figures)  # fmt: skip
+
+
+def classifier_levels(records: Sequence[dict[str, Any]], tree: Any) -> tuple[list[dict], list[dict]]:
+    """Per-level and long-tail F1 (Paper 05 §5.5, Fig. 2) of each run's saved classifier predictions.
+
+    Reads each record's ``embeddings.npz`` (``clf_true_test``, ``clf_pred_test``, ``y_train``;
+    :mod:`hierviz.evaluation.multilabel`), never the code that made the run.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        :func:`hierviz.experiments.load_records` rows; runs without saved label sets are skipped.
+    tree : LabelTree
+
+    Returns
+    -------
+    levels, buckets : list of dict
+        ``method``, ``lam``, ``seed`` and the rows of :func:`hierviz.metrics.htc.per_level_f1` /
+        :func:`hierviz.metrics.htc.frequency_bucket_f1` (4 buckets of training frequency, at
+        most one per label).
+    """
+    levels, buckets = [], []
+    for r in records:
+        emb = r.get("embeddings")
+        if not r.get("classifier_metrics") or not emb or not Path(emb).is_file():
+            continue
+        with np.load(emb) as f:
+            if "clf_pred_test" not in f.files:
+                continue
+            yt, yp, y_train = f["clf_true_test"], f["clf_pred_test"], f["y_train"]
+        key = {"method": r["method"], "lam": (r.get("hparams") or {}).get("hyilr_lambda"), "seed": r["seed"]}
+        levels += [{**key, **row} for row in per_level_f1(yt, yp, tree)]
+        counts = leaf_path_targets(y_train, tree).sum(0)
+        buckets += [{**key, **row} for row in frequency_bucket_f1(yt, yp, tree, counts, min(4, tree.num_nodes - 1))]
+    return levels, buckets
