@@ -222,12 +222,17 @@ def test_htc_engine_compare_runs_compare_plans_and_writes_table4(tmp_path, monke
         m = rec["classifier_metrics"]
         row = next(ln for ln in md if ln.startswith(f"| {rec['method_display']} (`{rec['method']}`) | {lam} |"))
         cells = " | ".join(f"{100 * m[k]:.2f} ± 0.00" for k in CLASSIFIER_METRICS)
+        cells += " | " + " | ".join(f"{rec['learned'][k]:.3g}" for k in ("c", "alpha_t", "alpha_l"))
         assert row == f"| {rec['method_display']} (`{rec['method']}`) | {lam} | 1 | {cells} |"
+        assert rec["early_stopping"]["patience"] == 1 and rec["early_stopping"]["epochs"] == 1
     with open(out / "htc_results.csv", newline="") as fh:
         assert [r["lam"] for r in csv.DictReader(fh)] == ["0.3", "", "1.0"]
     with np.load(out / "runs" / "hyilr-euclidean-s0" / "embeddings.npz") as f:
         prior = frequency_prior_scores(f["y_train"], f["y_test"], LabelTree.from_json(out / "tree.json"))
-    assert f"| *Frequency prior* | – | – | {' | '.join(f'{100 * prior[k]:.2f}' for k in CLASSIFIER_METRICS)} |" in md
+    assert (
+        f"| *Frequency prior* | – | – | {' | '.join(f'{100 * prior[k]:.2f}' for k in CLASSIFIER_METRICS)} | – | – | – |"
+        in md
+    )
     from hierviz.metrics.htc import per_level_f1
 
     with np.load(out / "lam1" / "runs" / "hyilr-euclidean-s0" / "embeddings.npz") as f:

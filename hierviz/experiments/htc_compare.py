@@ -17,8 +17,7 @@ compare's grouped train/val/test split of ``data.limit = max_train + max_test`` 
 compare's validation split), the encoder at ``h = 4 · model.width`` with one layer and
 4 heads and a vocabulary of 8000 words, the classifier bias at
 ``nn.Linear``'s init (not the label log-odds), and compare's linear probe, radius and figures
-on top; only ``20news`` (no BERT, no ``.jsonl`` corpora); no label-disk figure and no learned
-``c``, ``α_t``, ``α_l`` in the table (the records do not hold them).
+on top; only ``20news`` (no BERT, no ``.jsonl`` corpora); no label-disk figure.
 """
 
 from __future__ import annotations

@@ -235,6 +235,7 @@ def _run_one(
         "metrics": ev.metrics,
         "classifier_metrics": None if clf is None else clf.metrics,
         "early_stopping": None if stopper is None else stopper.record(),
+        "learned": objective.learned() if callable(getattr(objective, "learned", None)) else None,
         "radius": radius,
         "epochs": t.epochs,
         "train_seconds": result.train_seconds,

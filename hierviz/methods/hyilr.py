@@ -241,6 +241,11 @@ class HyILRObjective(Objective):
             raise ValueError(f"objective {self.name!r} needs encoder features (B, h); got None")
         return self.terms["hyilr"](z, labels, tokens, mask)
 
+    def learned(self) -> dict[str, float]:
+        """The learned scalars of Eq. 12 for the run record: ``c`` (curvature magnitude), ``alpha_t``, ``alpha_l``."""
+        scales = self.terms["hyilr"].scales
+        return {k: float(getattr(scales, k).detach()) for k in ("c", "alpha_t", "alpha_l")}
+
     @torch.no_grad()
     def predict_proba(self, features: torch.Tensor | Mapping[str, torch.Tensor]) -> torch.Tensor:
         """The classifier's label probabilities ``sigmoid(ℓ)`` (Eq. 9) for encoder features.

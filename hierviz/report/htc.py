@@ -49,7 +49,9 @@ def classifier_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     list of dict
         ``method``, ``display_name``, ``lam`` (None for a method that reads no λ), ``seeds``,
         ``<metric>_mean`` / ``<metric>_std`` (sample std, 0 for one seed) for Micro-F1, Macro-F1,
-        Hi-MiF1, Hi-MaF1 (keys without the ``clf_`` prefix), in first-seen order.
+        Hi-MiF1, Hi-MaF1 (keys without the ``clf_`` prefix), and the mean learned ``c``,
+        ``alpha_t``, ``alpha_l`` (``RunRecord.learned``; None when a run lacks them), in
+        first-seen order.
 
     Raises
     ------
@@ -81,26 +83,30 @@ def classifier_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             v = np.array([100.0 * float(r["classifier_metrics"][key]) for r in rs])
             row[f"{key[4:]}_mean"] = float(v.mean())
             row[f"{key[4:]}_std"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
+        for k in ("c", "alpha_t", "alpha_l"):  # HyILR's learned scalars (RunRecord.learned), mean over seeds
+            vals = [float(r["learned"][k]) for r in rs if k in (r.get("learned") or {})]
+            row[k] = float(np.mean(vals)) if len(vals) == len(rs) else None
         rows.append(row)
     return rows
 
 
 def classifier_markdown(rows: Sequence[dict[str, Any]], title: str, prior: dict[str, float] | None = None) -> str:
-    """Table 4 as Markdown: method, λ, seeds, Micro-F1, Macro-F1, Hi-MiF1, Hi-MaF1 (mean ± std, percent).
+    """Table 4 as Markdown: method, λ, seeds, Micro-F1, Macro-F1, Hi-MiF1, Hi-MaF1 (mean ± std, percent), c, α_t, α_l.
 
     ``prior``: the frequency prior's ``clf_*`` scores (fractions; compare's Majority row,
     ``baselines.csv``), shown as an italic last row when given.
     """
-    lines = [f"### {title}", "", "| method | λ | seeds | " + " | ".join(t for _, t in _TABLE4) + " |"]
-    lines.append("|" + "---|" * (3 + len(_TABLE4)))
+    learned = ("c", "α_t", "α_l")
+    head = "| method | λ | seeds | " + " | ".join(t for _, t in _TABLE4) + " | " + " | ".join(learned) + " |"
+    lines = [f"### {title}", "", head, "|" + "---|" * (3 + len(_TABLE4) + len(learned))]
     for r in rows:
         cells = [f"{r[k[4:] + '_mean']:.2f} ± {r[k[4:] + '_std']:.2f}" for k, _ in _TABLE4]
+        cells += ["–" if r.get(k) is None else f"{r[k]:.3g}" for k in ("c", "alpha_t", "alpha_l")]
         lam = "–" if r["lam"] is None else f"{r['lam']:g}"
         lines.append(f"| {r['display_name']} (`{r['method']}`) | {lam} | {r['seeds']} | " + " | ".join(cells) + " |")
     if prior and all(k in prior for k, _ in _TABLE4):
-        lines.append(
-            "| *Frequency prior* | – | – | " + " | ".join(f"{100 * float(prior[k]):.2f}" for k, _ in _TABLE4) + " |"
-        )
+        cells = [f"{100 * float(prior[k]):.2f}" for k, _ in _TABLE4] + ["–"] * len(learned)
+        lines.append("| *Frequency prior* | – | – | " + " | ".join(cells) + " |")
         lines += ["", "*Frequency prior*: the train split's most frequent label set for every test text "
                   "(hierviz.metrics.htc.frequency_prior_scores)."]  # fmt: skip
     return "\n".join(lines) + "\n"

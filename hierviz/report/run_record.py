@@ -50,6 +50,9 @@ class RunRecord:
         With ``train.patience``: ``best_epoch`` (0-based, the epoch evaluated), ``epochs``
         (trained), ``val_scores`` (classifier micro + macro F1 on the validation split per
         epoch), ``patience`` (issue 23); None otherwise.
+    learned : dict or None
+        Learned scalars of the objective, when it has ``learned()`` (HyILR: ``c``, ``alpha_t``,
+        ``alpha_l`` of Eq. 12; issue 23).
     radius : dict or None
         The radius record (:func:`hierviz.evaluation.run_radius`).
     hparams : dict or None
@@ -83,6 +86,7 @@ class RunRecord:
     metrics: dict[str, Any]
     classifier_metrics: dict[str, float] | None = None
     early_stopping: dict[str, Any] | None = None
+    learned: dict[str, float] | None = None
     radius: dict[str, Any] | None = None
     epochs: int | None = None
     train_seconds: float | None = None
