@@ -4,7 +4,8 @@ The methods, the model and the objective live in :mod:`hierviz.methods.paper05`;
 :func:`train_htc`, trains them with :func:`hierviz.training.fit` (the loop of every method); this
 module runs a plan of them into a folder and writes the
 tables and the HTML report (:func:`hierviz.report.htc.write_report`), so that the method layer
-imports no report or figure.
+imports no report or figure. ``hierviz htc --engine compare`` runs the same plan through
+``hierviz compare`` instead (:mod:`hierviz.experiments.htc_compare`, issue 23).
 """
 
 from __future__ import annotations
