@@ -213,7 +213,10 @@ def test_htc_engine_compare_runs_compare_plans_and_writes_table4(tmp_path, monke
     assert main(argv) == 0, capsys.readouterr().err
     recs = load_records(out)
     assert [r["method"] for r in recs] == ["hyilr", "hyilr-no-cl"]
-    assert json.loads((out / "config.json").read_text())["model"]["encoder"] == "hyilr-text"
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["model"]["encoder"] == "hyilr-text" and cfg["data"]["split"] == "official"
+    header = json.loads((out / "compare.json").read_text())["header"]["Split"]
+    assert header.startswith("the dataset's official train/test")
     assert recs[0]["hparams"] == {"tau": 0.07, "hyilr_lambda": 0.3}
     swept = load_records(out / "lam1")
     assert [(r["method"], r["hparams"]["hyilr_lambda"]) for r in swept] == [("hyilr", 1.0)]
@@ -306,3 +309,16 @@ def test_early_stopping_keeps_the_best_epoch(monkeypatch):
     assert stop.record() == {"best_epoch": 1, "epochs": 4, "val_scores": [1.0, 1.4, 1.2, 1.3], "patience": 2}
     with pytest.raises(ValueError, match="patience"):
         multilabel.EarlyStopping(obj, None, TREE, 0, image_size=8)
+
+
+def test_official_split_key():
+    """``data.split=official``: the dataset's own train/test, 10 % of train as val; a bad value is named."""
+    from hierviz.data.splits import official_split
+    from hierviz.experiments.config import ConfigError, resolve_config
+
+    sp = official_split(np.array(["train"] * 20 + ["test"] * 5), val=0.1, seed=3)
+    assert (len(sp["train"]), len(sp["val"]), sp["test"].tolist()) == (18, 2, [20, 21, 22, 23, 24])
+    assert set(sp["train"]) | set(sp["val"]) == set(range(20)) and not set(sp["train"]) & set(sp["val"])
+    assert official_split(np.array(["train", "val", "test"]))["val"].tolist() == [1]  # a given val stays
+    with pytest.raises(ConfigError, match="data.split"):
+        resolve_config("quick", {"data.split": "random"})

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from hierviz.data import DEFAULT_TREE, grouped_split
+from hierviz.data.splits import official_split
 from hierviz.evaluation import PROTOCOLS
 from hierviz.experiments.config import ConfigError, ExperimentConfig, validate
 from hierviz.experiments.header import _header, _px  # noqa: F401 (split out by issue 23, re-exported here)
@@ -143,9 +144,14 @@ def _compare(
         cfg.data.image_size = int(ds.images.shape[1])
     if cfg.data.tree is None:
         cfg.data.tree = DEFAULT_TREE.get(cfg.data.dataset)
-    split = grouped_split(
-        np.asarray(ds.labels), None if ds.groups is None else np.asarray(ds.groups), seed=cfg.data.split_seed
-    )
+    if cfg.data.split == "official":  # issue 23: the dataset's own train/test (hierviz htc's split)
+        if ds.official_split is None:
+            raise ConfigError(f"data.split: dataset {ds.name!r} has no official split; use data.split=grouped")
+        split = official_split(ds.official_split, val=0.1, seed=cfg.data.split_seed)
+    else:
+        split = grouped_split(
+            np.asarray(ds.labels), None if ds.groups is None else np.asarray(ds.groups), seed=cfg.data.split_seed
+        )
     empty = [k for k in ("train", "test") if len(split[k]) == 0]
     if empty:  # issue 27 #22: say why here, not "dataset is empty: nothing to embed" after training
         counts = np.bincount(np.asarray(ds.labels))

@@ -65,7 +65,12 @@ def _header(
         ),
         "Licence / citation": f"{getattr(ds, 'licence', '') or 'n/a'} — {getattr(ds, 'citation', '') or 'n/a'}",
         "Tree": f"{d.tree} (C = {tree.num_leaves} leaves, height L = {tree.height})\n{tree}",
-        "Split": f"grouped by {'lesion/group id' if ds.groups is not None else unit[:-1]}, seed {d.split_seed}: "
+        "Split": (
+            "the dataset's official train/test, 10 % of train as val"
+            if d.split == "official"
+            else f"grouped by {'lesion/group id' if ds.groups is not None else unit[:-1]}"
+        )
+        + f", seed {d.split_seed}: "
         f"train {len(split['train'])}, val {len(split['val'])} ({'early stopping' if t.patience else 'unused'}), "
         f"test {len(split['test'])}"
         + (

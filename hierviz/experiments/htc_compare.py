@@ -12,9 +12,8 @@ the per-level and long-tail F1 of the saved predictions into ``levels.csv`` and 
 (:func:`hierviz.report.htc.classifier_levels`).
 
 What differs from ``hierviz htc``'s own driver (:func:`hierviz.experiments.htc.run_htc`):
-compare's grouped train/val/test split of ``data.limit = max_train + max_test`` messages
-(not the official split with 10 % of train as val; early stopping, ``train.patience``, scores
-compare's validation split), the encoder at ``h = 4 · model.width`` with one layer and
+a stratified subset of ``data.limit = max_train + max_test`` messages before the official
+split (htc caps train and test separately), the encoder at ``h = 4 · model.width`` with one layer and
 4 heads and a vocabulary of 8000 words, the classifier bias at
 ``nn.Linear``'s init (not the label log-odds), and compare's linear probe, radius and figures
 on top; only ``20news`` (no BERT, no ``.jsonl`` corpora); no label-disk figure.
@@ -62,8 +61,8 @@ def compare_config(cfg: HTCConfig, out: str | os.PathLike, *, lam: float | None 
     Examples
     --------
     >>> c = compare_config(HTCConfig.preset("smoke", methods=("hyilr",)), "out")
-    >>> c.data.dataset, c.model.encoder, c.data.image_size, c.model.width, c.data.limit
-    ('20news-text', 'hyilr-text', 32, 4, 300)
+    >>> c.data.dataset, c.data.split, c.model.encoder, c.data.image_size, c.model.width, c.data.limit
+    ('20news-text', 'official', 'hyilr-text', 32, 4, 300)
     >>> c.train.epochs, c.train.lr_head, c.train.weight_decay, c.train.grad_clip, c.loss["tau"], c.train.patience
     (1, 0.001, 0.0, 5.0, 0.07, 1)
     """
@@ -86,6 +85,7 @@ def compare_config(cfg: HTCConfig, out: str | os.PathLike, *, lam: float | None 
         "data.dataset": "20news-text",
         "data.tree": "20news",
         "data.image_size": int(cfg.max_len),
+        "data.split": "official",  # bydate train/test, 10 % of train as val (as hierviz htc)
         "data.limit": None if cfg.max_train is None or cfg.max_test is None else int(cfg.max_train + cfg.max_test),
         "model.encoder": "hyilr-text",
         "model.width": cfg.h // 4,
