@@ -322,3 +322,20 @@ def test_official_split_key():
     assert official_split(np.array(["train", "val", "test"]))["val"].tolist() == [1]  # a given val stays
     with pytest.raises(ConfigError, match="data.split"):
         resolve_config("quick", {"data.split": "random"})
+
+
+def test_label_prior_sets_the_bias_on_tokens_only():
+    """On tokens the classifier bias starts at the training label log-odds (htc's init); on vectors it does not."""
+    from hierviz.methods import build_objective
+
+    labels = [0, 0, 1, 2]  # a1, a1, a2, b1: label frequencies a 3/4, b 1/4, a1 1/2, a2 1/4, b1 1/4
+    freq = torch.tensor([0.75, 0.25, 0.5, 0.25, 0.25])
+    for tokens in (True, False):
+        torch.manual_seed(0)
+        obj = build_objective("hyilr", TREE, "euclidean")
+        obj.set_label_prior(np.array(labels))
+        x = torch.randn(4, 6)
+        kw = {"tokens": torch.randn(4, 3, 6), "mask": torch.ones(4, 3, dtype=torch.bool)} if tokens else {}
+        obj(x, torch.tensor(labels), **kw)
+        bias = obj.terms["hyilr"].head.bias.detach()
+        assert torch.allclose(bias, torch.log(freq / (1 - freq))) == tokens

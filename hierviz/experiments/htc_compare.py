@@ -14,8 +14,8 @@ the per-level and long-tail F1 of the saved predictions into ``levels.csv`` and 
 What differs from ``hierviz htc``'s own driver (:func:`hierviz.experiments.htc.run_htc`):
 a stratified subset of ``data.limit = max_train + max_test`` messages before the official
 split (htc caps train and test separately), the encoder at ``h = 4 · model.width`` with one layer and
-4 heads and a vocabulary of 8000 words, the classifier bias at
-``nn.Linear``'s init (not the label log-odds), and compare's linear probe, radius and figures
+4 heads and a vocabulary of 8000 words, one view per sample, AdamW's cosine schedule as in
+``train_htc``, and compare's linear probe, radius and figures
 on top; only ``20news`` (no BERT, no ``.jsonl`` corpora); no label-disk figure.
 """
 

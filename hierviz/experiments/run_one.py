@@ -161,6 +161,8 @@ def _run_one(
         batch_sampler = SAMPLERS.get(method.needs.sampler)(
             labels=np.asarray(train_ds.labels), tree=tree, batch_size=t.batch_size, seed=seed
         )
+    if callable(getattr(objective, "set_label_prior", None)):  # e.g. HyILR's classifier bias on tokens
+        objective.set_label_prior(np.asarray(train_ds.labels))
     stopper = None
     if t.patience and val_ds is not None and has_classifier(objective):
         stopper = EarlyStopping(objective, val_ds, tree, t.patience, image_size=image_size,

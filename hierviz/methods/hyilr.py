@@ -31,9 +31,9 @@ classifier is a linear layer on ``c`` copies of ``x``, while ``hyilr-no-att`` us
 tokens. On a text dataset (``20news-text``, the ``hyilr-text`` encoder) the model also returns
 the token features and their mask, and the classifier attends over the tokens as ``hierviz htc``
 (:mod:`hierviz.methods.paper05`) does, with dropout 0.1 on ``vec(F)`` (on vectors none: compare's
-vector views already drop input features). Unlike ``hierviz htc``: one view per sample
-(``Needs(views=1)``), and the classifier bias starts at ``nn.Linear``'s init (htc starts it at
-the label log-odds).
+vector views already drop input features), and its bias starting at the training label
+log-odds (``set_label_prior``; on vectors at ``nn.Linear``'s init). Unlike ``hierviz htc``:
+one view per sample (``Needs(views=1)``).
 
 **Geometry.** The contrastive space is the method's (Table 4): Lorentz for ``hyilr``,
 ``hyilr-no-hns`` and ``hyilr-no-att``, the Poincaré ball or flat distances for the two
@@ -67,6 +67,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
@@ -167,6 +168,15 @@ class HyILRLoss(nn.Module):
         # no dropout on vec(F) (HyILRModel's 0.1): compare's vector views already drop input features
         self.head = HyILRHead(targets.shape[1], attention=attention, dropout=0.0)
         self.scales = HyperbolicScales(1, geometry=space)
+        self.label_prior: torch.Tensor | None = None
+
+    def set_label_prior(self, labels: Any) -> None:
+        """The training leaf labels ``(N,)``: on a text encoder's tokens the classifier bias starts at
+        their label log-odds (``hierviz htc``'s init: fewer all-negative first epochs), clamped to
+        frequencies in [1e-3, 1 − 1e-3]. Read at the first call only (a resumed run keeps its bias).
+        """
+        y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+        self.label_prior = self.leaf_targets[y].float().mean(0).clamp(1e-3, 1 - 1e-3)
 
     def forward(
         self,
@@ -200,6 +210,11 @@ class HyILRLoss(nn.Module):
             logits = self.head(x)
         else:  # token features (a text encoder): HyILRModel's dropout 0.1 on vec(F)
             self.head.drop.p = TOKEN_DROPOUT
+            if first and self.label_prior is not None:  # htc's bias init at the training label log-odds
+                self.head.initialize_parameters(x)
+                with torch.no_grad():
+                    p = self.label_prior.to(self.head.bias)
+                    self.head.bias.copy_(torch.log(p / (1 - p)))
             logits = self.head(x, tokens.float(), mask)
         if first:  # §5.1: α_t, α_l start at 1/√h, known from the first batch
             with torch.no_grad():
@@ -240,6 +255,10 @@ class HyILRObjective(Objective):
         if z is None:
             raise ValueError(f"objective {self.name!r} needs encoder features (B, h); got None")
         return self.terms["hyilr"](z, labels, tokens, mask)
+
+    def set_label_prior(self, labels: Any) -> None:
+        """See :meth:`HyILRLoss.set_label_prior` (``compare`` passes the training split's leaf labels)."""
+        self.terms["hyilr"].set_label_prior(labels)
 
     def learned(self) -> dict[str, float]:
         """The learned scalars of Eq. 12 for the run record: ``c`` (curvature magnitude), ``alpha_t``, ``alpha_l``."""
