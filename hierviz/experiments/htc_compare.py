@@ -14,9 +14,11 @@ the per-level and long-tail F1 of the saved predictions into ``levels.csv`` and 
 What differs from ``hierviz htc``'s own driver (:func:`hierviz.experiments.htc.run_htc`):
 a stratified subset of ``data.limit = max_train + max_test`` messages before the official
 split (htc caps train and test separately), the encoder at ``h = 4 · model.width`` with one layer and
-4 heads and a vocabulary of 8000 words, one view per sample, AdamW's cosine schedule as in
-``train_htc``, and compare's linear probe, radius and figures
-on top; only ``20news`` (no BERT, no ``.jsonl`` corpora); no label-disk figure.
+4 heads and a vocabulary of 8000 words, and compare's linear probe, radius and figures on top;
+only ``20news`` (no BERT, no ``.jsonl`` corpora, whose documents may have several label paths);
+no label-disk figure. The optimiser (AdamW, weight decay 0, no warm-up, cosine schedule,
+gradient clip 5), λ, τ, early stopping, the dropout on ``vec(F)`` and the log-odds bias are
+``train_htc``'s.
 """
 
 from __future__ import annotations
