@@ -51,7 +51,8 @@ def test_a_text_dataset_takes_the_registered_text_encoder():
         return ArrayDataset(np.zeros((6, 4), np.float32), np.array([0, 1] * 3), ["a", "b"], name="toy-text")
 
     try:
-        assert default_encoder("toy-text", "small_cnn") == "small_cnn"  # no text encoder registered: unchanged
+        # issue 23: the first registered text encoder, hierviz.models.text's "hyilr-text"
+        assert default_encoder("toy-text", "small_cnn") == "hyilr-text"
 
         @ENCODERS.register("toy-text-encoder")
         def _enc(**kw):  # pragma: no cover - never built here
@@ -59,7 +60,8 @@ def test_a_text_dataset_takes_the_registered_text_encoder():
 
         _enc.text = True
         try:
-            assert default_encoder("toy-text", "small_cnn") == "toy-text-encoder"
+            assert default_encoder("toy-text", "small_cnn") == "hyilr-text"
+            assert default_encoder("toy-text", "toy-text-encoder") == "toy-text-encoder"  # a text encoder is kept
         finally:
             ENCODERS.unregister("toy-text-encoder")
     finally:

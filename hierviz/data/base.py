@@ -176,9 +176,10 @@ class ArrayDataset:
 
     Parameters
     ----------
-    images : numpy.ndarray of uint8, shape (N, H, W, 3), or of float, shape (N, D)
+    images : numpy.ndarray of uint8 (N, H, W, 3), float (N, D) or int64 (N, s, 2)
         RGB images, values 0..255; or a *vector dataset*: one float feature vector per
-        sample (e.g. TF-IDF of a text, precomputed features), stored as float32, finite.
+        sample (e.g. TF-IDF of a text, precomputed features), stored as float32, finite; or
+        a *text dataset* (see the notes).
     labels : numpy.ndarray of int, shape (N,)
         Class index per image, in ``0 .. len(classes) - 1`` (stored as int64).
     classes : list of str
@@ -206,7 +207,10 @@ class ArrayDataset:
     transforms hand each vector to the model as a ``(D, 1, 1)`` tensor (a 1 x 1 "image"
     with D channels), views are feature-dropout copies (:class:`hierviz.data.FeatureViews`),
     and the ``mlp`` encoder (:data:`hierviz.models.ENCODERS`) flattens it. ``image_size``
-    is then ``(D, 1)`` and :meth:`resized` is refused.
+    is then ``(D, 1)`` and :meth:`resized` is refused. Text datasets (:attr:`is_text`) hold
+    int64 ``(N, s, 2)`` token ids and padding masks; the transforms hand a sample to the model
+    as a ``(1, s, 2)`` int64 tensor (:mod:`hierviz.data.text`), read by a text encoder
+    (``hyilr-text``); ``image_size`` is ``(s, 1)``.
 
     Raises
     ------
@@ -245,6 +249,10 @@ class ArrayDataset:
             im = im.astype(np.float32, copy=False)
             if not np.isfinite(im).all():
                 raise ValueError("images: the feature vectors (N, D) hold NaN or inf")
+        elif im.ndim == 3 and np.issubdtype(im.dtype, np.signedinteger):  # a text dataset (N, s, 2): ids, mask
+            if im.shape[-1] != 2 or (im.size and (im.min() < 0 or im[..., 1].max() > 1)):
+                raise ValueError(f"images: tokens must be (N, s, 2) ints (id >= 0, mask 0/1), got {im.shape}")
+            im = im.astype(np.int64, copy=False)
         elif im.dtype != np.uint8:
             raise TypeError(
                 f"images must be uint8 (0..255) images or float (N, D) feature vectors, got dtype {im.dtype}"
@@ -288,7 +296,7 @@ class ArrayDataset:
     def __repr__(self) -> str:
         h, w = self.image_size
         grp = f", groups={np.unique(self.groups).size}" if self.groups is not None else ""
-        size = f"D={h}" if self.is_vector else f"{h}x{w}"
+        size = f"D={h}" if self.is_vector else f"s={h}" if self.is_text else f"{h}x{w}"
         return (
             f"ArrayDataset({self.name!r}, N={len(self)}, {size}, C={self.num_classes}{grp}"
             + (f", licence={self.licence!r}" if self.licence else "")
@@ -305,10 +313,12 @@ class ArrayDataset:
         """True for a vector dataset (float features ``(N, D)``), False for images."""
         return self.images.ndim == 2
 
+    is_text = property(lambda self: self.images.ndim == 3, doc="True for a text dataset: int64 ``(N, s, 2)`` tokens.")
+
     @property
     def image_size(self) -> tuple[int, int]:
-        """``(H, W)`` of the images; ``(D, 1)`` for a vector dataset."""
-        if self.is_vector:
+        """``(H, W)`` of the images; ``(D, 1)`` for a vector dataset, ``(s, 1)`` for a text one."""
+        if self.is_vector or self.is_text:  # (D, 1) or (s, 1): the sequence length
             return int(self.images.shape[1]), 1
         return int(self.images.shape[1]), int(self.images.shape[2])
 
@@ -405,8 +415,10 @@ class ArrayDataset:
             ``size`` < 1, or a vector dataset (nothing to resize).
         """
         size = _check_size(size)
-        if self.is_vector:
-            raise ValueError(f"size: dataset {self.name!r} holds feature vectors, not images; it cannot be resized")
+        if self.is_text and self.image_size[0] == size:  # a text loader made sequences of this length
+            return self
+        if self.is_vector or self.is_text:
+            raise ValueError(f"size: dataset {self.name!r} holds vectors or tokens, not images; it cannot be resized")
         if self.image_size == (size, size):
             return self
         from PIL import Image  # heavy: Pillow, imported only when images are resized

@@ -192,6 +192,49 @@ def grouped_split(
     return {name: np.flatnonzero(split_id == i).astype(np.int64) for i, name in enumerate(SPLITS)}
 
 
+def official_split(official: Any, val: float = 0.1, seed: int = 0) -> dict[str, np.ndarray]:
+    """A dataset's own train/test split (``ArrayDataset.official_split``), ``val`` of train held out at random.
+
+    ``hierviz htc``'s split (Paper 05 runs): a ``"val"`` entry of ``official`` stays val;
+    without any, a seeded random ``val`` fraction of the ``"train"`` rows becomes val.
+
+    Parameters
+    ----------
+    official : array-like of str, shape (N,)
+        ``"train"``, ``"val"`` or ``"test"`` per sample.
+    val : float, default 0.1
+        In [0, 1).
+    seed : int, default 0
+
+    Returns
+    -------
+    dict[str, numpy.ndarray]
+        ``"train"``, ``"val"``, ``"test"``: sorted int64 indices.
+
+    Raises
+    ------
+    ValueError
+        Values other than train/val/test, or ``val`` outside [0, 1).
+
+    Examples
+    --------
+    >>> sp = official_split(["train"] * 8 + ["test"] * 2, val=0.25)
+    >>> [len(sp[k]) for k in ("train", "val", "test")], sp["test"].tolist()
+    ([6, 2, 2], [8, 9])
+    """
+    o = np.asarray(official).astype(str)
+    bad = sorted(set(o.tolist()) - {"train", "val", "test"})
+    if bad:
+        raise ValueError(f"official split values must be 'train'/'val'/'test', got {bad}")
+    val = _check_fraction(val, "val")
+    train = np.flatnonzero(o == "train")
+    held = np.flatnonzero(o == "val")
+    if not len(held) and val > 0 and len(train):
+        held = np.sort(np.random.default_rng(seed).choice(train, size=int(round(val * len(train))), replace=False))
+        train = np.setdiff1d(train, held)
+    return {"train": train.astype(np.int64), "val": held.astype(np.int64), "test": np.flatnonzero(o == "test")}
+
+
 def check_split(splits: dict[str, np.ndarray], n: int, groups: Any = None) -> None:
     """Assert that ``splits`` partitions ``range(n)`` and that no group crosses splits.
 

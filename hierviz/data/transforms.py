@@ -26,6 +26,8 @@ import torch
 from torch.utils.data import Dataset
 from torchvision.transforms import v2
 
+from hierviz.data.text import is_tokens, token_tensor
+
 #: ImageNet channel statistics (torchvision's pretrained models expect them).
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -239,6 +241,8 @@ class EvalTransform(_Base):
         """
         if _is_vector(image):
             return _vector_tensor(image)
+        if is_tokens(image):  # a text sample (s, 2): ids and mask as they are (hierviz.data.text)
+            return token_tensor(image)
         return self.pipeline(_to_image(image))
 
     def __repr__(self) -> str:

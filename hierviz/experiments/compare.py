@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from hierviz.data import DEFAULT_TREE, grouped_split
+from hierviz.data.splits import official_split
 from hierviz.evaluation import PROTOCOLS
 from hierviz.experiments.config import ConfigError, ExperimentConfig, validate
 from hierviz.experiments.header import _header, _px  # noqa: F401 (split out by issue 23, re-exported here)
@@ -143,9 +144,14 @@ def _compare(
         cfg.data.image_size = int(ds.images.shape[1])
     if cfg.data.tree is None:
         cfg.data.tree = DEFAULT_TREE.get(cfg.data.dataset)
-    split = grouped_split(
-        np.asarray(ds.labels), None if ds.groups is None else np.asarray(ds.groups), seed=cfg.data.split_seed
-    )
+    if cfg.data.split == "official":  # issue 23: the dataset's own train/test (hierviz htc's split)
+        if ds.official_split is None:
+            raise ConfigError(f"data.split: dataset {ds.name!r} has no official split; use data.split=grouped")
+        split = official_split(ds.official_split, val=0.1, seed=cfg.data.split_seed)
+    else:
+        split = grouped_split(
+            np.asarray(ds.labels), None if ds.groups is None else np.asarray(ds.groups), seed=cfg.data.split_seed
+        )
     empty = [k for k in ("train", "test") if len(split[k]) == 0]
     if empty:  # issue 27 #22: say why here, not "dataset is empty: nothing to embed" after training
         counts = np.bincount(np.asarray(ds.labels))
@@ -230,6 +236,8 @@ def _compare(
                 resume=resume,
                 progress=progress,
                 callbacks=callbacks.get(run_dir.name, ()),
+                # issue 23: train.patience stops on the validation split (methods with a classifier)
+                val_ds=ds.subset(run_split["val"]) if cfg.train.patience and len(run_split.get("val", ())) else None,
             )
             if rec is None:  # a rank other than 0: it trained, rank 0 evaluates and writes
                 continue

@@ -96,6 +96,10 @@ class DataConfig:
         A seeded stratified subset of this many images (≥ 3 × number of classes).
     split_seed : int, default 0
         Seed of the grouped 70/15/15 train/val/test split (fixed across method seeds).
+    split : {"grouped", "official"}, default "grouped"
+        ``"official"``: the dataset's own train/test split (``ArrayDataset.official_split``;
+        e.g. 20news bydate), 10 % of train held out as val with ``split_seed``
+        (:func:`hierviz.data.splits.official_split`, ``hierviz htc``'s split; issue 23).
     image_size : int or None
         Training/evaluation image side; None = the data's own.
     workers : int, default 0
@@ -120,6 +124,7 @@ class DataConfig:
     tree: str | None = None
     limit: int | None = None
     split_seed: int = 0
+    split: str = "grouped"
     image_size: int | None = None
     workers: int = 0
     augment_seeds: str = "auto"
@@ -206,6 +211,11 @@ class TrainSection:
     (:func:`hierviz.geometry._kernels.compile_kernels`); off by default (slow to start on a
     CPU, never required). ``compile_loss``: the objective through ``torch.compile(fullgraph=True)``
     (:class:`hierviz.losses.CompiledLoss`, issue 25; on in the ``gpu`` preset).
+
+    ``patience`` None = off; an integer: early stopping for methods with a multi-label
+    classifier (HyILR, issue 23): after each epoch the classifier's micro + macro F1 on the
+    validation split is scored, the best epoch's weights are kept and evaluated, and training
+    stops after ``patience`` epochs without gain (``hierviz htc``'s rule).
     """
 
     epochs: int = 100
@@ -224,6 +234,7 @@ class TrainSection:
     channels_last: bool | None = None
     compile: bool = False
     compile_loss: bool = False
+    patience: int | None = None
 
 
 @dataclass
@@ -494,6 +505,7 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     _check(
         cfg.eval.embedding in (None, "features", "z"), "eval.embedding", "'features', 'z' or null", cfg.eval.embedding
     )
+    _check(cfg.data.split in ("grouped", "official"), "data.split", "'grouped' or 'official'", cfg.data.split)
     b = cfg.report.baseline
     if b is not None and b not in METHODS:  # a method not run here only leaves the paired table out
         close = nearest(b, list(METHODS))
@@ -519,6 +531,7 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         ("data.image_size", cfg.data.image_size),
         ("model.hidden_dim", cfg.model.hidden_dim),
         ("train.threads", cfg.train.threads),
+        ("train.patience", cfg.train.patience),
     ):
         _check(v is None or v >= 1, key, "an integer >= 1 (or null)", v)
     _check(

@@ -50,18 +50,29 @@ def _header(
     command = "hierviz " + shlex.join(list(argv)) if argv is not None else "hierviz.experiments.compare(config)"
     lr_head = t.lr_head if t.lr_head is not None else 10.0 * t.lr_backbone
     warm = t.warmup_epochs if t.warmup_epochs is not None else 0.1 * t.epochs
-    vector = bool(getattr(ds, "is_vector", False))
-    unit = "samples" if vector else "images"
+    text = bool(getattr(ds, "is_text", False))  # issue 23: token sequences (a text dataset)
+    vector = bool(getattr(ds, "is_vector", False)) or text
+    unit = "texts" if text else "samples" if vector else "images"
     return {
         "Command": command,
         "Dataset": f"{getattr(ds, 'name', name) or name}: {len(ds.labels)} {unit}"
         + (f" (subset of {n_all})" if len(ds.labels) != n_all else "")
         + f", {len(ds.classes)} classes, "
-        + (f"{ds.images.shape[1]} features" if vector else _px(ds.images.shape[1], d.image_size)),
+        + (
+            f"{ds.images.shape[1]} {'tokens' if text else 'features'}"
+            if vector
+            else _px(ds.images.shape[1], d.image_size)
+        ),
         "Licence / citation": f"{getattr(ds, 'licence', '') or 'n/a'} — {getattr(ds, 'citation', '') or 'n/a'}",
         "Tree": f"{d.tree} (C = {tree.num_leaves} leaves, height L = {tree.height})\n{tree}",
-        "Split": f"grouped by {'lesion/group id' if ds.groups is not None else unit[:-1]}, seed {d.split_seed}: "
-        f"train {len(split['train'])}, val {len(split['val'])} (unused), test {len(split['test'])}"
+        "Split": (
+            "the dataset's official train/test, 10 % of train as val"
+            if d.split == "official"
+            else f"grouped by {'lesion/group id' if ds.groups is not None else unit[:-1]}"
+        )
+        + f", seed {d.split_seed}: "
+        f"train {len(split['train'])}, val {len(split['val'])} ({'early stopping' if t.patience else 'unused'}), "
+        f"test {len(split['test'])}"
         + (
             f"; unseen leaves {len(split['unseen_leaves'])} (fold {cfg.eval.fold}), prediction set "
             f"{len(split['predict'])} (in val and test)"
@@ -71,7 +82,7 @@ def _header(
         "Model": f"{m.encoder}"
         + (f" (width {m.width})" if m.encoder == "small_cnn" else "")
         + f", d = {m.embed_dim}, "
-        + (f"{ds.images.shape[1]} input features" if vector else f"image {d.image_size} px")
+        + (f"{ds.images.shape[1]} input {'tokens' if text else 'features'}" if vector else f"image {d.image_size} px")
         + f", pretrained: {m.pretrained or 'none'}",
         "Training": f"{t.epochs} epochs, batch {t.batch_size}, AdamW lr {t.lr_backbone:g}/{lr_head:g}"
         f" (backbone/head), warmup {warm:g} epochs + cosine, EMA {t.ema_decay or 'off'}, "

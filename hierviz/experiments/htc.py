@@ -4,7 +4,8 @@ The methods, the model and the objective live in :mod:`hierviz.methods.paper05`;
 :func:`train_htc`, trains them with :func:`hierviz.training.fit` (the loop of every method); this
 module runs a plan of them into a folder and writes the
 tables and the HTML report (:func:`hierviz.report.htc.write_report`), so that the method layer
-imports no report or figure.
+imports no report or figure. ``hierviz htc --engine compare`` runs the same plan through
+``hierviz compare`` instead (:mod:`hierviz.experiments.htc_compare`, issue 23).
 """
 
 from __future__ import annotations
@@ -323,6 +324,14 @@ def add_htc_parser(sub: Any) -> Any:
     h.add_argument("--epochs", type=int)
     h.add_argument("--bert", help="a local BERT checkpoint folder (needs the transformers package)")
     h.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any HTCConfig field")
+    h.add_argument(
+        "--engine",
+        choices=("htc", "compare"),
+        default="htc",
+        help="htc (default): this driver (token pipeline, early stopping); compare: the same methods as one "
+        "hierviz compare plan on 20news-text, Table 4 written from its run records (issue 23; see "
+        "hierviz.experiments.htc_compare for what differs)",
+    )
     h.add_argument("--out", default="hierviz-htc", help="output folder")
     h.add_argument("--fresh", action="store_true", help="retrain runs already in --out")
     h.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -362,6 +371,16 @@ def run_htc_command(args: Any) -> int:
     except ValueError:
         raise ValueError(f"--lams must be comma-separated numbers, got {args.lams!r}") from None
     cfg = HTCConfig.preset(args.preset, **over)
+    if getattr(args, "engine", "htc") == "compare":
+        # heavy: plotly (compare's report; hierviz.report.htc imports it), imported only for this engine
+        from hierviz.experiments.htc_compare import run_htc_compare
+
+        if args.data_dir:
+            os.environ["HIERVIZ_DATA"] = str(args.data_dir)  # compare's loaders search $HIERVIZ_DATA first
+        run_htc_compare(cfg, args.out, lams=lams, resume=not args.fresh, progress=not args.quiet)
+        print((Path(args.out) / "htc_results.md").read_text())
+        print(f"report: {Path(args.out) / 'report.html'}")
+        return 0
     run_htc(cfg, args.out, lams=lams, data_dir=args.data_dir, resume=not args.fresh, progress=not args.quiet)
     print((Path(args.out) / "results.md").read_text())
     print(f"report: {Path(args.out) / 'report.html'}")

@@ -96,6 +96,8 @@ _NEW_KEY_DEFAULTS = {
     "loss.cone_aperture": 0.1,
     "loss.hyilr_lambda": 0.3,  # issue 23: HyILR's λ (hierviz.methods.hyilr)
     "model.head_center": None,  # issue 22 follow-up: the head subtracts no mean
+    "train.patience": None,  # issue 23: no early stopping
+    "data.split": "grouped",  # issue 23: the grouped split (not the dataset's official one)
 }
 
 #: Keys that legitimately differ between the runs of one comparison.

@@ -15,7 +15,9 @@ import numpy as np
 import torch
 
 from hierviz import __version__, methods
+from hierviz.data.text import TokenViews
 from hierviz.evaluation import PROTOCOLS, embed_dataset, run_radius
+from hierviz.evaluation.multilabel import EarlyStopping, evaluate_classifier, has_classifier
 from hierviz.experiments.config import ExperimentConfig
 from hierviz.experiments.inputs import _option_named
 from hierviz.experiments.records import (
@@ -84,11 +86,14 @@ def _run_one(
     resume: bool,
     progress: bool,
     callbacks: Sequence = (),
+    val_ds=None,
 ) -> dict[str, Any] | None:
     """Train + evaluate one method × geometry × seed; write config.json, result.json, embeddings.npz.
 
     Under torchrun every rank trains (DDP, :mod:`hierviz.training.distributed`); ranks other
-    than 0 return None after training.
+    than 0 return None after training. With ``train.patience`` and a ``val_ds``, a method with a
+    multi-label classifier stops early on it and is evaluated at its best epoch
+    (:class:`hierviz.evaluation.multilabel.EarlyStopping`).
     """
     method = get_method(method_name)
     geometry = get_geometry(geometry_name, c=cfg.model.curvature, learnable=cfg.model.learn_curvature)
@@ -160,6 +165,8 @@ def _run_one(
         if own_model is None:
             with torch.no_grad():  # the dry run that fixes the encoder's input size D (hierviz.models.MLPEncoder)
                 model.encoder(torch.zeros(1, train_ds.images.shape[1], 1, 1))
+    elif getattr(train_ds, "is_text", False):  # int64 (N, s, 2) token ids and mask: the sequences as they are
+        train_views = ContrastiveDataset(train_ds, TokenViews(), views=views, seed=view_seed)
     else:
         train_views = ContrastiveDataset(
             train_ds, TwoViewTransform(image_size, views=views), views=views, seed=view_seed
@@ -170,18 +177,26 @@ def _run_one(
             labels=np.asarray(train_ds.labels), tree=tree, batch_size=t.batch_size, seed=seed
         )
     trains = any(p.requires_grad for p in model.parameters())  # PCA(N)/NCA(N) alone have nothing to train
+    if callable(getattr(objective, "set_label_prior", None)):  # e.g. HyILR's classifier bias on tokens
+        objective.set_label_prior(np.asarray(train_ds.labels))
+    stopper = None
+    if t.patience and val_ds is not None and has_classifier(objective):
+        stopper = EarlyStopping(objective, val_ds, tree, t.patience, image_size=image_size,
+                                batch_size=cfg.eval.batch_size, num_workers=cfg.data.workers)  # fmt: skip
     result = fit(
         train_config,
         model,
         objective,
         train_views,
-        callbacks=callbacks,
+        callbacks=[*callbacks, stopper] if stopper is not None else callbacks,
         batch_sampler=batch_sampler,
         device_augment=speed["device_augment"],
         channels_last=speed["channels_last"],
         loader_options=speed["loader_options"],
     ) if trains else untrained(model, resolve_device(t.device))  # fmt: skip
 
+    if stopper is not None:  # the best epoch on the validation split
+        stopper.restore(result.model)
     if not is_main_process():
         return None  # under torchrun rank 0 alone evaluates and writes
     head = getattr(result.model, "to_manifold", None)
@@ -208,6 +223,19 @@ def _run_one(
         mean_steps=cfg.eval.mean_steps,
     )
     arrays = ev.arrays()
+    clf = None
+    if has_classifier(objective):  # issue 23: the method's own multi-label classifier (HyILR's F1 columns)
+        clf = evaluate_classifier(
+            result.model,
+            objective,
+            test_ds,
+            tree,
+            image_size=image_size,
+            batch_size=cfg.eval.batch_size,
+            device=result.device,
+            num_workers=cfg.data.workers,
+        )
+        arrays.update(clf.arrays())
     np.savez_compressed(run_dir / "embeddings.npz", **arrays)
 
     radius = run_radius(model, arrays, tree, geometry, embedding, seed=seed, steps=cfg.eval.mean_steps)
@@ -223,10 +251,13 @@ def _run_one(
         "curvature": 0.0 - float(getattr(geometry, "curvature", 0.0)),  # c (learned with model.learn_curvature)
         "seed": seed,
         "metrics": ev.metrics,
+        "classifier_metrics": None if clf is None else clf.metrics,
+        "early_stopping": None if stopper is None else stopper.record(),
+        "learned": objective.learned() if callable(getattr(objective, "learned", None)) else None,
         "radius": radius,
         "epochs": t.epochs,
         "train_seconds": result.train_seconds,
-        "eval_seconds": ev.seconds,
+        "eval_seconds": ev.seconds + (0.0 if clf is None else clf.seconds),
         "augment_on": speed["augment_on"],
         **_launch(cfg, train_ds, get_world_size()),
         "eval_embedding": embedding,

@@ -23,15 +23,17 @@ learnable scalars ``log c``, ``log α_t``, ``log α_l`` (:class:`~hierviz.losses
 are trainable modules of the objective (``Needs(modules=...)``): ``fit`` trains them with the
 head's learning rate and checkpoints them.
 
-**Inputs.** ``compare`` feeds one vector per sample (TF-IDF through the MLP encoder on
-``20news``, a CNN's features on images), not token sequences. Label–text attention (Eq. 8)
+**Inputs.** On vector and image datasets ``compare`` feeds one vector per sample (TF-IDF
+through the MLP encoder on ``20news``, a CNN's features on images). Label–text attention (Eq. 8)
 over a sequence of one token gives every label the weight 1, so on this path ``hyilr``'s
 classifier is a linear layer on ``c`` copies of ``x``, while ``hyilr-no-att`` uses
 ``F = x ⊙ W_Lᵀ`` (§5.4's ablation): the two differ in the classifier, not in attention over
-tokens. The token pipeline with a real attention is ``hierviz htc``
-(:mod:`hierviz.methods.paper05`). Also unlike ``hierviz htc``: one view per sample
-(``Needs(views=1)``; on vectors compare's views drop input features), no dropout on ``vec(F)``,
-and the classifier bias starts at ``nn.Linear``'s init (htc starts it at the label log-odds).
+tokens. On a text dataset (``20news-text``, the ``hyilr-text`` encoder) the model also returns
+the token features and their mask, and the classifier attends over the tokens as ``hierviz htc``
+(:mod:`hierviz.methods.paper05`) does, with dropout 0.1 on ``vec(F)`` (on vectors none: compare's
+vector views already drop input features), and its bias starting at the training label
+log-odds (``set_label_prior``; on vectors at ``nn.Linear``'s init). Unlike ``hierviz htc``:
+one view per sample (``Needs(views=1)``).
 
 **Geometry.** The contrastive space is the method's (Table 4): Lorentz for ``hyilr``,
 ``hyilr-no-hns`` and ``hyilr-no-att``, the Poincaré ball or flat distances for the two
@@ -65,6 +67,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
@@ -79,6 +82,9 @@ from hierviz.models.text import HyILRHead
 __all__ = ["HyILRLoss", "HyILRObjective", "HYILR_VARIANTS", "leaf_label_sets"]
 
 _PAPER = "Paper 05 (HyILR)"
+
+#: Dropout on ``vec(F)`` when the classifier attends over a text encoder's tokens (:class:`hierviz.models.text.HyILRModel`'s).
+TOKEN_DROPOUT = 0.1
 
 register_hparam("hyilr_lambda", 0.3, "HyILR λ: weight of the contrastive loss (Paper 05 §4.3.2, >= 0; paper 0.3-0.6)")
 
@@ -162,11 +168,28 @@ class HyILRLoss(nn.Module):
         # no dropout on vec(F) (HyILRModel's 0.1): compare's vector views already drop input features
         self.head = HyILRHead(targets.shape[1], attention=attention, dropout=0.0)
         self.scales = HyperbolicScales(1, geometry=space)
+        self.label_prior: torch.Tensor | None = None
 
-    def forward(self, x: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def set_label_prior(self, labels: Any) -> None:
+        """The training leaf labels ``(N,)``: on a text encoder's tokens the classifier bias starts at
+        their label log-odds (``hierviz htc``'s init: fewer all-negative first epochs), clamped to
+        frequencies in [1e-3, 1 − 1e-3]. Read at the first call only (a resumed run keeps its bias).
+        """
+        y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+        self.label_prior = self.leaf_targets[y].float().mean(0).clamp(1e-3, 1 - 1e-3)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        labels: torch.Tensor,
+        tokens: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Loss and its terms (``bce``, ``cl``, ``negatives``) for features ``x`` (B, h) or (B, V, h).
 
-        Views are read as samples (each view gets its leaf's label set).
+        Views are read as samples (each view gets its leaf's label set). ``tokens`` (B, s, h) or
+        (B, V, s, h) and ``mask`` (B, s) or (B, V, s): a text encoder's token features, which the
+        classifier attends over (Eq. 8); ``x`` is then their ``[CLS]`` token.
 
         Raises
         ------
@@ -178,10 +201,21 @@ class HyILRLoss(nn.Module):
         if x.ndim == 3:
             labels = labels.repeat_interleave(x.shape[1])
             x = x.reshape(-1, x.shape[-1])
+            if tokens is not None:
+                tokens, mask = tokens.reshape(-1, *tokens.shape[-2:]), mask.reshape(-1, mask.shape[-1])
         if x.ndim != 2:
             raise ValueError(f"features must have shape (B, h) or (B, V, h), got {tuple(x.shape)}")
         first = isinstance(self.head.W_L, UninitializedParameter)  # (a type check: traceable by torch.compile)
-        logits = self.head(x)
+        if tokens is None:
+            logits = self.head(x)
+        else:  # token features (a text encoder): HyILRModel's dropout 0.1 on vec(F)
+            self.head.drop.p = TOKEN_DROPOUT
+            if first and self.label_prior is not None:  # htc's bias init at the training label log-odds
+                self.head.initialize_parameters(x)
+                with torch.no_grad():
+                    p = self.label_prior.to(self.head.bias)
+                    self.head.bias.copy_(torch.log(p / (1 - p)))
+            logits = self.head(x, tokens.float(), mask)
         if first:  # §5.1: α_t, α_l start at 1/√h, known from the first batch
             with torch.no_grad():
                 init = math.log(1.0 / math.sqrt(x.shape[-1]))
@@ -210,12 +244,67 @@ class HyILRObjective(Objective):
     """
 
     def forward(
-        self, z: torch.Tensor | None, labels: torch.Tensor | None, logits: torch.Tensor | None = None
+        self,
+        z: torch.Tensor | None,
+        labels: torch.Tensor | None,
+        logits: torch.Tensor | None = None,
+        tokens: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """``z`` here is the features ``(B, h)`` or ``(B, V, h)``; see :meth:`HyILRLoss.forward`."""
         if z is None:
             raise ValueError(f"objective {self.name!r} needs encoder features (B, h); got None")
-        return self.terms["hyilr"](z, labels)
+        return self.terms["hyilr"](z, labels, tokens, mask)
+
+    def set_label_prior(self, labels: Any) -> None:
+        """See :meth:`HyILRLoss.set_label_prior` (``compare`` passes the training split's leaf labels)."""
+        self.terms["hyilr"].set_label_prior(labels)
+
+    def learned(self) -> dict[str, float]:
+        """The learned scalars of Eq. 12 for the run record: ``c`` (curvature magnitude), ``alpha_t``, ``alpha_l``."""
+        scales = self.terms["hyilr"].scales
+        return {k: float(getattr(scales, k).detach()) for k in ("c", "alpha_t", "alpha_l")}
+
+    @torch.no_grad()
+    def predict_proba(self, features: torch.Tensor | Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """The classifier's label probabilities ``sigmoid(ℓ)`` (Eq. 9) for encoder features.
+
+        What :func:`hierviz.evaluation.multilabel.evaluate_classifier` thresholds (issue 23:
+        the classifier's micro/macro F1 and Hi-MiF1/Hi-MaF1 in ``compare``'s table).
+
+        Parameters
+        ----------
+        features : Tensor, shape (B, h), float, or the model's output dict
+            The encoder features (``out["features"]``) of one view per sample; the output dict
+            of a text encoder's model also gives ``tokens`` and ``mask`` (attention over tokens).
+
+        Returns
+        -------
+        Tensor, shape (B, N − 1), float32 in [0, 1]
+            Columns: the tree's non-root nodes in ``tree.nodes`` order.
+
+        Raises
+        ------
+        ValueError
+            Features not 2-D, or a classifier never called (untrained).
+        """
+        loss = self.terms["hyilr"]
+        tokens = mask = None
+        if isinstance(features, Mapping):
+            tokens, mask = features.get("tokens"), features.get("mask")
+            features = features["features"]
+        if features.ndim != 2:
+            raise ValueError(f"features must have shape (B, h), got {tuple(features.shape)}")
+        if isinstance(loss.head.W_L, UninitializedParameter):
+            raise ValueError(f"objective {self.name!r}: the classifier was never trained (its size is unknown)")
+        was = loss.head.training
+        loss.head.eval()
+        try:
+            if tokens is None:
+                return torch.sigmoid(loss.head(features.float())).float()
+            return torch.sigmoid(loss.head(features.float(), tokens.float(), mask)).float()
+        finally:
+            loss.head.train(was)
 
     def loss_from_output(
         self, out: Mapping[str, torch.Tensor | None], labels: torch.Tensor | None
@@ -223,7 +312,7 @@ class HyILRObjective(Objective):
         feats = out.get("features")
         if feats is None:
             raise ValueError(f"objective {self.name!r} reads the encoder features: the model output has no 'features'")
-        return self(feats.float(), labels)
+        return self(feats.float(), labels, tokens=out.get("tokens"), mask=out.get("mask"))
 
 
 #: name -> (display name, contrastive space (a Geometry class, built with ``validate=False``),

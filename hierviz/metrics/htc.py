@@ -43,13 +43,23 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import f1_score
 
+from hierviz.metrics.baselines import frequency_prior_targets
+
 __all__ = [
     "hierarchical_f1",
     "hierarchy_consistent",
     "per_level_f1",
     "frequency_bucket_f1",
     "label_columns",
+    "CLASSIFIER_METRICS",
+    "leaf_path_targets",
+    "classifier_scores",
+    "frequency_prior_scores",
 ]
+
+#: The columns of a run's multi-label classifier in ``hierviz compare``'s tables (issue 23): the
+#: keys of :func:`hierarchical_f1` with a ``clf_`` prefix, kept apart from the probe's ``macro_f1``.
+CLASSIFIER_METRICS = ("clf_micro_f1", "clf_macro_f1", "clf_hi_micro_f1", "clf_hi_macro_f1")
 
 
 def label_columns(tree: Any) -> np.ndarray:
@@ -265,3 +275,88 @@ def frequency_bucket_f1(
             }
         )
     return rows
+
+
+def leaf_path_targets(y: Any, tree: Any) -> np.ndarray:
+    """The label sets of leaf-labelled samples: each leaf and its ancestors, root column False.
+
+    Parameters
+    ----------
+    y : array_like of int, shape (N,)
+        Leaf indices ``0 .. tree.num_leaves - 1`` (``tree.leaves`` order).
+    tree : LabelTree
+
+    Returns
+    -------
+    numpy.ndarray, shape (N, tree.num_nodes), bool
+        In ``tree.nodes`` order, the input of :func:`hierarchical_f1`.
+
+    Raises
+    ------
+    ValueError
+        ``y`` not 1-D, or a leaf index outside ``[0, tree.num_leaves)``.
+
+    Examples
+    --------
+    >>> from hierviz.hierarchy import LabelTree
+    >>> tree = LabelTree.from_nested({"root": {"a": ["a1", "a2"], "b": ["b1"]}})  # root, a, b, a1, a2, b1
+    >>> leaf_path_targets([1, 2], tree).astype(int).tolist()
+    [[0, 1, 0, 0, 1, 0], [0, 0, 1, 0, 0, 1]]
+    """
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be a 1-D array of leaf indices, got shape {y.shape}")
+    if y.size and (not np.issubdtype(y.dtype, np.integer) or y.min() < 0 or y.max() >= tree.num_leaves):
+        raise ValueError(f"y must hold leaf indices in [0, {tree.num_leaves}), got values in [{y.min()}, {y.max()}]")
+    paths = np.zeros((tree.num_leaves, tree.num_nodes), dtype=bool)
+    for i, leaf in enumerate(tree.leaves):
+        for a in tree.ancestors(leaf, inclusive=True):
+            if a != tree.root:
+                paths[i, tree.node_index[a]] = True
+    return paths[y.astype(np.int64)]
+
+
+def classifier_scores(y_true: Any, y_pred: Any, tree: Any) -> dict[str, float]:
+    """:func:`hierarchical_f1` under the table keys :data:`CLASSIFIER_METRICS` (``clf_`` prefix).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hierviz.hierarchy import LabelTree
+    >>> tree = LabelTree.from_nested({"root": {"a": ["a1", "a2"], "b": ["b1"]}})
+    >>> y = leaf_path_targets([0], tree)
+    >>> classifier_scores(y, y, tree)
+    {'clf_micro_f1': 1.0, 'clf_macro_f1': 1.0, 'clf_hi_micro_f1': 1.0, 'clf_hi_macro_f1': 1.0}
+    """
+    return {f"clf_{k}": v for k, v in hierarchical_f1(y_true, y_pred, tree).items()}
+
+
+def frequency_prior_scores(y_train: Any, y_test: Any, tree: Any) -> dict[str, float]:
+    """The classifier columns of the Majority row: the train split's most frequent label set for every test sample.
+
+    The multi-label frequency prior (:func:`hierviz.metrics.baselines.frequency_prior_targets`)
+    of the training label sets (:func:`leaf_path_targets`), scored by :func:`classifier_scores`.
+    With one leaf per sample it is the majority leaf's path.
+
+    Parameters
+    ----------
+    y_train, y_test : array_like of int, shape (n,)
+        Leaf indices.
+    tree : LabelTree
+
+    Returns
+    -------
+    dict
+        :data:`CLASSIFIER_METRICS` in [0, 1].
+
+    Examples
+    --------
+    >>> from hierviz.hierarchy import LabelTree
+    >>> tree = LabelTree.from_nested({"root": {"a": ["a1", "a2"], "b": ["b1"]}})
+    >>> r = frequency_prior_scores([0, 0, 2], [0, 1], tree)  # predicts a, a1 for both
+    >>> round(r["clf_micro_f1"], 4)  # TP: a, a1, a; FP: a1; FN: a2 -> 2*3 / (2*3 + 1 + 1)
+    0.75
+    """
+    train = leaf_path_targets(y_train, tree)
+    test = leaf_path_targets(y_test, tree)
+    return classifier_scores(test, frequency_prior_targets(train, len(test)), tree)

@@ -96,3 +96,11 @@ for _name, _label in (  # Paper 03: the retrieval protocol (hierviz.evaluation.r
     ("r_precision", "R-Prec"),
 ):
     register_metric(_name, _label, source="Paper 03 (Hyper-DINO) §3.1")
+
+for _name, _label in (  # Paper 05: the multi-label classifier of the HyILR methods (hierviz.metrics.htc)
+    ("clf_micro_f1", "Clf Micro-F1"),
+    ("clf_macro_f1", "Clf Macro-F1"),
+    ("clf_hi_micro_f1", "Clf Hi-MiF1"),
+    ("clf_hi_macro_f1", "Clf Hi-MaF1"),
+):
+    register_metric(_name, _label, source="Paper 05 (HyILR) §5.3 (the classifier's thresholded label sets)")

@@ -26,6 +26,7 @@ Building blocks
 Pretrained weights are never downloaded: pass a local ``state_dict`` file.
 """
 
+from hierviz.models import text as text  # registers the "hyilr-text" encoder
 from hierviz.models.encoders import ENCODERS, SmallCNN, build_encoder, register_encoder, resnet_encoder
 from hierviz.models.heads import (
     CURVATURE_RANGE,

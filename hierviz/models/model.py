@@ -129,7 +129,10 @@ class EmbeddingModel(nn.Module):
         dict
             ``features``: (B, F) or (B, V, F) encoder features;
             ``z``: (B, d) or (B, V, d) manifold points, float32 (Lorentz: d+1 coordinates);
-            ``logits``: (B, C) or (B, V, C) when ``num_classes`` was given, else ``None``.
+            ``logits``: (B, C) or (B, V, C) when ``num_classes`` was given, else ``None``;
+            with a text encoder (it returns token features and a mask, e.g. ``"hyilr-text"``)
+            also ``tokens`` (B, s, F) or (B, V, s, F) and ``mask`` (B, s) or (B, V, s) bool,
+            and ``features`` is the ``[CLS]`` token.
 
         Raises
         ------
@@ -141,6 +144,10 @@ class EmbeddingModel(nn.Module):
         lead = x.shape[:-3]
         flat = x.reshape(-1, *x.shape[-3:])
         feats = self.encoder(flat)
+        tokens = None
+        if isinstance(feats, tuple):  # a text encoder: token features (N, s, F) and mask; features = [CLS]
+            tokens, mask = feats
+            feats = tokens[:, 0]
         z = self.to_manifold(self.head(feats))
         logits = self.classifier(feats) if self.classifier is not None else None
         out = {
@@ -148,6 +155,9 @@ class EmbeddingModel(nn.Module):
             "z": z.reshape(*lead, z.shape[-1]),
             "logits": None if logits is None else logits.reshape(*lead, logits.shape[-1]),
         }
+        if tokens is not None:  # what label-text attention reads (hierviz.methods.hyilr)
+            out["tokens"] = tokens.reshape(*lead, *tokens.shape[-2:])
+            out["mask"] = mask.reshape(*lead, mask.shape[-1])
         return out
 
     @torch.no_grad()

@@ -12,8 +12,12 @@ r"""Text encoders and the HyILR classifier (Paper 05 (HyILR) §4.1, Eqs. 8–9).
   features ``W_Lᵀ`` shared with the attention (Eq. 12 projects them). ``attention=False`` is the
   "w/o label–text att." ablation: ``F = X_[CLS] ⊙ W_Lᵀ`` (§5.4).
 * :class:`HyILRHead` — the same classifier and label features on one feature vector per sample
-  (``hierviz compare``'s vector and image encoders; ``h`` set at the first call), and
-  :func:`label_text_features`, Eq. 8 shared by both.
+  (``hierviz compare``'s vector and image encoders; ``h`` set at the first call), or on the
+  token features of a text encoder, and :func:`label_text_features`, Eq. 8 shared by both.
+* :class:`TokenEncoder` — ``hierviz compare``'s text encoder (registered as ``"hyilr-text"``):
+  a :class:`TransformerTextEncoder` on a text dataset's ``(B, 1, s, 2)`` samples
+  (:mod:`hierviz.data.text`), returning the token features and the padding mask; the model's
+  ``features`` are ``X_[CLS]`` and the HyILR methods attend over the tokens.
 
 Examples
 --------
@@ -40,6 +44,9 @@ from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import UninitializedParameter
 
+from hierviz.data.text import CLS, PAD, UNK, WordVocab  # noqa: F401 (the tokenizer lives in data/, re-exported)
+from hierviz.models.encoders import register_encoder
+
 Tensor = torch.Tensor
 
 __all__ = [
@@ -50,80 +57,9 @@ __all__ = [
     "HyILRModel",
     "HyILRHead",
     "label_text_features",
+    "TokenEncoder",
+    "TEXT_VOCAB",
 ]
-
-PAD, CLS, UNK = 0, 1, 2
-
-
-class WordVocab:
-    """Word-level vocabulary fitted on training texts (scikit-learn's analyzer: lower case, ``\\b\\w\\w+\\b``).
-
-    Parameters
-    ----------
-    max_size : int, default 20000
-        Most frequent words kept (plus the 3 special tokens).
-    min_df : int, default 2
-        Drop words in fewer training documents (1 when there are fewer than 50 documents).
-
-    Attributes
-    ----------
-    words : list of str
-        Id ``3 + i`` is ``words[i]``.
-    """
-
-    def __init__(self, max_size: int = 20000, min_df: int = 2) -> None:
-        if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
-            raise ValueError(f"max_size must be a positive integer, got {max_size!r}")
-        self.max_size, self.min_df = max_size, min_df
-        self.words: list[str] = []
-        self._index: dict[str, int] = {}
-        self._analyzer = None
-
-    def fit(self, texts: Sequence[str]) -> WordVocab:
-        """Learn the vocabulary from ``texts`` (the training split only). Returns ``self``."""
-        # heavy: scikit-learn's text features, which nothing else in hierviz loads; on first use
-        from sklearn.feature_extraction.text import CountVectorizer
-
-        if len(texts) == 0:
-            raise ValueError("WordVocab.fit needs at least one training text")
-        cv = CountVectorizer(max_features=self.max_size, min_df=self.min_df if len(texts) >= 50 else 1)
-        cv.fit(texts)
-        self.words = sorted(cv.vocabulary_, key=cv.vocabulary_.__getitem__)
-        self._index = {w: i + 3 for i, w in enumerate(self.words)}
-        self._analyzer = cv.build_analyzer()
-        return self
-
-    def __len__(self) -> int:
-        return len(self.words) + 3
-
-    def tokens(self, text: str) -> list[str]:
-        """The analyzer's tokens of one text."""
-        if self._analyzer is None:
-            raise RuntimeError("WordVocab is not fitted; call fit(train_texts) first")
-        return self._analyzer(text)
-
-    def encode(self, texts: Sequence[str], max_len: int = 256) -> tuple[Tensor, Tensor]:
-        """Token ids ``[CLS] w1 … w_{max_len−1}`` (cut), right-padded.
-
-        Parameters
-        ----------
-        texts : sequence of str
-        max_len : int, default 256
-            Sequence length ``s`` including ``[CLS]`` (>= 2).
-
-        Returns
-        -------
-        ids : Tensor, shape (N, s), int64
-        mask : Tensor, shape (N, s), bool
-            True on real tokens (``[CLS]`` included).
-        """
-        if max_len < 2:
-            raise ValueError(f"max_len must be >= 2, got {max_len}")
-        ids = torch.zeros(len(texts), max_len, dtype=torch.long)
-        for i, t in enumerate(texts):
-            row = [CLS] + [self._index.get(w, UNK) for w in self.tokens(t)[: max_len - 1]]
-            ids[i, : len(row)] = torch.tensor(row)
-        return ids, ids != PAD
 
 
 class TransformerTextEncoder(nn.Module):
@@ -383,7 +319,7 @@ class HyILRHead(LazyModuleMixin, nn.Module):
         """The feature size, or None before the first call."""
         return None if self.has_uninitialized_params() else int(self.W_L.shape[0])
 
-    def initialize_parameters(self, x: Tensor) -> None:  # called by LazyModuleMixin before the first forward
+    def initialize_parameters(self, x: Tensor, *args, **kwargs) -> None:  # LazyModuleMixin, before the first forward
         if self.has_uninitialized_params():
             h, c = int(x.shape[-1]), self.num_labels
             with torch.no_grad():
@@ -399,12 +335,91 @@ class HyILRHead(LazyModuleMixin, nn.Module):
         """``W_Lᵀ``, shape ``(c, h)``."""
         return self.W_L.t()
 
-    def forward(self, x: Tensor) -> Tensor:
-        """Logits ``(B, c)`` of features ``x`` ``(B, h)`` (Eq. 9; ``sigmoid`` gives ŷ)."""
+    def forward(self, x: Tensor, tokens: Tensor | None = None, mask: Tensor | None = None) -> Tensor:
+        """Logits ``(B, c)`` of features ``x`` ``(B, h)`` (Eq. 9; ``sigmoid`` gives ŷ).
+
+        With ``tokens`` ``(B, s, h)`` (a text encoder's token features, position 0 = ``[CLS]``)
+        and their ``mask`` ``(B, s)`` bool, Eq. 8 attends over the tokens as :class:`HyILRModel`
+        does; without, over the one token ``x``.
+        """
         if x.ndim != 2:
             raise ValueError(f"x must be (B, h) feature vectors, got shape {tuple(x.shape)}")
-        F, _ = label_text_features(x[:, None, :], self.W_L, attention=self.attention)
+        if tokens is None:
+            tokens = x[:, None, :]
+        elif tokens.ndim != 3 or tokens.shape[0] != x.shape[0] or tokens.shape[-1] != x.shape[-1]:
+            raise ValueError(f"tokens must be (B, s, h) = ({x.shape[0]}, s, {x.shape[-1]}), got {tuple(tokens.shape)}")
+        F, _ = label_text_features(tokens, self.W_L, mask, attention=self.attention)
         return nn.functional.linear(self.drop(F.flatten(1)), self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return f"labels={self.num_labels}, attention={self.attention}, h={self.h}"
+
+
+#: Token ids the ``hyilr-text`` encoder embeds (the ``20news-text`` vocabulary: 8000 words + 3 specials).
+TEXT_VOCAB = 8003
+
+
+class TokenEncoder(nn.Module):
+    """``hierviz compare``'s text encoder: a :class:`TransformerTextEncoder` on packed token samples.
+
+    Parameters
+    ----------
+    h : int, default 64
+        Feature size (``out_dim``).
+    layers : int, default 1
+    heads : int, default 4
+        Must divide ``h``.
+    max_len : int, default 512
+        Longest sequence.
+    vocab_size : int, default :data:`TEXT_VOCAB`
+
+    Attributes
+    ----------
+    text : bool
+        True: :func:`hierviz.experiments.config.default_encoder` picks it for text datasets.
+    out_dim : int
+        ``h``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> enc = TokenEncoder(h=8, heads=2, vocab_size=20)
+    >>> x = torch.tensor([[[[1, 1], [5, 1], [0, 0]]]])  # (B=1, 1, s=3, 2): [CLS] w PAD
+    >>> X, mask = enc(x)
+    >>> X.shape, mask.tolist()
+    (torch.Size([1, 3, 8]), [[True, True, False]])
+    """
+
+    text = True
+
+    def __init__(self, h: int = 64, layers: int = 1, heads: int = 4, max_len: int = 512, vocab_size: int = TEXT_VOCAB):
+        super().__init__()
+        self.net = TransformerTextEncoder(vocab_size, h=h, layers=layers, heads=heads, max_len=max_len)
+        self.out_dim, self.vocab_size, self.max_len = int(h), int(vocab_size), int(max_len)
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Token features ``(B, s, h)`` and mask ``(B, s)`` bool of samples ``x`` ``(B, 1, s, 2)`` (ids, mask).
+
+        Raises
+        ------
+        ValueError
+            A shape other than ``(B, 1, s, 2)``, a sequence longer than ``max_len`` or an id
+            outside the vocabulary.
+        """
+        if x.ndim != 4 or x.shape[1] != 1 or x.shape[-1] != 2:
+            raise ValueError(f"x must be (B, 1, s, 2) token ids and mask (a text dataset), got {tuple(x.shape)}")
+        if x.shape[2] > self.max_len:
+            raise ValueError(f"sequences of {x.shape[2]} tokens exceed the encoder's max_len={self.max_len}")
+        ids, mask = x[:, 0, :, 0].long(), x[:, 0, :, 1].bool()
+        return self.net(ids, mask), mask
+
+
+@register_encoder("hyilr-text")
+def _hyilr_text(*, width: int = 16, small_input: bool = True, pretrained=None) -> TokenEncoder:
+    """A one-layer :class:`TokenEncoder` with ``h = 4 · width`` (64 at the presets' width 16), 4 heads."""
+    if pretrained is not None:
+        raise ValueError("pretrained: the hyilr-text encoder is trained from scratch; leave model.pretrained unset")
+    return TokenEncoder(h=4 * int(width), layers=1, heads=4)
+
+
+_hyilr_text.text = True

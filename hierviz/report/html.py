@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import html
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,6 +29,7 @@ import torch
 
 from hierviz.geometry import get_geometry
 from hierviz.metrics.baselines import majority_class_report, random_ranking_scores
+from hierviz.metrics.htc import CLASSIFIER_METRICS, frequency_prior_scores
 from hierviz.report.run_files import read_run_file
 from hierviz.report.stats import paired_markdown
 from hierviz.report.tables import (
@@ -222,15 +224,23 @@ def _has_embeddings(path: str | Path) -> bool:
         return True
 
 
-def majority_baseline(records: Sequence[Mapping[str, Any]], tree) -> dict[str, float] | None:
+def majority_baseline(records: Sequence[Mapping[str, Any]], tree, classifier: bool = False) -> dict[str, float] | None:
     """The Majority-class row of a comparison, from the first run's saved ``y_train``/``y_test``.
 
     Every run of the classification protocol shares the split, so one run's labels give
     the row (:func:`hierviz.metrics.baselines.majority_class_report`). None when no run
-    saved both label arrays.
+    saved both label arrays. With ``classifier=True`` (a run has a multi-label classifier,
+    issue 23) the row also holds :data:`hierviz.metrics.htc.CLASSIFIER_METRICS` of the
+    frequency prior (:func:`hierviz.metrics.htc.frequency_prior_scores`: the most frequent
+    training label set, i.e. the majority leaf's path).
     """
     labels = _saved_labels(records)
-    return None if labels is None else majority_class_report(*labels, tree)
+    if labels is None:
+        return None
+    row = majority_class_report(*labels, tree)
+    if classifier:
+        row.update(frequency_prior_scores(*labels, tree))
+    return row
 
 
 def chance_baseline(records: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:
@@ -337,6 +347,8 @@ def build_report(
         row.update({k: r[k] for k in DISPLAY_KEYS if r.get(k)})  # the record's names: no registry needed
         row.update({m: float(r["metrics"][m]) for m in METRICS if m in r["metrics"]})
         row.update({m: float(v) for m, v in r["metrics"].items() if m not in METRICS and _is_number(v)})
+        # issue 23: the method's own multi-label classifier (RunRecord.classifier_metrics), beside the probe's
+        row.update({m: float(v) for m, v in (r.get("classifier_metrics") or {}).items() if _is_number(v)})
         for k in ("curvature", "epochs", "train_seconds", "eval_seconds", "eval_embedding"):
             if k in r:
                 row[k] = r[k]
@@ -359,8 +371,8 @@ def build_report(
         if chance is not None:
             baselines["chance"] = chance
             paths["baselines"] = write_baselines_csv(baselines, out_dir / "baselines.csv")
-    elif shown != UNSEEN_METRICS:  # issue 24: the chance line of every classification table
-        maj = majority_baseline(recs, tree)
+    elif shown[: len(UNSEEN_METRICS)] != UNSEEN_METRICS:  # issue 24: the chance line of every classification table
+        maj = majority_baseline(recs, tree, classifier=any(m in CLASSIFIER_METRICS for m in shown))
         if maj is not None:
             baselines["majority"] = maj
             paths["baselines"] = write_baselines_csv(baselines, out_dir / "baselines.csv")
@@ -385,12 +397,12 @@ def build_report(
     bar_rows = []
     for (meth, geo), vals in summary.items():
         br: dict[str, Any] = {"method": f"{method_label(meth, recs)} ({geometry_label(geo, recs)})"}
-        for m in shown:
-            br[m], br[f"{m}_std"] = vals[m][0], vals[m][1]
+        for m in shown:  # a column the run lacks (e.g. a classifier's): NaN, no bar
+            br[m], br[f"{m}_std"] = vals[m][:2] if m in vals else (math.nan, 0.0)
         bar_rows.append(br)
     bars_title = (
         "Metrics per method (paper 04 Table I columns; MNR: lower is better)"
-        if shown == UNSEEN_METRICS
+        if shown[: len(UNSEEN_METRICS)] == UNSEEN_METRICS
         else "Metrics per method"
     )
     _figure_or_note(

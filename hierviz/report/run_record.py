@@ -42,6 +42,17 @@ class RunRecord:
         ``Geometry.config()``: ``{"name", "c"}``; ``get_geometry(**geometry_config)`` rebuilds it.
     curvature : float or None
         The curvature magnitude c at the end of training (learned with ``model.learn_curvature``).
+    classifier_metrics : dict or None
+        The scores of the method's own multi-label classifier on the test split (the HyILR
+        family: :data:`hierviz.metrics.htc.CLASSIFIER_METRICS`, issue 23); None for methods
+        without one and for records written before it.
+    early_stopping : dict or None
+        With ``train.patience``: ``best_epoch`` (0-based, the epoch evaluated), ``epochs``
+        (trained), ``val_scores`` (classifier micro + macro F1 on the validation split per
+        epoch), ``patience`` (issue 23); None otherwise.
+    learned : dict or None
+        Learned scalars of the objective, when it has ``learned()`` (HyILR: ``c``, ``alpha_t``,
+        ``alpha_l`` of Eq. 12; issue 23).
     radius : dict or None
         The radius record (:func:`hierviz.evaluation.run_radius`).
     hparams : dict or None
@@ -73,6 +84,9 @@ class RunRecord:
     curvature: float | None = None
     seed: int
     metrics: dict[str, Any]
+    classifier_metrics: dict[str, float] | None = None
+    early_stopping: dict[str, Any] | None = None
+    learned: dict[str, float] | None = None
     radius: dict[str, Any] | None = None
     epochs: int | None = None
     train_seconds: float | None = None
@@ -114,7 +128,15 @@ class RunRecord:
         if isinstance(seed, bool) or not isinstance(seed, int):
             if not (isinstance(seed, float) and math.isfinite(seed) and seed.is_integer()):
                 raise RunFileError(f"{where}: 'seed' must be an integer, got {seed!r}; {_FIX}")
-        for key in ("metrics", "geometry_config", "radius", "hparams", "step_history"):
+        for key in (
+            "metrics",
+            "classifier_metrics",
+            "early_stopping",
+            "geometry_config",
+            "radius",
+            "hparams",
+            "step_history",
+        ):
             if d.get(key) is not None and not isinstance(d[key], Mapping):
                 raise RunFileError(f"{where}: {key!r} must be a JSON object, got {type(d[key]).__name__}; {_FIX}")
         values = {k: v for k, v in d.items() if k in known}

@@ -19,12 +19,14 @@ from typing import Any
 import numpy as np
 
 from hierviz.methods import METHODS
+from hierviz.metrics.htc import CLASSIFIER_METRICS
 from hierviz.metrics.registry import METRIC_INFO
 
 __all__ = [
     "METRICS",
     "UNSEEN_METRICS",
     "RETRIEVAL_METRICS",
+    "CLASSIFIER_METRICS",
     "IMBALANCE_METRICS",
     "BASELINE_LABELS",
     "METRIC_LABELS",
@@ -32,6 +34,7 @@ __all__ = [
     "METHOD_LABELS",
     "DISPLAY_KEYS",
     "LOWER_IS_BETTER",
+    "OPTIONAL_METRICS",
     "method_label",
     "geometry_label",
     "default_metrics",
@@ -129,12 +132,17 @@ def geometry_label(name: str, rows: Iterable[Mapping[str, Any]] | None = None) -
 
 _CSV_FIRST = ["method", "geometry", "seed", *METRICS, *IMBALANCE_METRICS]
 
+#: Columns only some methods have (a run without them shows "–" instead of failing the table).
+OPTIONAL_METRICS = frozenset(CLASSIFIER_METRICS)
+
 
 def default_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
     """The table columns: :data:`UNSEEN_METRICS` when every row has them, else :data:`METRICS` (+ imbalance).
 
     :data:`IMBALANCE_METRICS` (``bal_acc``, ``macro_f1``) follow the five paper-01 columns
-    when every row has them (runs recorded before hierviz 0.3 do not).
+    when every row has them (runs recorded before hierviz 0.3 do not). :data:`CLASSIFIER_METRICS`
+    (the HyILR methods' own classifier, Paper 05 §5.3) follow when any row has them; the
+    tables show "–" for the rows without (:data:`OPTIONAL_METRICS`).
 
     Parameters
     ----------
@@ -155,15 +163,19 @@ def default_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
     ('bal_acc', 'macro_f1')
     >>> default_metrics([dict.fromkeys(RETRIEVAL_METRICS, 0.5)])[-3:]
     ('map@20', 'p@1', 'r_precision')
+    >>> default_metrics([{"hf1": 0.5}, {"hf1": 0.4, **dict.fromkeys(CLASSIFIER_METRICS, 0.3)}])[5:]
+    ('clf_micro_f1', 'clf_macro_f1', 'clf_hi_micro_f1', 'clf_hi_macro_f1')
     """
     R = [r for r in rows if isinstance(r, Mapping)]
     if R and all("map@1" in r for r in R):  # retrieval runs: the MAP@k every run has (k <= its references)
         return tuple(m for m in RETRIEVAL_METRICS if all(m in r for r in R))
+    # issue 23: a method's own multi-label classifier (HyILR) adds its columns; other rows show "–"
+    clf = tuple(m for m in CLASSIFIER_METRICS if any(m in r for r in R))
     if R and all(all(m in r for m in UNSEEN_METRICS) for r in R):
-        return UNSEEN_METRICS
+        return (*UNSEEN_METRICS, *clf)
     if R and all(all(m in r for m in IMBALANCE_METRICS) for r in R):
-        return (*METRICS, *IMBALANCE_METRICS)
-    return METRICS
+        return (*METRICS, *IMBALANCE_METRICS, *clf)
+    return (*METRICS, *clf)
 
 
 def _check_rows(rows: Any, name: str = "rows") -> list[dict]:
@@ -259,7 +271,9 @@ def summarise(
     rows : sequence of dict
         Per-run rows (see :func:`write_results_csv`).
     metrics : sequence of str
-        Metric keys to summarise; each must be present in every row.
+        Metric keys to summarise; each must be present in every row (those of
+        :data:`OPTIONAL_METRICS`: in every row of a group, or in none, and then left out of
+        that group's entry).
 
     Returns
     -------
@@ -280,6 +294,8 @@ def summarise(
     for key, rs in groups.items():
         out[key] = {}
         for m in metrics:
+            if m in OPTIONAL_METRICS and all(m not in r for r in rs):
+                continue  # e.g. a method without a multi-label classifier: "–" in the tables
             if any(m not in r for r in rs):
                 raise ValueError(f"rows: metric {m!r} is missing for method={key[0]!r}, geometry={key[1]!r}")
             v = np.array([float(r[m]) for r in rs], dtype=np.float64)
@@ -323,6 +339,13 @@ def baseline_note(baselines: Mapping[str, Mapping[str, Any]] | None) -> str:
             "(hierviz.metrics.baselines.majority_class_report); Violations and PC-Order rank embeddings "
             "against parent prototypes and are undefined for a predictor without embeddings (–)."
         )
+        if any(m in baselines["majority"] for m in CLASSIFIER_METRICS):
+            notes.append(
+                "Clf columns: the micro/macro F1 and Hi-MiF1/Hi-MaF1 (Paper 05 §5.3) of the method's own "
+                "multi-label classifier (sigmoid ≥ 0.5) on the test label sets, leaf and ancestors (HyILR "
+                "methods; – for methods without one); its Majority row is the most frequent training label "
+                "set (hierviz.metrics.htc.frequency_prior_scores)."
+            )
     if "chance" in baselines:
         notes.append(
             "*Random ranking (chance)*: the expected scores of a uniformly random ordering of the references "
@@ -338,14 +361,14 @@ def _table_cells(rows, metrics, methods, geometries, baselines=None):
     cols = [(g, m) for g in geometries for m in metrics]
     best: dict[tuple[str, str], float] = {}
     for g, m in cols:
-        vals = [summary[(meth, g)][m][0] for meth in methods if (meth, g) in summary]
+        vals = [summary[(meth, g)][m][0] for meth in methods if m in summary.get((meth, g), {})]
         if len(vals) > 1:
             best[(g, m)] = min(vals) if m in LOWER_IS_BETTER else max(vals)
     body = []
     for meth in methods:
         cells = []
         for g, m in cols:
-            if (meth, g) not in summary:
+            if m not in summary.get((meth, g), {}):
                 cells.append(("–", False))
                 continue
             mean, std, n = summary[(meth, g)][m]
@@ -415,7 +438,7 @@ def results_markdown(
         if lower
         else "Higher is better for every metric."
     )
-    if tuple(metrics) == UNSEEN_METRICS:
+    if tuple(metrics)[: len(UNSEEN_METRICS)] == UNSEEN_METRICS:
         direction += (
             " Paper 04 Table I columns (seen/unseen protocol): leaf F1 and the rankings on the seen test samples, "
             "Acc_blind/Acc_aware on the unseen leaves' samples; results.csv has every metric."

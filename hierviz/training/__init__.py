@@ -17,6 +17,7 @@ from hierviz.training.config import TrainConfig
 from hierviz.training.loop import (
     FitResult,
     NonFiniteLossError,
+    StopTraining,
     fit,
     resolve_device,
     seed_everything,
@@ -27,6 +28,7 @@ __all__ = [
     "TrainConfig",
     "FitResult",
     "NonFiniteLossError",
+    "StopTraining",
     "CheckpointError",
     "fit",
     "seed_everything",

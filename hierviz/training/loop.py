@@ -45,7 +45,22 @@ from hierviz.training import distributed as _dist
 from hierviz.training.checkpoint import CHECKPOINT_NAME, atomic_save, load_checkpoint, rng_state, set_rng_state
 from hierviz.training.config import TrainConfig, check_resume_config
 
-__all__ = ["FitResult", "NonFiniteLossError", "fit", "seed_everything", "resolve_device", "warmup_cosine"]
+__all__ = [
+    "FitResult",
+    "NonFiniteLossError",
+    "StopTraining",
+    "fit",
+    "seed_everything",
+    "resolve_device",
+    "warmup_cosine",
+]
+
+
+class StopTraining(Exception):
+    """Raised by a :func:`fit` callback to end training after the current epoch (early stopping).
+
+    :func:`fit` catches it and returns normally, with ``epochs_done`` the epochs trained.
+    """
 
 
 class NonFiniteLossError(RuntimeError):
@@ -388,7 +403,9 @@ def fit(
     callbacks : sequence of callables, optional
         ``cb(epoch, info)`` after each epoch's checkpoint, with ``info`` holding
         ``history``, ``step_history``, ``model``, ``checkpoint``.  An exception raised by a
-        callback propagates (the checkpoint of that epoch is already on disk).
+        callback propagates (the checkpoint of that epoch is already on disk), except
+        :class:`StopTraining`, which ends training there (early stopping; the other
+        callbacks of that epoch still run).
     batch_sampler : iterable of index lists, optional
         Yields the dataset indices of each batch (a method's sampler, see
         :data:`hierviz.samplers.SAMPLERS`); its ``set_epoch(e)``, if any, is called each epoch.
@@ -534,6 +551,7 @@ def fit(
         loss_fn = CompiledLoss(objective)
     jit_guard.__enter__()
     try:
+        epochs_done = config.epochs
         for epoch in range(start_epoch, config.epochs):
             if batch_sampler is not None and hasattr(batch_sampler, "set_epoch"):
                 batch_sampler.set_epoch(epoch)
@@ -609,8 +627,18 @@ def fit(
                     ckpt_path,
                 )
             _dist.barrier()  # the checkpoint is on disk before any rank goes on
+            stop = False
             for cb in callbacks:
-                cb(epoch, {"history": history, "step_history": step_history, "model": model, "checkpoint": ckpt_path})
+                try:
+                    cb(
+                        epoch,
+                        {"history": history, "step_history": step_history, "model": model, "checkpoint": ckpt_path},
+                    )
+                except StopTraining:  # early stopping: this epoch is the last
+                    stop = True
+            if stop:
+                epochs_done = epoch + 1
+                break
     finally:
         jit_guard.__exit__(None, None, None)
         bar.close()
@@ -624,7 +652,7 @@ def fit(
         ema=ema,
         history=history,
         step_history=step_history,
-        epochs_done=config.epochs,
+        epochs_done=epochs_done,
         resumed_from=resumed_from,
         train_seconds=prior_seconds + (time.perf_counter() - t0),
         checkpoint=ckpt_path,

@@ -11,6 +11,7 @@ module              registers / provides
 ``image_folder``    :func:`load_image_folder`: one sub-folder per class
 ``hier_mnist``      ``"hier-mnist"`` (``mnist/t10k-*``; synthetic digits without it), paper 02 Fig. 3
 ``newsgroups``      ``"20news"`` (``text/20news-bydate.tar.gz``): TF-IDF vectors, a vector dataset
+``news_text``       ``"20news-text"``: the same messages as token sequences, a text dataset (HyILR)
 ``htc``             texts with multi-label path targets for ``hierviz htc`` (Paper 05): 20news, a
                     synthetic multi-path set, WOS/RCV1-V2/NYT/BGC parsers and ``.jsonl`` files
 ==================  ==========================================================================
@@ -24,6 +25,7 @@ from hierviz.data.loaders import cifar100 as cifar100
 from hierviz.data.loaders import medmnist as medmnist
 from hierviz.data.loaders import hier_mnist as hier_mnist
 from hierviz.data.loaders import newsgroups as newsgroups
+from hierviz.data.loaders import news_text as news_text
 from hierviz.data.loaders.image_folder import IMAGE_EXTENSIONS, load_image_folder
 from hierviz.data.loaders.medmnist import MEDMNIST_CITATION, MEDMNIST_INFO, load_medmnist
 from hierviz.data.loaders.npz import load_npz
