@@ -285,7 +285,6 @@ class ArrayDataset:
             if bad:
                 raise ValueError(f"official_split values must be 'train'/'val'/'test', got {bad}")
 
-    # -------------------------------------------------------------------- basics
     def __len__(self) -> int:
         return int(self.labels.shape[0])
 
@@ -412,13 +411,14 @@ class ArrayDataset:
         Raises
         ------
         ValueError
-            ``size`` < 1, or a vector dataset (nothing to resize).
+            ``size`` < 1, or a vector or text dataset (nothing to resize).
         """
         size = _check_size(size)
         if self.is_text and self.image_size[0] == size:  # a text loader made sequences of this length
             return self
         if self.is_vector or self.is_text:
-            raise ValueError(f"size: dataset {self.name!r} holds vectors or tokens, not images; it cannot be resized")
+            kind = "feature vectors" if self.is_vector else "token sequences"
+            raise ValueError(f"size: dataset {self.name!r} holds {kind}, not images; it cannot be resized")
         if self.image_size == (size, size):
             return self
         from PIL import Image  # heavy: Pillow, imported only when images are resized
