@@ -96,6 +96,8 @@ _NEW_KEY_DEFAULTS = {
     "loss.cone_aperture": 0.1,
     "loss.hyilr_lambda": 0.3,  # issue 23: HyILR's λ (hierviz.methods.hyilr)
     "model.head_center": None,  # issue 22 follow-up: the head subtracts no mean
+    "loss.order_weight": 0.0,  # issue 22 follow-up: no radial-order hinge
+    "loss.order_margin": 0.1,
 }
 
 #: Keys that legitimately differ between the runs of one comparison.
