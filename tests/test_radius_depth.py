@@ -17,8 +17,8 @@ from hierviz.losses import (
     cone_energy,
     cone_exterior_angle,
     cone_half_aperture,
-    origin_distance,
 )
+from hierviz.losses.radial import origin_radius
 from hierviz.methods import build_objective
 from hierviz.models import HyperbolicHead, clamp_curvature
 
@@ -196,11 +196,14 @@ def test_radial_order_loss_matches_the_loop_reference(geo):
     assert float(RadialOrderLoss(tree, geo, margin=1.0)(z, y)) > 0
 
 
-def test_origin_distance_matches_dist_to_the_origin():
+def test_origin_radius_matches_dist_to_the_origin_and_the_metric():
+    from hierviz.metrics.radius import origin_distance
+
     for geo in (PoincareBall(1.0), PoincareBall(0.3), Lorentz(1.0), Lorentz(3.0)):
         x = _points(geo, 10, 7, scale=2.0)
         o = geo.origin(3, dtype=F64)
-        torch.testing.assert_close(origin_distance(x, geo), torch.stack([geo.dist(xi, o) for xi in x]))
+        torch.testing.assert_close(origin_radius(x, geo), torch.stack([geo.dist(xi, o) for xi in x]))
+        torch.testing.assert_close(origin_radius(x, geo), origin_distance(x, geo))
 
 
 def test_radial_order_loss_hand_values_and_edges():
@@ -211,14 +214,14 @@ def test_radial_order_loss_hand_values_and_edges():
     z = ball.expmap0(torch.tensor([[1.0, 0.0], [0.5, 0.0], [-1.0, 0.0]], dtype=F64))  # radii 2, 1, 2
     y = torch.tensor([0, 1, 2])
     mu_a = ball.group_mean(z[:2], torch.zeros(2, dtype=torch.long), 1, steps=3)[0]
-    r_a = float(origin_distance(mu_a, ball))
+    r_a = float(origin_radius(mu_a, ball))
     assert 1.0 < r_a < 2.0  # the mean of two points on one ray lies between them
     loss = RadialOrderLoss(tree, ball, margin=0.0)(z, y)
     assert float(loss) == pytest.approx((r_a - 1.0) / 4, abs=1e-9)  # only a -> a2 is violated
     # b -> b1 is a single-child edge (same prototype): with a margin it still does not count
     loss_m = RadialOrderLoss(tree, ball, margin=0.5)(z, y)
     mu_r = ball.group_mean(z, torch.zeros(3, dtype=torch.long), 1, steps=3)[0]
-    r_r, r_b = float(origin_distance(mu_r, ball)), 2.0
+    r_r, r_b = float(origin_radius(mu_r, ball)), 2.0
     expected = (
         max(0, r_r - r_a + 0.5) + max(0, r_r - r_b + 0.5) + max(0, r_a - 2.0 + 0.5) + max(0, r_a - 1.0 + 0.5)
     ) / 4

@@ -44,7 +44,6 @@ from .radial import (
     cone_energy,
     cone_exterior_angle,
     cone_half_aperture,
-    origin_distance,
 )
 from .simclr import SimCLRLoss
 from .soft_label import SoftLabelLoss
@@ -89,7 +88,6 @@ __all__ = [
     "EntailmentConeLoss",
     "RadialOrderLoss",
     "CentringLoss",
-    "origin_distance",
     "cone_energy",
     "cone_exterior_angle",
     "cone_half_aperture",

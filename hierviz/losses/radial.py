@@ -68,7 +68,7 @@ __all__ = [
     "EntailmentConeLoss",
     "RadialOrderLoss",
     "CentringLoss",
-    "origin_distance",
+    "origin_radius",
 ]
 
 _EPS = 1e-6
@@ -232,8 +232,11 @@ def cone_energy(x: torch.Tensor, y: torch.Tensor, geometry: Any, K: float = 0.1)
     return torch.relu(cone_exterior_angle(x, y, geometry) - cone_half_aperture(x, geometry, K))
 
 
-def origin_distance(x: torch.Tensor, geometry: Any) -> torch.Tensor:
+def origin_radius(x: torch.Tensor, geometry: Any) -> torch.Tensor:
     r"""Geodesic distance to the origin, :math:`d(0, x)`, in closed form with a finite gradient everywhere.
+
+    The differentiable twin of :func:`hierviz.metrics.radius.origin_distance` (which detaches
+    and evaluates in float64); the same values (tested).
 
     Ball: :math:`\frac{2}{\sqrt c}\operatorname{artanh}(\sqrt c\,\|x\|)`; hyperboloid:
     :math:`\frac{1}{\sqrt c}\operatorname{arsinh}(\sqrt c\,\|x_{1:}\|)` (the spatial part, not
@@ -260,10 +263,10 @@ def origin_distance(x: torch.Tensor, geometry: Any) -> torch.Tensor:
     >>> import torch
     >>> from hierviz.geometry import PoincareBall
     >>> x = torch.tensor([[0.5, 0.0]], dtype=torch.float64)  # 2 artanh(0.5) = ln 3
-    >>> round(float(origin_distance(x, PoincareBall(1.0))[0]), 6)
+    >>> round(float(origin_radius(x, PoincareBall(1.0))[0]), 6)
     1.098612
     """
-    _check_hyperbolic(geometry, "origin_distance")
+    _check_hyperbolic(geometry, "origin_radius")
     sc = _sqrt_c(geometry, x)
     if _has_time(geometry):
         return torch.asinh(sc * x[..., 1:].norm(dim=-1)) / sc
@@ -506,7 +509,7 @@ class RadialOrderLoss(nn.Module):
         ok = (counts[q] > 0) & (counts[p] > counts[q])
         if not bool(ok.any()):
             return z.sum() * 0.0
-        r = origin_distance(protos, self.geometry)
+        r = origin_radius(protos, self.geometry)
         return torch.relu(r[p[ok]] - r[q[ok]] + self.margin).mean()
 
     def extra_repr(self) -> str:
