@@ -10,7 +10,15 @@ import torch
 
 from hierviz.geometry import Lorentz, PoincareBall
 from hierviz.hierarchy import LabelTree
-from hierviz.losses import CentringLoss, EntailmentConeLoss, cone_energy, cone_exterior_angle, cone_half_aperture
+from hierviz.losses import (
+    CentringLoss,
+    EntailmentConeLoss,
+    RadialOrderLoss,
+    cone_energy,
+    cone_exterior_angle,
+    cone_half_aperture,
+)
+from hierviz.losses.radial import origin_radius
 from hierviz.methods import build_objective
 from hierviz.models import HyperbolicHead, clamp_curvature
 
@@ -151,6 +159,96 @@ def test_radial_losses_gradcheck_float64(geo):
     assert torch.autograd.gradcheck(lambda t: cen(geo.expmap0(t), y), (v,), eps=1e-6, atol=1e-5)
 
 
+def _order_loss_ref(z, y, tree, geo, m, steps=3):
+    """Loop reference: one Karcher mean per node, d(0, mean) by the geometry's own ``dist``, edge by edge."""
+    zf = z.reshape(-1, z.shape[-1])
+    yf = y.repeat_interleave(z.shape[1])
+    d = zf.shape[-1] - (1 if geo.name == "lorentz" else 0)
+    o = geo.origin(d, dtype=F64)
+    members, radius = {}, {}
+    for n, name in enumerate(tree.nodes):
+        leaves = {tree.leaf_index[lf] for lf in tree.leaves_under(name)}
+        members[n] = [i for i in range(len(yf)) if int(yf[i]) in leaves]
+        if members[n]:
+            idx = members[n]
+            mu = geo.group_mean(zf[idx], torch.zeros(len(idx), dtype=torch.long), 1, steps=steps)[0]
+            radius[n] = float(geo.dist(mu, o))
+    hinges = []
+    for n, name in enumerate(tree.nodes):
+        p = tree.parent(name)
+        if p is None:
+            continue
+        pn = tree.node_index[p]
+        if members[n] and len(members[pn]) > len(members[n]):
+            hinges.append(max(0.0, radius[pn] - radius[n] + m))
+    return float(np.mean(hinges)) if hinges else 0.0
+
+
+@pytest.mark.parametrize("geo", [PoincareBall(1.0), Lorentz(1.0), PoincareBall(2.0), Lorentz(0.5)])
+def test_radial_order_loss_matches_the_loop_reference(geo):
+    tree = _tree()
+    g = torch.Generator().manual_seed(6)
+    y = torch.tensor([0, 0, 1, 2, 2, 3, 4, 4, 0])  # leaf 2 ("w") is a single child: a -> a2 -> w counts once
+    z = geo.expmap0(0.8 * torch.randn(9, 2, 3, generator=g, dtype=F64))
+    for m in (0.0, 0.1, 1.0):
+        got = RadialOrderLoss(tree, geo, margin=m)(z, y)
+        assert float(got) == pytest.approx(_order_loss_ref(z, y, tree, geo, m), abs=1e-9)
+    assert float(RadialOrderLoss(tree, geo, margin=1.0)(z, y)) > 0
+
+
+def test_origin_radius_matches_dist_to_the_origin_and_the_metric():
+    from hierviz.metrics.radius import origin_distance
+
+    for geo in (PoincareBall(1.0), PoincareBall(0.3), Lorentz(1.0), Lorentz(3.0)):
+        x = _points(geo, 10, 7, scale=2.0)
+        o = geo.origin(3, dtype=F64)
+        torch.testing.assert_close(origin_radius(x, geo), torch.stack([geo.dist(xi, o) for xi in x]))
+        torch.testing.assert_close(origin_radius(x, geo), origin_distance(x, geo))
+
+
+def test_radial_order_loss_hand_values_and_edges():
+    # two leaves at radius 2 and 1 under one parent, a third leaf elsewhere: the parent
+    # (their mean) lies inward of the outer leaf only; edges counted: r->a, r->b, a->a1, a->a2
+    tree = LabelTree.from_nested({"r": {"a": ["a1", "a2"], "b": ["b1"]}})
+    ball = PoincareBall(1.0)
+    z = ball.expmap0(torch.tensor([[1.0, 0.0], [0.5, 0.0], [-1.0, 0.0]], dtype=F64))  # radii 2, 1, 2
+    y = torch.tensor([0, 1, 2])
+    mu_a = ball.group_mean(z[:2], torch.zeros(2, dtype=torch.long), 1, steps=3)[0]
+    r_a = float(origin_radius(mu_a, ball))
+    assert 1.0 < r_a < 2.0  # the mean of two points on one ray lies between them
+    loss = RadialOrderLoss(tree, ball, margin=0.0)(z, y)
+    assert float(loss) == pytest.approx((r_a - 1.0) / 4, abs=1e-9)  # only a -> a2 is violated
+    # b -> b1 is a single-child edge (same prototype): with a margin it still does not count
+    loss_m = RadialOrderLoss(tree, ball, margin=0.5)(z, y)
+    mu_r = ball.group_mean(z, torch.zeros(3, dtype=torch.long), 1, steps=3)[0]
+    r_r, r_b = float(origin_radius(mu_r, ball)), 2.0
+    expected = (
+        max(0, r_r - r_a + 0.5) + max(0, r_r - r_b + 0.5) + max(0, r_a - 2.0 + 0.5) + max(0, r_a - 1.0 + 0.5)
+    ) / 4
+    assert float(loss_m) == pytest.approx(expected, abs=1e-9)
+    # one leaf only: no edge with two different ends, a zero that still carries a graph
+    z1 = z[:1].clone().requires_grad_()
+    out = RadialOrderLoss(tree, ball)(z1, y[:1])
+    assert float(out.detach()) == 0.0 and out.requires_grad
+    with pytest.raises(ValueError, match="margin"):
+        RadialOrderLoss(tree, ball, margin=-0.1)
+    from hierviz.geometry import get_geometry
+
+    with pytest.raises(ValueError, match="geometry"):
+        RadialOrderLoss(tree, get_geometry("euclidean"))
+
+
+@pytest.mark.parametrize("geo", [PoincareBall(1.0), Lorentz(1.0)])
+def test_radial_order_loss_gradcheck_float64(geo):
+    tree = _tree()
+    y = torch.tensor([0, 1, 2, 3, 3, 4])
+    g = torch.Generator().manual_seed(8)
+    v = (0.7 * torch.randn(6, 2, 3, generator=g, dtype=F64)).requires_grad_()
+    order = RadialOrderLoss(tree, geo, margin=1.0)  # margin 1: every edge active, no kink at the data
+    assert float(order(geo.expmap0(v.detach()), y)) > 0
+    assert torch.autograd.gradcheck(lambda t: order(geo.expmap0(t), y), (v,), eps=1e-6, atol=1e-5)
+
+
 def test_centring_loss_hand_value_and_lorentz_agrees():
     v = torch.tensor([[0.3, 0.0, 0.1], [0.1, -0.4, 0.1]], dtype=F64)
     expected = float(v.mean(0).norm())
@@ -185,6 +283,16 @@ def test_every_method_gets_the_radial_terms_on_hyperbolic_geometries_only():
     loss, terms = build_objective("supcon", tree, ball, cone_weight=0.3, center_weight=0.02)(z, y)
     expected = terms["supcon"] + 0.3 * terms["cone"] + 0.02 * terms["center"]
     assert float(loss) == pytest.approx(float(expected), rel=1e-9)
+    assert "order" not in terms  # off by default (loss.order_weight = 0)
+    obj = build_objective("hwc+lam", tree, "lorentz", order_weight=0.5, order_margin=0.2)
+    assert obj.weights["order"] == 0.5 and obj.terms["order"].margin == 0.2
+    assert "order" not in build_objective("supcon", tree, "euclidean", order_weight=0.5).terms
+    with pytest.raises(ValueError, match="order_weight"):
+        build_objective("supcon", tree, "poincare", order_weight=-1.0)
+    loss, terms = build_objective("supcon", tree, ball, order_weight=0.7, order_margin=0.3)(z, y)
+    ref = RadialOrderLoss(tree, ball, margin=0.3)(z, y)
+    assert float(terms["order"]) == pytest.approx(float(ref), rel=1e-12)
+    assert float(loss) == pytest.approx(float(terms["supcon"] + 0.7 * ref), rel=1e-9)
 
 
 # ----------------------------------------------------------------------------- the head

@@ -98,6 +98,8 @@ _NEW_KEY_DEFAULTS = {
     "model.head_center": None,  # issue 22 follow-up: the head subtracts no mean
     "train.patience": None,  # issue 23: no early stopping
     "data.split": "grouped",  # issue 23: the grouped split (not the dataset's official one)
+    "loss.order_weight": 0.0,  # issue 22 follow-up: no radial-order hinge
+    "loss.order_margin": 0.1,
 }
 
 #: Keys that legitimately differ between the runs of one comparison.

@@ -13,8 +13,9 @@ declares what it consumes with the class attribute ``input_kind``:
 
 Depth regularisers for hyperbolic geometries (``radial.py``, issue 22), which
 :func:`hierviz.methods.build_objective` adds to every method as ``loss.cone_weight`` and
-``loss.center_weight``: :class:`EntailmentConeLoss` (entailment cones, Ganea et al. 2018)
-and :class:`CentringLoss` (HypStructure's centring term).
+``loss.center_weight``, ``loss.order_weight``: :class:`EntailmentConeLoss` (entailment
+cones, Ganea et al. 2018), :class:`CentringLoss` (HypStructure's centring term) and
+:class:`RadialOrderLoss` (a hinge on the radius order of parent and child prototypes).
 
 Shared input checks live in ``_validation.py``; the log-softmax, the reductions and the
 contrastive base class in ``_core.py``. :class:`Objective` (``objective.py``) sums named
@@ -36,7 +37,14 @@ from .hwc import OMEGA_MODES, HWCLoss, hwc_logit_gradient, hwc_omega
 from .hxe import HXELoss
 from .lam import LAMLoss, default_margins
 from .objective import Objective, build_objective
-from .radial import CentringLoss, EntailmentConeLoss, cone_energy, cone_exterior_angle, cone_half_aperture
+from .radial import (
+    CentringLoss,
+    EntailmentConeLoss,
+    RadialOrderLoss,
+    cone_energy,
+    cone_exterior_angle,
+    cone_half_aperture,
+)
 from .simclr import SimCLRLoss
 from .soft_label import SoftLabelLoss
 from .supcon import SupConLoss
@@ -78,6 +86,7 @@ __all__ = [
     "PerLevelLoss",
     "BinaryLoss",
     "EntailmentConeLoss",
+    "RadialOrderLoss",
     "CentringLoss",
     "cone_energy",
     "cone_exterior_angle",

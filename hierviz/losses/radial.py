@@ -20,6 +20,11 @@ into the radius explicitly:
   geodesic continuing away from the origin - is at most :math:`\psi(x)` (Ganea et al.
   Eq. 28; MERU's ``oxy_angle``). The energy is :math:`E(x, y) = \max(0, \Xi(x,y) - \psi(x))`.
   Cones narrow with the radius, so a child inside its parent's cone lies farther out.
+* :class:`RadialOrderLoss` - the target stated directly: a hinge
+  :math:`\max(0,\ d(0, \mu_p) - d(0, \mu_q) + m)` on every parent → child edge of the
+  batch's node prototypes, so each parent prototype sits at least ``m`` nearer the origin
+  than each child's (the metric ``edge_order`` of :mod:`hierviz.metrics.radius` counts the
+  same edges on the test prototypes).
 * :class:`CentringLoss` - HypStructure's centring term (Sinha et al., NeurIPS 2024): the
   norm of the batch's mean tangent vector at the origin, which keeps the root of the tree
   (the mean of everything) at the origin.
@@ -61,7 +66,9 @@ __all__ = [
     "cone_exterior_angle",
     "cone_energy",
     "EntailmentConeLoss",
+    "RadialOrderLoss",
     "CentringLoss",
+    "origin_radius",
 ]
 
 _EPS = 1e-6
@@ -225,6 +232,78 @@ def cone_energy(x: torch.Tensor, y: torch.Tensor, geometry: Any, K: float = 0.1)
     return torch.relu(cone_exterior_angle(x, y, geometry) - cone_half_aperture(x, geometry, K))
 
 
+def origin_radius(x: torch.Tensor, geometry: Any) -> torch.Tensor:
+    r"""Geodesic distance to the origin, :math:`d(0, x)`, in closed form with a finite gradient everywhere.
+
+    The differentiable twin of :func:`hierviz.metrics.radius.origin_distance` (which detaches
+    and evaluates in float64); the same values (tested).
+
+    Ball: :math:`\frac{2}{\sqrt c}\operatorname{artanh}(\sqrt c\,\|x\|)`; hyperboloid:
+    :math:`\frac{1}{\sqrt c}\operatorname{arsinh}(\sqrt c\,\|x_{1:}\|)` (the spatial part, not
+    the cancelling :math:`\operatorname{arcosh}(\sqrt c\,x_0)`).
+
+    Parameters
+    ----------
+    x : torch.Tensor, shape (..., D)
+        Points on the ball (D = d) or the hyperboloid (D = d + 1, time first).
+    geometry : PoincareBall or Lorentz
+
+    Returns
+    -------
+    torch.Tensor, shape (...,), >= 0
+        The artanh argument is clamped 1e-7 (float32) / 1e-12 (float64) below 1.
+
+    Raises
+    ------
+    ValueError
+        A non-hyperbolic geometry.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import PoincareBall
+    >>> x = torch.tensor([[0.5, 0.0]], dtype=torch.float64)  # 2 artanh(0.5) = ln 3
+    >>> round(float(origin_radius(x, PoincareBall(1.0))[0]), 6)
+    1.098612
+    """
+    _check_hyperbolic(geometry, "origin_radius")
+    sc = _sqrt_c(geometry, x)
+    if _has_time(geometry):
+        return torch.asinh(sc * x[..., 1:].norm(dim=-1)) / sc
+    s = sc * x.norm(dim=-1)
+    return 2.0 * torch.atanh(s.clamp_max(1.0 - _margin(s))) / sc
+
+
+def node_prototypes(
+    x: torch.Tensor, labels: torch.Tensor, ancestors: torch.Tensor, geometry: Any, steps: int = 3
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Batch Fréchet mean and sample count of every tree node (root included).
+
+    Parameters
+    ----------
+    x : torch.Tensor, shape (n, D)
+        Points on the manifold.
+    labels : LongTensor, shape (n,)
+        Leaf indices.
+    ancestors : BoolTensor, shape (C, N)
+        ``LabelTree.ancestor_matrix``: leaf ``c`` lies below node ``n``.
+    geometry : Geometry
+    steps : int, default 3
+        Karcher steps (paper 01 Eq. 3; the gradient reaches ``x`` through them).
+
+    Returns
+    -------
+    protos : torch.Tensor, shape (N, D)
+        Nodes without samples hold the origin.
+    counts : LongTensor, shape (N,)
+    """
+    member = ancestors.to(x.device)[labels]  # (n, N)
+    sample, node = member.nonzero(as_tuple=True)
+    N = member.shape[1]
+    protos, _ = geometry.group_mean(x[sample], node, N, steps=steps, allow_empty=True)
+    return protos, member.sum(0)
+
+
 def _flatten(z: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     if z.dim() == 3:
         B, V, D = z.shape
@@ -326,11 +405,7 @@ class EntailmentConeLoss(nn.Module):
             Nodes without samples hold the origin.
         counts : LongTensor, shape (N,)
         """
-        member = self.ancestors.to(z.device)[labels]  # (n, N)
-        sample, node = member.nonzero(as_tuple=True)
-        N = member.shape[1]
-        protos, _ = self.geometry.group_mean(z[sample], node, N, steps=self.steps, allow_empty=True)
-        return protos, member.sum(0)
+        return node_prototypes(z, labels, self.ancestors, self.geometry, self.steps)
 
     def forward(self, z: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
         """The cone loss of one batch (see the class docstring)."""
@@ -348,6 +423,97 @@ class EntailmentConeLoss(nn.Module):
 
     def extra_repr(self) -> str:
         return f"geometry={type(self.geometry).__name__}, K={self.aperture:g}, apex={self.apex:g}, steps={self.steps}"
+
+
+class RadialOrderLoss(nn.Module):
+    r"""A hinge on the radius order of batch node prototypes: every parent nearer the origin than its children.
+
+    .. math::
+        L = \frac{1}{|\mathcal E|}\sum_{(p, q) \in \mathcal E}
+            \max\big(0,\ d(0, \mu_p) - d(0, \mu_q) + m\big),
+
+    with :math:`\mu_n` the batch Fréchet mean of the samples below node :math:`n` (as in
+    :class:`EntailmentConeLoss`) and :math:`\mathcal E` the parent → child edges whose ends
+    have different samples in the batch - the root's edges included (the root's prototype is
+    the mean of the batch). A parent with one child present has that child's prototype; its
+    edge says nothing and is left out, as the metric ``edge_order`` contracts single-child
+    chains. Where the cone term asks for a child inside its parent's cone (direction and
+    radius), this term asks for the radius order alone, the quantity the issue-22 targets
+    measure; a hyperbolic mean of angularly spread children already falls inward of them,
+    so the hinge mostly acts on edges whose children cluster.
+
+    Parameters
+    ----------
+    tree : LabelTree
+    geometry : PoincareBall or Lorentz
+    margin : float, default 0.1
+        ``m`` (``loss.order_margin``), in geodesic units: how much nearer the origin a parent
+        prototype must sit than each child's.
+    steps : int, default 3
+        Karcher steps of the batch prototypes.
+
+    Raises
+    ------
+    ValueError
+        A non-hyperbolic geometry, ``margin < 0``, bad shapes or labels.
+
+    Notes
+    -----
+    Calling convention: ``loss(z, labels)``: ``z`` (B, V, D) or (B, D) on the manifold,
+    ``labels`` (B,) leaf indices → scalar ≥ 0 (0 when ``labels`` is None or no edge has two
+    different ends in the batch). Not from a paper: the hinge form of the order targets in
+    issue 22 (docs/hyperbolic-fidelity.md).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import PoincareBall
+    >>> from hierviz.hierarchy import LabelTree
+    >>> tree = LabelTree.from_nested({"r": {"a": ["a1", "a2"], "b": ["b1", "b2"]}})
+    >>> ball = PoincareBall(1.0)
+    >>> def at(r, a):  # points at geodesic radius r, angle a
+    ...     a = torch.tensor(a, dtype=torch.float64)
+    ...     return ball.expmap0(r / 2 * torch.stack([a.cos(), a.sin()], -1))
+    >>> y = torch.tensor([0, 1, 2, 3])
+    >>> fanned = at(2.0, [0.0, 1.0, 3.0, 4.0])  # siblings 1 rad apart: each parent's mean lies inward
+    >>> float(RadialOrderLoss(tree, ball, margin=0.1)(fanned, y))
+    0.0
+    >>> float(RadialOrderLoss(tree, ball, margin=0.0)(at(2.0, [0.0, 0.0, 3.0, 3.0]), y))  # a = a1 = a2: ties
+    0.0
+    >>> # the four leaf edges tie (hinge 0.1 each), the root's two hold: 4 x 0.1 / 6 edges
+    >>> round(float(RadialOrderLoss(tree, ball, margin=0.1)(at(2.0, [0.0, 0.0, 3.0, 3.0]), y)), 4)
+    0.0667
+    """
+
+    input_kind = "embeddings"
+
+    def __init__(self, tree: Any, geometry: Any, margin: float = 0.1, steps: int = 3) -> None:
+        super().__init__()
+        _check_hyperbolic(geometry, "RadialOrderLoss")
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not (margin >= 0):
+            raise ValueError(f"margin (loss.order_margin) must be a number >= 0 (geodesic units), got {margin!r}")
+        self.tree, self.geometry = tree, geometry
+        self.margin, self.steps = float(margin), int(steps)
+        keep = tree.node_depth >= 1
+        self.register_buffer("edge_parent", tree.parent_index.clone()[keep], persistent=False)
+        self.register_buffer("edge_child", torch.arange(tree.num_nodes)[keep], persistent=False)
+        self.register_buffer("ancestors", tree.ancestor_matrix.clone(), persistent=False)  # (C, N)
+
+    def forward(self, z: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
+        """The radial-order loss of one batch (see the class docstring)."""
+        if labels is None:
+            return z.sum() * 0.0
+        x, y = _flatten(z, labels)
+        protos, counts = node_prototypes(x, y, self.ancestors, self.geometry, self.steps)
+        p, q = self.edge_parent.to(x.device), self.edge_child.to(x.device)
+        ok = (counts[q] > 0) & (counts[p] > counts[q])
+        if not bool(ok.any()):
+            return z.sum() * 0.0
+        r = origin_radius(protos, self.geometry)
+        return torch.relu(r[p[ok]] - r[q[ok]] + self.margin).mean()
+
+    def extra_repr(self) -> str:
+        return f"geometry={type(self.geometry).__name__}, margin={self.margin:g}, steps={self.steps}"
 
 
 class CentringLoss(nn.Module):

@@ -42,7 +42,7 @@ from typing import Any
 from hierviz._registry import Registry
 from hierviz.geometry import get_geometry
 from hierviz.geometry.registry import GEOMETRIES
-from hierviz.losses import CentringLoss, EntailmentConeLoss, Objective
+from hierviz.losses import CentringLoss, EntailmentConeLoss, Objective, RadialOrderLoss
 
 __all__ = [
     "Needs",
@@ -185,7 +185,7 @@ def register_hparam(name: str, default: Any, doc: str = "") -> HParam:
 
 #: issue 22: the depth regularisers every method gets on a hyperbolic geometry
 #: (:mod:`hierviz.losses.radial`); weight 0 leaves the term out.
-RADIAL_HPARAMS = ("cone_weight", "center_weight", "cone_aperture")
+RADIAL_HPARAMS = ("cone_weight", "center_weight", "cone_aperture", "order_weight", "order_margin")
 # Off by default, so every method's objective is its paper's loss; the presets switch them on
 # (quick/medium/full/gpu: cone 0.2, centring 1.0, the sweep in docs/hyperbolic-fidelity.md).
 register_hparam(
@@ -201,6 +201,13 @@ register_hparam(
     "0 = off (the presets use 1.0)",
 )
 register_hparam("cone_aperture", 0.1, "entailment-cone aperture constant K (Ganea et al. 2018; MERU: 0.1)")
+register_hparam(
+    "order_weight",
+    0.0,
+    "weight of the radial-order hinge (hierviz.losses.RadialOrderLoss: each parent prototype nearer the origin "
+    "than its children) on hyperbolic geometries; 0 = off",
+)
+register_hparam("order_margin", 0.1, "margin m of the radial-order hinge, in geodesic units (>= 0)")
 
 
 def reads_radial(method: Method | str, geometry: Any) -> bool:
@@ -254,7 +261,7 @@ def loss_keys(method: Method | str, geometry: Any) -> tuple[str, ...]:
     >>> loss_keys("supcon", "euclidean")
     ('tau', 'reduction', 'similarity')
     >>> loss_keys("supcon", "poincare")[3:]
-    ('cone_weight', 'center_weight', 'cone_aperture')
+    ('cone_weight', 'center_weight', 'cone_aperture', 'order_weight', 'order_margin')
     >>> loss_keys("hxe", "poincare")  # evaluated on encoder features: no depth terms
     ('hxe_alpha', 'hxe_normalize')
     """
@@ -267,7 +274,7 @@ def loss_keys(method: Method | str, geometry: Any) -> tuple[str, ...]:
 
 
 def add_radial_terms(objective: Any, method: Method, tree: Any, geometry: Any, hp: Mapping[str, Any]) -> Any:
-    """Add the ``cone`` and ``center`` terms of :data:`RADIAL_HPARAMS` to a built objective.
+    """Add the ``cone``, ``center`` and ``order`` terms of :data:`RADIAL_HPARAMS` to a built objective.
 
     They are added only where the radius means depth: a hyperbolic geometry, a method whose
     evaluated embedding is ``z`` (HXE-like methods evaluate the encoder features, which the
@@ -281,7 +288,8 @@ def add_radial_terms(objective: Any, method: Method, tree: Any, geometry: Any, h
     tree : LabelTree
     geometry : Geometry
     hp : mapping
-        ``cone_weight``, ``center_weight``, ``cone_aperture``.
+        ``cone_weight``, ``center_weight``, ``cone_aperture``; ``order_weight`` and
+        ``order_margin`` (read with their defaults 0 and 0.1 when absent).
 
     Returns
     -------
@@ -289,7 +297,12 @@ def add_radial_terms(objective: Any, method: Method, tree: Any, geometry: Any, h
     """
     if not isinstance(objective, Objective) or not reads_radial(method, geometry):
         return objective
-    for key, w in (("cone_weight", hp["cone_weight"]), ("center_weight", hp["center_weight"])):
+    order_w = hp.get("order_weight", 0.0)
+    for key, w in (
+        ("cone_weight", hp["cone_weight"]),
+        ("center_weight", hp["center_weight"]),
+        ("order_weight", order_w),
+    ):
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not (w >= 0):
             raise ValueError(f"loss.{key} must be a number >= 0 (0 = off), got {w!r}")
     if hp["cone_weight"] > 0:
@@ -298,6 +311,9 @@ def add_radial_terms(objective: Any, method: Method, tree: Any, geometry: Any, h
     if hp["center_weight"] > 0:
         objective.terms["center"] = CentringLoss(geometry)
         objective.weights["center"] = float(hp["center_weight"])
+    if order_w > 0:
+        objective.terms["order"] = RadialOrderLoss(tree, geometry, margin=hp.get("order_margin", 0.1))
+        objective.weights["order"] = float(order_w)
     return objective
 
 
