@@ -30,7 +30,7 @@ import torch
 from hierviz.geometry import get_geometry
 from hierviz.metrics.baselines import majority_class_report, random_ranking_scores
 from hierviz.metrics.htc import CLASSIFIER_METRICS, frequency_prior_scores
-from hierviz.report.run_files import read_run_file
+from hierviz.report.run_files import read_run_file, require_keys
 from hierviz.report.stats import paired_markdown
 from hierviz.report.tables import (
     DISPLAY_KEYS,
@@ -213,15 +213,6 @@ def _saved_labels(records: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.
             if "y_train" in f.files and "y_test" in f.files:
                 return f["y_train"], f["y_test"]
     return None
-
-
-def _has_embeddings(path: str | Path) -> bool:
-    """Whether a run's ``embeddings.npz`` holds test embeddings (a protocol may save its labels only)."""
-    try:
-        with np.load(path) as f:
-            return "z_test" in f.files
-    except (OSError, ValueError):  # unreadable: read_run_file names the file and the fix
-        return True
 
 
 def majority_baseline(records: Sequence[Mapping[str, Any]], tree, classifier: bool = False) -> dict[str, float] | None:
@@ -437,10 +428,11 @@ def build_report(
             if hist.get("loss"):
                 losses[label] = list(hist["loss"])
             emb = r.get("embeddings")
-            if not emb or not Path(emb).is_file() or not _has_embeddings(emb):  # retrieval-folds: labels only
+            f = read_run_file(emb, what="saved embeddings") if emb and Path(emb).is_file() else {}
+            if "z_test" not in f:  # no file, or a protocol that saved its labels only (retrieval-folds)
                 notes.append(f"{label}: no saved test embeddings, figures skipped")
                 continue
-            f = read_run_file(emb, required=("z_test", "y_test", "prototypes", "proto_nodes"), what="saved embeddings")
+            require_keys(emb, f, ("y_test", "prototypes", "proto_nodes"), "saved embeddings")
             z, y = f["z_test"], f["y_test"]
             protos, pnodes = f["prototypes"], f["proto_nodes"]
             try:

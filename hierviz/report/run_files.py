@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RECORD_KEYS", "RunFileError", "read_run_file"]
+__all__ = ["RECORD_KEYS", "RunFileError", "read_run_file", "require_keys"]
 
 #: Keys every ``result.json`` run record must have (the report, tables and ``compare`` read them).
 RECORD_KEYS = ("name", "method", "geometry", "seed", "metrics")
@@ -80,6 +80,17 @@ def read_run_file(path: str | os.PathLike, *, required: Sequence[str] = (), what
         raise RunFileError(f"{path}: cannot read the {what} ({type(exc).__name__}: {exc}); {_RUN_FILE_FIX}") from None
     if not isinstance(obj, dict):
         raise RunFileError(f"{path}: {what} must be a JSON object, got {type(obj).__name__}; {_RUN_FILE_FIX}")
+    return require_keys(path, obj, required, what)
+
+
+def require_keys(path: str | os.PathLike, obj: dict, required: Sequence[str], what: str) -> dict:
+    """``obj`` (read from ``path`` by :func:`read_run_file`) if it has every key of ``required``.
+
+    Raises
+    ------
+    RunFileError
+        A missing key, naming the file, the first missing key and the fix.
+    """
     missing = [k for k in required if k not in obj]
     if missing:
         more = f" (and {', '.join(repr(k) for k in missing[1:])})" if len(missing) > 1 else ""

@@ -205,20 +205,8 @@ def load_20news_htc(
     FileNotFoundError
         No tarball, and the synthetic stand-in is not allowed.
     """
-    name = "20news"
-    if synthetic:
-        texts, labels, groups, split = ng.synthetic_corpus(seed=seed)
-        name = "20news (synthetic stand-in)"
-    else:
-        try:
-            path = ng._find_tarball(data_dir)
-        except FileNotFoundError:
-            if synthetic is False or data_dir is not None:
-                raise
-            texts, labels, groups, split = ng.synthetic_corpus(seed=seed)
-            name = "20news (synthetic stand-in)"
-        else:
-            texts, labels, groups, split = ng.read_20news_tar(path)
+    texts, labels, groups, split, stand_in = ng.read_corpus(data_dir, synthetic, seed=seed)
+    name = "20news (synthetic stand-in)" if stand_in else "20news"
     rng = np.random.default_rng(seed)
     keep = np.ones(len(texts), dtype=bool)
     for part, cap in (("train", max_train), ("test", max_test)):

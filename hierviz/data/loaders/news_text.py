@@ -60,20 +60,8 @@ def load_20news_text(
     s = 64 if image_size is None else image_size
     if isinstance(s, bool) or not isinstance(s, int) or s < 8:
         raise ValueError(f"image_size (the sequence length of 20news-text) must be an integer >= 8, got {s!r}")
-    name = "20news-text"
-    if synthetic:
-        texts, labels, groups, split = ng.synthetic_corpus()
-        name = "20news-text (synthetic stand-in)"
-    else:
-        try:
-            path = ng._find_tarball(data_dir)
-        except FileNotFoundError:
-            if synthetic is False or data_dir is not None:
-                raise
-            texts, labels, groups, split = ng.synthetic_corpus()
-            name = "20news-text (synthetic stand-in)"
-        else:
-            texts, labels, groups, split = ng.read_20news_tar(path)
+    texts, labels, groups, split, stand_in = ng.read_corpus(data_dir, synthetic)
+    name = "20news-text (synthetic stand-in)" if stand_in else "20news-text"
     vocab = WordVocab(VOCAB).fit([t for t, p in zip(texts, split, strict=True) if p == "train"])
     ids, mask = vocab.encode(texts, s)
     return ArrayDataset(

@@ -203,6 +203,37 @@ def synthetic_corpus(
     return texts, np.asarray(labels, dtype=np.int64), groups, np.asarray(split)
 
 
+def read_corpus(
+    data_dir: str | PathLike | None = None, synthetic: bool | None = None, seed: int = 0
+) -> tuple[list[str], np.ndarray, list[str], np.ndarray, bool]:
+    """The 20 Newsgroups messages, or the synthetic stand-in, by the rule every 20news loader follows.
+
+    ``synthetic=True`` reads the stand-in (:func:`synthetic_corpus` with ``seed``); ``False`` the
+    tarball; ``None`` the tarball when found, else the stand-in, unless a ``data_dir`` was named.
+
+    Returns
+    -------
+    texts, labels, groups, split
+        As :func:`read_20news_tar`.
+    stand_in : bool
+        Whether the synthetic stand-in was read (loaders name the dataset after it).
+
+    Raises
+    ------
+    FileNotFoundError
+        No tarball, and the stand-in is not allowed (``synthetic=False`` or a ``data_dir`` named).
+    """
+    if not synthetic:
+        try:
+            path = _find_tarball(data_dir)
+        except FileNotFoundError:
+            if synthetic is False or data_dir is not None:
+                raise
+        else:
+            return (*read_20news_tar(path), False)
+    return (*synthetic_corpus(seed=seed), True)
+
+
 @register_dataset("20news", default_tree="20news", info=NEWS_INFO, inputs="vectors")
 def load_20news(
     data_dir: str | PathLike | None = None, *, max_features: int = 2000, synthetic: bool | None = None
@@ -240,20 +271,8 @@ def load_20news(
 
     if isinstance(max_features, bool) or not isinstance(max_features, int) or max_features < 1:
         raise ValueError(f"max_features must be a positive integer, got {max_features!r}")
-    name = "20news"
-    if synthetic:
-        texts, labels, groups, split = synthetic_corpus()
-        name = "20news (synthetic stand-in)"
-    else:
-        try:
-            path = _find_tarball(data_dir)
-        except FileNotFoundError:
-            if synthetic is False or data_dir is not None:
-                raise
-            texts, labels, groups, split = synthetic_corpus()
-            name = "20news (synthetic stand-in)"
-        else:
-            texts, labels, groups, split = read_20news_tar(path)
+    texts, labels, groups, split, stand_in = read_corpus(data_dir, synthetic)
+    name = "20news (synthetic stand-in)" if stand_in else "20news"
     train = split == "train"
     vec = TfidfVectorizer(
         max_features=max_features,
