@@ -3,6 +3,8 @@
 #
 #   bash benchmarks/gpu_check.sh OUT_DIR          # from the repository root, PYTHONPATH set
 #   DEVICE=cpu QUICK=1 bash benchmarks/gpu_check.sh OUT_DIR   # the CPU smoke path (tiny sizes)
+#   STEPS=bench bash benchmarks/gpu_check.sh OUT_DIR          # only the timed steps 2-3 (an idle GPU);
+#   STEPS=pytest bash benchmarks/gpu_check.sh OUT_DIR         # only step 1 (may share the GPU)
 #
 # Steps (each under `timeout`, the script never stops early; the exit code of each is in
 # OUT_DIR/status.txt):
@@ -17,6 +19,7 @@ OUT="${1:?usage: gpu_check.sh OUT_DIR}"
 mkdir -p "$OUT"
 DEVICE="${DEVICE:-cuda}"
 QUICK="${QUICK:-0}"
+STEPS="${STEPS:-all}"
 PY="${PYTHON:-python3}"
 : > "$OUT/status.txt"
 
@@ -44,17 +47,17 @@ fi
 
 # --continue-on-collection-errors: the device image lacks the notebook/docs packages (nbformat,
 # papermill, playwright) that some test modules import at the top; no GPU test lives in those
-run pytest_gpu 90 "$PY" -m pytest -o addopts="" -m gpu "${PYTEST_SEL[@]}" -q -p no:randomly -p no:cacheprovider \
+[ "$STEPS" != bench ] && run pytest_gpu "${PYTEST_SECONDS:-90}" "$PY" -m pytest -o addopts="" -m gpu "${PYTEST_SEL[@]}" -q -p no:randomly -p no:cacheprovider \
     --continue-on-collection-errors
-run pairwise_vs_cdist 35 "$PY" benchmarks/bench_pairwise_dist.py --vs-cdist --device "$DEVICE" "${PD_ARGS[@]}" \
+[ "$STEPS" != pytest ] && run pairwise_vs_cdist 35 "$PY" benchmarks/bench_pairwise_dist.py --vs-cdist --device "$DEVICE" "${PD_ARGS[@]}" \
     --json "$OUT/pairwise_vs_cdist.json"
-run losses_share 110 "$PY" benchmarks/bench_losses.py --share --compile-loss --device "$DEVICE" "${LS_ARGS[@]}" \
+[ "$STEPS" != pytest ] && run losses_share 110 "$PY" benchmarks/bench_losses.py --share --compile-loss --device "$DEVICE" "${LS_ARGS[@]}" \
     --json "$OUT/losses_share.json"
 
 {
     cat "$OUT/device.txt"
     cat "$OUT/status.txt"
-    echo "pytest: $(grep -E '(passed|failed|error|skipped|deselected)' "$OUT/pytest_gpu.txt" | tail -1)"
+    [ -f "$OUT/pytest_gpu.txt" ] && echo "pytest: $(grep -E '(passed|failed|error|skipped|deselected)' "$OUT/pytest_gpu.txt" | tail -1)"
     grep -h '^GOAL' "$OUT/pairwise_vs_cdist.txt" "$OUT/losses_share.txt" 2>/dev/null
 } > "$OUT/summary.txt"
 cat "$OUT/summary.txt"
