@@ -15,9 +15,11 @@
 # ResNet-18 step leaves the GPU mostly idle); each process runs seeds 0, 1, 2 in turn, so a budget
 # that runs out still leaves the first seeds of every row. train.compile_loss is off (the radius
 # table measures embeddings, not speed; compiled and eager objectives agree, tests/test_compile_losses.py)
-# and the report's map is PCA. Finished runs are rebuilt into each folder's results.csv by
-# `hierviz report`; OUT_DIR/radius_runs.tgz holds the folders without checkpoints or embeddings,
-# OUT_DIR/radius_embeddings_s0.tgz the seed-0 test embeddings (the disk figures).
+# and the report's map is PCA. OUT_DIR/radius_runs.tgz (rewritten every 30 s) holds the folders
+# without checkpoints or embeddings, OUT_DIR/radius_embeddings_s0.tgz the seed-0 test embeddings.
+# On 2026-11-26 (one H100) the 8 processes with 3 seeds did not finish in 433 s, and the final
+# archive, which then still held the interrupted runs' checkpoint.pt.prev files, came back too
+# large: give it about 15 minutes (SEEDS=1 for a first look), and keep the archive small.
 set -u
 OUT="${1:?usage: gpu_radius_table.sh OUT_DIR [SECONDS]}"
 BUDGET="${2:-300}"
@@ -54,15 +56,19 @@ for head in euclidean new old c1; do
     done
     unset -n args
 done
+collect() {  # what is finished so far, small: records, tables, logs; no checkpoints, no embeddings
+    tar -czf "$OUT/.radius_runs.tgz" -C "$RUNS" --exclude='checkpoint.pt*' --exclude='.checkpoint*' \
+        --exclude='*.tmp-*' --exclude='report.html' --exclude='embeddings.npz' . 2>/dev/null
+    mv -f "$OUT/.radius_runs.tgz" "$OUT/radius_runs.tgz"
+}
+while kill -0 "${pids[@]}" 2>/dev/null; do  # every 30 s, so a call that runs out of time still returns them
+    sleep 30
+    collect
+done
 for p in "${pids[@]}"; do wait "$p"; done
 echo "training done after $((SECONDS - T0)) s" >> "$OUT/commands.txt"
-
-for d in "$RUNS"/*/; do  # a folder whose compare was stopped: its finished runs as one table
-    grep -q "wrote .*results.csv" "${d%/}.log" 2>/dev/null && continue
-    timeout 60 "$PY" -m hierviz report --out "$d" --projection pca > "${d%/}.report.log" 2>&1 &
-done
-wait
-tar -czf "$OUT/radius_runs.tgz" -C "$RUNS" --exclude='*.pt' --exclude='*.pth' --exclude='*.ckpt' \
-    --exclude='report.html' --exclude='embeddings.npz' .
+collect
 (cd "$RUNS" && find . -path '*-s0/embeddings.npz' -print0 | tar -czf "$OUT/radius_embeddings_s0.tgz" --null -T -)
 echo "collected after $((SECONDS - T0)) s" >> "$OUT/commands.txt"
+# The tables of a folder whose compare was stopped: `hierviz report --out FOLDER --projection pca`
+# after unpacking (it reads the finished runs' records).

@@ -211,3 +211,22 @@ def test_compile_loss_key_is_on_in_the_gpu_preset_and_leaves_fingerprints_alone(
     on = ExperimentConfig().to_dict()
     on["train"]["compile_loss"] = True  # rounding only: not part of a run's identity
     assert fingerprint(d) == fingerprint(old) == fingerprint(on)
+
+
+@pytest.mark.parametrize("name", ["supcon", "hwc+lam"])
+def test_poincare_objective_compiles_fullgraph_on_the_cuda_kernel_path(name, monkeypatch):
+    """Issue 25: the path a CUDA run takes, on a CPU.
+
+    On CUDA, Poincaré distances go through the fused autograd Function
+    (:func:`hierviz.geometry._kernels.poincare_pairwise_dist`), and after the first eager step the
+    compiled kernel pair exists. The CPU cases above keep the reference path
+    (``FUSED_ON_CPU = False``), so this state was never compiled on a CPU: on an H100 with torch
+    2.11 dynamo broke the graph in the kernel dispatch (a ``tuple is not tuple``), and every
+    Poincaré objective of ``train.compile_loss`` ran eagerly. Here the fused Function and a
+    kernel pair are in place, and the objective must compile in one graph and equal eager mode.
+    """
+    from hierviz.geometry import _kernels
+
+    monkeypatch.setattr(_kernels, "FUSED_ON_CPU", True)
+    monkeypatch.setattr(_kernels, "_CUDA_KERNELS", (_kernels._fwd_inplace, _kernels._bwd_inplace))
+    _check(name, "poincare", "aot_eager")

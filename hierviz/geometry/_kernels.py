@@ -213,7 +213,10 @@ def _run(fns: tuple, which: int, *args):
     failing compiled CUDA kernel falls back to the eager one, with a warning, for good.
     """
     global _CUDA_FAILED
-    if fns is not _CUDA_KERNELS or _CUDA_KERNELS is None:
+    # Inside a compiled graph (``train.compile_loss``) ``fns`` are the pure functions: call them
+    # before comparing kernel pairs, a ``tuple is not tuple`` that torch 2.11's dynamo cannot
+    # trace (a graph break that sent every Poincaré objective back to eager on CUDA, H100, 2026-11-26).
+    if torch.compiler.is_compiling() or fns is not _CUDA_KERNELS or _CUDA_KERNELS is None:
         return fns[which](*args)
     if _CUDA_FAILED:
         return (_fwd_inplace, _bwd_inplace)[which](*args)
