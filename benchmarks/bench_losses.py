@@ -152,6 +152,7 @@ def bench_share(
     geometries: tuple[str, ...] = ("euclidean", "poincare"),
     embed_dim: int = 128,
     compile_loss: bool = False,
+    compile_mode: str | None = None,
 ) -> list[dict]:
     """Share of a training step (two views, autocast bf16 on CUDA, AdamW) taken by each loss.
 
@@ -184,7 +185,8 @@ def bench_share(
         if compile_loss:  # train.compile_loss: fullgraph torch.compile after one eager call (issue 25)
             from hierviz.losses import CompiledLoss
 
-            compiled = {m: CompiledLoss(o) for m, o in objectives.items()}
+            # compile_mode "reduce-overhead": CUDA graphs on top (static shapes), the launches replayed at once
+            compiled = {m: CompiledLoss(o, mode=compile_mode) for m, o in objectives.items()}
             objectives = {m: (lambda z, y, f=f: f({"z": z}, y)) for m, f in compiled.items()}
 
         def step(obj, model=model, opt=opt):
@@ -272,6 +274,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch", type=int, default=128, help="images per step for --share (two views each)")
     ap.add_argument("--compile", action="store_true", help="fuse the Poincaré kernels with torch.compile")
     ap.add_argument("--compile-loss", action="store_true", help="objectives through CompiledLoss (train.compile_loss)")
+    ap.add_argument(
+        "--compile-mode",
+        default=None,
+        help="torch.compile mode of --compile-loss, e.g. reduce-overhead (CUDA graphs)",
+    )
     ap.add_argument("--methods", default="supcon,hwc+lam", help="methods for --share")
     ap.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON")
     args = ap.parse_args(argv)
@@ -289,6 +296,7 @@ def main(argv: list[str] | None = None) -> None:
             f"x 2 views, {'bf16 autocast, ' if device.type == 'cuda' else ''}AdamW, median of {args.repeats} "
             f"interleaved steps{', compiled kernels' if args.compile else ''}"
             f"{', compiled objectives' if args.compile_loss else ''}"
+            f"{f' (mode {args.compile_mode})' if args.compile_loss and args.compile_mode else ''}"
         )
         print(f"  {'geometry':10s} {'loss':8s} {'step ms':>9s} {'base ms':>9s} {'share':>7s} {'loss alone ms':>14s}")
         rows = bench_share(
@@ -300,6 +308,7 @@ def main(argv: list[str] | None = None) -> None:
             methods=tuple(args.methods.split(",")),
             geometries=tuple(args.geometries.split(",")),
             compile_loss=args.compile_loss,
+            compile_mode=args.compile_mode,
         )
         for r in rows:
             print(
@@ -322,6 +331,7 @@ def main(argv: list[str] | None = None) -> None:
                     batch=args.batch,
                     repeats=args.repeats,
                     compile_loss=args.compile_loss,
+                    compile_mode=args.compile_mode,
                     compile_kernels=args.compile,
                 ),
                 rows=rows,

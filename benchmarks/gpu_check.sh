@@ -13,6 +13,8 @@
 #      4096x128 and 16384x128, the default kernel (compiled on CUDA), eager and reference
 #   3. bench_losses.py --share --compile-loss -> OUT_DIR/losses_share.{txt,json}  (110 s)
 #      ResNet-50, 224 px, B128, bf16: the train.compile_loss path of the gpu preset
+#   4. the same with --compile-mode reduce-overhead -> OUT_DIR/losses_share_cudagraphs.{txt,json} (110 s)
+#      CUDA graphs on the compiled objectives (not yet a training option: measured first)
 # Then OUT_DIR/summary.txt: the device, the pytest result line and every GOAL line.
 set -u
 OUT="${1:?usage: gpu_check.sh OUT_DIR}"
@@ -53,11 +55,13 @@ fi
     --json "$OUT/pairwise_vs_cdist.json"
 [ "$STEPS" != pytest ] && run losses_share 110 "$PY" benchmarks/bench_losses.py --share --compile-loss --device "$DEVICE" "${LS_ARGS[@]}" \
     --json "$OUT/losses_share.json"
+[ "$STEPS" != pytest ] && run losses_share_cudagraphs 110 "$PY" benchmarks/bench_losses.py --share --compile-loss \
+    --compile-mode reduce-overhead --device "$DEVICE" "${LS_ARGS[@]}" --json "$OUT/losses_share_cudagraphs.json"
 
 {
     cat "$OUT/device.txt"
     cat "$OUT/status.txt"
     [ -f "$OUT/pytest_gpu.txt" ] && echo "pytest: $(grep -E '(passed|failed|error|skipped|deselected)' "$OUT/pytest_gpu.txt" | tail -1)"
-    grep -h '^GOAL' "$OUT/pairwise_vs_cdist.txt" "$OUT/losses_share.txt" 2>/dev/null
+    grep -H '^GOAL' "$OUT/pairwise_vs_cdist.txt" "$OUT/losses_share.txt" "$OUT/losses_share_cudagraphs.txt" 2>/dev/null | sed "s#^$OUT/##"
 } > "$OUT/summary.txt"
 cat "$OUT/summary.txt"
