@@ -46,6 +46,7 @@ from hierviz.metrics.radius import (
     radius_depth_spearman,
     radius_gap,
     radius_metrics,
+    radius_order_interval,
     radius_report,
 )
 from hierviz.metrics.ranking import RANKING_KEYS, mnr, ndcg_tree, ranking_report, rp_at_k
@@ -89,6 +90,7 @@ __all__ = [
     "max_radius",
     "RADIUS_METRICS",
     "radius_metrics",
+    "radius_order_interval",
     "node_prototype_radii",
     "radius_depth_spearman",
     "edge_order",
