@@ -214,7 +214,8 @@ def test_htc_engine_compare_runs_compare_plans_and_writes_table4(tmp_path, monke
     recs = load_records(out)
     assert [r["method"] for r in recs] == ["hyilr", "hyilr-no-cl"]
     cfg = json.loads((out / "config.json").read_text())
-    assert cfg["model"]["encoder"] == "hyilr-text" and cfg["data"]["split"] == "official"
+    assert cfg["model"]["encoder"].startswith("hyilr-text-h16-l1-a2-v") and cfg["model"]["encoder"].endswith("-s16")
+    assert cfg["data"]["split"] == "official" and cfg["data"]["path"] == str(out / "htc_corpus.npz")
     header = json.loads((out / "compare.json").read_text())["header"]["Split"]
     assert header.startswith("the dataset's official train/test")
     assert recs[0]["hparams"] == {"tau": 0.07, "hyilr_lambda": 0.3}

@@ -145,7 +145,9 @@ class EarlyStopping:
     ``hierviz htc``'s rule: after each epoch the classifier's micro + macro F1 on ``val_data``
     (:func:`evaluate_classifier`) is scored; a better score keeps a copy of the model's and the
     objective's weights, and ``patience`` epochs without gain raise
-    :class:`hierviz.training.StopTraining`. :meth:`restore` loads the best weights back.
+    :class:`hierviz.training.StopTraining`. :meth:`restore` loads the best weights back. The
+    scoring runs with the CPU random state saved and restored (its loader draws a base seed), so
+    the training's dropout stream is the same with or without this callback.
 
     Parameters
     ----------
@@ -194,10 +196,11 @@ class EarlyStopping:
     def __call__(self, epoch: int, info: dict[str, Any]) -> None:
         model = getattr(info["model"], "module", info["model"])  # DDP's wrapped module
         device = next(model.parameters()).device
-        m = evaluate_classifier(
-            model, self.objective, self.val_data, self.tree, image_size=self.image_size,
-            batch_size=self.batch_size, device=device, num_workers=self.num_workers,
-        ).metrics  # fmt: skip
+        with torch.random.fork_rng(devices=[]):  # the loader's base seed: no draw from training's CPU stream
+            m = evaluate_classifier(
+                model, self.objective, self.val_data, self.tree, image_size=self.image_size,
+                batch_size=self.batch_size, device=device, num_workers=self.num_workers,
+            ).metrics  # fmt: skip
         score = m["clf_micro_f1"] + m["clf_macro_f1"]
         self.scores.append(float(score))
         if self.best_epoch is None or score > max(self.scores[:-1], default=-1.0):

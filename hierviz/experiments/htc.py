@@ -375,9 +375,9 @@ def run_htc_command(args: Any) -> int:
         # heavy: plotly (compare's report; hierviz.report.htc imports it), imported only for this engine
         from hierviz.experiments.htc_compare import run_htc_compare
 
-        if args.data_dir:
-            os.environ["HIERVIZ_DATA"] = str(args.data_dir)  # compare's loaders search $HIERVIZ_DATA first
-        run_htc_compare(cfg, args.out, lams=lams, resume=not args.fresh, progress=not args.quiet)
+        run_htc_compare(
+            cfg, args.out, lams=lams, data_dir=args.data_dir, resume=not args.fresh, progress=not args.quiet
+        )
         print((Path(args.out) / "htc_results.md").read_text())
         print(f"report: {Path(args.out) / 'report.html'}")
         return 0

@@ -1,24 +1,30 @@
 """``hierviz htc --engine compare``: Paper 05 (HyILR)'s experiment as ``compare`` plans (issue 23).
 
 An :class:`~hierviz.methods.paper05.HTCConfig` (an ``hierviz htc`` preset and its options)
-becomes one :class:`~hierviz.experiments.ExperimentConfig` (:func:`compare_config`) on the
-``20news-text`` dataset (token sequences, the ``hyilr-text`` encoder, label–text attention
-over the tokens), run by :func:`hierviz.experiments.compare` (``run_one`` → ``fit`` → typed
-records → compare's tables and report). A λ sweep of ``hyilr`` is one more ``compare`` plan per
-λ (``<out>/lam<λ>/``). Table 4's shape (method × Micro-F1, Macro-F1, Hi-MiF1, Hi-MaF1, mean ±
-std over seeds, percent) is then written from the runs' typed records
+becomes one :class:`~hierviz.experiments.ExperimentConfig` (:func:`compare_config`) run by
+:func:`hierviz.experiments.compare` (``run_one`` → ``fit`` → typed records → compare's tables
+and report). Its corpus is written first (:func:`write_corpus`): the documents, train/val/test
+split and token ids of :func:`hierviz.methods.paper05.load_data` and
+:func:`~hierviz.methods.paper05.build_tokenizer` as a text ``.npz`` (``<out>/htc_corpus.npz``,
+read through ``data.path`` with ``data.split=official``), and the encoder of the preset's sizes
+is registered (:func:`hierviz.models.text.text_encoder`). A λ sweep of ``hyilr`` is one more
+``compare`` plan per λ (``<out>/lam<λ>/``). Table 4's shape (method × Micro-F1, Macro-F1,
+Hi-MiF1, Hi-MaF1, mean ± std over seeds, percent) is then written from the runs' typed records
 (:func:`hierviz.report.htc.classifier_rows`) into ``<out>/htc_results.md`` and ``.csv``, and
 the per-level and long-tail F1 of the saved predictions into ``levels.csv`` and ``buckets.csv``
 (:func:`hierviz.report.htc.classifier_levels`).
 
-What differs from ``hierviz htc``'s own driver (:func:`hierviz.experiments.htc.run_htc`):
-a stratified subset of ``data.limit = max_train + max_test`` messages before the official
-split (htc caps train and test separately), the encoder at ``h = 4 · model.width`` with one layer and
-4 heads and a vocabulary of 8000 words, and compare's linear probe, radius and figures on top;
-only ``20news`` (no BERT, no ``.jsonl`` corpora, whose documents may have several label paths);
-no label-disk figure. The optimiser (AdamW, weight decay 0, no warm-up, cosine schedule,
-gradient clip 5), λ, τ, early stopping, the dropout on ``vec(F)`` and the log-odds bias are
-``train_htc``'s.
+**The same run as the token driver** (:func:`hierviz.experiments.htc.train_htc`; tested step by
+step in ``tests/test_htc_engines.py``): the same documents, split and tokens; the encoder's and
+the classifier's weights drawn from the run seed in the driver's order (the HyILR head is
+initialised right after the encoder, :meth:`hierviz.methods.hyilr.HyILRObjective.attach_encoder`);
+batches read in the process (``data.workers=0``: a loader worker reads ahead and moves the
+shuffling generator); the validation scoring of early stopping leaves the dropout stream alone.
+The optimiser (AdamW, weight decay 0, no warm-up, cosine schedule, gradient clip 5), λ, τ,
+early stopping, the dropout on ``vec(F)`` and the log-odds bias are ``train_htc``'s. On top:
+compare's linear probe, radius and figures. Not yet through this path: BERT, corpora whose
+documents have several label paths (``synthetic-htc``, most ``.jsonl`` files), the label-disk
+figure.
 """
 
 from __future__ import annotations
@@ -26,27 +32,102 @@ from __future__ import annotations
 import csv
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from hierviz.data.text import pack_tokens
 from hierviz.experiments.compare import compare
 from hierviz.experiments.config import ConfigError, ExperimentConfig, resolve_config
 from hierviz.experiments.records import load_records
 from hierviz.hierarchy import LabelTree
-from hierviz.methods.paper05 import HTCConfig
+from hierviz.methods.paper05 import HTCConfig, build_tokenizer, load_data
+from hierviz.models.text import text_encoder
 from hierviz.report.htc import classifier_levels, classifier_markdown, classifier_rows
 
-__all__ = ["compare_config", "run_htc_compare"]
+__all__ = ["Corpus", "write_corpus", "compare_config", "run_htc_compare"]
 
 
-def compare_config(cfg: HTCConfig, out: str | os.PathLike, *, lam: float | None = None) -> ExperimentConfig:
-    """The ``compare`` config of an ``hierviz htc`` config (see the module notes for what differs).
+@dataclass(frozen=True)
+class Corpus:
+    """An ``hierviz htc`` corpus written for ``compare`` (:func:`write_corpus`).
+
+    Attributes
+    ----------
+    path, tree : Path
+        The text ``.npz`` (``tokens`` (N, s, 2), ``labels``, ``classes``, ``split``) and its tree JSON.
+    encoder : str
+        The registered encoder of the config's sizes (:func:`hierviz.models.text.text_encoder`).
+    sizes : dict
+        ``train``/``val``/``test`` documents.
+    """
+
+    path: Path
+    tree: Path
+    encoder: str
+    sizes: dict[str, int]
+
+
+def write_corpus(cfg: HTCConfig, out: str | os.PathLike, data_dir: str | None = None) -> Corpus:
+    """Write the corpus of ``cfg`` as ``compare`` reads it: ``<out>/htc_corpus.npz`` and ``<out>/htc_tree.json``.
+
+    The documents and their train/val/test split are :func:`hierviz.methods.paper05.load_data`'s
+    (20news: train capped at ``max_train``, test at ``max_test``, 10 % of train held out as val,
+    seed 0), the token ids :func:`hierviz.methods.paper05.build_tokenizer`'s (a
+    :class:`~hierviz.data.text.WordVocab` of ``cfg.vocab`` words fitted on the train split),
+    cut at ``cfg.max_len``; the ``split`` array carries val, so ``data.split=official`` keeps
+    it. Each document's ``labels`` entry is the leaf of its single path.
+
+    Raises
+    ------
+    ConfigError
+        A BERT checkpoint, or a document whose labels are not one root-to-leaf path.
+    """
+    if cfg.bert:
+        raise ConfigError("bert: hierviz htc trains its own text encoder through compare; drop --bert")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = load_data(cfg, data_dir)
+    tree = data.tree
+    tok = build_tokenizer(cfg, data)
+    ids, mask = tok.encode(data.texts, cfg.max_len)
+    leaf_col = {tree.node_index[leaf]: i for i, leaf in enumerate(tree.leaves)}
+    labels = np.zeros(len(data), dtype=np.int64)
+    for i, row in enumerate(data.targets):
+        leaves = [leaf_col[j] for j in np.flatnonzero(row) if j in leaf_col]
+        if len(leaves) != 1 or row.sum() != tree.depth(tree.leaves[leaves[0]]):
+            raise ConfigError(
+                f"dataset: document {i} of {data.name} has labels {np.flatnonzero(row).tolist()}, not one "
+                "root-to-leaf path; hierviz htc runs single-path corpora through compare"
+            )
+        labels[i] = leaves[0]
+    path, tree_path = out / "htc_corpus.npz", out / "htc_tree.json"
+    tmp = path.with_name(path.stem + ".tmp.npz")
+    np.savez_compressed(
+        tmp, tokens=pack_tokens(ids.numpy(), mask.numpy()), labels=labels, classes=np.array(tree.leaves),
+        split=data.split.astype(str), citation=np.array(data.name),
+    )  # fmt: skip
+    os.replace(tmp, path)
+    tree.to_json(tree_path)
+    encoder = text_encoder(cfg.h, cfg.layers, cfg.heads, len(tok), cfg.max_len)
+    sizes = {s: int((data.split == s).sum()) for s in ("train", "val", "test")}
+    return Corpus(path, tree_path, encoder, sizes)
+
+
+def compare_config(
+    cfg: HTCConfig, out: str | os.PathLike, corpus: Corpus, *, lam: float | None = None
+) -> ExperimentConfig:
+    """The ``compare`` config of an ``hierviz htc`` config on its written corpus.
 
     Parameters
     ----------
     cfg : HTCConfig
     out : path
         ``--out`` of the comparison.
+    corpus : Corpus
+        :func:`write_corpus`.
     lam : float, optional
         λ (``loss.hyilr_lambda``; default ``cfg.lam``).
 
@@ -57,40 +138,25 @@ def compare_config(cfg: HTCConfig, out: str | os.PathLike, *, lam: float | None 
     Raises
     ------
     ConfigError
-        A dataset other than 20news, a BERT checkpoint, seeds other than ``0 … n−1``, or a
-        ``max_len`` below 8.
-
-    Examples
-    --------
-    >>> c = compare_config(HTCConfig.preset("smoke", methods=("hyilr",)), "out")
-    >>> c.data.dataset, c.data.split, c.model.encoder, c.data.image_size, c.model.width, c.data.limit
-    ('20news-text', 'official', 'hyilr-text', 32, 4, 300)
-    >>> c.train.epochs, c.train.lr_head, c.train.weight_decay, c.train.grad_clip, c.loss["tau"], c.train.patience
-    (1, 0.001, 0.0, 5.0, 0.07, 1)
+        Seeds other than ``0 … n−1``.
     """
-    if cfg.dataset != "20news":
-        raise ConfigError(
-            f"dataset: hierviz htc --engine compare runs 20news only, got {cfg.dataset!r}; use --engine htc"
-        )
-    if cfg.bert:
-        raise ConfigError("bert: hierviz htc --engine compare trains its own text encoder; use --engine htc for BERT")
     if tuple(cfg.seeds) != tuple(range(len(cfg.seeds))):
         raise ConfigError(f"seeds: compare runs seeds 0 … n−1, got {list(cfg.seeds)}; use --seeds 0,1,…")
-    if cfg.h % 4 or cfg.h < 4:
-        raise ConfigError(f"h: the hyilr-text encoder has h = 4 · model.width, got h={cfg.h}; use a multiple of 4")
     over: dict[str, Any] = {
         "methods": list(cfg.methods),
         "geometries": ["euclidean"],  # the probe's space; HyILR's own space is the method's (Table 4)
         "seeds": len(cfg.seeds),
         "out": str(out),
         "eval.projection": "pca",
-        "data.dataset": "20news-text",
-        "data.tree": "20news",
+        "data.dataset": None,
+        "data.path": str(corpus.path),
+        "data.tree": str(corpus.tree),
         "data.image_size": int(cfg.max_len),
-        "data.split": "official",  # bydate train/test, 10 % of train as val (as hierviz htc)
-        "data.limit": None if cfg.max_train is None or cfg.max_test is None else int(cfg.max_train + cfg.max_test),
-        "model.encoder": "hyilr-text",
-        "model.width": cfg.h // 4,
+        "data.split": "official",  # the corpus' own train/val/test (val already held out)
+        "data.limit": None,
+        "data.workers": 0,  # the batches read in this process, as hierviz htc's loop did (a worker reads ahead)
+        "model.encoder": corpus.encoder,
+        "model.width": max(1, cfg.h // 4),
         "train.epochs": int(cfg.epochs),
         "train.batch_size": int(cfg.batch_size),
         "train.lr_backbone": float(cfg.lr),
@@ -112,6 +178,7 @@ def run_htc_compare(
     out: str | os.PathLike,
     *,
     lams: Sequence[float] | None = None,
+    data_dir: str | None = None,
     resume: bool = True,
     progress: bool = True,
 ) -> list[dict[str, Any]]:
@@ -134,11 +201,12 @@ def run_htc_compare(
         :func:`hierviz.report.htc.classifier_rows`.
     """
     out = Path(out)
-    plans = [(out, compare_config(cfg, out))]
+    corpus = write_corpus(cfg, out, data_dir)
+    plans = [(out, compare_config(cfg, out, corpus))]
     for lam in lams or ():
         if float(lam) != cfg.lam:
             sub = out / f"lam{float(lam):g}"
-            c = compare_config(cfg, sub, lam=float(lam))
+            c = compare_config(cfg, sub, corpus, lam=float(lam))
             c.methods = ["hyilr"]
             plans.append((sub, c))
     records = []

@@ -116,6 +116,7 @@ def _run_one(
             init_radius=cfg.model.init_radius,
             curvature_range=tuple(cfg.model.curvature_range),
             head_center=cfg.model.head_center,
+            on_encoder=getattr(objective, "attach_encoder", None),  # e.g. HyILR's head on a text encoder
         )
     own_model = getattr(method.build, "model", None)  # issue 23: a method that builds its own model (Paper 03's grid)
     if own_model is not None:

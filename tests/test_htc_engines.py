@@ -1,0 +1,84 @@
+"""``hierviz htc`` through ``compare`` (issue 23): the same documents, split, tokens, weights and
+training steps as the token driver it replaces, checked against that driver's loop."""
+
+import json
+
+import numpy as np
+import pytest
+
+from hierviz.methods.paper05 import HTCConfig, build_tokenizer, load_data
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch):
+    from test_paper04 import make_corpus
+
+    make_corpus(tmp_path / "20news-bydate.tar.gz", n_train=8, n_test=3)
+    monkeypatch.setenv("HIERVIZ_DATA", str(tmp_path))
+    return tmp_path
+
+
+def _cfg(**kw):
+    return HTCConfig.preset(
+        "smoke", methods=("hyilr",), seeds=(0,), max_len=16, max_train=120, max_test=40, epochs=3, patience=3, **kw
+    )
+
+
+def test_write_corpus_keeps_the_drivers_split_and_tokens(corpus):
+    """The written corpus holds load_data's documents and split (train ≤ max_train, test ≤ max_test,
+    val cut from train) and build_tokenizer's ids, each document at the leaf of its path."""
+    from hierviz.data import load_dataset
+    from hierviz.data.splits import official_split
+    from hierviz.experiments.htc_compare import write_corpus
+
+    cfg = _cfg()
+    c = write_corpus(cfg, corpus / "out")
+    data = load_data(cfg)
+    assert c.sizes == {"train": 108, "val": 12, "test": 40}
+    assert c.sizes == {s: int((data.split == s).sum()) for s in ("train", "val", "test")}
+    ds = load_dataset(str(c.path))
+    assert ds.is_text and ds.classes == data.tree.leaves
+    sp = official_split(ds.official_split, val=0.1, seed=0)
+    for s in ("train", "val", "test"):  # the val rows are kept as they are, not drawn again
+        assert sp[s].tolist() == np.flatnonzero(data.split == s).tolist()
+    ids, mask = build_tokenizer(cfg, data).encode(data.texts, cfg.max_len)
+    assert np.array_equal(ds.images[..., 0], ids.numpy()) and np.array_equal(ds.images[..., 1], mask.numpy())
+    leaves = [data.tree.leaves[y] for y in ds.labels]
+    paths = [[n for n in data.tree.ancestors(leaf) if n != data.tree.root] for leaf in leaves]
+    for row, path in zip(data.targets, paths, strict=True):
+        assert sorted(np.flatnonzero(row).tolist()) == sorted(data.tree.node_index[n] for n in path)
+    assert c.encoder == f"hyilr-text-h16-l1-a2-v{len(build_tokenizer(cfg, data))}-s16"
+
+
+def test_compare_engine_trains_the_drivers_steps(corpus):
+    """Same seed: every training step's loss, the learned c and α, the early-stopping scores and
+    the test F1s of the compare engine equal those of the token driver (train_htc)."""
+    from hierviz.experiments.htc import train_htc
+    from hierviz.experiments.htc_compare import run_htc_compare
+    from hierviz.training import loop
+
+    cfg = _cfg()
+    steps = {}
+    real_fit = loop.fit
+
+    def fit(config, model, objective, data, callbacks=(), **kw):
+        def keep(epoch, info):
+            steps["loss"] = list(info["step_history"]["loss"])
+
+        return real_fit(config, model, objective, data, callbacks=[keep, *callbacks], **kw)
+
+    import hierviz.experiments.htc as driver
+
+    driver.fit = fit
+    try:
+        ref = train_htc(load_data(cfg), "hyilr", cfg, seed=0, progress=False)
+    finally:
+        driver.fit = real_fit
+    run_htc_compare(cfg, corpus / "out", progress=False)
+    rec = json.loads((corpus / "out" / "runs" / "hyilr-euclidean-s0" / "result.json").read_text())
+    assert len(steps["loss"]) == 3 * (108 // 16)
+    assert rec["step_history"]["loss"] == pytest.approx(steps["loss"], abs=1e-6)
+    assert rec["learned"] == pytest.approx({k: ref[k] for k in ("c", "alpha_t", "alpha_l")}, abs=1e-6)
+    val = [h["val_micro_f1"] + h["val_macro_f1"] for h in ref["history"]]
+    assert rec["early_stopping"]["val_scores"] == pytest.approx(val, abs=1e-9)
+    assert rec["classifier_metrics"] == pytest.approx({f"clf_{k}": v for k, v in ref["test"].items()}, abs=1e-9)
