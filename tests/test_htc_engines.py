@@ -19,9 +19,8 @@ def corpus(tmp_path, monkeypatch):
 
 
 def _cfg(**kw):
-    return HTCConfig.preset(
-        "smoke", methods=("hyilr",), seeds=(0,), max_len=16, max_train=120, max_test=40, epochs=3, patience=3, **kw
-    )
+    kw = {"methods": ("hyilr",), "seeds": (0,), "max_len": 16, "max_train": 120, "max_test": 40, **kw}
+    return HTCConfig.preset("smoke", epochs=3, patience=3, **kw)
 
 
 def test_write_corpus_keeps_the_drivers_split_and_tokens(corpus):
@@ -50,14 +49,19 @@ def test_write_corpus_keeps_the_drivers_split_and_tokens(corpus):
     assert c.encoder == f"hyilr-text-h16-l1-a2-v{len(build_tokenizer(cfg, data))}-s16"
 
 
-def test_compare_engine_trains_the_drivers_steps(corpus):
+@pytest.mark.parametrize(("dataset", "method"), [("20news", "hyilr"), ("synthetic-htc", "hyilr-no-hns")])
+def test_compare_engine_trains_the_drivers_steps(corpus, dataset, method):
     """Same seed: every training step's loss, the learned c and α, the early-stopping scores and
-    the test F1s of the compare engine equal those of the token driver (train_htc)."""
+    the test F1s of the compare engine equal those of the token driver (train_htc), on 20news
+    (one path per document) and on synthetic-htc (documents on one or two paths)."""
     from hierviz.experiments.htc import train_htc
     from hierviz.experiments.htc_compare import run_htc_compare
     from hierviz.training import loop
 
-    cfg = _cfg()
+    cfg = _cfg(dataset=dataset, methods=(method,))
+    data = load_data(cfg)
+    multi = int((data.targets[:, [data.tree.node_index[n] for n in data.tree.leaves]].sum(1) > 1).sum())
+    assert multi > (20 if dataset == "synthetic-htc" else -1) and (multi == 0) == (dataset == "20news")
     steps = {}
     real_fit = loop.fit
 
@@ -71,14 +75,40 @@ def test_compare_engine_trains_the_drivers_steps(corpus):
 
     driver.fit = fit
     try:
-        ref = train_htc(load_data(cfg), "hyilr", cfg, seed=0, progress=False)
+        ref = train_htc(data, method, cfg, seed=0, progress=False)
     finally:
         driver.fit = real_fit
     run_htc_compare(cfg, corpus / "out", progress=False)
-    rec = json.loads((corpus / "out" / "runs" / "hyilr-euclidean-s0" / "result.json").read_text())
-    assert len(steps["loss"]) == 3 * (108 // 16)
+    rec = json.loads((corpus / "out" / "runs" / f"{method}-euclidean-s0" / "result.json").read_text())
+    assert len(steps["loss"]) == 3 * (int((data.split == "train").sum()) // 16)
     assert rec["step_history"]["loss"] == pytest.approx(steps["loss"], abs=1e-6)
     assert rec["learned"] == pytest.approx({k: ref[k] for k in ("c", "alpha_t", "alpha_l")}, abs=1e-6)
     val = [h["val_micro_f1"] + h["val_macro_f1"] for h in ref["history"]]
     assert rec["early_stopping"]["val_scores"] == pytest.approx(val, abs=1e-9)
     assert rec["classifier_metrics"] == pytest.approx({f"clf_{k}": v for k, v in ref["test"].items()}, abs=1e-9)
+
+
+def test_write_corpus_multi_path_and_refusals(corpus):
+    """synthetic-htc: leaf_sets hold every leaf, labels the first (tree order); a path that ends
+    above the leaves and a BERT checkpoint are refused with one line naming the fix."""
+    from hierviz.data import load_dataset
+    from hierviz.data.loaders.htc import synthetic_htc, write_htc_jsonl
+    from hierviz.experiments.config import ConfigError
+    from hierviz.experiments.htc_compare import write_corpus
+
+    cfg = _cfg(dataset="synthetic-htc")
+    c = write_corpus(cfg, corpus / "syn")
+    data, ds = load_data(cfg), load_dataset(str(c.path))
+    assert c.multi_path and ds.leaf_sets.shape == (len(data), data.tree.num_leaves)
+    leaf_cols = [data.tree.node_index[n] for n in data.tree.leaves]
+    assert np.array_equal(ds.leaf_sets, data.targets[:, leaf_cols])
+    assert ds.labels.tolist() == [int(np.flatnonzero(r)[0]) for r in ds.leaf_sets]
+    assert ds.subset(np.flatnonzero(ds.official_split == "test")).leaf_sets.shape[0] == c.sizes["test"]
+    d = synthetic_htc(n_docs=12, seed=1)
+    inner = next(n for n in d.tree.nodes if n != d.tree.root and not d.tree.is_leaf(n))
+    write_htc_jsonl(corpus / "x_htc.jsonl", d.texts, [[inner]] + [[d.tree.leaves[0]]] * 11, d.split)
+    d.tree.to_json(corpus / "x_tree.json")
+    with pytest.raises(ConfigError, match=r"^dataset: document 0 of .* ends above the leaves \(1 such"):
+        write_corpus(_cfg(dataset=str(corpus / "x_htc.jsonl")), corpus / "x")
+    with pytest.raises(ConfigError, match="^bert: .*drop --bert"):
+        write_corpus(_cfg(bert="some/folder"), corpus / "b")

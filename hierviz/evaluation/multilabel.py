@@ -92,7 +92,9 @@ def evaluate_classifier(
     objective : module with ``predict_proba(out) -> (n, N − 1)`` probabilities of the model output
         Columns: the tree's non-root nodes in ``tree.nodes`` order (:meth:`hierviz.methods.hyilr.HyILRObjective.predict_proba`).
     test_data : hierviz.data.ArrayDataset
-        Images or vectors and leaf labels.
+        Images, vectors or tokens and leaf labels; with ``leaf_sets``
+        (:class:`hierviz.data.text.LabelSetDataset`) the true label sets are the union of each
+        sample's paths.
     tree : LabelTree
     image_size : int
         As :func:`hierviz.evaluation.embed_dataset`.
@@ -129,7 +131,8 @@ def evaluate_classifier(
         )
     y_pred = np.zeros((len(y), tree.num_nodes), dtype=bool)
     y_pred[:, cols] = probs >= threshold
-    y_true = leaf_path_targets(y, tree)
+    sets = getattr(test_data, "leaf_sets", None)  # documents on several label paths: all of them
+    y_true = leaf_path_targets(y if sets is None else np.asarray(sets, dtype=bool), tree)
     return ClassifierRecord(
         metrics=classifier_scores(y_true, y_pred, tree),
         y_true=y_true,

@@ -22,9 +22,15 @@ batches read in the process (``data.workers=0``: a loader worker reads ahead and
 shuffling generator); the validation scoring of early stopping leaves the dropout stream alone.
 The optimiser (AdamW, weight decay 0, no warm-up, cosine schedule, gradient clip 5), λ, τ,
 early stopping, the dropout on ``vec(F)`` and the log-odds bias are ``train_htc``'s. On top:
-compare's linear probe, radius and figures. Not yet through this path: BERT, corpora whose
-documents have several label paths (``synthetic-htc``, most ``.jsonl`` files), the label-disk
-figure.
+compare's linear probe, radius and figures. Not through this path: BERT, the label-disk figure.
+
+**Several label paths per document** (``synthetic-htc``, ``.jsonl`` corpora): the file then
+holds ``leaf_sets`` (:class:`hierviz.data.text.LabelSetDataset`); the HyILR classifier trains,
+stops early and is scored on the union of a document's paths, as the token driver did, and the
+frequency prior is the driver's (label sets as they are). Compare's single-leaf parts (linear
+probe, HF1, radius, Majority row in ``results.md``) read each document's first leaf in the tree's
+leaf order; ``htc_results.md`` says so under the table. A label path that ends above the leaves
+is refused (:func:`write_corpus`).
 """
 
 from __future__ import annotations
@@ -38,12 +44,14 @@ from typing import Any
 
 import numpy as np
 
+from hierviz.data.loaders.htc import targets_to_labels
 from hierviz.data.text import pack_tokens
 from hierviz.experiments.compare import compare
 from hierviz.experiments.config import ConfigError, ExperimentConfig, resolve_config
 from hierviz.experiments.records import load_records
 from hierviz.hierarchy import LabelTree
-from hierviz.methods.paper05 import HTCConfig, build_tokenizer, load_data
+from hierviz.methods.paper05 import HTCConfig, build_tokenizer, frequency_prior_scores, load_data
+from hierviz.metrics.htc import leaf_path_targets
 from hierviz.models.text import text_encoder
 from hierviz.report.htc import classifier_levels, classifier_markdown, classifier_rows
 
@@ -56,18 +64,28 @@ class Corpus:
 
     Attributes
     ----------
+    name : str
+        The corpus (``HTCData.name``).
     path, tree : Path
         The text ``.npz`` (``tokens`` (N, s, 2), ``labels``, ``classes``, ``split``) and its tree JSON.
     encoder : str
         The registered encoder of the config's sizes (:func:`hierviz.models.text.text_encoder`).
     sizes : dict
         ``train``/``val``/``test`` documents.
+    multi_path : bool
+        Some document lies on several label paths (the file holds ``leaf_sets``).
+    prior : dict
+        The frequency prior's ``clf_*`` scores on the test split, label sets as they are
+        (:func:`hierviz.methods.paper05.frequency_prior_scores`).
     """
 
+    name: str
     path: Path
     tree: Path
     encoder: str
     sizes: dict[str, int]
+    multi_path: bool
+    prior: dict[str, float]
 
 
 def write_corpus(cfg: HTCConfig, out: str | os.PathLike, data_dir: str | None = None) -> Corpus:
@@ -78,12 +96,13 @@ def write_corpus(cfg: HTCConfig, out: str | os.PathLike, data_dir: str | None = 
     seed 0), the token ids :func:`hierviz.methods.paper05.build_tokenizer`'s (a
     :class:`~hierviz.data.text.WordVocab` of ``cfg.vocab`` words fitted on the train split),
     cut at ``cfg.max_len``; the ``split`` array carries val, so ``data.split=official`` keeps
-    it. Each document's ``labels`` entry is the leaf of its single path.
+    it. Each document's ``labels`` entry is its first leaf (``tree.leaves`` order); when some
+    document lies on several paths, ``leaf_sets`` (N, C) holds all its leaves.
 
     Raises
     ------
     ConfigError
-        A BERT checkpoint, or a document whose labels are not one root-to-leaf path.
+        A BERT checkpoint, or a document with a label path that ends above the leaves.
     """
     if cfg.bert:
         raise ConfigError("bert: hierviz htc trains its own text encoder through compare; drop --bert")
@@ -94,26 +113,34 @@ def write_corpus(cfg: HTCConfig, out: str | os.PathLike, data_dir: str | None = 
     tok = build_tokenizer(cfg, data)
     ids, mask = tok.encode(data.texts, cfg.max_len)
     leaf_col = {tree.node_index[leaf]: i for i, leaf in enumerate(tree.leaves)}
-    labels = np.zeros(len(data), dtype=np.int64)
+    sets = np.zeros((len(data), tree.num_leaves), dtype=bool)
     for i, row in enumerate(data.targets):
-        leaves = [leaf_col[j] for j in np.flatnonzero(row) if j in leaf_col]
-        if len(leaves) != 1 or row.sum() != tree.depth(tree.leaves[leaves[0]]):
-            raise ConfigError(
-                f"dataset: document {i} of {data.name} has labels {np.flatnonzero(row).tolist()}, not one "
-                "root-to-leaf path; hierviz htc runs single-path corpora through compare"
-            )
-        labels[i] = leaves[0]
+        for j in np.flatnonzero(row):
+            if j in leaf_col:
+                sets[i, leaf_col[j]] = True
+    ends = leaf_path_targets(sets, tree)
+    bad = np.flatnonzero((ends != data.targets).any(1) | ~sets.any(1))
+    if len(bad):  # a path that stops at an inner node: no leaf says it
+        i = int(bad[0])
+        raise ConfigError(
+            f"dataset: document {i} of {data.name} has labels {targets_to_labels(data.targets[i : i + 1], tree)[0]}, "
+            f"a path that ends above the leaves ({len(bad)} such documents); hierviz htc trains on root-to-leaf "
+            "paths: extend the tree with a leaf under each such node, or drop those documents"
+        )
+    labels = sets.argmax(1)  # the first of each document's leaves (tree.leaves order)
     path, tree_path = out / "htc_corpus.npz", out / "htc_tree.json"
     tmp = path.with_name(path.stem + ".tmp.npz")
+    multi = {"leaf_sets": sets} if (sets.sum(1) > 1).any() else {}  # several label paths
     np.savez_compressed(
         tmp, tokens=pack_tokens(ids.numpy(), mask.numpy()), labels=labels, classes=np.array(tree.leaves),
-        split=data.split.astype(str), citation=np.array(data.name),
+        split=data.split.astype(str), citation=np.array(data.name), **multi,
     )  # fmt: skip
     os.replace(tmp, path)
     tree.to_json(tree_path)
     encoder = text_encoder(cfg.h, cfg.layers, cfg.heads, len(tok), cfg.max_len)
     sizes = {s: int((data.split == s).sum()) for s in ("train", "val", "test")}
-    return Corpus(path, tree_path, encoder, sizes)
+    prior = {f"clf_{k}": v for k, v in frequency_prior_scores(data).items()}
+    return Corpus(data.name, path, tree_path, encoder, sizes, bool(multi), prior)
 
 
 def compare_config(
@@ -214,12 +241,15 @@ def run_htc_compare(
         compare(c, resume=resume, progress=progress, verbose=progress)
         records += load_records(folder)
     rows = classifier_rows(records)
-    prior = None
-    if (out / "baselines.csv").is_file():  # compare's Majority row: the frequency prior's clf_* columns
-        with open(out / "baselines.csv", newline="", encoding="utf-8") as fh:
-            prior = next((r for r in csv.DictReader(fh) if r.get("baseline") == "majority"), None)
-    title = "20news-text (hierviz htc --engine compare): test split, mean ± std over seeds (percent)"
-    (out / "htc_results.md").write_text(classifier_markdown(rows, title, prior), encoding="utf-8")
+    title = f"{corpus.name}: test split, mean ± std over seeds (percent)"
+    md = classifier_markdown(rows, title, corpus.prior)
+    md += f"\n{corpus.sizes} documents; {corpus.encoder} (h, layers, heads, vocabulary, max_len); epochs ≤ {cfg.epochs}.\n"
+    if corpus.multi_path:
+        md += (
+            "\nSome documents lie on several label paths: the classifier columns score all of them; compare's "
+            "probe, HF1 and radius (results.md) read each document's first leaf (tree order).\n"
+        )
+    (out / "htc_results.md").write_text(md, encoding="utf-8")
     tables = {"htc_results": rows}
     tables["levels"], tables["buckets"] = classifier_levels(records, LabelTree.from_json(out / "tree.json"))
     for name, table in tables.items():

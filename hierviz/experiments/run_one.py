@@ -167,7 +167,10 @@ def _run_one(
             with torch.no_grad():  # the dry run that fixes the encoder's input size D (hierviz.models.MLPEncoder)
                 model.encoder(torch.zeros(1, train_ds.images.shape[1], 1, 1))
     elif getattr(train_ds, "is_text", False):  # int64 (N, s, 2) token ids and mask: the sequences as they are
-        train_views = ContrastiveDataset(train_ds, TokenViews(), views=views, seed=view_seed)
+        # a multi-label classifier trains on every label path of a document (hierviz.data.text.LabelSetDataset)
+        train_views = ContrastiveDataset(
+            train_ds, TokenViews(), views=views, seed=view_seed, label_sets=has_classifier(objective)
+        )
     else:
         train_views = ContrastiveDataset(
             train_ds, TwoViewTransform(image_size, views=views), views=views, seed=view_seed
@@ -179,7 +182,8 @@ def _run_one(
         )
     trains = any(p.requires_grad for p in model.parameters())  # PCA(N)/NCA(N) alone have nothing to train
     if callable(getattr(objective, "set_label_prior", None)):  # e.g. HyILR's classifier bias on tokens
-        objective.set_label_prior(np.asarray(train_ds.labels))
+        sets = getattr(train_ds, "leaf_sets", None)  # several label paths per document, else one leaf
+        objective.set_label_prior(np.asarray(train_ds.labels if sets is None else sets))
     stopper = None
     if t.patience and val_ds is not None and has_classifier(objective):
         stopper = EarlyStopping(objective, val_ds, tree, t.patience, image_size=image_size,

@@ -171,14 +171,20 @@ class HyILRLoss(nn.Module):
         self.label_prior: torch.Tensor | None = None
         self._text = False  # attach_encoder saw a text encoder
 
+    def _targets(self, labels: torch.Tensor) -> torch.Tensor:
+        """Label sets ``(B, c)`` bool of leaf labels ``(B,)``, or of leaf sets ``(B, C)`` (0/1: several
+        label paths, :class:`hierviz.data.text.LabelSetDataset`): the union of their paths."""
+        if labels.ndim == 2:
+            return (labels.to(self.leaf_targets.device).float() @ self.leaf_targets.float()) > 0
+        return self.leaf_targets[labels.long()]
+
     def set_label_prior(self, labels: Any) -> None:
-        """The training leaf labels ``(N,)``: on a text encoder's tokens the classifier bias starts at
+        """The training leaf labels ``(N,)`` or leaf sets ``(N, C)``: on a text encoder's tokens the classifier bias starts at
         their label log-odds (``hierviz htc``'s init: fewer all-negative first epochs), clamped to
         frequencies in [1e-3, 1 − 1e-3]. Set at once after :meth:`attach_encoder` (``fit`` then loads a
         resumed run's own bias), else at the first call only.
         """
-        y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
-        self.label_prior = self.leaf_targets[y].float().mean(0).clamp(1e-3, 1 - 1e-3)
+        self.label_prior = self._targets(torch.as_tensor(np.asarray(labels))).float().mean(0).clamp(1e-3, 1 - 1e-3)
         if self._text and not isinstance(self.head.bias, UninitializedParameter):  # attached: set it now
             with torch.no_grad():
                 p = self.label_prior.to(self.head.bias)
@@ -213,7 +219,9 @@ class HyILRLoss(nn.Module):
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Loss and its terms (``bce``, ``cl``, ``negatives``) for features ``x`` (B, h) or (B, V, h).
 
-        Views are read as samples (each view gets its leaf's label set). ``tokens`` (B, s, h) or
+        ``labels``: leaf indices ``(B,)``, or leaf sets ``(B, C)`` 0/1 (documents on several label
+        paths: the union of their paths). Views are read as samples (each view gets its sample's
+        label set). ``tokens`` (B, s, h) or
         (B, V, s, h) and ``mask`` (B, s) or (B, V, s): a text encoder's token features, which the
         classifier attends over (Eq. 8); ``x`` is then their ``[CLS]`` token.
 
@@ -225,7 +233,7 @@ class HyILRLoss(nn.Module):
         if labels is None:
             raise ValueError("HyILR needs leaf labels (B,); got labels=None")
         if x.ndim == 3:
-            labels = labels.repeat_interleave(x.shape[1])
+            labels = labels.repeat_interleave(x.shape[1], dim=0)
             x = x.reshape(-1, x.shape[-1])
             if tokens is not None:
                 tokens, mask = tokens.reshape(-1, *tokens.shape[-2:]), mask.reshape(-1, mask.shape[-1])
@@ -247,7 +255,7 @@ class HyILRLoss(nn.Module):
                 init = math.log(1.0 / math.sqrt(x.shape[-1]))
                 self.scales.log_alpha_t.fill_(init)
                 self.scales.log_alpha_l.fill_(init)
-        targets = self.leaf_targets[labels]
+        targets = self._targets(labels)
         return hyilr_loss(
             logits,
             x,

@@ -181,7 +181,8 @@ def _features_dataset(path: Path, z: NpzArrays, files: set[str], name: str | Non
 
 def _tokens_dataset(path: Path, z: NpzArrays, files: set[str], name: str | None) -> ArrayDataset:
     """A text ``.npz`` (``tokens`` (N, s, 2) int: token ids and padding mask, :func:`hierviz.data.text.pack_tokens`;
-    ``labels``, ``classes``, optional ``split``; :mod:`hierviz.experiments.htc_compare`) as a text dataset."""
+    ``labels``, ``classes``, optional ``split`` and ``leaf_sets`` (N, C) bool: every leaf of a document on
+    several label paths; :mod:`hierviz.experiments.htc_compare`) as a text dataset."""
     tokens = z["tokens"]
     if tokens.ndim != 3 or tokens.shape[-1] != 2 or tokens.dtype.kind not in "iu":
         raise ValueError(f"{path}: tokens must be an int (N, s, 2) array, got {tokens.dtype} {tokens.shape}; {NPZ_FIX}")
@@ -191,6 +192,13 @@ def _tokens_dataset(path: Path, z: NpzArrays, files: set[str], name: str | None)
     split = z["split"].astype("<U5") if "split" in files else None
     kw = {"official_split": split, "name": name or path.stem, "citation": _str_meta(z, "citation")}
     classes = [str(c) for c in z["classes"].tolist()]
+    if "leaf_sets" in files:  # documents on several label paths (hierviz.data.text.LabelSetDataset)
+        from hierviz.data.text import LabelSetDataset  # data.text imports data.base, as this module does
+
+        try:
+            return LabelSetDataset(tokens.astype("int64"), labels, classes, leaf_sets=z["leaf_sets"], **kw)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{path}: {e}; fix the arrays and {NPZ_FIX}") from None
     return _array_dataset(path, images=tokens.astype("int64"), labels=labels, classes=classes, **kw)
 
 
