@@ -28,7 +28,7 @@ def test_write_corpus_keeps_the_drivers_split_and_tokens(corpus):
     val cut from train) and build_tokenizer's ids, each document at the leaf of its path."""
     from hierviz.data import load_dataset
     from hierviz.data.splits import official_split
-    from hierviz.experiments.htc_compare import write_corpus
+    from hierviz.experiments.htc import write_corpus
 
     cfg = _cfg()
     c = write_corpus(cfg, corpus / "out")
@@ -54,8 +54,7 @@ def test_compare_engine_trains_the_drivers_steps(corpus, dataset, method):
     """Same seed: every training step's loss, the learned c and α, the early-stopping scores and
     the test F1s of the compare engine equal those of the token driver (train_htc), on 20news
     (one path per document) and on synthetic-htc (documents on one or two paths)."""
-    from hierviz.experiments.htc import train_htc
-    from hierviz.experiments.htc_compare import run_htc_compare
+    from hierviz.experiments.htc import run_htc, train_htc
     from hierviz.training import loop
 
     cfg = _cfg(dataset=dataset, methods=(method,))
@@ -78,7 +77,7 @@ def test_compare_engine_trains_the_drivers_steps(corpus, dataset, method):
         ref = train_htc(data, method, cfg, seed=0, progress=False)
     finally:
         driver.fit = real_fit
-    run_htc_compare(cfg, corpus / "out", progress=False)
+    run_htc(cfg, corpus / "out", progress=False)
     rec = json.loads((corpus / "out" / "runs" / f"{method}-euclidean-s0" / "result.json").read_text())
     assert len(steps["loss"]) == 3 * (int((data.split == "train").sum()) // 16)
     assert rec["step_history"]["loss"] == pytest.approx(steps["loss"], abs=1e-6)
@@ -94,7 +93,7 @@ def test_write_corpus_multi_path_and_refusals(corpus):
     from hierviz.data import load_dataset
     from hierviz.data.loaders.htc import synthetic_htc, write_htc_jsonl
     from hierviz.experiments.config import ConfigError
-    from hierviz.experiments.htc_compare import write_corpus
+    from hierviz.experiments.htc import write_corpus
 
     cfg = _cfg(dataset="synthetic-htc")
     c = write_corpus(cfg, corpus / "syn")
@@ -110,5 +109,5 @@ def test_write_corpus_multi_path_and_refusals(corpus):
     d.tree.to_json(corpus / "x_tree.json")
     with pytest.raises(ConfigError, match=r"^dataset: document 0 of .* ends above the leaves \(1 such"):
         write_corpus(_cfg(dataset=str(corpus / "x_htc.jsonl")), corpus / "x")
-    with pytest.raises(ConfigError, match="^bert: .*drop --bert"):
+    with pytest.raises(ConfigError, match="^bert: .*unset bert"):
         write_corpus(_cfg(bert="some/folder"), corpus / "b")

@@ -42,6 +42,7 @@ from hierviz.data.loaders._io import (
     to_rgb,
 )
 from hierviz.data.loaders.medmnist_format import load_medmnist
+from hierviz.data.text import LabelSetDataset
 
 __all__ = ["GROUP_KEYS", "load_npz"]
 
@@ -193,8 +194,6 @@ def _tokens_dataset(path: Path, z: NpzArrays, files: set[str], name: str | None)
     kw = {"official_split": split, "name": name or path.stem, "citation": _str_meta(z, "citation")}
     classes = [str(c) for c in z["classes"].tolist()]
     if "leaf_sets" in files:  # documents on several label paths (hierviz.data.text.LabelSetDataset)
-        from hierviz.data.text import LabelSetDataset  # data.text imports data.base, as this module does
-
         try:
             return LabelSetDataset(tokens.astype("int64"), labels, classes, leaf_sets=z["leaf_sets"], **kw)
         except (TypeError, ValueError) as e:
