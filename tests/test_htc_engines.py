@@ -19,8 +19,9 @@ def corpus(tmp_path, monkeypatch):
 
 
 def _cfg(**kw):
-    kw = {"methods": ("hyilr",), "seeds": (0,), "max_len": 16, "max_train": 120, "max_test": 40, **kw}
-    return HTCConfig.preset("smoke", epochs=3, patience=3, **kw)
+    kw = {"methods": ("hyilr",), "seeds": (0,), "max_len": 16, "max_train": 120, "max_test": 40, "epochs": 3,
+          "patience": 3, **kw}  # fmt: skip
+    return HTCConfig.preset("smoke", **kw)
 
 
 def test_write_corpus_keeps_the_drivers_split_and_tokens(corpus):
@@ -111,3 +112,36 @@ def test_write_corpus_multi_path_and_refusals(corpus):
         write_corpus(_cfg(dataset=str(corpus / "x_htc.jsonl")), corpus / "x")
     with pytest.raises(ConfigError, match="^bert: .*unset bert"):
         write_corpus(_cfg(bert="some/folder"), corpus / "b")
+
+
+def test_resumed_run_keeps_the_best_epoch_before_the_interruption(corpus):
+    """A run killed after epoch 2 and resumed (its training checkpoint and early_stopping.pt) ends
+    with the scores, best epoch and test F1s of the run that was never interrupted."""
+    import hierviz.experiments.htc as htc
+
+    cfg = _cfg(dataset="synthetic-htc", epochs=4, patience=4, lr=0.01)
+    htc.run_htc(cfg, corpus / "ref", progress=False)
+    ref = json.loads((corpus / "ref" / "runs" / "hyilr-euclidean-s0" / "result.json").read_text())
+    es = ref["early_stopping"]
+    assert len(es["val_scores"]) == 4 and es["best_epoch"] <= 1 and max(es["val_scores"]) > 0.1  # best: before the cut
+
+    class Killed(Exception):
+        pass
+
+    def kill(epoch, info):
+        if epoch == 1:
+            raise Killed
+
+    real = htc.compare
+    htc.compare = lambda c, **kw: real(c, callbacks={"hyilr-euclidean-s0": [kill]}, **kw)
+    try:
+        with pytest.raises(Killed):
+            htc.run_htc(cfg, corpus / "cut", progress=False)
+    finally:
+        htc.compare = real
+    run = corpus / "cut" / "runs" / "hyilr-euclidean-s0"
+    assert (run / "early_stopping.pt").is_file() and not (run / "result.json").exists()
+    htc.run_htc(cfg, corpus / "cut", progress=False)  # resumes from the checkpoint of epoch 2
+    got = json.loads((run / "result.json").read_text())
+    assert got["early_stopping"] == ref["early_stopping"]
+    assert got["classifier_metrics"] == pytest.approx(ref["classifier_metrics"], abs=1e-12)

@@ -12,8 +12,10 @@ sets into ``embeddings.npz`` (``clf_pred_test``, ``clf_true_test``).
 from __future__ import annotations
 
 import copy
+import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,7 +24,7 @@ from torch import nn
 
 from hierviz.evaluation.classification import embed_dataset
 from hierviz.metrics.htc import classifier_scores, label_columns, leaf_path_targets
-from hierviz.training import StopTraining
+from hierviz.training import StopTraining, atomic_save, load_checkpoint
 
 __all__ = ["ClassifierRecord", "has_classifier", "evaluate_classifier", "EarlyStopping"]
 
@@ -161,6 +163,13 @@ class EarlyStopping:
         ``>= 1``.
     image_size, batch_size, num_workers
         As :func:`evaluate_classifier`.
+    state_path : path, optional
+        Where the scores and the best epoch's weights are saved after each epoch
+        (:func:`hierviz.training.atomic_save`), so a run resumed from its training checkpoint
+        keeps the best epoch of the epochs before the interruption.
+    resume : bool, default False
+        Read ``state_path`` first when it exists (an epoch scored after the last save, e.g. killed
+        between the training checkpoint and this file, is not scored again).
 
     Attributes
     ----------
@@ -185,6 +194,8 @@ class EarlyStopping:
         image_size: int,
         batch_size: int = 256,
         num_workers: int = 0,
+        state_path: str | os.PathLike | None = None,
+        resume: bool = False,
     ) -> None:
         if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
             raise ValueError(f"patience must be an integer >= 1, got {patience!r}")
@@ -195,6 +206,17 @@ class EarlyStopping:
         self.scores: list[float] = []
         self.best_epoch: int | None = None
         self._best: tuple[dict, dict] | None = None
+        self.state_path = None if state_path is None else Path(state_path)
+        if resume and self.state_path is not None and self.state_path.is_file():
+            state = load_checkpoint(self.state_path)
+            self.scores, self.best_epoch = [float(x) for x in state["scores"]], state["best_epoch"]
+            self._best = (state["model"], state["objective"]) if state["model"] is not None else None
+
+    def _save(self) -> None:
+        if self.state_path is not None:
+            best = self._best or (None, None)
+            state = {"scores": self.scores, "best_epoch": self.best_epoch, "model": best[0], "objective": best[1]}
+            atomic_save(state, self.state_path, keep_previous=False)
 
     def __call__(self, epoch: int, info: dict[str, Any]) -> None:
         model = getattr(info["model"], "module", info["model"])  # DDP's wrapped module
@@ -209,7 +231,9 @@ class EarlyStopping:
         if self.best_epoch is None or score > max(self.scores[:-1], default=-1.0):
             self.best_epoch = epoch
             self._best = (copy.deepcopy(model.state_dict()), copy.deepcopy(self.objective.state_dict()))
+            self._save()
             return
+        self._save()
         if len(self.scores) - 1 - self.scores.index(max(self.scores)) >= self.patience:
             raise StopTraining
 

@@ -187,13 +187,14 @@ def _run_one(
     stopper = None
     if t.patience and val_ds is not None and has_classifier(objective):
         stopper = EarlyStopping(objective, val_ds, tree, t.patience, image_size=image_size,
-                                batch_size=cfg.eval.batch_size, num_workers=cfg.data.workers)  # fmt: skip
+                                batch_size=cfg.eval.batch_size, num_workers=cfg.data.workers,
+                                state_path=run_dir / "early_stopping.pt", resume=resume)  # fmt: skip
     result = fit(
         train_config,
         model,
         objective,
         train_views,
-        callbacks=[*callbacks, stopper] if stopper is not None else callbacks,
+        callbacks=[stopper, *callbacks] if stopper is not None else callbacks,  # scored (and saved) first
         batch_sampler=batch_sampler,
         device_augment=speed["device_augment"],
         channels_last=speed["channels_last"],
