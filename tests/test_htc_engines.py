@@ -145,3 +145,24 @@ def test_resumed_run_keeps_the_best_epoch_before_the_interruption(corpus):
     got = json.loads((run / "result.json").read_text())
     assert got["early_stopping"] == ref["early_stopping"]
     assert got["classifier_metrics"] == pytest.approx(ref["classifier_metrics"], abs=1e-12)
+
+
+def test_label_points_are_the_drivers_and_labels_html(corpus):
+    """The label embeddings read back from a compare run equal train_htc's (same seed, same best
+    epoch), and run_htc draws them on the disk in <out>/labels.html."""
+    from hierviz.experiments.htc import label_points, run_htc, train_htc
+
+    cfg = _cfg(dataset="synthetic-htc", methods=("hyilr", "hyilr-euclidean"))
+    data = load_data(cfg)
+    run_htc(cfg, corpus / "out", progress=False)
+    from hierviz.hierarchy import LabelTree
+
+    tree = LabelTree.from_json(corpus / "out" / "tree.json")
+    for method in cfg.methods:
+        ref = train_htc(data, method, cfg, seed=0, progress=False)
+        pts, c, g = label_points(corpus / "out" / "runs" / f"{method}-euclidean-s0", tree)
+        assert pts.shape == ref["label_points"].shape == (tree.num_nodes - 1, 16)
+        np.testing.assert_allclose(pts, ref["label_points"], atol=1e-9)
+        assert c == ref["points_c"] and g.hyperbolic == (method == "hyilr")
+    html = (corpus / "out" / "labels.html").read_text()
+    assert "label embeddings: hyilr" in html and "label embeddings: hyilr-euclidean" in html and "depth 1" in html

@@ -23,7 +23,8 @@ batches read in the process (``data.workers=0``: a loader worker reads ahead and
 shuffling generator); the validation scoring of early stopping leaves the dropout stream alone.
 The optimiser (AdamW, weight decay 0, no warm-up, cosine schedule, gradient clip 5), λ, τ,
 early stopping, the dropout on ``vec(F)`` and the log-odds bias are ``train_htc``'s. On top:
-compare's linear probe, radius and figures. Not through this path: BERT, the label-disk figure.
+compare's linear probe, radius and figures, and ``<out>/labels.html`` (each method's label
+embeddings of seed 0 on the disk, :func:`label_points`). Not through this path: BERT.
 
 **Several label paths per document** (``synthetic-htc``, ``.jsonl`` corpora): the file then
 holds ``leaf_sets`` (:class:`hierviz.data.text.LabelSetDataset`); the HyILR classifier trains,
@@ -61,7 +62,10 @@ from hierviz.data.text import pack_tokens
 from hierviz.experiments.compare import compare
 from hierviz.experiments.config import ConfigError, ExperimentConfig, resolve_config
 from hierviz.experiments.records import load_records
+from hierviz.geometry import get_geometry
+from hierviz.geometry._checks import scalar
 from hierviz.hierarchy import LabelTree
+from hierviz.methods import build_objective
 from hierviz.methods.paper05 import (
     HTC_METHODS,
     HTC_PRESETS,
@@ -78,9 +82,18 @@ from hierviz.methods.paper05 import (
 from hierviz.metrics.htc import hierarchical_f1, label_columns, leaf_path_targets
 from hierviz.models.text import text_encoder
 from hierviz.report.htc import classifier_levels, classifier_markdown, classifier_rows
-from hierviz.training import TrainConfig, fit, seed_everything
+from hierviz.training import TrainConfig, fit, load_checkpoint, seed_everything
 
-__all__ = ["Corpus", "write_corpus", "compare_config", "run_htc", "train_htc", "add_htc_parser", "run_htc_command"]
+__all__ = [
+    "Corpus",
+    "write_corpus",
+    "compare_config",
+    "run_htc",
+    "label_points",
+    "train_htc",
+    "add_htc_parser",
+    "run_htc_command",
+]
 
 
 @dataclass(frozen=True)
@@ -298,7 +311,62 @@ def run_htc(
                 w = csv.DictWriter(fh, fieldnames=list(table[0]))
                 w.writeheader()
                 w.writerows(table)
+    main = (out / "runs").resolve()  # the runs at cfg.lam (a λ sweep's are under <out>/lam<λ>/runs)
+    _write_label_figures(
+        out, [r for r in records if r["seed"] == 0 and Path(r["embeddings"]).resolve().parent.parent == main]
+    )
     return rows
+
+
+def label_points(run: str | os.PathLike, tree: LabelTree) -> tuple[np.ndarray, float, Any] | None:
+    """The label embeddings ``L_H = φ(α_l W_Lᵀ)`` (Eq. 12) of a finished HyILR run, as it was evaluated.
+
+    The objective's weights come from ``<run>/early_stopping.pt`` (the best epoch's), else from
+    ``<run>/checkpoint.pt`` (the last epoch: a run without early stopping); the method and its
+    hyperparameters from ``<run>/result.json``.
+
+    Returns
+    -------
+    (points, c, geometry) or None
+        ``points`` (N − 1, h) float64: the space part of each label's point (the Lorentz
+        model's time coordinate dropped), in ``tree.nodes`` order without the root; ``c`` the
+        curvature of the geometry the points lie on (its own; 1.0 when flat); ``geometry`` that
+        geometry. None when the run has no HyILR objective state.
+    """
+    run = Path(run)
+    rec = json.loads((run / "result.json").read_text(encoding="utf-8"))
+    path = run / "early_stopping.pt" if (run / "early_stopping.pt").is_file() else run / "checkpoint.pt"
+    state = load_checkpoint(path)["objective"] if path.is_file() else None
+    if not state or "terms.hyilr.head.W_L" not in state:
+        return None
+    obj = build_objective(rec["method"], tree, get_geometry("euclidean"), **(rec.get("hparams") or {}))
+    loss = obj.terms["hyilr"]
+    h = int(state["terms.hyilr.head.W_L"].shape[0])
+    loss.head.initialize_parameters(torch.zeros(1, h))
+    obj.load_state_dict(state)
+    with torch.no_grad():
+        L = loss.scales.project_labels(loss.head.label_features().double())
+    g = loss.scales.geometry
+    return L[..., L.shape[-1] - h :].numpy(), float(scalar(g.c)) if g.hyperbolic else 1.0, g
+
+
+def _write_label_figures(out: Path, records: Sequence[dict[str, Any]]) -> None:
+    """``<out>/labels.html``: each method's label embeddings (seed 0) on the Poincaré disk, coloured by depth."""
+    # heavy: plotly (the figures and the HTML page import it), imported only when the page is written
+    from hierviz.report.html import write_report_html
+    from hierviz.viz.hyilr import label_disk_figure
+
+    tree = LabelTree.from_json(out / "tree.json")
+    names = [n for n in tree.nodes if n != tree.root]
+    figures = []
+    for r in records:
+        got = label_points(Path(r["embeddings"]).parent, tree)
+        if got is not None:
+            pts, _, g = got  # g carries the c the points lie on
+            figures.append((f"label embeddings: {r['method']}", label_disk_figure(pts, names, tree, geometry=g)))
+    if figures:
+        write_report_html(out / "labels.html", title="HyILR (Paper 05): label embeddings — hierviz htc",
+                          header={"runs": str(out / "runs")}, table_html="", figures=figures)  # fmt: skip
 
 
 class _EarlyStop(Exception):
