@@ -81,7 +81,7 @@ from hierviz.methods.paper05 import (
 )
 from hierviz.metrics.htc import hierarchical_f1, label_columns, leaf_path_targets
 from hierviz.models.text import text_encoder
-from hierviz.report.htc import classifier_levels, classifier_markdown, classifier_rows
+from hierviz.report.htc import classifier_levels, classifier_markdown, classifier_rows, write_label_figures
 from hierviz.training import TrainConfig, fit, load_checkpoint, seed_everything
 
 __all__ = [
@@ -351,22 +351,14 @@ def label_points(run: str | os.PathLike, tree: LabelTree) -> tuple[np.ndarray, f
 
 
 def _write_label_figures(out: Path, records: Sequence[dict[str, Any]]) -> None:
-    """``<out>/labels.html``: each method's label embeddings (seed 0) on the Poincaré disk, coloured by depth."""
-    # heavy: plotly (the figures and the HTML page import it), imported only when the page is written
-    from hierviz.report.html import write_report_html
-    from hierviz.viz.hyilr import label_disk_figure
-
+    """``<out>/labels.html`` of the runs in ``records`` (:func:`hierviz.report.htc.write_label_figures`)."""
     tree = LabelTree.from_json(out / "tree.json")
-    names = [n for n in tree.nodes if n != tree.root]
-    figures = []
+    labels = []
     for r in records:
         got = label_points(Path(r["embeddings"]).parent, tree)
         if got is not None:
-            pts, _, g = got  # g carries the c the points lie on
-            figures.append((f"label embeddings: {r['method']}", label_disk_figure(pts, names, tree, geometry=g)))
-    if figures:
-        write_report_html(out / "labels.html", title="HyILR (Paper 05): label embeddings — hierviz htc",
-                          header={"runs": str(out / "runs")}, table_html="", figures=figures)  # fmt: skip
+            labels.append((r["method"], got[0], got[2]))
+    write_label_figures(out / "labels.html", tree, labels)
 
 
 class _EarlyStop(Exception):

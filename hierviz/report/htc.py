@@ -14,7 +14,7 @@ import numpy as np
 
 from hierviz.metrics.htc import frequency_bucket_f1, leaf_path_targets, per_level_f1
 
-__all__ = ["classifier_rows", "classifier_markdown", "classifier_levels"]
+__all__ = ["classifier_rows", "classifier_markdown", "classifier_levels", "write_label_figures"]
 
 #: Paper 05 Table 4's columns: the record keys (``RunRecord.classifier_metrics``) and their titles.
 _TABLE4 = (
@@ -144,3 +144,32 @@ def classifier_levels(
         n = leaf_path_targets(y_train, tree).sum(0) if counts is None else counts
         buckets += [{**key, **row} for row in frequency_bucket_f1(yt, yp, tree, n, min(4, tree.num_nodes - 1))]
     return levels, buckets
+
+
+def write_label_figures(path: str | Path, tree: Any, labels: Sequence[tuple[str, np.ndarray, Any]]) -> Path | None:
+    """An HTML page of label embeddings on the Poincaré disk, coloured by depth, one figure per run.
+
+    Parameters
+    ----------
+    path : path
+        The page (``hierviz htc`` writes ``<out>/labels.html``).
+    tree : LabelTree
+    labels : sequence of (title, points, geometry)
+        ``points`` (N − 1, h): the labels' points in ``tree.nodes`` order without the root, space
+        part (:func:`hierviz.experiments.htc.label_points`); ``geometry`` the one they lie on.
+
+    Returns
+    -------
+    pathlib.Path or None
+        None (nothing written) when ``labels`` is empty.
+    """
+    if not labels:
+        return None
+    # heavy: plotly (the figures and the page import it), imported only when the page is written
+    from hierviz.report.html import write_report_html
+    from hierviz.viz.hyilr import label_disk_figure  # heavy: plotly
+
+    names = [n for n in tree.nodes if n != tree.root]
+    figures = [(f"label embeddings: {t}", label_disk_figure(p, names, tree, geometry=g)) for t, p, g in labels]
+    return write_report_html(Path(path), title="HyILR (Paper 05): label embeddings — hierviz htc",
+                             header={"runs": str(Path(path).parent / "runs")}, table_html="", figures=figures)  # fmt: skip
