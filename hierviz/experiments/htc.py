@@ -491,7 +491,7 @@ def add_htc_parser(sub: Any) -> Any:
         help="hierarchical text classification: HyILR and its ablations (Paper 05) on 20news or an HTC .jsonl",
         description="Train HyILR and the Table 4 ablations (methods x seeds, and a lambda sweep of hyilr) "
         "as hierviz compare runs, evaluate micro/macro F1 and Hi-MiF1/Hi-MaF1 on the test split, and write "
-        "htc_results.md/.csv, levels.csv, buckets.csv and compare's results and report.html into --out "
+        "htc_results.md/.csv, levels.csv, buckets.csv, labels.html and compare's results and report.html into --out "
         "(finished runs are reused).",
     )
     h.add_argument("--preset", default="medium", help=f"size: {', '.join(HTC_PRESETS)} (default medium)")

@@ -429,7 +429,7 @@ _hyilr_text.text = True
 def text_encoder(h: int, layers: int, heads: int, vocab_size: int, max_len: int) -> str:
     """Register (once) a :class:`TokenEncoder` of these sizes and return its encoder name.
 
-    ``hierviz htc`` (:mod:`hierviz.experiments.htc_compare`) trains its presets' encoders
+    ``hierviz htc`` (:mod:`hierviz.experiments.htc`) trains its presets' encoders
     through ``compare``: the name ``hyilr-text-h{h}-l{layers}-a{heads}-v{vocab_size}-s{max_len}``
     says every size, so a run's config names the encoder it trained. A later process must call
     this again before it builds that encoder (``hierviz htc`` does).

@@ -183,7 +183,7 @@ def _features_dataset(path: Path, z: NpzArrays, files: set[str], name: str | Non
 def _tokens_dataset(path: Path, z: NpzArrays, files: set[str], name: str | None) -> ArrayDataset:
     """A text ``.npz`` (``tokens`` (N, s, 2) int: token ids and padding mask, :func:`hierviz.data.text.pack_tokens`;
     ``labels``, ``classes``, optional ``split`` and ``leaf_sets`` (N, C) bool: every leaf of a document on
-    several label paths; :mod:`hierviz.experiments.htc_compare`) as a text dataset."""
+    several label paths; :mod:`hierviz.experiments.htc`) as a text dataset."""
     tokens = z["tokens"]
     if tokens.ndim != 3 or tokens.shape[-1] != 2 or tokens.dtype.kind not in "iu":
         raise ValueError(f"{path}: tokens must be an int (N, s, 2) array, got {tokens.dtype} {tokens.shape}; {NPZ_FIX}")
