@@ -248,6 +248,9 @@ def test_htc_cli_smoke_resume_and_errors(tmp_path, capsys):
     assert main([*argv, "--resume"]) == 0  # resumed: nothing retrained
     assert (out / "runs" / "hyilr-euclidean-s0" / "result.json").stat().st_mtime_ns == mtime
     capsys.readouterr()
+    other = [a if a != "max_train=40" else "max_train=50" for a in argv]  # other data: another corpus file
+    assert main(other) == 2
+    assert "made with different settings (data.path" in capsys.readouterr().err
     assert main(["htc", "--methods", "hyilr-nocl", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
     assert "hyilr-no-cl" in err and "Traceback" not in err

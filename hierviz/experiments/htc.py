@@ -14,15 +14,16 @@ Hi-MiF1, Hi-MaF1, mean ± std over seeds, percent) is then written from the runs
 the per-level and long-tail F1 of the saved predictions into ``levels.csv`` and ``buckets.csv``
 (:func:`hierviz.report.htc.classifier_levels`).
 
-**The same run as the token driver of hierviz ≤ 0.3's ``hierviz htc``** (:func:`train_htc`, kept
-as the one-run helper of notebook 09 and as the reference of ``tests/test_htc_engines.py``, which
-checks the two step by step): the same documents, split and tokens; the encoder's and
+**The same run as the token driver ``hierviz htc`` ran before issue 23 (part H)** (its one-run
+function :func:`train_htc` is kept, as the helper of notebook 09 and as the reference of
+``tests/test_htc_engines.py``, which checks the two step by step): the same documents, split and tokens; the encoder's and
 the classifier's weights drawn from the run seed in the driver's order (the HyILR head is
 initialised right after the encoder, :meth:`hierviz.methods.hyilr.HyILRObjective.attach_encoder`);
 batches read in the process (``data.workers=0``: a loader worker reads ahead and moves the
 shuffling generator); the validation scoring of early stopping leaves the dropout stream alone.
 The optimiser (AdamW, weight decay 0, no warm-up, cosine schedule, gradient clip 5), λ, τ,
-early stopping, the dropout on ``vec(F)`` and the log-odds bias are ``train_htc``'s. On top:
+early stopping (its best epoch kept across ``--resume``), the dropout on ``vec(F)`` and the
+log-odds bias are ``train_htc``'s. On top:
 compare's linear probe, radius and figures, and ``<out>/labels.html`` (each method's label
 embeddings of seed 0 on the disk, :func:`label_points`). Not through this path: BERT.
 
