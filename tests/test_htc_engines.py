@@ -50,18 +50,28 @@ def test_write_corpus_keeps_the_drivers_split_and_tokens(corpus):
     assert c.encoder == f"hyilr-text-h16-l1-a2-v{len(build_tokenizer(cfg, data))}-s16"
 
 
-@pytest.mark.parametrize(("dataset", "method"), [("20news", "hyilr"), ("synthetic-htc", "hyilr-no-hns")])
+@pytest.mark.parametrize(
+    ("dataset", "method"), [("20news", "hyilr"), ("synthetic-htc", "hyilr-no-hns"), ("jsonl", "hyilr-poincare")]
+)
 def test_compare_engine_trains_the_drivers_steps(corpus, dataset, method):
     """Same seed: every training step's loss, the learned c and α, the early-stopping scores and
     the test F1s of the compare engine equal those of the token driver (train_htc), on 20news
-    (one path per document) and on synthetic-htc (documents on one or two paths)."""
+    (one path per document), synthetic-htc and a ``.jsonl`` file (documents on one to three paths,
+    its own train/val/test)."""
+    from hierviz.data.loaders.htc import synthetic_htc, write_htc_jsonl
     from hierviz.experiments.htc import run_htc, train_htc
     from hierviz.training import loop
 
+    if dataset == "jsonl":  # a data_scripts/ file: {"text", "labels", "split"} per line and its tree beside it
+        d = synthetic_htc(n_docs=150, max_paths=3, seed=4)
+        labels = [[n for n in d.tree.leaves if row[d.tree.node_index[n]]] for row in d.targets]
+        write_htc_jsonl(corpus / "toy_htc.jsonl", d.texts, labels, d.split)
+        d.tree.to_json(corpus / "toy_tree.json")
+        dataset = str(corpus / "toy_htc.jsonl")
     cfg = _cfg(dataset=dataset, methods=(method,))
     data = load_data(cfg)
     multi = int((data.targets[:, [data.tree.node_index[n] for n in data.tree.leaves]].sum(1) > 1).sum())
-    assert multi > (20 if dataset == "synthetic-htc" else -1) and (multi == 0) == (dataset == "20news")
+    assert (multi > 20) == (dataset != "20news") and (multi == 0) == (dataset == "20news")
     steps = {}
     real_fit = loop.fit
 
