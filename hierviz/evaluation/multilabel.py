@@ -25,6 +25,7 @@ from torch import nn
 from hierviz.evaluation.classification import embed_dataset
 from hierviz.metrics.htc import classifier_scores, label_columns, leaf_path_targets
 from hierviz.training import StopTraining, atomic_save, load_checkpoint
+from hierviz.training.distributed import is_main_process
 
 __all__ = ["ClassifierRecord", "has_classifier", "evaluate_classifier", "EarlyStopping"]
 
@@ -213,7 +214,7 @@ class EarlyStopping:
             self._best = (state["model"], state["objective"]) if state["model"] is not None else None
 
     def _save(self) -> None:
-        if self.state_path is not None:
+        if self.state_path is not None and is_main_process():  # under torchrun rank 0 writes, as fit's checkpoint
             best = self._best or (None, None)
             state = {"scores": self.scores, "best_epoch": self.best_epoch, "model": best[0], "objective": best[1]}
             atomic_save(state, self.state_path, keep_previous=False)
