@@ -110,4 +110,4 @@ def test_paper05_gpu_htc_preset_runs_on_the_cpu(tmp_path):
         max_len=32, vocab=500, max_train=40, threads=1,
     )  # fmt: skip
     rows = run_htc(tiny, tmp_path, progress=False)
-    assert rows[0]["method"] == "hyilr" and "*Frequency prior*" in (tmp_path / "results.md").read_text()
+    assert rows[0]["method"] == "hyilr" and "*Frequency prior*" in (tmp_path / "htc_results.md").read_text()

@@ -197,8 +197,8 @@ def test_compare_on_token_sequences_synthetic_20news(tmp_path, monkeypatch, caps
     assert "Clf Hi-MaF1 (Lorentz)" in (out / "results.md").read_text()
 
 
-def test_htc_engine_compare_runs_compare_plans_and_writes_table4(tmp_path, monkeypatch, capsys):
-    """``hierviz htc --engine compare``: one compare plan (and one per other λ), Table 4 from the typed records."""
+def test_htc_runs_compare_plans_and_writes_table4(tmp_path, monkeypatch, capsys):
+    """``hierviz htc``: one compare plan (and one per other λ), Table 4 from the typed records."""
     from test_paper04 import make_corpus
 
     from hierviz.cli import main
@@ -207,14 +207,15 @@ def test_htc_engine_compare_runs_compare_plans_and_writes_table4(tmp_path, monke
     make_corpus(tmp_path / "20news-bydate.tar.gz", n_train=6, n_test=2)
     monkeypatch.setenv("HIERVIZ_DATA", str(tmp_path))
     out = tmp_path / "htc"
-    argv = ["htc", "--engine", "compare", "--preset", "smoke", "--methods", "hyilr,hyilr-no-cl", "--seeds", "0",
+    argv = ["htc", "--preset", "smoke", "--methods", "hyilr,hyilr-no-cl", "--seeds", "0",
             "--lams", "0.3,1.0", "--set", "max_len=16", "--set", "max_train=100", "--set", "max_test=50",
             "--out", str(out), "--quiet"]  # fmt: skip
     assert main(argv) == 0, capsys.readouterr().err
     recs = load_records(out)
     assert [r["method"] for r in recs] == ["hyilr", "hyilr-no-cl"]
     cfg = json.loads((out / "config.json").read_text())
-    assert cfg["model"]["encoder"] == "hyilr-text" and cfg["data"]["split"] == "official"
+    assert cfg["model"]["encoder"].startswith("hyilr-text-h16-l1-a2-v") and cfg["model"]["encoder"].endswith("-s16")
+    assert cfg["data"]["split"] == "official" and cfg["data"]["path"].startswith(str(out / "htc_corpus_"))
     header = json.loads((out / "compare.json").read_text())["header"]["Split"]
     assert header.startswith("the dataset's official train/test")
     assert recs[0]["hparams"] == {"tau": 0.07, "hyilr_lambda": 0.3}

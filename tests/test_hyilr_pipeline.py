@@ -217,15 +217,17 @@ def test_data_scripts_convert(tmp_path, capsys):
 
 # ---------------------------------------------------------------- training, CLI, report
 def test_htc_cli_smoke_resume_and_errors(tmp_path, capsys):
+    """``hierviz htc`` (through compare): Table 4 with the frequency prior, a resume that retrains
+    nothing, and one-line errors for a misspelt method, a bad option, --bert and --engine."""
     from hierviz.cli import main
 
     out = tmp_path / "htc"
     argv = ["htc", "--preset", "smoke", "--dataset", "synthetic-htc", "--methods", "hyilr,hyilr-no-cl",
             "--seeds", "0", "--set", "max_train=40", "--out", str(out), "--quiet"]  # fmt: skip
     assert main(argv) == 0
-    md = (out / "results.md").read_text()
+    md = (out / "htc_results.md").read_text()
     assert "HyILR (`hyilr`)" in md and "w/o CL" in md
-    # issue 24: the frequency prior's row, scored by hand from the loaded splits
+    # issue 24: the frequency prior's row, scored by hand from the loaded splits (label sets as they are)
     from hierviz.methods.paper05 import HTCConfig, load_data
 
     data = load_data(HTCConfig.preset("smoke", dataset="synthetic-htc", max_train=40))
@@ -237,21 +239,29 @@ def test_htc_cli_smoke_resume_and_errors(tmp_path, capsys):
     tp = (Yte[:, cols] & mode[cols]).sum()
     micro = 2 * tp / (Yte[:, cols].sum() + len(Yte) * mode[cols].sum())
     assert f"| *Frequency prior* | – | – | {100 * micro:.2f} |" in md
-    seeds_csv = (out / "seeds.csv").read_text().splitlines()
-    assert seeds_csv[0].startswith("method,lam,seed,micro_f1") and len(seeds_csv) == 1 + 2  # two methods, one seed
-    rec = json.loads((out / "runs" / "hyilr_lam0.3_seed0.json").read_text())
-    assert set(rec["test"]) == {"micro_f1", "macro_f1", "hi_micro_f1", "hi_macro_f1"}
-    assert rec["radius"]["label_max"] > 0 and rec["c"] > 0
-    html = (out / "report.html").read_text()
-    assert "label embeddings: hyilr" in html and "depth 1" in html
-    mtime = (out / "runs" / "hyilr_lam0.3_seed0.json").stat().st_mtime_ns
-    assert main(argv) == 0  # resumed: nothing retrained
-    assert (out / "runs" / "hyilr_lam0.3_seed0.json").stat().st_mtime_ns == mtime
+    assert "several label paths" in md  # synthetic-htc: the single-leaf rule is said under the table
+    rec = json.loads((out / "runs" / "hyilr-euclidean-s0" / "result.json").read_text())
+    assert set(rec["classifier_metrics"]) == {"clf_micro_f1", "clf_macro_f1", "clf_hi_micro_f1", "clf_hi_macro_f1"}
+    assert rec["learned"]["c"] > 0 and rec["early_stopping"]["patience"] == 1
+    assert "HyILR" in (out / "report.html").read_text()
+    mtime = (out / "runs" / "hyilr-euclidean-s0" / "result.json").stat().st_mtime_ns
+    assert main([*argv, "--resume"]) == 0  # resumed: nothing retrained
+    assert (out / "runs" / "hyilr-euclidean-s0" / "result.json").stat().st_mtime_ns == mtime
     capsys.readouterr()
+    other = [a if a != "max_train=40" else "max_train=50" for a in argv]  # other data: another corpus file
+    assert main(other) == 2
+    assert "made with different settings (data.path" in capsys.readouterr().err
     assert main(["htc", "--methods", "hyilr-nocl", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
     assert "hyilr-no-cl" in err and "Traceback" not in err
     assert main(["htc", "--preset", "smoke", "--set", "lam=-1", "--out", str(tmp_path / "y")]) == 2
+    capsys.readouterr()
+    assert main(["htc", "--preset", "smoke", "--bert", "ckpt", "--out", str(tmp_path / "z")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--bert: hierviz htc runs through compare" in err[0] and "--preset full" in err[0]
+    with pytest.raises(SystemExit):  # hierviz 0.3: the token driver and its --engine flag are gone
+        main(["htc", "--engine", "compare", "--out", str(tmp_path / "w")])
+    assert not (tmp_path / "z").exists() and not (tmp_path / "w").exists()
 
 
 def test_figures():

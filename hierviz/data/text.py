@@ -23,14 +23,27 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 import torch
 
+from hierviz.data.base import ArrayDataset
+
 Tensor = torch.Tensor
 
-__all__ = ["WordVocab", "PAD", "CLS", "UNK", "pack_tokens", "is_tokens", "token_tensor", "TokenViews"]
+__all__ = [
+    "WordVocab",
+    "PAD",
+    "CLS",
+    "UNK",
+    "pack_tokens",
+    "is_tokens",
+    "token_tensor",
+    "TokenViews",
+    "LabelSetDataset",
+]
 
 PAD, CLS, UNK = 0, 1, 2
 
@@ -145,3 +158,50 @@ class TokenViews:
 
     def __repr__(self) -> str:
         return "TokenViews()"
+
+
+@dataclass(repr=False)
+class LabelSetDataset(ArrayDataset):
+    """An :class:`~hierviz.data.ArrayDataset` whose samples may lie on several label paths (HTC corpora).
+
+    ``labels`` keep one leaf per sample (the first of its leaves in ``classes`` order): what
+    compare's single-leaf parts read (the probe, HF1, the radius, the Majority row).
+    ``leaf_sets`` holds every leaf of each sample; a method with a multi-label classifier
+    (HyILR) trains and is scored on the union of their root-to-leaf paths
+    (:func:`hierviz.metrics.htc.leaf_path_targets`).
+
+    Attributes
+    ----------
+    leaf_sets : numpy.ndarray, shape (N, len(classes)), bool
+        ``leaf_sets[i, labels[i]]`` is True; every row has at least one True.
+
+    Raises
+    ------
+    ValueError
+        ``leaf_sets`` of another shape, an empty row, or a row without its sample's label.
+
+    Examples
+    --------
+    >>> ds = LabelSetDataset(np.ones((2, 4, 2), np.int64), np.array([0, 1]), ["a", "b"],
+    ...                      leaf_sets=np.array([[True, True], [False, True]]))
+    >>> ds.subset([1]).leaf_sets.tolist(), ds.subset([True, False]).labels.tolist()
+    ([[False, True]], [0])
+    """
+
+    leaf_sets: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        sets = np.asarray(self.leaf_sets, dtype=bool)
+        if sets.shape != (len(self.labels), len(self.classes)):
+            raise ValueError(f"leaf_sets must have shape ({len(self.labels)}, {len(self.classes)}), got {sets.shape}")
+        if len(sets) and not sets[np.arange(len(sets)), self.labels].all():
+            raise ValueError("leaf_sets: every sample's row must hold its own label (labels[i])")
+        self.leaf_sets = sets
+
+    def subset(self, idx: Any) -> LabelSetDataset:
+        """:meth:`ArrayDataset.subset`, with the same rows of ``leaf_sets``."""
+        names = [f.name for f in fields(ArrayDataset)]
+        base = ArrayDataset.subset(ArrayDataset(**{k: getattr(self, k) for k in names}), idx)  # checks idx
+        rows = np.arange(len(self))[np.asarray(idx.detach().cpu().numpy() if hasattr(idx, "detach") else idx)]
+        return LabelSetDataset(**{k: getattr(base, k) for k in names}, leaf_sets=self.leaf_sets[rows])

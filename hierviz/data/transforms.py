@@ -393,6 +393,10 @@ class ContrastiveDataset(Dataset):
         views are the same whichever rank, worker or process draws them -- what makes a
         ``torchrun`` run equal one process (``docs/distributed.md``).  :meth:`set_epoch`
         (called by :func:`~hierviz.training.fit`) sets ``e``.
+    label_sets : bool, default False
+        When ``ds`` has ``leaf_sets`` (:class:`hierviz.data.text.LabelSetDataset`: samples on
+        several label paths), an item's label is its row of them, a bool tensor ``(C,)``
+        (collated to ``(B, C)``), for a multi-label objective; else the leaf ``labels[i]``.
 
     Raises
     ------
@@ -420,7 +424,13 @@ class ContrastiveDataset(Dataset):
     """
 
     def __init__(
-        self, ds: Any, transform: Callable[[Any], torch.Tensor], views: int = 2, *, seed: int | None = None
+        self,
+        ds: Any,
+        transform: Callable[[Any], torch.Tensor],
+        views: int = 2,
+        *,
+        seed: int | None = None,
+        label_sets: bool = False,
     ) -> None:
         _check_ds(ds)
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
@@ -436,6 +446,7 @@ class ContrastiveDataset(Dataset):
             raise ValueError(f"views={views} but the TwoViewTransform makes {transform.views} views")
         self.images, self.labels = ds.images, np.asarray(ds.labels, dtype=np.int64)
         self.transform, self.views = transform, int(views)
+        self.leaf_sets = getattr(ds, "leaf_sets", None) if label_sets else None
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
@@ -451,15 +462,16 @@ class ContrastiveDataset(Dataset):
         """The epoch ``e`` of the per-sample seeds (shared with the DataLoader's worker processes)."""
         return int(self._epoch)
 
-    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, Any]:
         img = self.images[i]
+        label = int(self.labels[i]) if self.leaf_sets is None else torch.from_numpy(self.leaf_sets[i])
         if self.seed is not None:
-            return self._seeded_views(img, int(i)), int(self.labels[i])
+            return self._seeded_views(img, int(i)), label
         if isinstance(self.transform, TwoViewTransform):
             x = self.transform(img)
         else:
             x = torch.stack([self.transform(img) for _ in range(self.views)])
-        return x, int(self.labels[i])
+        return x, label
 
     def _seeded_views(self, img: Any, i: int) -> torch.Tensor:
         """The views of sample ``i``, each drawn under its own seed; torch's global RNG state is restored."""

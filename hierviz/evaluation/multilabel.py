@@ -12,8 +12,10 @@ sets into ``embeddings.npz`` (``clf_pred_test``, ``clf_true_test``).
 from __future__ import annotations
 
 import copy
+import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,7 +24,8 @@ from torch import nn
 
 from hierviz.evaluation.classification import embed_dataset
 from hierviz.metrics.htc import classifier_scores, label_columns, leaf_path_targets
-from hierviz.training import StopTraining
+from hierviz.training import StopTraining, atomic_save, load_checkpoint
+from hierviz.training.distributed import is_main_process
 
 __all__ = ["ClassifierRecord", "has_classifier", "evaluate_classifier", "EarlyStopping"]
 
@@ -92,7 +95,9 @@ def evaluate_classifier(
     objective : module with ``predict_proba(out) -> (n, N − 1)`` probabilities of the model output
         Columns: the tree's non-root nodes in ``tree.nodes`` order (:meth:`hierviz.methods.hyilr.HyILRObjective.predict_proba`).
     test_data : hierviz.data.ArrayDataset
-        Images or vectors and leaf labels.
+        Images, vectors or tokens and leaf labels; with ``leaf_sets``
+        (:class:`hierviz.data.text.LabelSetDataset`) the true label sets are the union of each
+        sample's paths.
     tree : LabelTree
     image_size : int
         As :func:`hierviz.evaluation.embed_dataset`.
@@ -129,7 +134,8 @@ def evaluate_classifier(
         )
     y_pred = np.zeros((len(y), tree.num_nodes), dtype=bool)
     y_pred[:, cols] = probs >= threshold
-    y_true = leaf_path_targets(y, tree)
+    sets = getattr(test_data, "leaf_sets", None)  # documents on several label paths: all of them
+    y_true = leaf_path_targets(y if sets is None else np.asarray(sets, dtype=bool), tree)
     return ClassifierRecord(
         metrics=classifier_scores(y_true, y_pred, tree),
         y_true=y_true,
@@ -145,7 +151,9 @@ class EarlyStopping:
     ``hierviz htc``'s rule: after each epoch the classifier's micro + macro F1 on ``val_data``
     (:func:`evaluate_classifier`) is scored; a better score keeps a copy of the model's and the
     objective's weights, and ``patience`` epochs without gain raise
-    :class:`hierviz.training.StopTraining`. :meth:`restore` loads the best weights back.
+    :class:`hierviz.training.StopTraining`. :meth:`restore` loads the best weights back. The
+    scoring runs with the CPU random state saved and restored (its loader draws a base seed), so
+    the training's dropout stream is the same with or without this callback.
 
     Parameters
     ----------
@@ -156,6 +164,13 @@ class EarlyStopping:
         ``>= 1``.
     image_size, batch_size, num_workers
         As :func:`evaluate_classifier`.
+    state_path : path, optional
+        Where the scores and the best epoch's weights are saved after each epoch
+        (:func:`hierviz.training.atomic_save`), so a run resumed from its training checkpoint
+        keeps the best epoch of the epochs before the interruption.
+    resume : bool, default False
+        Read ``state_path`` first when it exists (an epoch scored after the last save, e.g. killed
+        between the training checkpoint and this file, is not scored again).
 
     Attributes
     ----------
@@ -180,6 +195,8 @@ class EarlyStopping:
         image_size: int,
         batch_size: int = 256,
         num_workers: int = 0,
+        state_path: str | os.PathLike | None = None,
+        resume: bool = False,
     ) -> None:
         if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
             raise ValueError(f"patience must be an integer >= 1, got {patience!r}")
@@ -190,20 +207,34 @@ class EarlyStopping:
         self.scores: list[float] = []
         self.best_epoch: int | None = None
         self._best: tuple[dict, dict] | None = None
+        self.state_path = None if state_path is None else Path(state_path)
+        if resume and self.state_path is not None and self.state_path.is_file():
+            state = load_checkpoint(self.state_path)
+            self.scores, self.best_epoch = [float(x) for x in state["scores"]], state["best_epoch"]
+            self._best = (state["model"], state["objective"]) if state["model"] is not None else None
+
+    def _save(self) -> None:
+        if self.state_path is not None and is_main_process():  # under torchrun rank 0 writes, as fit's checkpoint
+            best = self._best or (None, None)
+            state = {"scores": self.scores, "best_epoch": self.best_epoch, "model": best[0], "objective": best[1]}
+            atomic_save(state, self.state_path, keep_previous=False)
 
     def __call__(self, epoch: int, info: dict[str, Any]) -> None:
         model = getattr(info["model"], "module", info["model"])  # DDP's wrapped module
         device = next(model.parameters()).device
-        m = evaluate_classifier(
-            model, self.objective, self.val_data, self.tree, image_size=self.image_size,
-            batch_size=self.batch_size, device=device, num_workers=self.num_workers,
-        ).metrics  # fmt: skip
+        with torch.random.fork_rng(devices=[]):  # the loader's base seed: no draw from training's CPU stream
+            m = evaluate_classifier(
+                model, self.objective, self.val_data, self.tree, image_size=self.image_size,
+                batch_size=self.batch_size, device=device, num_workers=self.num_workers,
+            ).metrics  # fmt: skip
         score = m["clf_micro_f1"] + m["clf_macro_f1"]
         self.scores.append(float(score))
         if self.best_epoch is None or score > max(self.scores[:-1], default=-1.0):
             self.best_epoch = epoch
             self._best = (copy.deepcopy(model.state_dict()), copy.deepcopy(self.objective.state_dict()))
+            self._save()
             return
+        self._save()
         if len(self.scores) - 1 - self.scores.index(max(self.scores)) >= self.patience:
             raise StopTraining
 

@@ -1,39 +1,77 @@
-"""``hierviz htc``: Paper 05 (HyILR)'s experiment driver (methods x seeds, a λ sweep, tables, report).
+"""``hierviz htc``: Paper 05 (HyILR)'s experiment (Table 4) as ``compare`` plans (issue 23).
 
-The methods, the model and the objective live in :mod:`hierviz.methods.paper05`; one run,
-:func:`train_htc`, trains them with :func:`hierviz.training.fit` (the loop of every method); this
-module runs a plan of them into a folder and writes the
-tables and the HTML report (:func:`hierviz.report.htc.write_report`), so that the method layer
-imports no report or figure. ``hierviz htc --engine compare`` runs the same plan through
-``hierviz compare`` instead (:mod:`hierviz.experiments.htc_compare`, issue 23).
+An :class:`~hierviz.methods.paper05.HTCConfig` (an ``hierviz htc`` preset and its options)
+becomes one :class:`~hierviz.experiments.ExperimentConfig` (:func:`compare_config`) run by
+:func:`hierviz.experiments.compare` (``run_one`` → ``fit`` → typed records → compare's tables
+and report). Its corpus is written first (:func:`write_corpus`): the documents, train/val/test
+split and token ids of :func:`hierviz.methods.paper05.load_data` and
+:func:`~hierviz.methods.paper05.build_tokenizer` as a text ``.npz`` (``<out>/htc_corpus_<hash>.npz``,
+read through ``data.path`` with ``data.split=official``), and the encoder of the preset's sizes
+is registered (:func:`hierviz.models.text.text_encoder`). A λ sweep of ``hyilr`` is one more
+``compare`` plan per λ (``<out>/lam<λ>/``). Table 4's shape (method × Micro-F1, Macro-F1,
+Hi-MiF1, Hi-MaF1, mean ± std over seeds, percent) is then written from the runs' typed records
+(:func:`hierviz.report.htc.classifier_rows`) into ``<out>/htc_results.md`` and ``.csv``, and
+the per-level and long-tail F1 of the saved predictions into ``levels.csv`` and ``buckets.csv``
+(:func:`hierviz.report.htc.classifier_levels`).
+
+**The same run as the token driver ``hierviz htc`` ran before issue 23 (part H)** (its one-run
+function :func:`train_htc` is kept, as the helper of notebook 09 and as the reference of
+``tests/test_htc_engines.py``, which checks the two step by step): the same documents, split and tokens; the encoder's and
+the classifier's weights drawn from the run seed in the driver's order (the HyILR head is
+initialised right after the encoder, :meth:`hierviz.methods.hyilr.HyILRObjective.attach_encoder`);
+batches read in the process (``data.workers=0``: a loader worker reads ahead and moves the
+shuffling generator); the validation scoring of early stopping leaves the dropout stream alone.
+The optimiser (AdamW, weight decay 0, no warm-up, cosine schedule, gradient clip 5), λ, τ,
+early stopping (its best epoch kept across ``--resume``), the dropout on ``vec(F)`` and the
+log-odds bias are ``train_htc``'s. On top:
+compare's linear probe, radius and figures, and ``<out>/labels.html`` (each method's label
+embeddings of seed 0 on the disk, :func:`label_points`). Not through this path: BERT.
+
+**Several label paths per document** (``synthetic-htc``, ``.jsonl`` corpora): the file then
+holds ``leaf_sets`` (:class:`hierviz.data.text.LabelSetDataset`); the HyILR classifier trains,
+stops early and is scored on the union of a document's paths, as the token driver did, and the
+frequency prior is the driver's (label sets as they are). Compare's single-leaf parts (linear
+probe, HF1, radius, Majority row in ``results.md``) read each document's first leaf in the tree's
+leaf order; ``htc_results.md`` says so under the table. A label path that ends above the leaves
+is refused (:func:`write_corpus`).
+
+:func:`train_htc` trains one method with one seed in memory (HyILR's token model,
+:mod:`hierviz.methods.paper05`) through :func:`hierviz.training.fit`, the loop of every method,
+and returns the model for the notebook's figures.
 """
 
 from __future__ import annotations
 
+import argparse
 import copy
 import csv
+import hashlib
 import json
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from torch.utils.data import TensorDataset
-from tqdm.auto import tqdm
 
-from hierviz.data.loaders.htc import HTCData
-from hierviz.experiments.records import safe_name
+from hierviz.data.loaders.htc import HTCData, targets_to_labels
+from hierviz.data.text import pack_tokens
+from hierviz.experiments.compare import compare
+from hierviz.experiments.config import ConfigError, ExperimentConfig, resolve_config
+from hierviz.experiments.records import load_records
+from hierviz.geometry import get_geometry
+from hierviz.geometry._checks import scalar
+from hierviz.hierarchy import LabelTree
+from hierviz.methods import build_objective
 from hierviz.methods.paper05 import (
     HTC_METHODS,
     HTC_PRESETS,
-    METRIC_KEYS,
     HTCConfig,
     PackedTokens,
-    _atomic_json,
     _evaluate,
     _full,
     _predict,
@@ -41,13 +79,287 @@ from hierviz.methods.paper05 import (
     build_tokenizer,
     frequency_prior_scores,
     load_data,
-    markdown_table,
-    summarise,
 )
-from hierviz.metrics.htc import hierarchical_f1, label_columns
-from hierviz.training import TrainConfig, fit, seed_everything
+from hierviz.metrics.htc import hierarchical_f1, label_columns, leaf_path_targets
+from hierviz.models.text import text_encoder
+from hierviz.report.htc import classifier_levels, classifier_markdown, classifier_rows, write_label_figures
+from hierviz.training import TrainConfig, fit, load_checkpoint, seed_everything
 
-__all__ = ["add_htc_parser", "run_htc", "run_htc_command", "train_htc"]
+__all__ = [
+    "Corpus",
+    "write_corpus",
+    "compare_config",
+    "run_htc",
+    "label_points",
+    "train_htc",
+    "add_htc_parser",
+    "run_htc_command",
+]
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """An ``hierviz htc`` corpus written for ``compare`` (:func:`write_corpus`).
+
+    Attributes
+    ----------
+    name : str
+        The corpus (``HTCData.name``).
+    path, tree : Path
+        The text ``.npz`` (``tokens`` (N, s, 2), ``labels``, ``classes``, ``split``) and its tree JSON.
+    encoder : str
+        The registered encoder of the config's sizes (:func:`hierviz.models.text.text_encoder`).
+    sizes : dict
+        ``train``/``val``/``test`` documents.
+    multi_path : bool
+        Some document lies on several label paths (the file holds ``leaf_sets``).
+    prior : dict
+        The frequency prior's ``clf_*`` scores on the test split, label sets as they are
+        (:func:`hierviz.methods.paper05.frequency_prior_scores`).
+    counts : numpy.ndarray, shape (tree.num_nodes,)
+        Training documents per label (every path), the long-tail buckets' frequencies.
+    """
+
+    name: str
+    path: Path
+    tree: Path
+    encoder: str
+    sizes: dict[str, int]
+    multi_path: bool
+    prior: dict[str, float]
+    counts: np.ndarray
+
+
+def write_corpus(cfg: HTCConfig, out: str | os.PathLike, data_dir: str | None = None) -> Corpus:
+    """Write the corpus of ``cfg`` as ``compare`` reads it: ``<out>/htc_corpus_<hash>.npz`` and ``<out>/htc_tree.json``.
+
+    ``<hash>``: 12 hex digits of the SHA-1 of the arrays, so a run's ``data.path`` (and its
+    fingerprint, which ``--resume`` compares) names the exact data it trained on.
+
+    The documents and their train/val/test split are :func:`hierviz.methods.paper05.load_data`'s
+    (20news: train capped at ``max_train``, test at ``max_test``, 10 % of train held out as val,
+    seed 0), the token ids :func:`hierviz.methods.paper05.build_tokenizer`'s (a
+    :class:`~hierviz.data.text.WordVocab` of ``cfg.vocab`` words fitted on the train split),
+    cut at ``cfg.max_len``; the ``split`` array carries val, so ``data.split=official`` keeps
+    it. Each document's ``labels`` entry is its first leaf (``tree.leaves`` order); when some
+    document lies on several paths, ``leaf_sets`` (N, C) holds all its leaves.
+
+    Raises
+    ------
+    ConfigError
+        A BERT checkpoint, or a document with a label path that ends above the leaves.
+    """
+    if cfg.bert:
+        raise ConfigError(
+            "bert: hierviz htc trains its own text encoder through compare (no BERT checkpoint); unset bert "
+            "(hierviz.experiments.htc.train_htc still reads one, in memory)"
+        )
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = load_data(cfg, data_dir)
+    tree = data.tree
+    tok = build_tokenizer(cfg, data)
+    ids, mask = tok.encode(data.texts, cfg.max_len)
+    leaf_col = {tree.node_index[leaf]: i for i, leaf in enumerate(tree.leaves)}
+    sets = np.zeros((len(data), tree.num_leaves), dtype=bool)
+    for i, row in enumerate(data.targets):
+        for j in np.flatnonzero(row):
+            if j in leaf_col:
+                sets[i, leaf_col[j]] = True
+    ends = leaf_path_targets(sets, tree)
+    bad = np.flatnonzero((ends != data.targets).any(1) | ~sets.any(1))
+    if len(bad):  # a path that stops at an inner node: no leaf says it
+        i = int(bad[0])
+        raise ConfigError(
+            f"dataset: document {i} of {data.name} has labels {targets_to_labels(data.targets[i : i + 1], tree)[0]}, "
+            f"a path that ends above the leaves ({len(bad)} such documents); hierviz htc trains on root-to-leaf "
+            "paths: extend the tree with a leaf under each such node, or drop those documents"
+        )
+    labels = sets.argmax(1)  # the first of each document's leaves (tree.leaves order)
+    multi = {"leaf_sets": sets} if (sets.sum(1) > 1).any() else {}  # several label paths
+    arrays = {"tokens": pack_tokens(ids.numpy(), mask.numpy()), "labels": labels, "classes": np.array(tree.leaves),
+              "split": data.split.astype(str), "citation": np.array(data.name), **multi}  # fmt: skip
+    digest = hashlib.sha1()
+    for k in sorted(arrays):  # the file's name says its content: other data is another data.path (fingerprint)
+        digest.update(k.encode() + np.ascontiguousarray(arrays[k]).tobytes())
+    path, tree_path = out / f"htc_corpus_{digest.hexdigest()[:12]}.npz", out / "htc_tree.json"
+    if not path.is_file():
+        tmp = path.with_name(path.stem + ".tmp.npz")
+        np.savez_compressed(tmp, **arrays)
+        os.replace(tmp, path)
+    tree.to_json(tree_path)
+    encoder = text_encoder(cfg.h, cfg.layers, cfg.heads, len(tok), cfg.max_len)
+    sizes = {s: int((data.split == s).sum()) for s in ("train", "val", "test")}
+    prior = {f"clf_{k}": v for k, v in frequency_prior_scores(data).items()}
+    counts = data.part("train").targets.sum(0)
+    return Corpus(data.name, path, tree_path, encoder, sizes, bool(multi), prior, counts)
+
+
+def compare_config(
+    cfg: HTCConfig, out: str | os.PathLike, corpus: Corpus, *, lam: float | None = None
+) -> ExperimentConfig:
+    """The ``compare`` config of an ``hierviz htc`` config on its written corpus.
+
+    Parameters
+    ----------
+    cfg : HTCConfig
+    out : path
+        ``--out`` of the comparison.
+    corpus : Corpus
+        :func:`write_corpus`.
+    lam : float, optional
+        λ (``loss.hyilr_lambda``; default ``cfg.lam``).
+
+    Returns
+    -------
+    ExperimentConfig
+
+    Raises
+    ------
+    ConfigError
+        Seeds other than ``0 … n−1``.
+    """
+    if tuple(cfg.seeds) != tuple(range(len(cfg.seeds))):
+        raise ConfigError(f"seeds: compare runs seeds 0 … n−1, got {list(cfg.seeds)}; use --seeds 0,1,…")
+    over: dict[str, Any] = {
+        "methods": list(cfg.methods),
+        "geometries": ["euclidean"],  # the probe's space; HyILR's own space is the method's (Table 4)
+        "seeds": len(cfg.seeds),
+        "out": str(out),
+        "eval.projection": "pca",
+        "data.dataset": None,
+        "data.path": str(corpus.path),
+        "data.tree": str(corpus.tree),
+        "data.image_size": int(cfg.max_len),
+        "data.split": "official",  # the corpus' own train/val/test (val already held out)
+        "data.limit": None,
+        "data.workers": 0,  # the batches read in this process, as hierviz htc's loop did (a worker reads ahead)
+        "model.encoder": corpus.encoder,
+        "model.width": max(1, cfg.h // 4),
+        "train.epochs": int(cfg.epochs),
+        "train.batch_size": int(cfg.batch_size),
+        "train.lr_backbone": float(cfg.lr),
+        "train.lr_head": float(cfg.lr),
+        "train.weight_decay": 0.0,
+        "train.warmup_epochs": 0.0,
+        "train.grad_clip": 5.0,
+        "train.ema_decay": 0.0,
+        "train.threads": cfg.threads,
+        "train.patience": int(cfg.patience),  # early stopping on the validation split, the best epoch kept
+        "loss.tau": float(cfg.tau),
+        "loss.hyilr_lambda": float(cfg.lam if lam is None else lam),
+    }
+    return resolve_config("quick", over)
+
+
+def run_htc(
+    cfg: HTCConfig,
+    out: str | os.PathLike,
+    *,
+    lams: Sequence[float] | None = None,
+    data_dir: str | None = None,
+    resume: bool = True,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Run ``cfg`` (and a λ sweep of ``hyilr``) through ``compare``; write Table 4 from the records.
+
+    Parameters
+    ----------
+    cfg : HTCConfig
+    out : path
+        ``<out>/`` holds the comparison at ``cfg.lam``, ``<out>/lam<λ>/`` one per other λ of
+        ``lams`` (``hyilr`` only), and ``htc_results.md``/``htc_results.csv``.
+    lams : sequence of float, optional
+    resume : bool, default True
+        Reuse finished runs (compare's ``--resume``).
+    progress : bool, default True
+
+    Returns
+    -------
+    list of dict
+        :func:`hierviz.report.htc.classifier_rows`.
+    """
+    out = Path(out)
+    corpus = write_corpus(cfg, out, data_dir)
+    plans = [(out, compare_config(cfg, out, corpus))]
+    for lam in lams or ():
+        if float(lam) != cfg.lam:
+            sub = out / f"lam{float(lam):g}"
+            c = compare_config(cfg, sub, corpus, lam=float(lam))
+            c.methods = ["hyilr"]
+            plans.append((sub, c))
+    records = []
+    for folder, c in plans:
+        compare(c, resume=resume, progress=progress, verbose=progress)
+        records += load_records(folder)
+    rows = classifier_rows(records)
+    title = f"{corpus.name}: test split, mean ± std over seeds (percent)"
+    md = classifier_markdown(rows, title, corpus.prior)
+    md += f"\n{corpus.sizes} documents; {corpus.encoder} (h, layers, heads, vocabulary, max_len); epochs ≤ {cfg.epochs}.\n"
+    if corpus.multi_path:
+        md += (
+            "\nSome documents lie on several label paths: the classifier columns score all of them; compare's "
+            "probe, HF1 and radius (results.md) read each document's first leaf (tree order).\n"
+        )
+    (out / "htc_results.md").write_text(md, encoding="utf-8")
+    tables = {"htc_results": rows}
+    tables["levels"], tables["buckets"] = classifier_levels(
+        records, LabelTree.from_json(out / "tree.json"), corpus.counts
+    )
+    for name, table in tables.items():
+        if table:
+            with open(out / f"{name}.csv", "w", newline="", encoding="utf-8") as fh:
+                w = csv.DictWriter(fh, fieldnames=list(table[0]))
+                w.writeheader()
+                w.writerows(table)
+    main = (out / "runs").resolve()  # the runs at cfg.lam (a λ sweep's are under <out>/lam<λ>/runs)
+    _write_label_figures(
+        out, [r for r in records if r["seed"] == 0 and Path(r["embeddings"]).resolve().parent.parent == main]
+    )
+    return rows
+
+
+def label_points(run: str | os.PathLike, tree: LabelTree) -> tuple[np.ndarray, float, Any] | None:
+    """The label embeddings ``L_H = φ(α_l W_Lᵀ)`` (Eq. 12) of a finished HyILR run, as it was evaluated.
+
+    The objective's weights come from ``<run>/early_stopping.pt`` (the best epoch's), else from
+    ``<run>/checkpoint.pt`` (the last epoch: a run without early stopping); the method and its
+    hyperparameters from ``<run>/result.json``.
+
+    Returns
+    -------
+    (points, c, geometry) or None
+        ``points`` (N − 1, h) float64: the space part of each label's point (the Lorentz
+        model's time coordinate dropped), in ``tree.nodes`` order without the root; ``c`` the
+        curvature of the geometry the points lie on (its own; 1.0 when flat); ``geometry`` that
+        geometry. None when the run has no HyILR objective state.
+    """
+    run = Path(run)
+    rec = json.loads((run / "result.json").read_text(encoding="utf-8"))
+    path = run / "early_stopping.pt" if (run / "early_stopping.pt").is_file() else run / "checkpoint.pt"
+    state = load_checkpoint(path)["objective"] if path.is_file() else None
+    if not state or "terms.hyilr.head.W_L" not in state:
+        return None
+    obj = build_objective(rec["method"], tree, get_geometry("euclidean"), **(rec.get("hparams") or {}))
+    loss = obj.terms["hyilr"]
+    h = int(state["terms.hyilr.head.W_L"].shape[0])
+    loss.head.initialize_parameters(torch.zeros(1, h))
+    obj.load_state_dict(state)
+    with torch.no_grad():
+        L = loss.scales.project_labels(loss.head.label_features().double())
+    g = loss.scales.geometry
+    return L[..., L.shape[-1] - h :].numpy(), float(scalar(g.c)) if g.hyperbolic else 1.0, g
+
+
+def _write_label_figures(out: Path, records: Sequence[dict[str, Any]]) -> None:
+    """``<out>/labels.html`` of the runs in ``records`` (:func:`hierviz.report.htc.write_label_figures`)."""
+    tree = LabelTree.from_json(out / "tree.json")
+    labels = []
+    for r in records:
+        got = label_points(Path(r["embeddings"]).parent, tree)
+        if got is not None:
+            labels.append((r["method"], got[0], got[2]))
+    write_label_figures(out / "labels.html", tree, labels)
 
 
 class _EarlyStop(Exception):
@@ -172,167 +484,29 @@ def train_htc(
     return res
 
 
-def run_htc(
-    cfg: HTCConfig,
-    out: str | os.PathLike,
-    *,
-    lams: Sequence[float] | None = None,
-    data_dir: str | None = None,
-    resume: bool = True,
-    progress: bool = True,
-) -> list[dict[str, Any]]:
-    """Train every method × seed (× λ of ``lams`` for ``hyilr``), write the table and the report.
-
-    Each finished run is written atomically to ``<out>/runs/<method>_lam<λ>_seed<s>.json`` and
-    skipped on a later call with ``resume=True`` (same config). Writes ``results.csv``,
-    ``seeds.csv`` (one row per run: the test metrics as fractions, c, α), ``baselines.csv``
-    (the frequency prior),
-    ``results.md`` (mean ± std over seeds; learned ``c``, ``α_t``, ``α_l``; radii),
-    ``levels.csv``, ``buckets.csv``, ``labels_<method>.npz`` (projected label embeddings of seed 0)
-    and ``report.html`` (table, label embeddings on the Poincaré disk coloured by depth, per-level
-    and long-tail F1, training curves).
-
-    Parameters
-    ----------
-    cfg : HTCConfig
-    out : path
-    lams : sequence of float, optional
-        A λ sweep for ``hyilr`` (besides ``cfg.lam`` for every method).
-    data_dir : str, optional
-    resume : bool, default True
-    progress : bool, default True
-
-    Returns
-    -------
-    list of dict
-        :func:`summarise` rows.
-
-    Raises
-    ------
-    ValueError
-        ``out`` holds runs of another config (with ``resume=True``).
-    """
-    out = Path(out)
-    (out / "runs").mkdir(parents=True, exist_ok=True)
-    cfg_path = out / "config.json"
-    cfg_dict = {**asdict(cfg), "lams": list(lams or [])}
-    if resume and cfg_path.is_file():
-        old = json.loads(cfg_path.read_text())
-        same = {k: v for k, v in old.items() if k not in ("methods", "seeds", "lams")} == {
-            k: (list(v) if isinstance(v, tuple) else v)
-            for k, v in cfg_dict.items()
-            if k not in ("methods", "seeds", "lams")
-        }
-        if not same:
-            raise ValueError(f"{out} holds runs of another htc config; pick a new --out or pass resume=False")
-    _atomic_json(cfg_path, cfg_dict)
-    data = load_data(cfg, data_dir)
-    data.tree.to_json(out / "tree.json")
-    tok = build_tokenizer(cfg, data)
-    enc = {s: tok.encode(data.part(s).texts, cfg.max_len) for s in ("train", "val", "test")}
-    jobs = [(m, cfg.lam, s) for m in cfg.methods for s in cfg.seeds]
-    jobs += [("hyilr", float(lam), s) for lam in (lams or []) if float(lam) != cfg.lam for s in cfg.seeds]
-    records = []
-    for m, lam, s in tqdm(jobs, desc="htc runs", disable=not progress):
-        path = out / "runs" / f"{safe_name(m)}_lam{lam:g}_seed{s}.json"  # one sanitiser (issue 27 #18)
-        if resume and path.is_file():
-            records.append(json.loads(path.read_text()))
-            continue
-        res = train_htc(data, m, replace(cfg, lam=lam), s, tokenizer=tok, encoded=enc, progress=progress)
-        rec = {k: v for k, v in res.items() if k not in ("model", "scales", "tokenizer", "label_points", "points_c")}
-        rec.update(lam=lam, dataset=data.name)
-        if s == cfg.seeds[0] and lam == cfg.lam:
-            np.savez_compressed(
-                out / f"labels_{m}.npz",
-                points=res["label_points"],
-                names=np.array([n for n in data.tree.nodes if n != data.tree.root]),
-                depth=np.array([data.tree.depth(n) for n in data.tree.nodes if n != data.tree.root]),
-                c=res["points_c"],  # the curvature of the geometry the points lie on
-                c_learned=res["c"],
-                geometry=HTC_METHODS.get(m).geometry,
-            )
-        _atomic_json(path, rec)
-        records.append(rec)
-    rows = summarise(records)
-    _write_tables(out, rows, records, data, cfg)
-    return rows
-
-
-def _write_tables(out: Path, rows, records, data: HTCData, cfg: HTCConfig) -> None:
-    with open(out / "results.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    with open(out / "seeds.csv", "w", newline="") as f:  # issue 24: one row per run, for regenerating the table
-        w = csv.DictWriter(f, fieldnames=["method", "lam", "seed", *METRIC_KEYS, "c", "alpha_t", "alpha_l"])
-        w.writeheader()
-        for r in records:
-            w.writerow(
-                {"method": r["method"], "lam": r["lam"], "seed": r["seed"], **{k: r["test"][k] for k in METRIC_KEYS}}
-                | {k: r[k] for k in ("c", "alpha_t", "alpha_l")}
-            )
-    for name, key in (("levels", "levels"), ("buckets", "buckets")):
-        with open(out / f"{name}.csv", "w", newline="") as f:
-            flat = [{"method": r["method"], "lam": r["lam"], "seed": r["seed"], **x} for r in records for x in r[key]]
-            w = csv.DictWriter(f, fieldnames=list(flat[0]))
-            w.writeheader()
-            w.writerows(flat)
-    sizes = {s: int((data.split == s).sum()) for s in ("train", "val", "test")}
-    md = markdown_table(rows, f"{data.name}: test split, mean ± std over seeds (percent)")
-    prior = frequency_prior_scores(data)
-    with open(out / "baselines.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["baseline", *prior])
-        w.writeheader()
-        w.writerow({"baseline": "frequency_prior", **prior})
-    md += (
-        "| *Frequency prior* | – | – | "
-        + " | ".join(f"{100 * prior[k]:.2f}" for k in METRIC_KEYS)
-        + " | – | – | – | – | – |\n\n*Frequency prior*: the train split's most frequent label set predicted for "
-        "every test document (hierviz.metrics.baselines.frequency_prior_targets).\n"
-    )
-    md += (
-        f"\n{sizes} documents; tree {data.tree.num_nodes - 1} labels, {data.tree.height} levels; "
-        f"encoder h={cfg.h}, layers={cfg.layers}, max_len={cfg.max_len}, epochs ≤ {cfg.epochs}, τ={cfg.tau}.\n"
-        "c, α_t, α_l: learned values (c: the curvature magnitude, the paper's k; unused by CL-Euclidean and w/o CL). label r / text r: mean distance "
-        "to the origin of the projected label / test-text embeddings, in the run's own space.\n"
-    )
-    (out / "results.md").write_text(md)
-    # `hierviz --help` builds the htc parser from this module and does without plotly, so
-    # heavy: plotly (the HTML report imports it), imported only when a report is written
-    from hierviz.report.htc import write_report
-
-    write_report(out, rows, records)
-
-
 # ------------------------------------------------------------------ ``hierviz htc``
 def add_htc_parser(sub: Any) -> Any:
     """Add the ``htc`` sub-command to the ``hierviz`` parser (``sub`` from ``add_subparsers``)."""
     h = sub.add_parser(
         "htc",
         help="hierarchical text classification: HyILR and its ablations (Paper 05) on 20news or an HTC .jsonl",
-        description="Train HyILR and the Table 4 ablations (methods x seeds, and a lambda sweep of hyilr), "
-        "evaluate micro/macro F1 and Hi-MiF1/Hi-MaF1 on the test split, and write results.csv, results.md "
-        "and report.html into --out (finished runs are reused).",
+        description="Train HyILR and the Table 4 ablations (methods x seeds, and a lambda sweep of hyilr) "
+        "as hierviz compare runs, evaluate micro/macro F1 and Hi-MiF1/Hi-MaF1 on the test split, and write "
+        "htc_results.md/.csv, levels.csv, buckets.csv, labels.html and compare's results and report.html into --out "
+        "(finished runs are reused).",
     )
     h.add_argument("--preset", default="medium", help=f"size: {', '.join(HTC_PRESETS)} (default medium)")
     h.add_argument("--dataset", help="20news (default), synthetic-htc, or a <name>_htc.jsonl from data_scripts/")
     h.add_argument("--data", dest="data_dir", help="folder holding text/20news-bydate.tar.gz")
     h.add_argument("--methods", help=f"comma-separated, from: {', '.join(HTC_METHODS.names())}")
-    h.add_argument("--seeds", help="comma-separated integers, e.g. 0,1,2")
+    h.add_argument("--seeds", help="comma-separated integers 0,1,…,n−1, e.g. 0,1,2")
     h.add_argument("--lam", type=float, help="λ, weight of the contrastive loss (default 0.3)")
     h.add_argument("--lams", help="comma-separated λ values for a sweep of hyilr, e.g. 0.1,0.3,0.6,1.0")
     h.add_argument("--epochs", type=int)
-    h.add_argument("--bert", help="a local BERT checkpoint folder (needs the transformers package)")
+    h.add_argument("--bert", help=argparse.SUPPRESS)  # refused with a one-line error (hierviz 0.3)
     h.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any HTCConfig field")
-    h.add_argument(
-        "--engine",
-        choices=("htc", "compare"),
-        default="htc",
-        help="htc (default): this driver (token pipeline, early stopping); compare: the same methods as one "
-        "hierviz compare plan on 20news-text, Table 4 written from its run records (issue 23; see "
-        "hierviz.experiments.htc_compare for what differs)",
-    )
     h.add_argument("--out", default="hierviz-htc", help="output folder")
+    h.add_argument("--resume", action="store_true", help="reuse finished runs in --out (the default)")
     h.add_argument("--fresh", action="store_true", help="retrain runs already in --out")
     h.add_argument("--quiet", action="store_true", help="no progress bars")
     h.add_argument("--debug", action="store_true", help="print full tracebacks")
@@ -363,7 +537,14 @@ def run_htc_command(args: Any) -> int:
             over["seeds"] = tuple(int(s) for s in args.seeds.split(","))
         except ValueError:
             raise ValueError(f"--seeds must be comma-separated integers, got {args.seeds!r}") from None
-    for k in ("lam", "epochs", "bert"):
+    if args.bert is not None:
+        raise ConfigError(
+            "--bert: hierviz htc runs through compare, which trains its own text encoder (no BERT checkpoint); "
+            "drop --bert (a larger encoder: --preset full, or --set h=… layers=… heads=…)"
+        )
+    if args.resume and args.fresh:
+        raise ConfigError("--resume and --fresh contradict each other; pass one of them")
+    for k in ("lam", "epochs"):
         if getattr(args, k) is not None:
             over[k] = getattr(args, k)
     try:
@@ -371,17 +552,7 @@ def run_htc_command(args: Any) -> int:
     except ValueError:
         raise ValueError(f"--lams must be comma-separated numbers, got {args.lams!r}") from None
     cfg = HTCConfig.preset(args.preset, **over)
-    if getattr(args, "engine", "htc") == "compare":
-        # heavy: plotly (compare's report; hierviz.report.htc imports it), imported only for this engine
-        from hierviz.experiments.htc_compare import run_htc_compare
-
-        if args.data_dir:
-            os.environ["HIERVIZ_DATA"] = str(args.data_dir)  # compare's loaders search $HIERVIZ_DATA first
-        run_htc_compare(cfg, args.out, lams=lams, resume=not args.fresh, progress=not args.quiet)
-        print((Path(args.out) / "htc_results.md").read_text())
-        print(f"report: {Path(args.out) / 'report.html'}")
-        return 0
     run_htc(cfg, args.out, lams=lams, data_dir=args.data_dir, resume=not args.fresh, progress=not args.quiet)
-    print((Path(args.out) / "results.md").read_text())
+    print((Path(args.out) / "htc_results.md").read_text(encoding="utf-8"))
     print(f"report: {Path(args.out) / 'report.html'}")
     return 0

@@ -116,6 +116,7 @@ def _run_one(
             init_radius=cfg.model.init_radius,
             curvature_range=tuple(cfg.model.curvature_range),
             head_center=cfg.model.head_center,
+            on_encoder=getattr(objective, "attach_encoder", None),  # e.g. HyILR's head on a text encoder
         )
     own_model = getattr(method.build, "model", None)  # issue 23: a method that builds its own model (Paper 03's grid)
     if own_model is not None:
@@ -166,7 +167,10 @@ def _run_one(
             with torch.no_grad():  # the dry run that fixes the encoder's input size D (hierviz.models.MLPEncoder)
                 model.encoder(torch.zeros(1, train_ds.images.shape[1], 1, 1))
     elif getattr(train_ds, "is_text", False):  # int64 (N, s, 2) token ids and mask: the sequences as they are
-        train_views = ContrastiveDataset(train_ds, TokenViews(), views=views, seed=view_seed)
+        # a multi-label classifier trains on every label path of a document (hierviz.data.text.LabelSetDataset)
+        train_views = ContrastiveDataset(
+            train_ds, TokenViews(), views=views, seed=view_seed, label_sets=has_classifier(objective)
+        )
     else:
         train_views = ContrastiveDataset(
             train_ds, TwoViewTransform(image_size, views=views), views=views, seed=view_seed
@@ -178,17 +182,19 @@ def _run_one(
         )
     trains = any(p.requires_grad for p in model.parameters())  # PCA(N)/NCA(N) alone have nothing to train
     if callable(getattr(objective, "set_label_prior", None)):  # e.g. HyILR's classifier bias on tokens
-        objective.set_label_prior(np.asarray(train_ds.labels))
+        sets = getattr(train_ds, "leaf_sets", None)  # several label paths per document, else one leaf
+        objective.set_label_prior(np.asarray(train_ds.labels if sets is None else sets))
     stopper = None
     if t.patience and val_ds is not None and has_classifier(objective):
         stopper = EarlyStopping(objective, val_ds, tree, t.patience, image_size=image_size,
-                                batch_size=cfg.eval.batch_size, num_workers=cfg.data.workers)  # fmt: skip
+                                batch_size=cfg.eval.batch_size, num_workers=cfg.data.workers,
+                                state_path=run_dir / "early_stopping.pt", resume=resume)  # fmt: skip
     result = fit(
         train_config,
         model,
         objective,
         train_views,
-        callbacks=[*callbacks, stopper] if stopper is not None else callbacks,
+        callbacks=[stopper, *callbacks] if stopper is not None else callbacks,  # scored (and saved) first
         batch_sampler=batch_sampler,
         device_augment=speed["device_augment"],
         channels_last=speed["channels_last"],

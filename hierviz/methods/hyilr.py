@@ -169,14 +169,46 @@ class HyILRLoss(nn.Module):
         self.head = HyILRHead(targets.shape[1], attention=attention, dropout=0.0)
         self.scales = HyperbolicScales(1, geometry=space)
         self.label_prior: torch.Tensor | None = None
+        self._text = False  # attach_encoder saw a text encoder
+
+    def _targets(self, labels: torch.Tensor) -> torch.Tensor:
+        """Label sets ``(B, c)`` bool of leaf labels ``(B,)``, or of leaf sets ``(B, C)`` (0/1: several
+        label paths, :class:`hierviz.data.text.LabelSetDataset`): the union of their paths."""
+        if labels.ndim == 2:
+            return (labels.to(self.leaf_targets.device).float() @ self.leaf_targets.float()) > 0
+        return self.leaf_targets[labels.long()]
 
     def set_label_prior(self, labels: Any) -> None:
-        """The training leaf labels ``(N,)``: on a text encoder's tokens the classifier bias starts at
+        """The training leaf labels ``(N,)`` or leaf sets ``(N, C)``: on a text encoder's tokens the classifier bias starts at
         their label log-odds (``hierviz htc``'s init: fewer all-negative first epochs), clamped to
-        frequencies in [1e-3, 1 − 1e-3]. Read at the first call only (a resumed run keeps its bias).
+        frequencies in [1e-3, 1 − 1e-3]. Set at once after :meth:`attach_encoder` (``fit`` then loads a
+        resumed run's own bias), else at the first call only.
         """
-        y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
-        self.label_prior = self.leaf_targets[y].float().mean(0).clamp(1e-3, 1 - 1e-3)
+        self.label_prior = self._targets(torch.as_tensor(np.asarray(labels))).float().mean(0).clamp(1e-3, 1 - 1e-3)
+        if self._text and not isinstance(self.head.bias, UninitializedParameter):  # attached: set it now
+            with torch.no_grad():
+                p = self.label_prior.to(self.head.bias)
+                self.head.bias.copy_(torch.log(p / (1 - p)))
+
+    def attach_encoder(self, encoder: nn.Module) -> None:
+        """Initialise ``W_L``, ``W_c``, ``b`` right after a text encoder is built (``hierviz htc``'s order).
+
+        On a text encoder (an ``encoder.text`` attribute, e.g. ``hyilr-text``) the head is sized
+        by ``encoder.out_dim`` at once and draws its weights from the run seed right after the
+        encoder's, in :class:`hierviz.models.text.HyILRModel`'s order (``W_L``, then ``W_c`` and
+        ``b``), so a ``compare`` run starts from the weights ``hierviz htc``'s token model had;
+        ``α_t``, ``α_l`` start at ``1/√h`` (§5.1) and :meth:`set_label_prior` sets the bias. On
+        other encoders nothing happens (the head stays lazy, sized at the first call).
+        """
+        if not getattr(encoder, "text", False):
+            return
+        h = int(encoder.out_dim)
+        self.head.initialize_parameters(torch.zeros(1, h))
+        self.head.drop.p = TOKEN_DROPOUT
+        self._text = True
+        with torch.no_grad():
+            self.scales.log_alpha_t.fill_(math.log(1.0 / math.sqrt(h)))
+            self.scales.log_alpha_l.fill_(math.log(1.0 / math.sqrt(h)))
 
     def forward(
         self,
@@ -187,7 +219,9 @@ class HyILRLoss(nn.Module):
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Loss and its terms (``bce``, ``cl``, ``negatives``) for features ``x`` (B, h) or (B, V, h).
 
-        Views are read as samples (each view gets its leaf's label set). ``tokens`` (B, s, h) or
+        ``labels``: leaf indices ``(B,)``, or leaf sets ``(B, C)`` 0/1 (documents on several label
+        paths: the union of their paths). Views are read as samples (each view gets its sample's
+        label set). ``tokens`` (B, s, h) or
         (B, V, s, h) and ``mask`` (B, s) or (B, V, s): a text encoder's token features, which the
         classifier attends over (Eq. 8); ``x`` is then their ``[CLS]`` token.
 
@@ -199,7 +233,7 @@ class HyILRLoss(nn.Module):
         if labels is None:
             raise ValueError("HyILR needs leaf labels (B,); got labels=None")
         if x.ndim == 3:
-            labels = labels.repeat_interleave(x.shape[1])
+            labels = labels.repeat_interleave(x.shape[1], dim=0)
             x = x.reshape(-1, x.shape[-1])
             if tokens is not None:
                 tokens, mask = tokens.reshape(-1, *tokens.shape[-2:]), mask.reshape(-1, mask.shape[-1])
@@ -221,7 +255,7 @@ class HyILRLoss(nn.Module):
                 init = math.log(1.0 / math.sqrt(x.shape[-1]))
                 self.scales.log_alpha_t.fill_(init)
                 self.scales.log_alpha_l.fill_(init)
-        targets = self.leaf_targets[labels]
+        targets = self._targets(labels)
         return hyilr_loss(
             logits,
             x,
@@ -259,6 +293,10 @@ class HyILRObjective(Objective):
     def set_label_prior(self, labels: Any) -> None:
         """See :meth:`HyILRLoss.set_label_prior` (``compare`` passes the training split's leaf labels)."""
         self.terms["hyilr"].set_label_prior(labels)
+
+    def attach_encoder(self, encoder: nn.Module) -> None:
+        """See :meth:`HyILRLoss.attach_encoder` (``compare``'s ``build_model`` calls it, issue 23)."""
+        self.terms["hyilr"].attach_encoder(encoder)
 
     def learned(self) -> dict[str, float]:
         """The learned scalars of Eq. 12 for the run record: ``c`` (curvature magnitude), ``alpha_t``, ``alpha_l``."""

@@ -1,13 +1,14 @@
-r"""Paper 05 (HyILR): the text (token) pipeline of ``hierviz htc``: its methods, config, model and objective.
+r"""Paper 05 (HyILR): ``hierviz htc``'s config and presets, its data and tokenizer, and the token model.
 
+:data:`HTC_METHODS`, :class:`HTCConfig` and its presets, :func:`load_data` and
+:func:`build_tokenizer` are what ``hierviz htc`` reads; it runs the methods as ``hierviz
+compare`` plans (:func:`hierviz.experiments.htc.run_htc`; the methods themselves are registered
+for ``compare`` by :mod:`hierviz.methods.hyilr`). The token model of one in-memory run, the model
+(:func:`build_model`, :class:`PackedTokens`) and the objective (:class:`HTCObjective`) of
 HyILR and the ablations of Table 4 on token sequences (label–text attention over the tokens,
-Eq. 8): :data:`HTC_METHODS`, :class:`HTCConfig` and its presets, the model
-(:func:`build_model`, :class:`PackedTokens`) and the objective (:class:`HTCObjective`) of one
-run; :func:`hierviz.experiments.htc.train_htc` trains them with the one training loop,
-:func:`hierviz.training.fit`, and :func:`hierviz.experiments.htc.run_htc` runs the experiment.
-The same methods on one feature vector per sample (any ``hierviz compare`` dataset, e.g.
-``20news`` as TF-IDF vectors) are registered for ``hierviz compare`` by
-:mod:`hierviz.methods.hyilr`.
+Eq. 8), is what :func:`hierviz.experiments.htc.train_htc` trains with the one training loop,
+:func:`hierviz.training.fit` (notebook 09, and the step-by-step reference of the compare path in
+``tests/test_htc_engines.py``).
 
 =====================  ==============================================================
 name                   what changes (Paper 05 (HyILR) §5.4, Table 4)
@@ -37,12 +38,9 @@ Examples
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -204,8 +202,8 @@ HTC_PRESETS: dict[str, dict[str, Any]] = {
     "medium": dict(epochs=6, h=64, layers=1, heads=4, max_len=64, vocab=8000, max_train=2000, max_test=1000,
                    batch_size=32, lr=2e-3, patience=2, threads=1),
     "full": dict(epochs=20, h=128, layers=2, heads=4, max_len=256, vocab=30000, seeds=(0, 1, 2), patience=6),
-    # issue 24: HyILR against w/o CL, five seeds of the whole 20news corpus, for the GPU machine; hierviz
-    # htc has no device option yet, so it trains on that machine's 16 CPU cores (not measured)
+    # issue 24: HyILR against w/o CL, five seeds of the whole 20news corpus, for the GPU machine; through
+    # compare (train.device auto, AMP) it trains on that machine's GPU (issue 23; not measured there)
     "paper05-gpu": dict(epochs=12, h=128, layers=2, heads=4, max_len=256, vocab=30000, seeds=(0, 1, 2, 3, 4),
                         methods=("hyilr", "hyilr-no-cl"), batch_size=64, patience=4, threads=16),
 }  # fmt: skip
@@ -355,12 +353,6 @@ def _evaluate(model, scales, encoded, Y, data: HTCData, cfg: HTCConfig) -> dict[
 
 # ------------------------------------------------------------------ experiment: runs, table, report
 METRIC_KEYS = ("micro_f1", "macro_f1", "hi_micro_f1", "hi_macro_f1")
-
-
-def _atomic_json(path: Path, obj: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, default=float))
-    os.replace(tmp, path)
 
 
 def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

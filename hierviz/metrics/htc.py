@@ -282,8 +282,9 @@ def leaf_path_targets(y: Any, tree: Any) -> np.ndarray:
 
     Parameters
     ----------
-    y : array_like of int, shape (N,)
-        Leaf indices ``0 .. tree.num_leaves - 1`` (``tree.leaves`` order).
+    y : array_like of int, shape (N,), or of bool, shape (N, tree.num_leaves)
+        Leaf indices ``0 .. tree.num_leaves - 1`` (``tree.leaves`` order), or each sample's set
+        of leaves (several label paths: the union of their paths).
     tree : LabelTree
 
     Returns
@@ -302,8 +303,15 @@ def leaf_path_targets(y: Any, tree: Any) -> np.ndarray:
     >>> tree = LabelTree.from_nested({"root": {"a": ["a1", "a2"], "b": ["b1"]}})  # root, a, b, a1, a2, b1
     >>> leaf_path_targets([1, 2], tree).astype(int).tolist()
     [[0, 1, 0, 0, 1, 0], [0, 0, 1, 0, 0, 1]]
+    >>> leaf_path_targets([[False, True, True]], tree).astype(int).tolist()  # a2 and b1
+    [[0, 1, 1, 0, 1, 1]]
     """
     y = np.asarray(y)
+    if y.ndim == 2 and y.dtype == bool:
+        if y.shape[1] != tree.num_leaves:
+            raise ValueError(f"y: leaf sets must have shape (N, {tree.num_leaves}), got {y.shape}")
+        paths = leaf_path_targets(np.arange(tree.num_leaves), tree)
+        return (y.astype(np.int64) @ paths.astype(np.int64)) > 0
     if y.ndim != 1:
         raise ValueError(f"y must be a 1-D array of leaf indices, got shape {y.shape}")
     if y.size and (not np.issubdtype(y.dtype, np.integer) or y.min() < 0 or y.max() >= tree.num_leaves):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -206,6 +207,7 @@ def build_model(
     init_radius: float = 1.0,
     curvature_range: tuple[float, float] = (0.1, 10.0),
     head_center: str | None = None,
+    on_encoder: Callable[[nn.Module], None] | None = None,
 ) -> EmbeddingModel:
     """Build the paper 01 §4.2 model: encoder -> MLP head (F -> F -> d) -> manifold.
 
@@ -229,6 +231,10 @@ def build_model(
         Learn that scale.
     head_bound, init_radius, curvature_range, head_center
         See :class:`HyperbolicHead` (``bound``, ``init_radius``, ``c_range``, ``center``).
+    on_encoder : callable, optional
+        Called with the encoder right after it is built, before the head draws its weights
+        (an objective whose own modules are sized by the encoder initialises them there:
+        :meth:`hierviz.methods.hyilr.HyILRObjective.attach_encoder`).
 
     Returns
     -------
@@ -240,6 +246,8 @@ def build_model(
         Unknown encoder / geometry, or non-positive sizes.
     """
     enc = build_encoder(encoder, width=width, small_input=small_input, pretrained=pretrained)
+    if on_encoder is not None:
+        on_encoder(enc)
     head = ProjectionHead(enc.out_dim, hidden_dim or enc.out_dim, embed_dim)
     return EmbeddingModel(
         enc,

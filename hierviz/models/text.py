@@ -45,7 +45,7 @@ from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import UninitializedParameter
 
 from hierviz.data.text import CLS, PAD, UNK, WordVocab  # noqa: F401 (the tokenizer lives in data/, re-exported)
-from hierviz.models.encoders import register_encoder
+from hierviz.models.encoders import ENCODERS, register_encoder
 
 Tensor = torch.Tensor
 
@@ -59,6 +59,7 @@ __all__ = [
     "label_text_features",
     "TokenEncoder",
     "TEXT_VOCAB",
+    "text_encoder",
 ]
 
 
@@ -423,3 +424,43 @@ def _hyilr_text(*, width: int = 16, small_input: bool = True, pretrained=None) -
 
 
 _hyilr_text.text = True
+
+
+def text_encoder(h: int, layers: int, heads: int, vocab_size: int, max_len: int) -> str:
+    """Register (once) a :class:`TokenEncoder` of these sizes and return its encoder name.
+
+    ``hierviz htc`` (:mod:`hierviz.experiments.htc`) trains its presets' encoders
+    through ``compare``: the name ``hyilr-text-h{h}-l{layers}-a{heads}-v{vocab_size}-s{max_len}``
+    says every size, so a run's config names the encoder it trained. A later process must call
+    this again before it builds that encoder (``hierviz htc`` does).
+
+    Raises
+    ------
+    ValueError
+        ``heads`` does not divide ``h``, or a size below 1.
+
+    Examples
+    --------
+    >>> name = text_encoder(8, 1, 2, 20, 6)
+    >>> name, ENCODERS.get(name)(width=2).net.tok.weight.shape
+    ('hyilr-text-h8-l1-a2-v20-s6', torch.Size([20, 8]))
+    """
+    sizes = {"h": h, "layers": layers, "heads": heads, "vocab_size": vocab_size, "max_len": max_len}
+    for k, v in sizes.items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{k} must be a positive integer, got {v!r}")
+    if h % heads:
+        raise ValueError(f"heads ({heads}) must divide h ({h})")
+    name = f"hyilr-text-h{h}-l{layers}-a{heads}-v{vocab_size}-s{max_len}"
+    if name not in ENCODERS:
+
+        def build(*, width: int = 16, small_input: bool = True, pretrained=None) -> TokenEncoder:
+            if pretrained is not None:
+                raise ValueError(
+                    f"pretrained: the {name} encoder is trained from scratch; leave model.pretrained unset"
+                )
+            return TokenEncoder(**sizes)
+
+        build.text = True
+        ENCODERS.register(name, build)
+    return name

@@ -1,27 +1,20 @@
-"""``hierviz htc``'s HTML report (Paper 05 (HyILR)): the table, label embeddings, levels, long tail, curves.
+"""``hierviz htc``'s tables (Paper 05 (HyILR) Table 4, per-level and long-tail F1) from typed run records.
 
-Moved here from :mod:`hierviz.viz.hyilr` (figures stay there): a report imports figures, a figure
-module imports no report.
+``hierviz htc`` runs through ``compare`` (:mod:`hierviz.experiments.htc`), whose report is the
+HTML report of the runs; these functions write Table 4's shape from the records it saved.
 """
 
 from __future__ import annotations
 
-import html
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import plotly.graph_objects as go
 
-from hierviz.geometry import get_geometry
-from hierviz.hierarchy import LabelTree
 from hierviz.metrics.htc import frequency_bucket_f1, leaf_path_targets, per_level_f1
-from hierviz.report.html import write_report_html
-from hierviz.viz.hyilr import history_figure, label_disk_figure, level_bucket_figure
 
-__all__ = ["write_report", "classifier_rows", "classifier_markdown", "classifier_levels"]
+__all__ = ["classifier_rows", "classifier_markdown", "classifier_levels", "write_label_figures"]
 
 #: Paper 05 Table 4's columns: the record keys (``RunRecord.classifier_metrics``) and their titles.
 _TABLE4 = (
@@ -112,65 +105,9 @@ def classifier_markdown(rows: Sequence[dict[str, Any]], title: str, prior: dict[
     return "\n".join(lines) + "\n"
 
 
-def write_report(out: str | Path, rows: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]]) -> Path:
-    """``<out>/report.html`` for ``hierviz htc``: the table, label embeddings per method, levels, long tail, curves.
-
-    Parameters
-    ----------
-    out : path
-        The run folder (reads ``labels_<method>.npz`` and ``config.json`` there).
-    rows, records : sequences of dict
-        The :func:`hierviz.methods.paper05.summarise` rows and the run records.
-
-    Returns
-    -------
-    pathlib.Path
-    """
-    out = Path(out)
-    cfg = json.loads((out / "config.json").read_text()) if (out / "config.json").is_file() else {}
-    heads = [
-        "method",
-        "λ",
-        "seeds",
-        "Micro-F1",
-        "Macro-F1",
-        "Hi-MiF1",
-        "Hi-MaF1",
-        "c",
-        "α_t",
-        "α_l",
-        "label r",
-        "text r",
-    ]
-    body = []
-    for r in rows:
-        cells = [html.escape(f"{r['display_name']} ({r['method']})"), f"{r['lam']:g}", str(r["seeds"])]
-        cells += [f"{r[k + '_mean']:.2f} ± {r[k + '_std']:.2f}" for k in ("micro_f1", "macro_f1", "hi_micro_f1",
-                                                                        "hi_macro_f1")]  # fmt: skip
-        cells += [f"{r[k]:.3g}" for k in ("c", "alpha_t", "alpha_l")]
-        cells += [f"{r['label_radius']:.2f}", f"{r['text_radius']:.2f}"]
-        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    table = "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr></thead><tbody>"
-    table += "".join(body) + "</tbody></table>"
-    figures: list[tuple[str, go.Figure]] = []
-    tree = LabelTree.from_json(out / "tree.json") if (out / "tree.json").is_file() else None
-    for npz in sorted(out.glob("labels_*.npz")):
-        f = np.load(npz, allow_pickle=False)
-        names = [str(n) for n in f["names"]]
-        if tree is None:
-            break
-        m = npz.stem[len("labels_") :]
-        figures.append((f"label embeddings: {m}", label_disk_figure(f["points"], names, tree,
-                        geometry=get_geometry(str(f["geometry"]), c=float(f["c"])))))  # fmt: skip
-    if records:
-        figures.append(("per-level and long-tail F1 (macro)", level_bucket_figure(records)))
-        figures.append(("training curves", history_figure(records)))
-    header = {"command": "hierviz htc", "config": json.dumps(cfg)}
-    return write_report_html(out / "report.html", title="HyILR (Paper 05) — hierviz htc", header=header,
-                             table_html=table, figures=figures)  # fmt: skip
-
-
-def classifier_levels(records: Sequence[dict[str, Any]], tree: Any) -> tuple[list[dict], list[dict]]:
+def classifier_levels(
+    records: Sequence[dict[str, Any]], tree: Any, counts: np.ndarray | None = None
+) -> tuple[list[dict], list[dict]]:
     """Per-level and long-tail F1 (Paper 05 §5.5, Fig. 2) of each run's saved classifier predictions.
 
     Reads each record's ``embeddings.npz`` (``clf_true_test``, ``clf_pred_test``, ``y_train``;
@@ -181,6 +118,10 @@ def classifier_levels(records: Sequence[dict[str, Any]], tree: Any) -> tuple[lis
     records : sequence of dict
         :func:`hierviz.experiments.load_records` rows; runs without saved label sets are skipped.
     tree : LabelTree
+    counts : numpy.ndarray, shape (tree.num_nodes,), optional
+        Training documents per label, the buckets' frequencies; default from each run's
+        ``y_train`` leaves (one path per sample; ``hierviz htc`` passes the counts of every
+        path of its corpus).
 
     Returns
     -------
@@ -200,6 +141,35 @@ def classifier_levels(records: Sequence[dict[str, Any]], tree: Any) -> tuple[lis
             yt, yp, y_train = f["clf_true_test"], f["clf_pred_test"], f["y_train"]
         key = {"method": r["method"], "lam": (r.get("hparams") or {}).get("hyilr_lambda"), "seed": r["seed"]}
         levels += [{**key, **row} for row in per_level_f1(yt, yp, tree)]
-        counts = leaf_path_targets(y_train, tree).sum(0)
-        buckets += [{**key, **row} for row in frequency_bucket_f1(yt, yp, tree, counts, min(4, tree.num_nodes - 1))]
+        n = leaf_path_targets(y_train, tree).sum(0) if counts is None else counts
+        buckets += [{**key, **row} for row in frequency_bucket_f1(yt, yp, tree, n, min(4, tree.num_nodes - 1))]
     return levels, buckets
+
+
+def write_label_figures(path: str | Path, tree: Any, labels: Sequence[tuple[str, np.ndarray, Any]]) -> Path | None:
+    """An HTML page of label embeddings on the Poincaré disk, coloured by depth, one figure per run.
+
+    Parameters
+    ----------
+    path : path
+        The page (``hierviz htc`` writes ``<out>/labels.html``).
+    tree : LabelTree
+    labels : sequence of (title, points, geometry)
+        ``points`` (N − 1, h): the labels' points in ``tree.nodes`` order without the root, space
+        part (:func:`hierviz.experiments.htc.label_points`); ``geometry`` the one they lie on.
+
+    Returns
+    -------
+    pathlib.Path or None
+        None (nothing written) when ``labels`` is empty.
+    """
+    if not labels:
+        return None
+    # heavy: plotly (the figures and the page import it), imported only when the page is written
+    from hierviz.report.html import write_report_html
+    from hierviz.viz.hyilr import label_disk_figure  # heavy: plotly
+
+    names = [n for n in tree.nodes if n != tree.root]
+    figures = [(f"label embeddings: {t}", label_disk_figure(p, names, tree, geometry=g)) for t, p, g in labels]
+    return write_report_html(Path(path), title="HyILR (Paper 05): label embeddings — hierviz htc",
+                             header={"runs": str(Path(path).parent / "runs")}, table_html="", figures=figures)  # fmt: skip

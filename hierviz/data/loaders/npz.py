@@ -42,6 +42,7 @@ from hierviz.data.loaders._io import (
     to_rgb,
 )
 from hierviz.data.loaders.medmnist_format import load_medmnist
+from hierviz.data.text import LabelSetDataset
 
 __all__ = ["GROUP_KEYS", "load_npz"]
 
@@ -109,6 +110,8 @@ def load_npz(path: str | PathLike, name: str | None = None) -> ArrayDataset:
             return load_medmnist(path, name=name)
         if "features" in files and "images" not in files:  # issue 23: a features file (hierviz.features)
             return _features_dataset(path, z, files, name)
+        if "tokens" in files and "images" not in files:  # issue 23: a text file (hierviz htc's corpora)
+            return _tokens_dataset(path, z, files, name)
         label_key = "label" if "label" in files else "labels" if "labels" in files else None
         if "images" not in files or label_key is None:
             missing = [k for k, ok in (("images", "images" in files), ("labels", label_key is not None)) if not ok]
@@ -175,6 +178,27 @@ def _features_dataset(path: Path, z: NpzArrays, files: set[str], name: str | Non
     groups = z["groups"] if "groups" in files else None
     kw = {"groups": groups, "official_split": split, "name": name or path.stem}
     return _array_dataset(path, images=feats.astype("float32"), labels=labels, classes=classes, **kw)
+
+
+def _tokens_dataset(path: Path, z: NpzArrays, files: set[str], name: str | None) -> ArrayDataset:
+    """A text ``.npz`` (``tokens`` (N, s, 2) int: token ids and padding mask, :func:`hierviz.data.text.pack_tokens`;
+    ``labels``, ``classes``, optional ``split`` and ``leaf_sets`` (N, C) bool: every leaf of a document on
+    several label paths; :mod:`hierviz.experiments.htc`) as a text dataset."""
+    tokens = z["tokens"]
+    if tokens.ndim != 3 or tokens.shape[-1] != 2 or tokens.dtype.kind not in "iu":
+        raise ValueError(f"{path}: tokens must be an int (N, s, 2) array, got {tokens.dtype} {tokens.shape}; {NPZ_FIX}")
+    if "labels" not in files or "classes" not in files:
+        raise ValueError(f"{path}: a tokens file needs 'labels' (N,) and 'classes' arrays; {NPZ_FIX}")
+    labels = check_labels(z["labels"], tokens.shape[0], f"{path}: labels")
+    split = z["split"].astype("<U5") if "split" in files else None
+    kw = {"official_split": split, "name": name or path.stem, "citation": _str_meta(z, "citation")}
+    classes = [str(c) for c in z["classes"].tolist()]
+    if "leaf_sets" in files:  # documents on several label paths (hierviz.data.text.LabelSetDataset)
+        try:
+            return LabelSetDataset(tokens.astype("int64"), labels, classes, leaf_sets=z["leaf_sets"], **kw)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{path}: {e}; fix the arrays and {NPZ_FIX}") from None
+    return _array_dataset(path, images=tokens.astype("int64"), labels=labels, classes=classes, **kw)
 
 
 def _array_dataset(path: Path, **kw: Any) -> ArrayDataset:
