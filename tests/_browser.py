@@ -72,6 +72,19 @@ def require_browser() -> None:
     pytest.skip(f"browser tests skipped, {why}")
 
 
+#: The notebooks this process has already run to the end at SMOKE=True in JupyterLab (Run All, then
+#: saved), by file name: ``{"nb": NotebookNode, "wall_s": Run All's seconds, "kernel_peak_mib":
+#: the kernel's peak resident memory}``. tests/test_notebooks.py checks these outputs instead of running
+#: the notebook a second time under papermill (the two tests of a notebook share an xdist group, so
+#: they run in one worker, the browser test first).
+EXECUTED: dict[str, dict] = {}
+
+
+def xdist_group(path: Path) -> pytest.MarkDecorator:
+    """The pytest-xdist group of a notebook's tests (``--dist loadgroup`` runs them in one worker, in order)."""
+    return pytest.mark.xdist_group(f"notebook-{path.stem}")
+
+
 def widget_notebooks() -> list[Path]:
     """The course notebooks that build at least one panel."""
     return [p for p in sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb")) if expected_panels(p) > 0]
@@ -154,6 +167,26 @@ class Server:
                 if e.code != 400 or time.monotonic() - t0 > timeout_s:
                     raise
             time.sleep(0.25)
+
+    def kernel_peak_mib(self) -> float | None:
+        """The largest peak resident memory (``VmHWM``, Linux) of this server's running kernels, in MiB.
+
+        The same quantity as the papermill runner's ``ru_maxrss`` of its children (the kernel); None
+        where ``/proc`` does not tell (not Linux, or no kernel running).
+        """
+        ids = [k["id"] for k in self.api("/api/kernels") or []]
+        peak = None
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                cmd = (proc / "cmdline").read_bytes().decode(errors="replace")
+                if not any(f"kernel-{i}.json" in cmd for i in ids):
+                    continue
+                kib = re.search(r"^VmHWM:\s*(\d+) kB", (proc / "status").read_text(), re.M)
+            except OSError:  # the process ended while we read
+                continue
+            if kib:
+                peak = max(peak or 0.0, int(kib.group(1)) / 1024)
+        return peak
 
     def shutdown_kernels(self) -> None:
         for k in self.api("/api/kernels") or []:
@@ -249,6 +282,11 @@ _RUN_STATE_JS = """() => {
 }"""
 
 
+# Run All is over: no cell queued or running, and the kernel idle.
+_DONE_JS = f"""() => ({_RUN_STATE_JS})().busy === 0
+  && !!document.querySelector(".jp-Notebook-ExecutionIndicator[data-status='idle']")"""
+
+
 def open_notebook(page, server: Server, name: str, timeout_ms: float = 120_000) -> None:
     """Open ``name`` and wait until its kernel is idle (the notebook is ready to run)."""
     page.goto(server.notebook_url(name))
@@ -265,23 +303,51 @@ def open_notebook(page, server: Server, name: str, timeout_ms: float = 120_000) 
 
 
 def run_all(page, timeout_s: float = 420.0) -> dict:
-    """Run > Run All Cells, then wait until no cell is queued or running and the kernel is idle."""
+    """Run > Run All Cells, then wait until no cell is queued or running and the kernel is idle.
+
+    The page is polled every 100 ms (in the page, not by fixed sleeps); once done it is asked again
+    after 200 ms, in case the kernel was idle between two cells.
+    """
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
     t0 = time.monotonic()
     page.wait_for_function(f"({_RUN_STATE_JS})().busy > 0", timeout=30_000)
     while True:
-        state = page.evaluate(_RUN_STATE_JS)
-        idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
-        if state["busy"] == 0 and idle:
-            page.wait_for_timeout(1000)  # widgets and figures render after the last reply
+        left_ms = (timeout_s - (time.monotonic() - t0)) * 1000
+        try:
+            page.wait_for_function(_DONE_JS, polling=100, timeout=max(left_ms, 1))
+        except Exception:  # noqa: BLE001  (playwright's TimeoutError: say how far it got)
+            raise AssertionError(
+                f"Run All did not finish in {timeout_s:.0f} s: {page.evaluate(_RUN_STATE_JS)}"
+            ) from None
+        wall = time.monotonic() - t0
+        page.wait_for_timeout(200)
+        if page.evaluate(_DONE_JS):
             state = page.evaluate(_RUN_STATE_JS)
-            if state["busy"] == 0:
-                state["wall_s"] = time.monotonic() - t0
-                return state
-        if time.monotonic() - t0 > timeout_s:
-            raise AssertionError(f"Run All did not finish in {timeout_s:.0f} s: {state}")
-        page.wait_for_timeout(500)
+            state["wall_s"] = wall
+            return state
+
+
+# Every panel on the page holds exactly one drawn plotly figure.
+_PANELS_DRAWN_JS = """(n) => {
+  const panels = [...document.querySelectorAll('.hierviz-panel')];
+  return panels.length >= n && panels.every(p => {
+    const figs = p.querySelectorAll('.js-plotly-plot');
+    return figs.length === 1 && !!figs[0]._fullLayout && !!figs[0].querySelector('.main-svg');
+  });
+}"""
+
+
+def wait_for_panels(page, expected: int, timeout_ms: float = 30_000) -> bool:
+    """Wait until ``expected`` panels each show one drawn figure (widgets render after the last reply).
+
+    Returns False at the timeout instead of raising: the caller's assertions then say what is missing.
+    """
+    try:
+        page.wait_for_function(_PANELS_DRAWN_JS, arg=expected, polling=100, timeout=timeout_ms)
+        return True
+    except Exception:  # noqa: BLE001  (playwright's TimeoutError)
+        return False
 
 
 def save(page, server: Server, name: str, timeout_s: float = 60.0) -> None:

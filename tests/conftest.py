@@ -21,6 +21,25 @@ REPO = Path(__file__).resolve().parents[1]
 collect_ignore = ["toy_method.py"]
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """``-n N`` without ``--dist`` schedules with ``--dist loadgroup`` (pytest-xdist), not ``load``.
+
+    The tests of one ``xdist_group`` then run in one worker, in collection order: a notebook's browser
+    test (tests/test_browser.py) runs it in JupyterLab, then tests/test_notebooks.py checks those
+    outputs instead of executing it again. xdist sends the groups first (the longest tests). Not in
+    ``addopts``: there ``--dist`` would also be set without ``-n``, and pytest-benchmark would then
+    believe xdist active. Runs before xdist's own hook, which turns ``-n`` into ``--dist load``.
+    """
+    opt = config.option
+    if (
+        getattr(opt, "numprocesses", None)
+        and getattr(opt, "dist", None) == "no"
+        and not getattr(opt, "distload", False)
+    ):
+        opt.dist = "loadgroup"
+
+
 def shared_data_dir() -> Path | None:
     """The real-data folder if present: $HIERVIZ_DATA, else ../shared/data beside the checkout."""
     env = os.environ.get("HIERVIZ_DATA")
@@ -64,15 +83,16 @@ def data_dir():
 
 
 def pytest_terminal_summary(terminalreporter):
-    """Print each notebook's run time and kernel peak memory (recorded by test_notebooks)."""
+    """Print each notebook's run time, kernel peak memory and runner (recorded by test_notebooks)."""
     rows = []
     for rep in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
         props = dict(getattr(rep, "user_properties", []))
         if "notebook_wall_s" in props and rep.when == "call":
             name = rep.nodeid.split("[")[-1].rstrip("]")
-            rows.append((name, props["notebook_wall_s"], props["notebook_kernel_peak_mib"]))
+            by = props.get("notebook_run_by", "papermill")
+            rows.append((name, props["notebook_wall_s"], props["notebook_kernel_peak_mib"], by))
     if rows:
         terminalreporter.section("notebook run time and peak memory (SMOKE=True)")
-        for name, wall, mib in sorted(rows):
-            terminalreporter.write_line(f"{name:<28} {wall:7.1f} s   kernel peak {mib:8.1f} MiB")
+        for name, wall, mib, by in sorted(rows):
+            terminalreporter.write_line(f"{name:<28} {wall:7.1f} s   kernel peak {mib:8.1f} MiB   {by}")
         terminalreporter.write_line(f"{'total':<28} {sum(r[1] for r in rows):7.1f} s")

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import _browser as B  # tests/ is on sys.path (rootdir conftest)
+import nbformat
 import pytest
 
 NOTEBOOKS = B.widget_notebooks()
@@ -70,16 +71,34 @@ def check_panels(server, browser, name: str, record_property) -> list[dict]:
     page.add_init_script(B.WS_TIMING_JS)
     page_errors: list[str] = []
     page.on("pageerror", lambda e: page_errors.append(str(e)))
+    phases, t0 = {}, time.perf_counter()  # seconds per phase, in the report: where a browser test's time goes
+
+    def lap(phase: str) -> None:
+        nonlocal t0
+        phases[phase] = round(time.perf_counter() - t0, 2)
+        t0 = time.perf_counter()
+
     try:
         B.open_notebook(page, server, name)
+        lap("open_and_kernel_s")
         state = B.run_all(page)
         record_property("run_all_s", round(state["wall_s"], 1))
+        expected = B.expected_panels(B.NB_DIR / name)
+        B.wait_for_panels(page, expected)
+        lap("run_all_s")
         B.save(page, server, name)
         page.screenshot(path=str(shots / "page.png"))
-        errors = B.error_outputs(server.notebook(name))
+        saved = server.notebook(name)
+        lap("save_s")
+        if server.app == "lab":  # tests/test_notebooks.py checks these outputs instead of running it again
+            B.EXECUTED[name] = {
+                "nb": nbformat.reads(json.dumps(saved), as_version=4),
+                "wall_s": state["wall_s"],
+                "kernel_peak_mib": server.kernel_peak_mib(),
+            }
+        errors = B.error_outputs(saved)
         assert not errors, f"{name} raised while running in {server.app}: {errors}"
 
-        expected = B.expected_panels(B.NB_DIR / name)
         panels = page.locator(".hierviz-panel")
         assert panels.count() == expected, f"{name}: {panels.count()} panels on the page, the code makes {expected}"
         rows = []
@@ -123,6 +142,8 @@ def check_panels(server, browser, name: str, record_property) -> list[dict]:
                     | {"figure_bytes": r["figure_bytes"], "data_changed": not same_data}
                 )
             panel.screenshot(path=str(shots / f"panel{i}.png"))
+        lap("panels_s")
+        record_property("phases_s", phases)
         record_property("redraw_ms", [r["ms"] for r in rows])
         if page_errors:
             record_property("page_errors", page_errors[:5])
@@ -135,7 +156,9 @@ def check_panels(server, browser, name: str, record_property) -> list[dict]:
 
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, marks=B.xdist_group(p)) for p in NOTEBOOKS], ids=[p.stem for p in NOTEBOOKS]
+)
 def test_panels_redraw_in_jupyterlab(path, lab, browser, record_property):
     rows = check_panels(lab, browser, path.name, record_property)
     assert rows
