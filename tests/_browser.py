@@ -139,8 +139,11 @@ class Server:
     def __init__(self, url: str, root: Path, app: str, proc: subprocess.Popen, log: Path):
         self.url, self.root, self.app, self.proc, self.log = url, root, app, proc, log
 
-    def api(self, path: str, method: str = "GET"):
-        req = urllib.request.Request(self.url + path, method=method)
+    def api(self, path: str, method: str = "GET", body: dict | None = None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
         with urllib.request.urlopen(req, timeout=30) as r:
             body = r.read()
         return json.loads(body) if body else None
@@ -167,6 +170,15 @@ class Server:
                 if e.code != 400 or time.monotonic() - t0 > timeout_s:
                     raise
             time.sleep(0.25)
+
+    def start_session(self, name: str) -> None:
+        """Start a fresh python3 kernel for notebook ``name`` (the REST API's session of that path).
+
+        The page that opens the notebook next finds the session and connects to its kernel, so the
+        kernel starts while the page loads instead of after.
+        """
+        body = {"path": name, "name": name, "type": "notebook", "kernel": {"name": "python3"}}
+        self.api("/api/sessions", method="POST", body=body)
 
     def kernel_peak_mib(self) -> float | None:
         """The largest peak resident memory (``VmHWM``, Linux) of this server's running kernels, in MiB.
@@ -288,7 +300,11 @@ _DONE_JS = f"""() => ({_RUN_STATE_JS})().busy === 0
 
 
 def open_notebook(page, server: Server, name: str, timeout_ms: float = 120_000) -> None:
-    """Open ``name`` and wait until its kernel is idle (the notebook is ready to run)."""
+    """Open ``name`` and wait until its kernel is idle (the notebook is ready to run).
+
+    Its kernel is started (:meth:`Server.start_session`) before the page loads, which takes as long.
+    """
+    server.start_session(name)
     page.goto(server.notebook_url(name))
     page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=timeout_ms)
     n = page.locator(".jp-NotebookPanel").count()

@@ -40,6 +40,21 @@ def pytest_cmdline_main(config):
         opt.dist = "loadgroup"
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """Tell each xdist worker that the controller schedules by group (set above, not by ``--dist``).
+
+    A worker reads ``--dist`` from the command line before any conftest hook runs; without this its
+    test ids would carry no ``@group`` and the groups would be split.
+    """
+    node.workerinput["hierviz_loadgroup"] = node.config.getoption("dist") == "loadgroup"
+
+
+def pytest_configure(config):
+    if getattr(config, "workerinput", {}).get("hierviz_loadgroup"):
+        config.option.loadgroup = True  # what xdist's worker sets from --dist loadgroup
+
+
 def shared_data_dir() -> Path | None:
     """The real-data folder if present: $HIERVIZ_DATA, else ../shared/data beside the checkout."""
     env = os.environ.get("HIERVIZ_DATA")
@@ -88,7 +103,7 @@ def pytest_terminal_summary(terminalreporter):
     for rep in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
         props = dict(getattr(rep, "user_properties", []))
         if "notebook_wall_s" in props and rep.when == "call":
-            name = rep.nodeid.split("[")[-1].rstrip("]")
+            name = rep.nodeid.split("[")[-1].split("]")[0]  # the notebook (not the xdist "@group" after it)
             by = props.get("notebook_run_by", "papermill")
             rows.append((name, props["notebook_wall_s"], props["notebook_kernel_peak_mib"], by))
     if rows:
