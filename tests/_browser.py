@@ -24,6 +24,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -200,12 +201,21 @@ class Server:
                 peak = max(peak or 0.0, int(kib.group(1)) / 1024)
         return peak
 
-    def shutdown_kernels(self) -> None:
-        for k in self.api("/api/kernels") or []:
-            try:
-                self.api(f"/api/kernels/{k['id']}", method="DELETE")
-            except urllib.error.URLError:
-                pass
+    def shutdown_kernels(self, wait: bool = True) -> None:
+        """Shut down every running kernel; ``wait=False``: those running now, in a thread (the next test need not wait)."""
+        ids = [k["id"] for k in self.api("/api/kernels") or []]
+
+        def stop() -> None:
+            for i in ids:
+                try:
+                    self.api(f"/api/kernels/{i}", method="DELETE")
+                except OSError:  # URLError (gone already: 404) or the server stopping
+                    pass
+
+        if wait:
+            stop()
+        else:
+            threading.Thread(target=stop, daemon=True).start()
 
 
 @contextmanager
@@ -236,6 +246,8 @@ def jupyter_server(tmp: Path, app: str = "lab", timeout: float = 120.0):
         "--ServerApp.password=",
         "--ServerApp.disable_check_xsrf=True",
     ]
+    if app == "lab":
+        cmd.append("--LabApp.expose_app_in_browser=True")  # window.jupyterapp: see open_lab
     log = tmp / f"jupyter-{app}.log"
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=root)
@@ -299,13 +311,36 @@ _DONE_JS = f"""() => ({_RUN_STATE_JS})().busy === 0
   && !!document.querySelector(".jp-Notebook-ExecutionIndicator[data-status='idle']")"""
 
 
+def open_lab(page, server: Server, timeout_ms: float = 120_000) -> None:
+    """Load JupyterLab (a fresh workspace) in ``page``, once: :func:`open_notebook` then opens notebooks in it.
+
+    The server exposes the app as ``window.jupyterapp`` (``--LabApp.expose_app_in_browser``, set by
+    :func:`jupyter_server`), so a notebook opens with Lab's ``docmanager:open`` command instead of a
+    page load (Lab's own start-up: seconds of JavaScript on a 2-core CPU, once per notebook before).
+    """
+    page.goto(f"{server.url}/lab?reset")
+    page.wait_for_function("() => !!(window.jupyterapp && document.querySelector('.jp-LabShell'))", timeout=timeout_ms)
+    page.evaluate("() => window.jupyterapp.restored.then(() => true)")
+
+
+def close_documents(page, timeout_ms: float = 30_000) -> None:
+    """Close every document of the Lab in ``page`` without a save prompt (the test saved what it needs)."""
+    page.evaluate("() => { for (const w of Array.from(window.jupyterapp.shell.widgets('main'))) w.dispose(); }")
+    page.wait_for_function("() => document.querySelectorAll('.jp-NotebookPanel').length === 0", timeout=timeout_ms)
+
+
 def open_notebook(page, server: Server, name: str, timeout_ms: float = 120_000) -> None:
     """Open ``name`` and wait until its kernel is idle (the notebook is ready to run).
 
-    Its kernel is started (:meth:`Server.start_session`) before the page loads, which takes as long.
+    Its kernel is started (:meth:`Server.start_session`) first, while the page loads. In a page where
+    :func:`open_lab` has loaded JupyterLab, the notebook opens in that Lab (no page load); otherwise
+    the page loads its URL (Notebook 7, or Lab on its own).
     """
     server.start_session(name)
-    page.goto(server.notebook_url(name))
+    if server.app == "lab" and page.evaluate("() => !!window.jupyterapp"):
+        page.evaluate("p => { window.jupyterapp.commands.execute('docmanager:open', {path: p}); }", name)
+    else:
+        page.goto(server.notebook_url(name))
     page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=timeout_ms)
     n = page.locator(".jp-NotebookPanel").count()
     assert n == 1, f"{n} notebooks open in the page, want only {name}"
@@ -314,6 +349,7 @@ def open_notebook(page, server: Server, name: str, timeout_ms: float = 120_000) 
         """() => { const k = document.querySelector('.jp-KernelName, .jp-Toolbar-kernelName');
                    const s = document.querySelector('.jp-Notebook-ExecutionIndicator');
                    return k && /python/i.test(k.textContent) && s && s.dataset.status === 'idle'; }""",
+        polling=100,
         timeout=timeout_ms,
     )
 

@@ -44,6 +44,46 @@ def lab(tmp_path_factory):
         yield server
 
 
+class SharedLabPage:
+    """One chromium page with JupyterLab loaded once (:func:`_browser.open_lab`), for every JupyterLab test.
+
+    Each test opens its notebook in it and closes it at the end; a test that stops on an error closes
+    the page too, and the next test gets a fresh one.
+    """
+
+    def __init__(self, server, browser):
+        self.server, self.browser, self.page = server, browser, None
+
+    def get(self):
+        if self.page is None or self.page.is_closed():
+            self.page = _new_page(self.browser)
+            B.open_lab(self.page, self.server)
+        return self.page
+
+    def release(self, ok: bool) -> None:
+        if ok:
+            try:
+                B.close_documents(self.page)
+            except Exception:  # noqa: BLE001  (a page in an unknown state is not reused)
+                ok = False
+        if not ok and self.page is not None:
+            self.page.close()
+            self.page = None
+
+
+def _new_page(browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.add_init_script(B.WS_TIMING_JS)
+    return page
+
+
+@pytest.fixture(scope="session")
+def lab_page(lab, browser):
+    shared = SharedLabPage(lab, browser)
+    yield shared
+    shared.release(ok=False)
+
+
 @pytest.fixture(scope="session")
 def classic(tmp_path_factory):
     B.require_browser()
@@ -63,15 +103,19 @@ def _record(name: str, app: str, rows: list[dict]) -> None:
     tmp.replace(out)
 
 
-def check_panels(server, browser, name: str, record_property) -> list[dict]:
-    """Open, run and save ``name``; move every control of every panel; return one row per move."""
+def check_panels(server, browser, name: str, record_property, shared: SharedLabPage | None = None) -> list[dict]:
+    """Open, run and save ``name``; move every control of every panel; return one row per move.
+
+    In ``shared``'s JupyterLab page when given (closed again at the end), else in a new page.
+    """
     shots = B.artifacts_dir() / "browser" / f"{server.app}-{Path(name).stem}"
     shots.mkdir(parents=True, exist_ok=True)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.add_init_script(B.WS_TIMING_JS)
-    page_errors: list[str] = []
-    page.on("pageerror", lambda e: page_errors.append(str(e)))
     phases, t0 = {}, time.perf_counter()  # seconds per phase, in the report: where a browser test's time goes
+    page = shared.get() if shared is not None else _new_page(browser)
+    page_errors: list[str] = []
+    on_error = lambda e: page_errors.append(str(e))  # noqa: E731
+    page.on("pageerror", on_error)
+    ok = False
 
     def lap(phase: str) -> None:
         nonlocal t0
@@ -148,10 +192,15 @@ def check_panels(server, browser, name: str, record_property) -> list[dict]:
         if page_errors:
             record_property("page_errors", page_errors[:5])
         _record(name, server.app, rows)
+        ok = True
         return rows
     finally:
-        page.close()
-        server.shutdown_kernels()
+        page.remove_listener("pageerror", on_error)
+        if shared is not None:
+            shared.release(ok)
+        else:
+            page.close()
+        server.shutdown_kernels(wait=False)
 
 
 @pytest.mark.browser
@@ -159,8 +208,8 @@ def check_panels(server, browser, name: str, record_property) -> list[dict]:
 @pytest.mark.parametrize(
     "path", [pytest.param(p, marks=B.xdist_group(p)) for p in NOTEBOOKS], ids=[p.stem for p in NOTEBOOKS]
 )
-def test_panels_redraw_in_jupyterlab(path, lab, browser, record_property):
-    rows = check_panels(lab, browser, path.name, record_property)
+def test_panels_redraw_in_jupyterlab(path, lab, browser, lab_page, record_property):
+    rows = check_panels(lab, browser, path.name, record_property, shared=lab_page)
     assert rows
 
 
