@@ -75,6 +75,19 @@ BREAKHIS = {
 UNBALANCED = {"root": {"a": {"a1": ["x", "y"], "a2": ["z"]}, "b": ["u", "v"], "c": None}}
 
 
+@pytest.fixture(scope="session")
+def browser():
+    """One headless chromium per session (per xdist worker), for tests/test_browser.py and tests/test_docs_site.py.
+
+    Skips with the install command without chromium or Playwright (fails under ``CI=true``).
+    """
+    import _browser  # tests/_browser.py: imports Playwright only here
+
+    _browser.require_browser()
+    with _browser.chromium() as br:
+        yield br
+
+
 @pytest.fixture
 def breakhis_tree():
     from hierviz.hierarchy import LabelTree

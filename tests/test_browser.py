@@ -9,6 +9,12 @@ from the key press to the redrawn figure is recorded (``redraw_ms`` in the repor
 ``browser/redraw_times.json`` under the artifacts folder); screenshots of every panel and of the
 page go there too (``tests/artifacts/`` or ``$HIERVIZ_ARTIFACTS``).
 
+One JupyterLab server, one chromium and one Lab page serve the whole session (per xdist worker):
+each notebook opens in that page with Lab's ``docmanager:open`` and is closed after its test. The
+saved run is handed to tests/test_notebooks.py (``_browser.EXECUTED``), which checks its outputs
+instead of executing the notebook again; the two tests share an xdist group (``-n N`` runs them in
+one worker, this one first). ``phases_s`` in the report says where a test's time went.
+
 Without chromium or Playwright these tests skip with the install command; under ``CI=true`` they fail.
 """
 
@@ -25,13 +31,6 @@ import pytest
 
 NOTEBOOKS = B.widget_notebooks()
 CLASSIC = "03_hwc.ipynb"  # the notebook also run in classic Notebook 7
-
-
-@pytest.fixture(scope="session")
-def browser():
-    B.require_browser()
-    with B.chromium() as br:
-        yield br
 
 
 @pytest.fixture(scope="session")
