@@ -55,6 +55,28 @@ def pytest_configure(config):
         config.option.loadgroup = True  # what xdist's worker sets from --dist loadgroup
 
 
+_SHARED_SCOPES = ("module", "class", "package")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker hook, which turns the groups into "@group" test ids
+def pytest_collection_modifyitems(config, items):
+    """Under ``--dist loadgroup``: the tests of a module that use a module- or class-scoped fixture form one group.
+
+    The fixture (a two-rank torchrun spawn, a trained model, a built site) is then made once per run,
+    not once in each worker that happens to draw one of its tests; the other tests spread one by one.
+    A test that already names its group keeps it.
+    """
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None or any(True for _ in item.iter_markers("xdist_group")):
+            continue
+        defs = (info.name2fixturedefs.get(name) for name in info.names_closure)
+        if any(d and d[-1].scope in _SHARED_SCOPES for d in defs):
+            item.add_marker(pytest.mark.xdist_group(f"fixtures-of-{item.nodeid.split('::')[0]}"))
+
+
 def shared_data_dir() -> Path | None:
     """The real-data folder if present: $HIERVIZ_DATA, else ../shared/data beside the checkout."""
     env = os.environ.get("HIERVIZ_DATA")

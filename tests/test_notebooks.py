@@ -175,33 +175,3 @@ def test_notebook_runs_in_smoke_mode(path, tmp_path, record_property):
         if re.search(r"\w+Warning\b", line)
     ]
     assert not warned, f"{path.name} printed warning(s): {warned[:3]}"
-
-
-def test_n_workers_schedule_a_notebooks_tests_as_one_group():
-    """``-n N`` without ``--dist`` means ``--dist loadgroup``, on the controller and in every worker (conftest hooks)."""
-    from types import SimpleNamespace as NS
-
-    import conftest
-
-    def cmdline(**opt):
-        cfg = NS(option=NS(**{"dist": "no", "distload": False} | opt))
-        conftest.pytest_cmdline_main(cfg)
-        return cfg.option.dist
-
-    assert cmdline(numprocesses=2) == "loadgroup"
-    assert cmdline(numprocesses="auto") == "loadgroup"
-    assert cmdline(numprocesses=2, dist="load") == "load"  # an explicit --dist wins
-    assert cmdline(numprocesses=2, distload=True) == "no"  # --distload: xdist's own hook makes it "load"
-    assert cmdline(numprocesses=None) == cmdline(numprocesses=0) == "no"  # no workers: nothing to schedule
-
-    for dist in ("loadgroup", "load"):
-        node = NS(workerinput={}, config=NS(getoption={"dist": dist}.get))
-        conftest.pytest_configure_node(node)
-        worker = NS(workerinput=node.workerinput, option=NS(loadgroup=False))
-        conftest.pytest_configure(worker)
-        assert worker.option.loadgroup is (dist == "loadgroup")
-    serial = NS(option=NS(loadgroup=False))  # not an xdist worker: no workerinput
-    conftest.pytest_configure(serial)
-    assert serial.option.loadgroup is False
-    # and the two tests of a widget notebook carry the same group
-    assert B.xdist_group(NOTEBOOKS[0]).args == (f"notebook-{NOTEBOOKS[0].stem}",)
