@@ -24,6 +24,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -70,6 +71,19 @@ def require_browser() -> None:
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(f"browser tests cannot run under CI=true: {why}", pytrace=False)
     pytest.skip(f"browser tests skipped, {why}")
+
+
+#: The notebooks this process has already run to the end at SMOKE=True in JupyterLab (Run All, then
+#: saved), by file name: ``{"nb": NotebookNode, "wall_s": Run All's seconds, "kernel_peak_mib":
+#: the kernel's peak resident memory}``. tests/test_notebooks.py checks these outputs instead of running
+#: the notebook a second time under papermill (the two tests of a notebook share an xdist group, so
+#: they run in one worker, the browser test first).
+EXECUTED: dict[str, dict] = {}
+
+
+def xdist_group(path: Path) -> pytest.MarkDecorator:
+    """The pytest-xdist group of a notebook's tests (``--dist loadgroup`` runs them in one worker, in order)."""
+    return pytest.mark.xdist_group(f"notebook-{path.stem}")
 
 
 def widget_notebooks() -> list[Path]:
@@ -126,8 +140,11 @@ class Server:
     def __init__(self, url: str, root: Path, app: str, proc: subprocess.Popen, log: Path):
         self.url, self.root, self.app, self.proc, self.log = url, root, app, proc, log
 
-    def api(self, path: str, method: str = "GET"):
-        req = urllib.request.Request(self.url + path, method=method)
+    def api(self, path: str, method: str = "GET", body: dict | None = None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
         with urllib.request.urlopen(req, timeout=30) as r:
             body = r.read()
         return json.loads(body) if body else None
@@ -155,12 +172,50 @@ class Server:
                     raise
             time.sleep(0.25)
 
-    def shutdown_kernels(self) -> None:
-        for k in self.api("/api/kernels") or []:
+    def start_session(self, name: str) -> None:
+        """Start a fresh python3 kernel for notebook ``name`` (the REST API's session of that path).
+
+        The page that opens the notebook next finds the session and connects to its kernel, so the
+        kernel starts while the page loads instead of after.
+        """
+        body = {"path": name, "name": name, "type": "notebook", "kernel": {"name": "python3"}}
+        self.api("/api/sessions", method="POST", body=body)
+
+    def kernel_peak_mib(self) -> float | None:
+        """The largest peak resident memory (``VmHWM``, Linux) of this server's running kernels, in MiB.
+
+        The same quantity as the papermill runner's ``ru_maxrss`` of its children (the kernel); None
+        where ``/proc`` does not tell (not Linux, or no kernel running).
+        """
+        ids = [k["id"] for k in self.api("/api/kernels") or []]
+        peak = None
+        for proc in Path("/proc").glob("[0-9]*"):
             try:
-                self.api(f"/api/kernels/{k['id']}", method="DELETE")
-            except urllib.error.URLError:
-                pass
+                cmd = (proc / "cmdline").read_bytes().decode(errors="replace")
+                if not any(f"kernel-{i}.json" in cmd for i in ids):
+                    continue
+                kib = re.search(r"^VmHWM:\s*(\d+) kB", (proc / "status").read_text(), re.M)
+            except OSError:  # the process ended while we read
+                continue
+            if kib:
+                peak = max(peak or 0.0, int(kib.group(1)) / 1024)
+        return peak
+
+    def shutdown_kernels(self, wait: bool = True) -> None:
+        """Shut down every running kernel; ``wait=False``: those running now, in a thread (the next test need not wait)."""
+        ids = [k["id"] for k in self.api("/api/kernels") or []]
+
+        def stop() -> None:
+            for i in ids:
+                try:
+                    self.api(f"/api/kernels/{i}", method="DELETE")
+                except OSError:  # URLError (gone already: 404) or the server stopping
+                    pass
+
+        if wait:
+            stop()
+        else:
+            threading.Thread(target=stop, daemon=True).start()
 
 
 @contextmanager
@@ -191,6 +246,8 @@ def jupyter_server(tmp: Path, app: str = "lab", timeout: float = 120.0):
         "--ServerApp.password=",
         "--ServerApp.disable_check_xsrf=True",
     ]
+    if app == "lab":
+        cmd.append("--LabApp.expose_app_in_browser=True")  # window.jupyterapp: see open_lab
     log = tmp / f"jupyter-{app}.log"
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=root)
@@ -249,9 +306,41 @@ _RUN_STATE_JS = """() => {
 }"""
 
 
+# Run All is over: no cell queued or running, and the kernel idle.
+_DONE_JS = f"""() => ({_RUN_STATE_JS})().busy === 0
+  && !!document.querySelector(".jp-Notebook-ExecutionIndicator[data-status='idle']")"""
+
+
+def open_lab(page, server: Server, timeout_ms: float = 120_000) -> None:
+    """Load JupyterLab (a fresh workspace) in ``page``, once: :func:`open_notebook` then opens notebooks in it.
+
+    The server exposes the app as ``window.jupyterapp`` (``--LabApp.expose_app_in_browser``, set by
+    :func:`jupyter_server`), so a notebook opens with Lab's ``docmanager:open`` command instead of a
+    page load (Lab's own start-up: seconds of JavaScript on a 2-core CPU, once per notebook before).
+    """
+    page.goto(f"{server.url}/lab?reset")
+    page.wait_for_function("() => !!(window.jupyterapp && document.querySelector('.jp-LabShell'))", timeout=timeout_ms)
+    page.evaluate("() => window.jupyterapp.restored.then(() => true)")
+
+
+def close_documents(page, timeout_ms: float = 30_000) -> None:
+    """Close every document of the Lab in ``page`` without a save prompt (the test saved what it needs)."""
+    page.evaluate("() => { for (const w of Array.from(window.jupyterapp.shell.widgets('main'))) w.dispose(); }")
+    page.wait_for_function("() => document.querySelectorAll('.jp-NotebookPanel').length === 0", timeout=timeout_ms)
+
+
 def open_notebook(page, server: Server, name: str, timeout_ms: float = 120_000) -> None:
-    """Open ``name`` and wait until its kernel is idle (the notebook is ready to run)."""
-    page.goto(server.notebook_url(name))
+    """Open ``name`` and wait until its kernel is idle (the notebook is ready to run).
+
+    Its kernel is started (:meth:`Server.start_session`) first, while the page loads. In a page where
+    :func:`open_lab` has loaded JupyterLab, the notebook opens in that Lab (no page load); otherwise
+    the page loads its URL (Notebook 7, or Lab on its own).
+    """
+    server.start_session(name)
+    if server.app == "lab" and page.evaluate("() => !!window.jupyterapp"):
+        page.evaluate("p => { window.jupyterapp.commands.execute('docmanager:open', {path: p}); }", name)
+    else:
+        page.goto(server.notebook_url(name))
     page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=timeout_ms)
     n = page.locator(".jp-NotebookPanel").count()
     assert n == 1, f"{n} notebooks open in the page, want only {name}"
@@ -260,28 +349,57 @@ def open_notebook(page, server: Server, name: str, timeout_ms: float = 120_000) 
         """() => { const k = document.querySelector('.jp-KernelName, .jp-Toolbar-kernelName');
                    const s = document.querySelector('.jp-Notebook-ExecutionIndicator');
                    return k && /python/i.test(k.textContent) && s && s.dataset.status === 'idle'; }""",
+        polling=100,
         timeout=timeout_ms,
     )
 
 
 def run_all(page, timeout_s: float = 420.0) -> dict:
-    """Run > Run All Cells, then wait until no cell is queued or running and the kernel is idle."""
+    """Run > Run All Cells, then wait until no cell is queued or running and the kernel is idle.
+
+    The page is polled every 100 ms (in the page, not by fixed sleeps); once done it is asked again
+    after 200 ms, in case the kernel was idle between two cells.
+    """
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
     t0 = time.monotonic()
     page.wait_for_function(f"({_RUN_STATE_JS})().busy > 0", timeout=30_000)
     while True:
-        state = page.evaluate(_RUN_STATE_JS)
-        idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
-        if state["busy"] == 0 and idle:
-            page.wait_for_timeout(1000)  # widgets and figures render after the last reply
+        left_ms = (timeout_s - (time.monotonic() - t0)) * 1000
+        try:
+            page.wait_for_function(_DONE_JS, polling=100, timeout=max(left_ms, 1))
+        except Exception:  # noqa: BLE001  (playwright's TimeoutError: say how far it got)
+            raise AssertionError(
+                f"Run All did not finish in {timeout_s:.0f} s: {page.evaluate(_RUN_STATE_JS)}"
+            ) from None
+        wall = time.monotonic() - t0
+        page.wait_for_timeout(200)
+        if page.evaluate(_DONE_JS):
             state = page.evaluate(_RUN_STATE_JS)
-            if state["busy"] == 0:
-                state["wall_s"] = time.monotonic() - t0
-                return state
-        if time.monotonic() - t0 > timeout_s:
-            raise AssertionError(f"Run All did not finish in {timeout_s:.0f} s: {state}")
-        page.wait_for_timeout(500)
+            state["wall_s"] = wall
+            return state
+
+
+# Every panel on the page holds exactly one drawn plotly figure.
+_PANELS_DRAWN_JS = """(n) => {
+  const panels = [...document.querySelectorAll('.hierviz-panel')];
+  return panels.length >= n && panels.every(p => {
+    const figs = p.querySelectorAll('.js-plotly-plot');
+    return figs.length === 1 && !!figs[0]._fullLayout && !!figs[0].querySelector('.main-svg');
+  });
+}"""
+
+
+def wait_for_panels(page, expected: int, timeout_ms: float = 30_000) -> bool:
+    """Wait until ``expected`` panels each show one drawn figure (widgets render after the last reply).
+
+    Returns False at the timeout instead of raising: the caller's assertions then say what is missing.
+    """
+    try:
+        page.wait_for_function(_PANELS_DRAWN_JS, arg=expected, polling=100, timeout=timeout_ms)
+        return True
+    except Exception:  # noqa: BLE001  (playwright's TimeoutError)
+        return False
 
 
 def save(page, server: Server, name: str, timeout_s: float = 60.0) -> None:

@@ -9,6 +9,12 @@ from the key press to the redrawn figure is recorded (``redraw_ms`` in the repor
 ``browser/redraw_times.json`` under the artifacts folder); screenshots of every panel and of the
 page go there too (``tests/artifacts/`` or ``$HIERVIZ_ARTIFACTS``).
 
+One JupyterLab server, one chromium and one Lab page serve the whole session (per xdist worker):
+each notebook opens in that page with Lab's ``docmanager:open`` and is closed after its test. The
+saved run is handed to tests/test_notebooks.py (``_browser.EXECUTED``), which checks its outputs
+instead of executing the notebook again; the two tests share an xdist group (``-n N`` runs them in
+one worker, this one first). ``phases_s`` in the report says where a test's time went.
+
 Without chromium or Playwright these tests skip with the install command; under ``CI=true`` they fail.
 """
 
@@ -20,17 +26,11 @@ import time
 from pathlib import Path
 
 import _browser as B  # tests/ is on sys.path (rootdir conftest)
+import nbformat
 import pytest
 
 NOTEBOOKS = B.widget_notebooks()
 CLASSIC = "03_hwc.ipynb"  # the notebook also run in classic Notebook 7
-
-
-@pytest.fixture(scope="session")
-def browser():
-    B.require_browser()
-    with B.chromium() as br:
-        yield br
 
 
 @pytest.fixture(scope="session")
@@ -41,6 +41,46 @@ def lab(tmp_path_factory):
     with B.jupyter_server(tmp, "lab") as server:
         B.copy_notebooks(NOTEBOOKS, server.root)
         yield server
+
+
+class SharedLabPage:
+    """One chromium page with JupyterLab loaded once (:func:`_browser.open_lab`), for every JupyterLab test.
+
+    Each test opens its notebook in it and closes it at the end; a test that stops on an error closes
+    the page too, and the next test gets a fresh one.
+    """
+
+    def __init__(self, server, browser):
+        self.server, self.browser, self.page = server, browser, None
+
+    def get(self):
+        if self.page is None or self.page.is_closed():
+            self.page = _new_page(self.browser)
+            B.open_lab(self.page, self.server)
+        return self.page
+
+    def release(self, ok: bool) -> None:
+        if ok:
+            try:
+                B.close_documents(self.page)
+            except Exception:  # noqa: BLE001  (a page in an unknown state is not reused)
+                ok = False
+        if not ok and self.page is not None:
+            self.page.close()
+            self.page = None
+
+
+def _new_page(browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.add_init_script(B.WS_TIMING_JS)
+    return page
+
+
+@pytest.fixture(scope="session")
+def lab_page(lab, browser):
+    shared = SharedLabPage(lab, browser)
+    yield shared
+    shared.release(ok=False)
 
 
 @pytest.fixture(scope="session")
@@ -62,24 +102,46 @@ def _record(name: str, app: str, rows: list[dict]) -> None:
     tmp.replace(out)
 
 
-def check_panels(server, browser, name: str, record_property) -> list[dict]:
-    """Open, run and save ``name``; move every control of every panel; return one row per move."""
+def check_panels(server, browser, name: str, record_property, shared: SharedLabPage | None = None) -> list[dict]:
+    """Open, run and save ``name``; move every control of every panel; return one row per move.
+
+    In ``shared``'s JupyterLab page when given (closed again at the end), else in a new page.
+    """
     shots = B.artifacts_dir() / "browser" / f"{server.app}-{Path(name).stem}"
     shots.mkdir(parents=True, exist_ok=True)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.add_init_script(B.WS_TIMING_JS)
+    phases, t0 = {}, time.perf_counter()  # seconds per phase, in the report: where a browser test's time goes
+    page = shared.get() if shared is not None else _new_page(browser)
     page_errors: list[str] = []
-    page.on("pageerror", lambda e: page_errors.append(str(e)))
+    on_error = lambda e: page_errors.append(str(e))  # noqa: E731
+    page.on("pageerror", on_error)
+    ok = False
+
+    def lap(phase: str) -> None:
+        nonlocal t0
+        phases[phase] = round(time.perf_counter() - t0, 2)
+        t0 = time.perf_counter()
+
     try:
         B.open_notebook(page, server, name)
+        lap("open_and_kernel_s")
         state = B.run_all(page)
         record_property("run_all_s", round(state["wall_s"], 1))
+        expected = B.expected_panels(B.NB_DIR / name)
+        B.wait_for_panels(page, expected)
+        lap("run_all_s")
         B.save(page, server, name)
         page.screenshot(path=str(shots / "page.png"))
-        errors = B.error_outputs(server.notebook(name))
+        saved = server.notebook(name)
+        lap("save_s")
+        if server.app == "lab":  # tests/test_notebooks.py checks these outputs instead of running it again
+            B.EXECUTED[name] = {
+                "nb": nbformat.reads(json.dumps(saved), as_version=4),
+                "wall_s": state["wall_s"],
+                "kernel_peak_mib": server.kernel_peak_mib(),
+            }
+        errors = B.error_outputs(saved)
         assert not errors, f"{name} raised while running in {server.app}: {errors}"
 
-        expected = B.expected_panels(B.NB_DIR / name)
         panels = page.locator(".hierviz-panel")
         assert panels.count() == expected, f"{name}: {panels.count()} panels on the page, the code makes {expected}"
         rows = []
@@ -123,21 +185,30 @@ def check_panels(server, browser, name: str, record_property) -> list[dict]:
                     | {"figure_bytes": r["figure_bytes"], "data_changed": not same_data}
                 )
             panel.screenshot(path=str(shots / f"panel{i}.png"))
+        lap("panels_s")
+        record_property("phases_s", phases)
         record_property("redraw_ms", [r["ms"] for r in rows])
         if page_errors:
             record_property("page_errors", page_errors[:5])
         _record(name, server.app, rows)
+        ok = True
         return rows
     finally:
-        page.close()
-        server.shutdown_kernels()
+        page.remove_listener("pageerror", on_error)
+        if shared is not None:
+            shared.release(ok)
+        else:
+            page.close()
+        server.shutdown_kernels(wait=False)
 
 
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_panels_redraw_in_jupyterlab(path, lab, browser, record_property):
-    rows = check_panels(lab, browser, path.name, record_property)
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, marks=B.xdist_group(p)) for p in NOTEBOOKS], ids=[p.stem for p in NOTEBOOKS]
+)
+def test_panels_redraw_in_jupyterlab(path, lab, browser, lab_page, record_property):
+    rows = check_panels(lab, browser, path.name, record_property, shared=lab_page)
     assert rows
 
 

@@ -1,7 +1,7 @@
 """The docs site and the offline HTML export.
 
 * ``docs/scripts/build_site.py`` builds the site with ``mkdocs build --strict`` (one notebook executed
-  at SMOKE=True to keep it short; the others render from their clean source): the pages exist, the
+  at build_site's default size, medium, ≈ 10 s; the others render from their clean source): the pages exist, the
   notebook page carries its plotly figures, the API pages come from the docstrings, the solutions
   are collapsible, and no page loads a script, stylesheet or frame from another host.
 * In chromium (Playwright, Debian's binary; ``tests/_browser.py``): a plotly figure is drawn with data
@@ -28,7 +28,12 @@ from hierviz.notebook_html import PLOTLY_MIME, WIDGET_MIME, NotebookHTMLExporter
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-EXECUTED = "00_label_trees"  # the notebook the site test executes (SMOKE, ≈ 15 s)
+EXECUTED = "00_label_trees"  # the notebook the site test executes (SIZE="medium", build_site's default, ≈ 10 s)
+
+# One xdist worker runs this file (-n N means --dist loadgroup, tests/conftest.py): the site is built
+# once (the module fixture) with no worker waiting on another's build, and the executed tiny notebook
+# (lru_cache) and chromium (the session's `browser`) serve every test that needs them.
+pytestmark = pytest.mark.xdist_group("docs-site")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -316,15 +321,13 @@ def _check_page(browser, url: str, shot: Path, min_figures: int, min_math: int) 
 
 
 @pytest.mark.slow
-def test_site_renders_figures_and_math_in_chromium(site, tmp_path):
-    from _browser import artifacts_dir, chromium, require_browser
+def test_site_renders_figures_and_math_in_chromium(site, browser):
+    from _browser import artifacts_dir
 
-    require_browser()
     httpd, base = _serve(site)
     try:
-        with chromium() as browser:
-            nb = _check_page(browser, f"{base}/course/{EXECUTED}/", artifacts_dir() / "docs_site_notebook.png", 3, 1)
-            home = _check_page(browser, f"{base}/", artifacts_dir() / "docs_site_home.png", 0, 3)
+        nb = _check_page(browser, f"{base}/course/{EXECUTED}/", artifacts_dir() / "docs_site_notebook.png", 3, 1)
+        home = _check_page(browser, f"{base}/", artifacts_dir() / "docs_site_home.png", 0, 3)
     finally:
         httpd.shutdown()
     assert nb["figures"] >= 3 and nb["math"] >= 1, nb
@@ -332,13 +335,11 @@ def test_site_renders_figures_and_math_in_chromium(site, tmp_path):
 
 
 @pytest.mark.slow
-def test_export_renders_figures_and_math_in_chromium(tmp_path):
-    from _browser import artifacts_dir, chromium, require_browser
+def test_export_renders_figures_and_math_in_chromium(tmp_path, browser):
+    from _browser import artifacts_dir
 
-    require_browser()
     exporter = NotebookHTMLExporter()
     html, _ = exporter.from_notebook_node(_executed_tiny_notebook())
     (tmp_path / "tiny.html").write_text(html, encoding="utf-8")
-    with chromium() as browser:
-        found = _check_page(browser, (tmp_path / "tiny.html").as_uri(), artifacts_dir() / "export_tiny.png", 1, 2)
+    found = _check_page(browser, (tmp_path / "tiny.html").as_uri(), artifacts_dir() / "export_tiny.png", 1, 2)
     assert found == {"figures": 1, "math": 2}

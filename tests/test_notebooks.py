@@ -1,8 +1,11 @@
 """The course notebooks run headless (papermill, SMOKE=True) and are stored clean.
 
-Each notebook is executed in its own subprocess so its run time and the kernel's peak
-resident memory can be measured; both are attached to the test report and printed in
-the terminal summary (see ``conftest.pytest_terminal_summary``) so regressions show.
+Each notebook is executed once per test session: in its own papermill subprocess, or, for a
+notebook with panels whose browser test (tests/test_browser.py, same xdist group, run first)
+has already run it to the end in JupyterLab, by that run (its saved outputs are checked here).
+Its run time and the kernel's peak resident memory are attached to the test report and
+printed in the terminal summary with the runner (see ``conftest.pytest_terminal_summary``)
+so regressions show.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import _browser as B  # tests/ is on sys.path (rootdir conftest): the notebooks the browser tests ran
 import nbformat  # noqa: E402  (a declared dev dependency: imported, never skipped)
 import papermill
 import pytest
@@ -108,10 +112,8 @@ def test_notebook_follows_the_course_conventions(path):
         )
 
 
-@pytest.mark.notebook
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_in_smoke_mode(path, tmp_path, record_property):
-    out = tmp_path / path.name
+def _run_with_papermill(path: Path, out: Path, record_property) -> nbformat.NotebookNode:
+    """Execute ``path`` at SMOKE=True in a papermill subprocess; record its time and the kernel's peak memory."""
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-c", _RUNNER, str(path), str(out)],
@@ -126,8 +128,31 @@ def test_notebook_runs_in_smoke_mode(path, tmp_path, record_property):
     record_property("notebook_wall_s", round(stats["wall_s"], 1))
     record_property("notebook_kernel_peak_mib", round(stats["kernel_peak_mib"], 1))
     record_property("notebook_total_s", round(time.perf_counter() - t0, 1))
+    record_property("notebook_run_by", "papermill")
+    return nbformat.read(out, as_version=4)
 
-    nb = nbformat.read(out, as_version=4)
+
+@pytest.mark.notebook
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, marks=B.xdist_group(p)) for p in NOTEBOOKS], ids=[p.stem for p in NOTEBOOKS]
+)
+def test_notebook_runs_in_smoke_mode(path, tmp_path, record_property):
+    """Every cell runs at SMOKE=True without an error or a warning, and the outputs show what ``EXPECTED`` says.
+
+    A notebook with panels that tests/test_browser.py has already run to the end in JupyterLab in this
+    process (Run All on a SMOKE copy parameterized by papermill, then saved: ``_browser.EXECUTED``)
+    is checked on those saved outputs instead of being executed a second time; any other (no panel,
+    the browser tests not selected or skipped, or their run stopped before the save) runs here under papermill.
+    """
+    done = B.EXECUTED.get(path.name)
+    if done is None:
+        nb = _run_with_papermill(path, tmp_path / path.name, record_property)
+    else:
+        nb = done["nb"]
+        record_property("notebook_wall_s", round(done["wall_s"], 1))
+        peak = done["kernel_peak_mib"]
+        record_property("notebook_kernel_peak_mib", float("nan") if peak is None else round(peak, 1))
+        record_property("notebook_run_by", "jupyterlab (tests/test_browser.py)")
     outputs = list(_outputs(nb))
     errors = [o for o in outputs if o.get("output_type") == "error"]
     assert not errors, f"{path.name} raised: {errors[0].get('ename')}: {errors[0].get('evalue')}"
