@@ -599,3 +599,19 @@ def test_retrieval_bad_input(hand_retrieval):
     # NDCG undefined when every gallery item is at the tree diameter from the query
     with pytest.raises(ValueError, match="ideal DCG = 0"):
         ndcg(dist[:, 2:3], yq, yg[2:3], t)
+
+
+def test_linear_probe_on_few_samples_of_many_leaves_warns_nothing():
+    """Leaf indices are classes: scikit-learn's "could represent a regression problem" guess is not shown."""
+    import warnings
+
+    from hierviz.geometry import get_geometry
+    from hierviz.metrics import linear_probe
+
+    g = torch.Generator().manual_seed(0)
+    z = torch.nn.functional.normalize(torch.randn(24, 6, generator=g), dim=-1)
+    y = torch.arange(24) % 13  # 13 classes among 24 samples (scikit-learn warns above 20 samples, > 50 % classes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pred = linear_probe(z, y, z, get_geometry("euclidean"))
+    assert pred.shape == (24,) and set(pred.tolist()) <= set(range(13))

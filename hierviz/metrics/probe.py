@@ -8,6 +8,7 @@ prototypes recomputed on the training embeddings in the embedding's own geometry
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -134,7 +135,11 @@ def linear_probe(
         StandardScaler(),
         LogisticRegression(class_weight="balanced", max_iter=int(max_iter), C=float(C), random_state=seed),
     )
-    clf.fit(_features(zt, geometry), yt.detach().cpu().numpy().astype(np.int64))
+    with warnings.catch_warnings():
+        # leaf indices are classes by construction: scikit-learn's guess that many classes among
+        # few samples "could represent a regression problem" is noise on a small split
+        warnings.filterwarnings("ignore", message="The number of unique classes is greater than 50%")
+        clf.fit(_features(zt, geometry), yt.detach().cpu().numpy().astype(np.int64))
     return np.asarray(clf.predict(_features(ze, geometry)), dtype=np.int64)
 
 
