@@ -13,12 +13,12 @@ was made with it.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from hierviz.experiments.records import load_records
 from hierviz.geometry import get_geometry
 from hierviz.hierarchy import LabelTree
 from hierviz.metrics import radius_metrics, radius_order_interval
@@ -26,17 +26,18 @@ from hierviz.metrics import radius_metrics, radius_order_interval
 
 def rows(folder: Path, n_boot: int):
     tree = LabelTree.from_json(folder / "tree.json")
-    for run in sorted((folder / "runs").iterdir()):
-        res = json.loads((run / "result.json").read_text())
-        if not (run / "embeddings.npz").is_file() or res["geometry"] == "euclidean":
+    for rec in load_records(folder):  # the typed run records: the test values are the run's own
+        if rec["geometry"] == "euclidean" or not rec.get("embeddings"):
             continue
-        geometry = get_geometry(res["geometry"], **{k: v for k, v in res["geometry_config"].items() if k != "name"})
-        emb = np.load(run / "embeddings.npz")
-        test = radius_metrics(emb["z_test"], emb["y_test"], tree, geometry)
+        geometry = (
+            get_geometry(**rec["geometry_config"]) if rec.get("geometry_config") else get_geometry(rec["geometry"])
+        )
+        emb = np.load(rec["embeddings"])
+        test = rec["radius"]
         iv = radius_order_interval(emb["z_test"], emb["y_test"], tree, geometry, n_boot=n_boot)
         train = radius_metrics(emb["z_train"], emb["y_train"], tree, geometry)
         yield (
-            f"| {folder.name} | {res['method_display']} | {res['seed']} "
+            f"| {folder.name} | {rec['method_display']} | {rec['seed']} "
             f"| {test['radius_depth_spearman']:.2f} [{iv['radius_depth_spearman'][0]:.2f}, {iv['radius_depth_spearman'][1]:.2f}] "
             f"| {test['edge_order']:.2f} [{iv['edge_order'][0]:.2f}, {iv['edge_order'][1]:.2f}] "
             f"| {train['radius_depth_spearman']:.2f} | {train['edge_order']:.2f} |"

@@ -49,7 +49,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -302,10 +302,9 @@ def run_htc(
             "probe, HF1 and radius (results.md) read each document's first leaf (tree order).\n"
         )
     (out / "htc_results.md").write_text(md, encoding="utf-8")
+    tree = LabelTree.from_json(out / "tree.json")
     tables = {"htc_results": rows}
-    tables["levels"], tables["buckets"] = classifier_levels(
-        records, LabelTree.from_json(out / "tree.json"), corpus.counts
-    )
+    tables["levels"], tables["buckets"] = classifier_levels(records, tree, corpus.counts)
     for name, table in tables.items():
         if table:
             with open(out / f"{name}.csv", "w", newline="", encoding="utf-8") as fh:
@@ -314,17 +313,20 @@ def run_htc(
                 w.writerows(table)
     main = (out / "runs").resolve()  # the runs at cfg.lam (a λ sweep's are under <out>/lam<λ>/runs)
     _write_label_figures(
-        out, [r for r in records if r["seed"] == 0 and Path(r["embeddings"]).resolve().parent.parent == main]
+        out, tree, [r for r in records if r["seed"] == 0 and Path(r["embeddings"]).resolve().parent.parent == main]
     )
     return rows
 
 
-def label_points(run: str | os.PathLike, tree: LabelTree) -> tuple[np.ndarray, float, Any] | None:
+def label_points(
+    run: str | os.PathLike, tree: LabelTree, record: Mapping[str, Any] | None = None
+) -> tuple[np.ndarray, float, Any] | None:
     """The label embeddings ``L_H = φ(α_l W_Lᵀ)`` (Eq. 12) of a finished HyILR run, as it was evaluated.
 
     The objective's weights come from ``<run>/early_stopping.pt`` (the best epoch's), else from
     ``<run>/checkpoint.pt`` (the last epoch: a run without early stopping); the method and its
-    hyperparameters from ``<run>/result.json``.
+    hyperparameters from ``<run>/result.json``, or from ``record`` when the caller has read it
+    (:func:`hierviz.experiments.records.load_records`).
 
     Returns
     -------
@@ -335,7 +337,7 @@ def label_points(run: str | os.PathLike, tree: LabelTree) -> tuple[np.ndarray, f
         geometry. None when the run has no HyILR objective state.
     """
     run = Path(run)
-    rec = json.loads((run / "result.json").read_text(encoding="utf-8"))
+    rec = record if record is not None else json.loads((run / "result.json").read_text(encoding="utf-8"))
     path = run / "early_stopping.pt" if (run / "early_stopping.pt").is_file() else run / "checkpoint.pt"
     state = load_checkpoint(path)["objective"] if path.is_file() else None
     if not state or "terms.hyilr.head.W_L" not in state:
@@ -351,12 +353,11 @@ def label_points(run: str | os.PathLike, tree: LabelTree) -> tuple[np.ndarray, f
     return L[..., L.shape[-1] - h :].numpy(), float(scalar(g.c)) if g.hyperbolic else 1.0, g
 
 
-def _write_label_figures(out: Path, records: Sequence[dict[str, Any]]) -> None:
+def _write_label_figures(out: Path, tree: LabelTree, records: Sequence[dict[str, Any]]) -> None:
     """``<out>/labels.html`` of the runs in ``records`` (:func:`hierviz.report.htc.write_label_figures`)."""
-    tree = LabelTree.from_json(out / "tree.json")
     labels = []
     for r in records:
-        got = label_points(Path(r["embeddings"]).parent, tree)
+        got = label_points(Path(r["embeddings"]).parent, tree, r)
         if got is not None:
             labels.append((r["method"], got[0], got[2]))
     write_label_figures(out / "labels.html", tree, labels)

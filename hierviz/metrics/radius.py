@@ -624,8 +624,8 @@ def radius_order_interval(
     groups = [np.flatnonzero(y == k) for k in np.unique(y)]
     values = np.empty((int(n_boot), 2))
     for b in range(int(n_boot)):  # a loop over replicates; each one is the vectorised metric
-        idx = torch.as_tensor(np.concatenate([rng.choice(g, g.size) for g in groups]), device=zt.device)
-        nodes = node_prototype_radii(zt[idx], y[idx.cpu().numpy()], tree, geometry, steps=steps)
+        idx = np.concatenate([rng.choice(g, g.size) for g in groups])
+        nodes = node_prototype_radii(zt[torch.from_numpy(idx).to(zt.device)], y[idx], tree, geometry, steps=steps)
         values[b] = (
             radius_depth_spearman(nodes["radius"], nodes["depth"]),
             edge_order(nodes["radius"], nodes["parent"]),
