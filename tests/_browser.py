@@ -402,19 +402,33 @@ def wait_for_panels(page, expected: int, timeout_ms: float = 30_000) -> bool:
         return False
 
 
-def save(page, server: Server, name: str, timeout_s: float = 60.0) -> None:
-    """Ctrl+S, then wait until the server holds a newer copy of ``name`` than before.
+def save(page, server: Server, name: str, timeout_s: float = 60.0) -> dict:
+    """Ctrl+S, then wait until the server holds a newer copy of ``name`` in which every code cell has run; return it.
 
     The page's dirty mark is not enough: Notebook 7 shows it elsewhere than Lab, and the mark clears
-    before the server has finished writing the file.
+    before the server has finished writing the file. A changed ``last_modified`` stamp is not enough
+    either: once, under three test workers on two cores, the copy read back held no outputs (every
+    check on it then fails for the wrong reason), so the copy itself is read until each code cell
+    has an execution count.
     """
     before = server.last_modified(name)
     page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
     page.keyboard.press("Control+s")
-    t0 = time.monotonic()
-    while server.last_modified(name) == before:
+    t0, code, unrun = time.monotonic(), [], 0
+    while True:
+        if server.last_modified(name) != before:
+            saved = server.notebook(name)
+            code = [c for c in saved["cells"] if c["cell_type"] == "code"]
+            unrun = sum(c.get("execution_count") is None for c in code)
+            if not unrun:
+                return saved
         if time.monotonic() - t0 > timeout_s:
-            raise AssertionError(f"{name}: Ctrl+S did not save it within {timeout_s:.0f} s")
+            what = (
+                "did not save it"
+                if server.last_modified(name) == before
+                else f"saved it with {unrun} of {len(code)} code cells not run"
+            )
+            raise AssertionError(f"{name}: Ctrl+S {what} within {timeout_s:.0f} s")
         page.wait_for_timeout(250)
 
 

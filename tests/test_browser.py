@@ -131,9 +131,8 @@ def check_panels(server, browser, name: str, record_property, shared: SharedLabP
         expected = B.expected_panels(B.NB_DIR / name)
         B.wait_for_panels(page, expected)
         lap("run_all_s")
-        B.save(page, server, name)
+        saved = B.save(page, server, name)
         page.screenshot(path=str(shots / "page.png"))
-        saved = server.notebook(name)
         lap("save_s")
         if server.app == "lab":  # tests/test_notebooks.py checks these outputs instead of running it again
             B.EXECUTED[name] = {
