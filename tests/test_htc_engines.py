@@ -129,7 +129,7 @@ def test_resumed_run_keeps_the_best_epoch_before_the_interruption(corpus):
     with the scores, best epoch and test F1s of the run that was never interrupted."""
     import hierviz.experiments.htc as htc
 
-    cfg = _cfg(dataset="synthetic-htc", epochs=4, patience=4, lr=0.01)
+    cfg = _cfg(dataset="synthetic-htc", epochs=4, patience=4, lr=0.1)
     htc.run_htc(cfg, corpus / "ref", progress=False)
     ref = json.loads((corpus / "ref" / "runs" / "hyilr-euclidean-s0" / "result.json").read_text())
     es = ref["early_stopping"]

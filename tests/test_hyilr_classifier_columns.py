@@ -231,6 +231,20 @@ def test_htc_runs_compare_plans_and_writes_table4(tmp_path, monkeypatch, capsys)
         assert rec["early_stopping"]["patience"] == 1 and rec["early_stopping"]["epochs"] == 1
     with open(out / "htc_results.csv", newline="") as fh:
         assert [r["lam"] for r in csv.DictReader(fh)] == ["0.3", "", "1.0"]
+    with open(out / "seeds.csv", newline="") as fh:  # one row per run, what the paired tables read
+        per_run = list(csv.DictReader(fh))
+    assert [(r["method"], r["lam"], r["seed"]) for r in per_run] == [
+        ("hyilr", "0.3", "0"),
+        ("hyilr-no-cl", "", "0"),
+        ("hyilr", "1.0", "0"),
+    ]
+    for r, rec in zip(per_run, [*recs, swept[0]], strict=True):
+        assert [float(r[k[4:]]) for k in CLASSIFIER_METRICS] == [
+            rec["classifier_metrics"][k] for k in CLASSIFIER_METRICS
+        ]
+        assert [float(r[k]) for k in ("c", "alpha_t", "alpha_l")] == [
+            rec["learned"][k] for k in ("c", "alpha_t", "alpha_l")
+        ]
     with np.load(out / "runs" / "hyilr-euclidean-s0" / "embeddings.npz") as f:
         prior = frequency_prior_scores(f["y_train"], f["y_test"], LabelTree.from_json(out / "tree.json"))
     assert (

@@ -10,7 +10,8 @@ read through ``data.path`` with ``data.split=official``), and the encoder of the
 is registered (:func:`hierviz.models.text.text_encoder`). A λ sweep of ``hyilr`` is one more
 ``compare`` plan per λ (``<out>/lam<λ>/``). Table 4's shape (method × Micro-F1, Macro-F1,
 Hi-MiF1, Hi-MaF1, mean ± std over seeds, percent) is then written from the runs' typed records
-(:func:`hierviz.report.htc.classifier_rows`) into ``<out>/htc_results.md`` and ``.csv``, and
+(:func:`hierviz.report.htc.classifier_rows`) into ``<out>/htc_results.md`` and ``.csv``, one
+row per run into ``seeds.csv`` (:func:`hierviz.report.htc.classifier_runs`: paired intervals), and
 the per-level and long-tail F1 of the saved predictions into ``levels.csv`` and ``buckets.csv``
 (:func:`hierviz.report.htc.classifier_levels`).
 
@@ -21,7 +22,8 @@ the classifier's weights drawn from the run seed in the driver's order (the HyIL
 initialised right after the encoder, :meth:`hierviz.methods.hyilr.HyILRObjective.attach_encoder`);
 batches read in the process (``data.workers=0``: a loader worker reads ahead and moves the
 shuffling generator); the validation scoring of early stopping leaves the dropout stream alone.
-The optimiser (AdamW, weight decay 0, no warm-up, cosine schedule, gradient clip 5), λ, τ,
+The optimiser (Adam at a constant learning rate, the HyILR methods' own
+:data:`hierviz.methods.hyilr.HYILR_TRAIN`; gradient clip 5), λ, τ,
 early stopping (its best epoch kept across ``--resume``), the dropout on ``vec(F)`` and the
 log-odds bias are ``train_htc``'s. On top:
 compare's linear probe, radius and figures, and ``<out>/labels.html`` (each method's label
@@ -67,6 +69,7 @@ from hierviz.geometry import get_geometry
 from hierviz.geometry._checks import scalar
 from hierviz.hierarchy import LabelTree
 from hierviz.methods import build_objective
+from hierviz.methods.hyilr import HYILR_TRAIN
 from hierviz.methods.paper05 import (
     HTC_METHODS,
     HTC_PRESETS,
@@ -82,7 +85,13 @@ from hierviz.methods.paper05 import (
 )
 from hierviz.metrics.htc import hierarchical_f1, label_columns, leaf_path_targets
 from hierviz.models.text import text_encoder
-from hierviz.report.htc import classifier_levels, classifier_markdown, classifier_rows, write_label_figures
+from hierviz.report.htc import (
+    classifier_levels,
+    classifier_markdown,
+    classifier_rows,
+    classifier_runs,
+    write_label_figures,
+)
 from hierviz.training import TrainConfig, fit, load_checkpoint, seed_everything
 
 __all__ = [
@@ -268,7 +277,8 @@ def run_htc(
     cfg : HTCConfig
     out : path
         ``<out>/`` holds the comparison at ``cfg.lam``, ``<out>/lam<λ>/`` one per other λ of
-        ``lams`` (``hyilr`` only), and ``htc_results.md``/``htc_results.csv``.
+        ``lams`` (``hyilr`` only), ``htc_results.md``/``htc_results.csv`` and ``seeds.csv`` (one
+        row per run).
     lams : sequence of float, optional
     resume : bool, default True
         Reuse finished runs (compare's ``--resume``).
@@ -303,7 +313,7 @@ def run_htc(
         )
     (out / "htc_results.md").write_text(md, encoding="utf-8")
     tree = LabelTree.from_json(out / "tree.json")
-    tables = {"htc_results": rows}
+    tables = {"htc_results": rows, "seeds": classifier_runs(records)}
     tables["levels"], tables["buckets"] = classifier_levels(records, tree, corpus.counts)
     for name, table in tables.items():
         if table:
@@ -379,9 +389,10 @@ def train_htc(
 ) -> dict[str, Any]:
     """Train one method with one seed through :func:`hierviz.training.fit`; evaluate the best-on-val model.
 
-    The loop is the one of every method (``hierviz compare``'s): AdamW with weight decay 0
-    (Adam) at ``cfg.lr`` for the model and the objective's scalars, the loop's cosine schedule
-    over ``cfg.epochs`` without warm-up, gradients of the model clipped at norm 5, shuffled
+    The loop is the one of every method (``hierviz compare``'s) with the HyILR methods' settings
+    (:data:`hierviz.methods.hyilr.HYILR_TRAIN`): Adam at the constant learning rate ``cfg.lr``
+    for the model and the objective's scalars (Paper 05 (HyILR) §5.1.2), no weight decay,
+    gradients of the model clipped at norm 5, shuffled
     batches of ``cfg.batch_size`` (the last partial batch dropped), on the CPU with
     ``cfg.threads`` threads. After each epoch a callback scores the validation split (micro +
     macro F1), keeps the best state and stops after ``cfg.patience`` epochs without gain.
@@ -463,6 +474,7 @@ def train_htc(
         device="cpu",
         amp=False,
         progress=progress,
+        **HYILR_TRAIN,
     )
     train = TensorDataset(PackedTokens.pack(*encoded["train"]), Y["train"])
     t0 = time.perf_counter()

@@ -14,7 +14,7 @@ import numpy as np
 
 from hierviz.metrics.htc import frequency_bucket_f1, leaf_path_targets, per_level_f1
 
-__all__ = ["classifier_rows", "classifier_markdown", "classifier_levels", "write_label_figures"]
+__all__ = ["classifier_rows", "classifier_runs", "classifier_markdown", "classifier_levels", "write_label_figures"]
 
 #: Paper 05 Table 4's columns: the record keys (``RunRecord.classifier_metrics``) and their titles.
 _TABLE4 = (
@@ -79,6 +79,50 @@ def classifier_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         for k in ("c", "alpha_t", "alpha_l"):  # HyILR's learned scalars (RunRecord.learned), mean over seeds
             vals = [float(r["learned"][k]) for r in rs if k in (r.get("learned") or {})]
             row[k] = float(np.mean(vals)) if len(vals) == len(rs) else None
+        rows.append(row)
+    return rows
+
+
+def classifier_runs(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Table 4's columns per run (one row per method × λ × seed, fractions): what paired intervals need.
+
+    Reads the same record keys as :func:`classifier_rows`; ``hierviz htc`` writes these rows to
+    ``<out>/seeds.csv``, the per-run file :func:`hierviz.results.tables.table_markdown`'s
+    ``paper05`` tables read.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        :func:`hierviz.experiments.load_records` of one or more folders.
+
+    Returns
+    -------
+    list of dict
+        ``method``, ``lam``, ``seed``, ``micro_f1``, ``macro_f1``, ``hi_micro_f1``, ``hi_macro_f1``
+        (in [0, 1]) and the learned ``c``, ``alpha_t``, ``alpha_l`` (NaN when a run
+        lacks them), in record order; records without ``classifier_metrics`` are left out.
+
+    Examples
+    --------
+    >>> rec = {"method": "hyilr", "seed": 2, "hparams": {"hyilr_lambda": 0.3}, "learned": {"c": 1.1},
+    ...        "classifier_metrics": dict.fromkeys(("clf_micro_f1", "clf_macro_f1", "clf_hi_micro_f1",
+    ...                                             "clf_hi_macro_f1"), 0.5)}
+    >>> row = classifier_runs([rec])[0]
+    >>> row["lam"], row["seed"], row["micro_f1"], row["c"], row["alpha_t"]
+    (0.3, 2, 0.5, 1.1, nan)
+    """
+    rows = []
+    for r in records:
+        if not r.get("classifier_metrics"):
+            continue
+        row: dict[str, Any] = {
+            "method": str(r["method"]),
+            "lam": (r.get("hparams") or {}).get("hyilr_lambda"),
+            "seed": int(r["seed"]),
+        }
+        row.update({key[4:]: float(r["classifier_metrics"][key]) for key, _ in _TABLE4})
+        learned = r.get("learned") or {}
+        row.update({k: float(learned.get(k, float("nan"))) for k in ("c", "alpha_t", "alpha_l")})
         rows.append(row)
     return rows
 

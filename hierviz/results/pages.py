@@ -189,7 +189,7 @@ def results_tables(
     --------
     >>> t = results_tables(5, only="paper05-20news-medium")[0]
     >>> t.rows()[0]["Micro-F1"], t.rows()[1]["Micro-F1"]  # HyILR and w/o CL, 3 seeds, medium preset
-    ('38.99 ± 2.89', '39.63 ± 1.96')
+    ('38.62 ± 0.88', '40.05 ± 1.73')
     """
     name = f"paper{page:02d}" if isinstance(page, int) and not isinstance(page, bool) else str(page)
     name = name.removesuffix(".md")

@@ -434,11 +434,35 @@ def _htc_rows(folder: Path) -> tuple[list[dict[str, Any]], bool]:
             for k in METRIC_KEYS:
                 v = 100 * np.array([r[k] for r in rs], dtype=float)
                 row[f"{k}_mean"], row[f"{k}_std"] = float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
-            for k in ("k", "alpha_t", "alpha_l"):
-                row[k] = float(np.mean([r[k] for r in rs]))
+            for k in ("c", "alpha_t", "alpha_l"):  # the learned curvature: "k" in seeds.csv before issue 23
+                row[k] = float(np.mean([r[k] if k in r else r["k"] for r in rs]))
             out.append(row)
         return out, True
-    return _read_csv(folder / "results.csv"), False
+    rows = _read_csv(folder / "results.csv")
+    for r in rows:
+        r.setdefault("c", r.get("k"))
+    return rows, False
+
+
+def _lam_cell(lam: Any) -> str:
+    """λ of an htc row; '–' for a method that reads none (``hyilr-no-cl``: an empty cell)."""
+    return "–" if lam in ("", None) else f"{lam:g}"
+
+
+def _htc_prior(folder: Path) -> dict[str, float] | None:
+    """The frequency prior's four F1s: ``frequency_prior`` (the token driver's ``baselines.csv``) or the
+    classifier columns (``clf_*``) of compare's ``majority`` row (``hierviz htc`` since issue 23)."""
+    b = read_baselines(folder)
+    if "frequency_prior" in b:
+        return b["frequency_prior"]
+    major = b.get("majority", {})
+    return {k: major[f"clf_{k}"] for k in METRIC_KEYS} if all(f"clf_{k}" in major for k in METRIC_KEYS) else None
+
+
+def _htc_lam(folder: Path) -> float:
+    """The main λ of an htc folder's ``config.json``: the driver's ``lam`` or compare's ``loss.hyilr_lambda``."""
+    cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    return cfg["lam"] if "lam" in cfg else cfg["loss"]["hyilr_lambda"]
 
 
 def paper05_table(root: Path, args: list[str], opts: dict[str, str]) -> str:
@@ -446,24 +470,24 @@ def paper05_table(root: Path, args: list[str], opts: dict[str, str]) -> str:
     folder = root / args[0]
     rows, per_run = _htc_rows(folder)
     radii = "label_radius" in rows[0]
-    head = "| method | λ | seeds | Micro-F1 | Macro-F1 | Hi-MiF1 | Hi-MaF1 | k | α_t | α_l |" + (
+    head = "| method | λ | seeds | Micro-F1 | Macro-F1 | Hi-MiF1 | Hi-MaF1 | c | α_t | α_l |" + (
         " label r | text r |" if radii else ""
     )
     lines = [head, "|---|---:|---:|" + "---:|" * (7 + 2 * radii)]
     for r in rows:
         cells = [f"{r[f'{k}_mean']:.2f} ± {r[f'{k}_std']:.2f}" for k in METRIC_KEYS]
-        scal = [f"{r[k]:#.3g}" for k in ("k", "alpha_t", "alpha_l")]
+        scal = [f"{r[k]:#.3g}" for k in ("c", "alpha_t", "alpha_l")]
         extra = [f"{r['label_radius']:.2f}", f"{r['text_radius']:.2f}"] if radii else []
         if r["method"] == "hyilr-no-cl":  # BCE alone trains none of the three: radii of the initial scales
             scal, extra = ["–", "–", "–"], [f"({x})" for x in extra]
         elif r["method"] == "hyilr-euclidean":  # no curvature in Euclidean space
             scal[0] = "–"
         lines.append(
-            f"| {r['display_name']} (`{r['method']}`) | {r['lam']:g} | {r['seeds']} | "
+            f"| {r['display_name']} (`{r['method']}`) | {_lam_cell(r['lam'])} | {r['seeds']} | "
             + " | ".join(cells + scal + extra)
             + " |"
         )
-    prior = read_baselines(folder).get("frequency_prior")
+    prior = _htc_prior(folder)
     if prior:
         lines.append(
             "| *Frequency prior* | – | – | "
@@ -474,7 +498,7 @@ def paper05_table(root: Path, args: list[str], opts: dict[str, str]) -> str:
         )
     md = "\n".join(lines) + (
         "\n\nPercent, test split, mean ± sample std over seeds. *Frequency prior*: the train split's most frequent "
-        "label set predicted for every test document (`baselines.csv`). k, α_t, α_l: learned values, mean over seeds.\n"
+        "label set predicted for every test document (`baselines.csv`). c, α_t, α_l: learned values, mean over seeds.\n"
     )
     base = opts.get("baseline")
     if not (per_run and base):
@@ -498,7 +522,7 @@ def paper05_table(root: Path, args: list[str], opts: dict[str, str]) -> str:
         if len(seeds) < 3:
             continue
         cells = [_ci(paired_ci([mine[s][k] for s in seeds], [ref[s][k] for s in seeds])) for k in METRIC_KEYS]
-        lines.append(f"| `{m}` | {lam:g} | " + " | ".join(cells) + " |")
+        lines.append(f"| `{m}` | {_lam_cell(lam)} | " + " | ".join(cells) + " |")
     return (
         md
         + f"\n**Paired difference to `{base}`** (same seed; points)\n\n"
@@ -511,9 +535,9 @@ def paper05_table(root: Path, args: list[str], opts: dict[str, str]) -> str:
 def paper05_levels(root: Path, args: list[str], opts: dict[str, str]) -> str:
     """Macro-F1 (%) per level and per label-frequency bucket, mean over seeds, at the run's main λ."""
     folder = root / args[0]
-    lam = json.loads((folder / "config.json").read_text(encoding="utf-8"))["lam"]
-    levels = [r for r in _read_csv(folder / "levels.csv") if r["lam"] == lam]
-    buckets = [r for r in _read_csv(folder / "buckets.csv") if r["lam"] == lam]
+    lam = _htc_lam(folder)
+    levels = [r for r in _read_csv(folder / "levels.csv") if r["lam"] in (lam, "")]  # "": reads no λ
+    buckets = [r for r in _read_csv(folder / "buckets.csv") if r["lam"] in (lam, "")]
     lv = sorted({r["level"] for r in levels})
     bk = sorted({r["bucket"] for r in buckets})
     lines = [
