@@ -129,7 +129,7 @@ def test_loss_keys_are_the_method_hparams_plus_the_radial_keys_on_hyperbolic_geo
     assert loss_keys("supcon", "euclidean") == ("tau", "reduction", "similarity")
     assert loss_keys("supcon", "poincare") == ("tau", "reduction", "similarity", *("cone_weight", "center_weight",
                                                                                     "cone_aperture", "order_weight",
-                                                                                    "order_margin"))  # fmt: skip
+                                                                                    "order_margin", "cpcc_weight"))  # fmt: skip
     assert "cone_weight" not in loss_keys("hxe", "poincare")  # evaluated on encoder features: no depth terms
     cfg = resolve_config("quick", ["loss.alpha=0.9"])
     run = cfg.run_config("supcon", "euclidean", 0)

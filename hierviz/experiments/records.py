@@ -100,6 +100,7 @@ _NEW_KEY_DEFAULTS = {
     "data.split": "grouped",  # issue 23: the grouped split (not the dataset's official one)
     "loss.order_weight": 0.0,  # issue 22 follow-up: no radial-order hinge
     "loss.order_margin": 0.1,
+    "loss.cpcc_weight": 0.0,  # issue 22: no CPCC term
 }
 
 #: Keys that legitimately differ between the runs of one comparison.

@@ -13,9 +13,10 @@ declares what it consumes with the class attribute ``input_kind``:
 
 Depth regularisers for hyperbolic geometries (``radial.py``, issue 22), which
 :func:`hierviz.methods.build_objective` adds to every method as ``loss.cone_weight`` and
-``loss.center_weight``, ``loss.order_weight``: :class:`EntailmentConeLoss` (entailment
-cones, Ganea et al. 2018), :class:`CentringLoss` (HypStructure's centring term) and
-:class:`RadialOrderLoss` (a hinge on the radius order of parent and child prototypes).
+``loss.center_weight``, ``loss.order_weight``, ``loss.cpcc_weight``: :class:`EntailmentConeLoss`
+(entailment cones, Ganea et al. 2018), :class:`CentringLoss` (HypStructure's centring term),
+:class:`RadialOrderLoss` (a hinge on the radius order of parent and child prototypes) and
+:class:`CPCCLoss` (HypStructure's CPCC term, ``cpcc.py``).
 
 Shared input checks live in ``_validation.py``; the log-softmax, the reductions and the
 contrastive base class in ``_core.py``. :class:`Objective` (``objective.py``) sums named
@@ -28,6 +29,7 @@ from . import objective
 from ._core import INPUT_KINDS, REDUCTIONS, SIMILARITIES, contrastive_log_prob
 from .ahmlc import AHMLCLoss, LevelAttention
 from .compiled import CompiledLoss
+from .cpcc import CPCCLoss
 from .ghmlc import GHMLCLoss, fit_gmm_1d, fit_gmm_2d, gmm_feature_masks
 from .hc_outside import HierarchicalContrastiveLoss, OutsideSoftmaxHCLoss
 from .hcl import HCLLoss, hcl_terms
@@ -88,6 +90,7 @@ __all__ = [
     "EntailmentConeLoss",
     "RadialOrderLoss",
     "CentringLoss",
+    "CPCCLoss",
     "cone_energy",
     "cone_exterior_angle",
     "cone_half_aperture",

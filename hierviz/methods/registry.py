@@ -42,7 +42,7 @@ from typing import Any
 from hierviz._registry import Registry
 from hierviz.geometry import get_geometry
 from hierviz.geometry.registry import GEOMETRIES
-from hierviz.losses import CentringLoss, EntailmentConeLoss, Objective, RadialOrderLoss
+from hierviz.losses import CentringLoss, CPCCLoss, EntailmentConeLoss, Objective, RadialOrderLoss
 
 __all__ = [
     "Needs",
@@ -185,7 +185,7 @@ def register_hparam(name: str, default: Any, doc: str = "") -> HParam:
 
 #: issue 22: the depth regularisers every method gets on a hyperbolic geometry
 #: (:mod:`hierviz.losses.radial`); weight 0 leaves the term out.
-RADIAL_HPARAMS = ("cone_weight", "center_weight", "cone_aperture", "order_weight", "order_margin")
+RADIAL_HPARAMS = ("cone_weight", "center_weight", "cone_aperture", "order_weight", "order_margin", "cpcc_weight")
 # Off by default, so every method's objective is its paper's loss; the presets switch them on
 # (quick/medium/full/gpu: cone 0.2, centring 1.0, the sweep in docs/hyperbolic-fidelity.md).
 register_hparam(
@@ -208,6 +208,12 @@ register_hparam(
     "than its children) on hyperbolic geometries; 0 = off",
 )
 register_hparam("order_margin", 0.1, "margin m of the radial-order hinge, in geodesic units (>= 0)")
+register_hparam(
+    "cpcc_weight",
+    0.0,
+    "weight of HypStructure's CPCC term (hierviz.losses.CPCCLoss: tree distances against the distances of the batch's "
+    "node prototypes) on hyperbolic geometries; 0 = off",
+)
 
 
 def reads_radial(method: Method | str, geometry: Any) -> bool:
@@ -261,7 +267,7 @@ def loss_keys(method: Method | str, geometry: Any) -> tuple[str, ...]:
     >>> loss_keys("supcon", "euclidean")
     ('tau', 'reduction', 'similarity')
     >>> loss_keys("supcon", "poincare")[3:]
-    ('cone_weight', 'center_weight', 'cone_aperture', 'order_weight', 'order_margin')
+    ('cone_weight', 'center_weight', 'cone_aperture', 'order_weight', 'order_margin', 'cpcc_weight')
     >>> loss_keys("hxe", "poincare")  # evaluated on encoder features: no depth terms
     ('hxe_alpha', 'hxe_normalize')
     """
@@ -274,7 +280,7 @@ def loss_keys(method: Method | str, geometry: Any) -> tuple[str, ...]:
 
 
 def add_radial_terms(objective: Any, method: Method, tree: Any, geometry: Any, hp: Mapping[str, Any]) -> Any:
-    """Add the ``cone``, ``center`` and ``order`` terms of :data:`RADIAL_HPARAMS` to a built objective.
+    """Add the ``cone``, ``center``, ``order`` and ``cpcc`` terms of :data:`RADIAL_HPARAMS` to a built objective.
 
     They are added only where the radius means depth: a hyperbolic geometry, a method whose
     evaluated embedding is ``z`` (HXE-like methods evaluate the encoder features, which the
@@ -288,8 +294,8 @@ def add_radial_terms(objective: Any, method: Method, tree: Any, geometry: Any, h
     tree : LabelTree
     geometry : Geometry
     hp : mapping
-        ``cone_weight``, ``center_weight``, ``cone_aperture``; ``order_weight`` and
-        ``order_margin`` (read with their defaults 0 and 0.1 when absent).
+        ``cone_weight``, ``center_weight``, ``cone_aperture``; ``order_weight``,
+        ``order_margin`` and ``cpcc_weight`` (read with their defaults 0, 0.1 and 0 when absent).
 
     Returns
     -------
@@ -297,11 +303,12 @@ def add_radial_terms(objective: Any, method: Method, tree: Any, geometry: Any, h
     """
     if not isinstance(objective, Objective) or not reads_radial(method, geometry):
         return objective
-    order_w = hp.get("order_weight", 0.0)
+    order_w, cpcc_w = hp.get("order_weight", 0.0), hp.get("cpcc_weight", 0.0)
     for key, w in (
         ("cone_weight", hp["cone_weight"]),
         ("center_weight", hp["center_weight"]),
         ("order_weight", order_w),
+        ("cpcc_weight", cpcc_w),
     ):
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not (w >= 0):
             raise ValueError(f"loss.{key} must be a number >= 0 (0 = off), got {w!r}")
@@ -314,6 +321,9 @@ def add_radial_terms(objective: Any, method: Method, tree: Any, geometry: Any, h
     if order_w > 0:
         objective.terms["order"] = RadialOrderLoss(tree, geometry, margin=hp.get("order_margin", 0.1))
         objective.weights["order"] = float(order_w)
+    if cpcc_w > 0:
+        objective.terms["cpcc"] = CPCCLoss(tree, geometry)
+        objective.weights["cpcc"] = float(cpcc_w)
     return objective
 
 
