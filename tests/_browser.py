@@ -402,33 +402,58 @@ def wait_for_panels(page, expected: int, timeout_ms: float = 30_000) -> bool:
         return False
 
 
-def save(page, server: Server, name: str, timeout_s: float = 60.0) -> dict:
-    """Ctrl+S, then wait until the server holds a newer copy of ``name`` in which every code cell has run; return it.
+# Ask Lab to save the document ``name`` (its context's save, not a key press: no focus needed); the
+# promise is not awaited (a dialog would hold it), its error is kept for the message.
+_LAB_SAVE_JS = """(name) => {
+  const w = Array.from(window.jupyterapp.shell.widgets('main')).find(w => w.context && w.context.path === name);
+  if (!w) return false;
+  window.__hvSaveError = null;
+  w.context.save().catch(e => { window.__hvSaveError = String(e); });
+  return true;
+}"""
+_SAVE_STATE_JS = """() => ({error: window.__hvSaveError || null,
+  dialog: (document.querySelector('.jp-Dialog') || {}).innerText || null})"""
 
-    The page's dirty mark is not enough: Notebook 7 shows it elsewhere than Lab, and the mark clears
-    before the server has finished writing the file. A changed ``last_modified`` stamp is not enough
-    either: once, under three test workers on two cores, the copy read back held no outputs (every
-    check on it then fails for the wrong reason), so the copy itself is read until each code cell
-    has an execution count.
+
+def _request_save(page, server: Server, name: str) -> None:
+    if server.app == "lab" and page.evaluate("() => !!window.jupyterapp"):
+        if page.evaluate(_LAB_SAVE_JS, name):
+            return
+    page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})  # Notebook 7: the key press
+    page.keyboard.press("Control+s")
+
+
+def save(page, server: Server, name: str, timeout_s: float = 60.0, retry_s: float = 15.0) -> dict:
+    """Save ``name`` and wait until the server holds a newer copy in which every code cell has run; return it.
+
+    Lab saves through the document's context (Notebook 7: Ctrl+S). The page's dirty mark is not
+    enough: Notebook 7 shows it elsewhere than Lab, and the mark clears before the server has
+    finished writing the file. Nor is one request with a changed ``last_modified`` stamp: a
+    Ctrl+S was once lost (no save within 60 s) and once read back a copy without outputs, so the
+    copy itself is read until each code cell has an execution count, and the save is asked for
+    again every ``retry_s`` seconds until then.
     """
     before = server.last_modified(name)
-    page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
-    page.keyboard.press("Control+s")
-    t0, code, unrun = time.monotonic(), [], 0
+    t0, next_request, tries, code, unrun = time.monotonic(), 0.0, 0, [], 0
     while True:
+        elapsed = time.monotonic() - t0
         if server.last_modified(name) != before:
             saved = server.notebook(name)
             code = [c for c in saved["cells"] if c["cell_type"] == "code"]
             unrun = sum(c.get("execution_count") is None for c in code)
             if not unrun:
                 return saved
-        if time.monotonic() - t0 > timeout_s:
+        if elapsed > timeout_s:
             what = (
-                "did not save it"
+                "was not saved"
                 if server.last_modified(name) == before
-                else f"saved it with {unrun} of {len(code)} code cells not run"
+                else f"was saved with {unrun} of {len(code)} code cells not run"
             )
-            raise AssertionError(f"{name}: Ctrl+S {what} within {timeout_s:.0f} s")
+            state = page.evaluate(_SAVE_STATE_JS) if server.app == "lab" else {}
+            raise AssertionError(f"{name} {what} within {timeout_s:.0f} s ({tries} save requests; page: {state})")
+        if elapsed >= next_request:
+            _request_save(page, server, name)
+            tries, next_request = tries + 1, elapsed + retry_s
         page.wait_for_timeout(250)
 
 
