@@ -466,7 +466,6 @@ def train_htc(
         batch_size=cfg.batch_size,
         lr_backbone=cfg.lr,
         lr_head=cfg.lr,
-        weight_decay=0.0,
         warmup_epochs=0.0,
         ema_decay=None,
         grad_clip=5.0,

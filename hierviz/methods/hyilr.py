@@ -47,7 +47,7 @@ distances are finite). The run's geometry
 0.07 with ``--set loss.tau=0.07``) and ``loss.hyilr_lambda`` (λ of §4.3.2, default 0.3, the
 paper's value for WOS). ``hyilr-no-cl`` reads neither.
 
-**Optimiser.** Every HyILR method trains with Adam at a constant learning rate (Paper 05 (HyILR)
+**Optimiser.** Every HyILR method trains with Adam at a constant learning rate, no weight decay (Paper 05 (HyILR)
 §5.1.2: "the Adam optimizer is used with the learning rate fixed"; :data:`HYILR_TRAIN`), not with
 compare's shared warm-up + cosine schedule: ``fit`` reads the override from the method
 (``build.train``, as Paper 03's mapper). It matters on short runs: ``hierviz htc --preset medium
@@ -91,8 +91,8 @@ __all__ = ["HyILRLoss", "HyILRObjective", "HYILR_TRAIN", "HYILR_VARIANTS", "leaf
 _PAPER = "Paper 05 (HyILR)"
 
 #: The training loop's settings every HyILR method fixes (:class:`hierviz.training.TrainConfig`
-#: fields): Adam at a constant learning rate, Paper 05 (HyILR) §5.1.2.
-HYILR_TRAIN = {"optimizer": "adam", "schedule": "constant"}
+#: fields): Adam at a constant learning rate and without weight decay, Paper 05 (HyILR) §5.1.2.
+HYILR_TRAIN = {"optimizer": "adam", "schedule": "constant", "weight_decay": 0.0}
 
 #: Dropout on ``vec(F)`` when the classifier attends over a text encoder's tokens (:class:`hierviz.models.text.HyILRModel`'s).
 TOKEN_DROPOUT = 0.1
