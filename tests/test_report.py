@@ -119,6 +119,19 @@ def test_results_csv_round_trip(tmp_path):
     assert back == rows and isinstance(back[0]["seed"], int)
 
 
+def test_results_csv_round_trip_with_a_classifier_on_some_rows_only(tmp_path):
+    # HyILR has classifier columns, SupCon none: the CSV's empty cells read back as absent, so the
+    # table rebuilt from the CSV shows "–" where the one written from the records does
+    clf = {"clf_micro_f1": 0.8, "clf_macro_f1": 0.7, "clf_hi_micro_f1": 0.81, "clf_hi_macro_f1": 0.71}
+    rows = [{**ROWS[0], "method": "hyilr", **clf}, ROWS[1]]
+    path = write_results_csv(rows, tmp_path / "results.csv")
+    assert path.read_text(encoding="utf-8").splitlines()[2].endswith(",,,,")
+    back = read_results_csv(path)
+    assert back == rows
+    assert results_markdown(back) == results_markdown(rows)
+    assert "| 0.800 | 0.700 | 0.810 | 0.710 |" in results_markdown(back) and "| – | – | – | – |" in results_markdown(back)
+
+
 # --------------------------------------------------------------------------- collapsed embeddings
 
 

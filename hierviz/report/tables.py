@@ -228,7 +228,8 @@ def write_results_csv(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Pa
 
 
 def read_results_csv(path: str | Path) -> list[dict]:
-    """Read ``results.csv`` back (numbers as float, ``seed`` as int).
+    """Read ``results.csv`` back (numbers as float, ``seed`` as int; an empty cell of an optional
+    metric, such as the classifier columns of a method without a classifier, is left out).
 
     Parameters
     ----------
@@ -248,6 +249,8 @@ def read_results_csv(path: str | Path) -> list[dict]:
         for r in csv.DictReader(fh):
             out: dict[str, Any] = {}
             for k, v in r.items():
+                if v == "" and k in OPTIONAL_METRICS:
+                    continue  # a metric this row's method does not have (e.g. no classifier): "–" in the tables
                 if k in ("method", "geometry"):
                     out[k] = v
                 elif k == "seed":
