@@ -129,7 +129,9 @@ def test_results_csv_round_trip_with_a_classifier_on_some_rows_only(tmp_path):
     back = read_results_csv(path)
     assert back == rows
     assert results_markdown(back) == results_markdown(rows)
-    assert "| 0.800 | 0.700 | 0.810 | 0.710 |" in results_markdown(back) and "| – | – | – | – |" in results_markdown(back)
+    assert "| 0.800 | 0.700 | 0.810 | 0.710 |" in results_markdown(back) and "| – | – | – | – |" in results_markdown(
+        back
+    )
 
 
 # --------------------------------------------------------------------------- collapsed embeddings
