@@ -101,8 +101,9 @@ class CPCCLoss(nn.Module):
     Calling convention: ``loss(z, labels)``: ``z`` (B, V, D) or (B, D) on the manifold,
     ``labels`` (B,) leaf indices → scalar in [0, 2] (0: the prototypes' distances are an
     increasing affine function of the tree's; 0 also when ``labels`` is None or the
-    correlation is undefined). Fixed shapes throughout (a mask over all N × N node pairs),
-    no host read. Source: Sinha et al. 2024 (HypStructure), their CPCC loss; the reading
+    correlation is undefined). Fixed shapes throughout (a mask over all N × N node pairs; the
+    prototypes from the padded leaf paths under ``torch.compile``), no host read: it compiles
+    with ``fullgraph=True`` (``tests/test_compile_losses.py``). Source: Sinha et al. 2024 (HypStructure), their CPCC loss; the reading
     differs where the module docstring says.
 
     Examples
@@ -128,6 +129,7 @@ class CPCCLoss(nn.Module):
         self.tree, self.geometry, self.steps = tree, geometry, int(steps)
         N = tree.num_nodes
         self.register_buffer("ancestors", tree.ancestor_matrix.clone(), persistent=False)  # (C, N)
+        self.register_buffer("leaf_paths", tree.leaf_paths.clone(), persistent=False)  # (C, L + 1)
         self.register_buffer("tree_distance", torch.from_numpy(node_tree_distance(tree)).double(), persistent=False)
         self.register_buffer("upper", torch.ones(N, N, dtype=torch.bool).triu(1), persistent=False)
         keep = tree.node_depth >= 1
@@ -146,7 +148,7 @@ class CPCCLoss(nn.Module):
         if labels is None:
             return z.sum() * 0.0
         x, y = _flatten(z, labels)
-        protos, counts = node_prototypes(x, y, self.ancestors, self.geometry, self.steps)
+        protos, counts = node_prototypes(x, y, self.ancestors, self.geometry, self.steps, self.leaf_paths)
         used = self.nodes_used(counts)
         pairs = used[:, None] & used[None, :] & self.upper.to(x.device)
         d = self.geometry.pairwise_dist(protos)

@@ -275,7 +275,12 @@ def origin_radius(x: torch.Tensor, geometry: Any) -> torch.Tensor:
 
 
 def node_prototypes(
-    x: torch.Tensor, labels: torch.Tensor, ancestors: torch.Tensor, geometry: Any, steps: int = 3
+    x: torch.Tensor,
+    labels: torch.Tensor,
+    ancestors: torch.Tensor,
+    geometry: Any,
+    steps: int = 3,
+    paths: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Batch Fréchet mean and sample count of every tree node (root included).
 
@@ -290,6 +295,12 @@ def node_prototypes(
     geometry : Geometry
     steps : int, default 3
         Karcher steps (paper 01 Eq. 3; the gradient reaches ``x`` through them).
+    paths : LongTensor, shape (C, L + 1), optional
+        ``LabelTree.leaf_paths`` (root to leaf, padded with the leaf). Inside ``torch.compile``
+        the (sample, node) pairs are then taken from the padded paths, a fixed ``n (L + 1)`` of
+        them (a leaf above the deepest level repeats its samples in its own group, every one
+        alike, so its mean is the same), instead of the data-dependent ``nonzero`` of the
+        eager path; the two agree to rounding. Without it, or in eager mode, the eager path.
 
     Returns
     -------
@@ -298,8 +309,13 @@ def node_prototypes(
     counts : LongTensor, shape (N,)
     """
     member = ancestors.to(x.device)[labels]  # (n, N)
-    sample, node = member.nonzero(as_tuple=True)
     N = member.shape[1]
+    if paths is not None and torch.compiler.is_compiling():  # fixed shapes: no graph break (issue 25)
+        pairs = paths.to(x.device)[labels]  # (n, L + 1)
+        node = pairs.reshape(-1)
+        protos, _ = geometry.group_mean(x.repeat_interleave(pairs.shape[1], 0), node, N, steps=steps, allow_empty=True)
+        return protos, member.sum(0)
+    sample, node = member.nonzero(as_tuple=True)
     protos, _ = geometry.group_mean(x[sample], node, N, steps=steps, allow_empty=True)
     return protos, member.sum(0)
 
@@ -388,6 +404,7 @@ class EntailmentConeLoss(nn.Module):
         self.register_buffer("edge_parent", parent[keep], persistent=False)
         self.register_buffer("edge_child", child[keep], persistent=False)
         self.register_buffer("ancestors", tree.ancestor_matrix.clone(), persistent=False)  # (C, N)
+        self.register_buffer("leaf_paths", tree.leaf_paths.clone(), persistent=False)  # (C, L + 1)
         self.register_buffer("leaf_node", tree.leaf_node.clone(), persistent=False)
         self.root = int(tree.node_index[tree.root])
 
@@ -405,7 +422,7 @@ class EntailmentConeLoss(nn.Module):
             Nodes without samples hold the origin.
         counts : LongTensor, shape (N,)
         """
-        return node_prototypes(z, labels, self.ancestors, self.geometry, self.steps)
+        return node_prototypes(z, labels, self.ancestors, self.geometry, self.steps, self.leaf_paths)
 
     def forward(self, z: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
         """The cone loss of one batch (see the class docstring)."""
@@ -417,6 +434,9 @@ class EntailmentConeLoss(nn.Module):
         p, q = self.edge_parent.to(x.device), self.edge_child.to(x.device)
         ok = (counts[q] > 0) & (counts[p] > counts[q])
         total = cone_energy(apices[self.leaf_node.to(x.device)[y]], x, self.geometry, self.aperture).mean()
+        if torch.compiler.is_compiling():  # fixed shapes: every edge, the absent ones masked (finite at the origin)
+            e = cone_energy(apices[p], apices[q], self.geometry, self.aperture)
+            return total + (e * ok).sum() / ok.sum().clamp_min(1)
         if bool(ok.any()):
             total = total + cone_energy(apices[p[ok]], apices[q[ok]], self.geometry, self.aperture).mean()
         return total
@@ -498,15 +518,19 @@ class RadialOrderLoss(nn.Module):
         self.register_buffer("edge_parent", tree.parent_index.clone()[keep], persistent=False)
         self.register_buffer("edge_child", torch.arange(tree.num_nodes)[keep], persistent=False)
         self.register_buffer("ancestors", tree.ancestor_matrix.clone(), persistent=False)  # (C, N)
+        self.register_buffer("leaf_paths", tree.leaf_paths.clone(), persistent=False)  # (C, L + 1)
 
     def forward(self, z: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
         """The radial-order loss of one batch (see the class docstring)."""
         if labels is None:
             return z.sum() * 0.0
         x, y = _flatten(z, labels)
-        protos, counts = node_prototypes(x, y, self.ancestors, self.geometry, self.steps)
+        protos, counts = node_prototypes(x, y, self.ancestors, self.geometry, self.steps, self.leaf_paths)
         p, q = self.edge_parent.to(x.device), self.edge_child.to(x.device)
         ok = (counts[q] > 0) & (counts[p] > counts[q])
+        if torch.compiler.is_compiling():  # fixed shapes: every edge, the absent ones masked
+            r = origin_radius(protos, self.geometry)
+            return (torch.relu(r[p] - r[q] + self.margin) * ok).sum() / ok.sum().clamp_min(1)
         if not bool(ok.any()):
             return z.sum() * 0.0
         r = origin_radius(protos, self.geometry)

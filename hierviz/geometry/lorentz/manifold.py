@@ -388,7 +388,7 @@ class Lorentz(Geometry):
         t = as_float_tensor(v, "v")
         if t.dim() == 0:
             raise ValueError("v must have shape (..., d), got a scalar")
-        if self.validate and t.numel():
+        if self.validate and t.numel() and not torch.compiler.is_compiling():  # host read: eager only (issue 25)
             with torch.no_grad():
                 top = float(t.detach().double().norm(dim=-1).max())
             if not math.isfinite(top):
@@ -459,7 +459,7 @@ class Lorentz(Geometry):
         if vt.shape[-1] != xt.shape[-1]:
             raise ValueError(f"v must be an ambient tangent vector with {xt.shape[-1]} coordinates, got {vt.shape[-1]}")
         out = self._exp(xt, vt.to(xt.dtype))
-        if self.validate and out.numel():
+        if self.validate and out.numel() and not torch.compiler.is_compiling():  # host read: eager only
             with torch.no_grad():
                 top = float(out.detach().abs().max())  # NaN/inf propagate
             dtype = _out_dtype((x, v), {})
