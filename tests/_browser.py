@@ -433,22 +433,20 @@ def save(page, server: Server, name: str, timeout_s: float = 60.0, retry_s: floa
     copy itself is read until each code cell has an execution count, and the save is asked for
     again every ``retry_s`` seconds until then.
     """
-    before = server.last_modified(name)
+    before = seen = server.last_modified(name)
     t0, next_request, tries, code, unrun = time.monotonic(), 0.0, 0, [], 0
     while True:
         elapsed = time.monotonic() - t0
-        if server.last_modified(name) != before:
+        stamp = server.last_modified(name)
+        if stamp != seen:  # a new copy on the server: read it (once per write)
+            seen = stamp
             saved = server.notebook(name)
             code = [c for c in saved["cells"] if c["cell_type"] == "code"]
             unrun = sum(c.get("execution_count") is None for c in code)
             if not unrun:
                 return saved
         if elapsed > timeout_s:
-            what = (
-                "was not saved"
-                if server.last_modified(name) == before
-                else f"was saved with {unrun} of {len(code)} code cells not run"
-            )
+            what = "was not saved" if seen == before else f"was saved with {unrun} of {len(code)} code cells not run"
             state = page.evaluate(_SAVE_STATE_JS) if server.app == "lab" else {}
             raise AssertionError(f"{name} {what} within {timeout_s:.0f} s ({tries} save requests; page: {state})")
         if elapsed >= next_request:

@@ -14,7 +14,14 @@ import numpy as np
 
 from hierviz.metrics.htc import frequency_bucket_f1, leaf_path_targets, per_level_f1
 
-__all__ = ["classifier_rows", "classifier_runs", "classifier_markdown", "classifier_levels", "write_label_figures"]
+__all__ = [
+    "classifier_rows",
+    "classifier_runs",
+    "summarise_runs",
+    "classifier_markdown",
+    "classifier_levels",
+    "write_label_figures",
+]
 
 #: Paper 05 Table 4's columns: the record keys (``RunRecord.classifier_metrics``) and their titles.
 _TABLE4 = (
@@ -60,27 +67,11 @@ def classifier_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     >>> r["lam"], r["seeds"], round(r["micro_f1_mean"], 6), round(r["micro_f1_std"], 4)
     (0.3, 2, 60.0, 14.1421)
     """
-    groups: dict[tuple[str, Any], list[dict[str, Any]]] = {}
-    for r in records:
-        if not r.get("classifier_metrics"):
-            continue
-        lam = (r.get("hparams") or {}).get("hyilr_lambda")
-        groups.setdefault((str(r["method"]), lam), []).append(r)
-    if not groups:
+    runs = classifier_runs(records)
+    if not runs:
         raise ValueError("records: no run has classifier metrics (run HyILR methods, e.g. --methods hyilr)")
-    rows = []
-    for (method, lam), rs in groups.items():
-        row: dict[str, Any] = {"method": method, "display_name": rs[0].get("method_display") or method, "lam": lam}
-        row["seeds"] = len(rs)
-        for key, _ in _TABLE4:
-            v = np.array([100.0 * float(r["classifier_metrics"][key]) for r in rs])
-            row[f"{key[4:]}_mean"] = float(v.mean())
-            row[f"{key[4:]}_std"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
-        for k in ("c", "alpha_t", "alpha_l"):  # HyILR's learned scalars (RunRecord.learned), mean over seeds
-            vals = [float(r["learned"][k]) for r in rs if k in (r.get("learned") or {})]
-            row[k] = float(np.mean(vals)) if len(vals) == len(rs) else None
-        rows.append(row)
-    return rows
+    names = {str(r["method"]): r.get("method_display") or str(r["method"]) for r in records}
+    return summarise_runs(runs, names)
 
 
 def classifier_runs(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -123,6 +114,41 @@ def classifier_runs(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         row.update({key[4:]: float(r["classifier_metrics"][key]) for key, _ in _TABLE4})
         learned = r.get("learned") or {}
         row.update({k: float(learned.get(k, float("nan"))) for k in ("c", "alpha_t", "alpha_l")})
+        rows.append(row)
+    return rows
+
+
+def summarise_runs(runs: Sequence[dict[str, Any]], display_names: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Table 4's rows from per-run rows: one per method × λ (first-seen order), mean ± std over seeds, percent.
+
+    Parameters
+    ----------
+    runs : sequence of dict
+        :func:`classifier_runs`' rows, or ``seeds.csv`` read back: ``method``, ``lam``, the four F1s
+        (fractions) and the learned ``c``, ``alpha_t``, ``alpha_l``.
+    display_names : dict, optional
+        ``method`` → the name shown (default: the method's own).
+
+    Returns
+    -------
+    list of dict
+        As :func:`classifier_rows`: ``<metric>_mean`` / ``<metric>_std`` (sample std, 0 for one
+        seed) in percent, and the mean learned scalars (None when a run lacks one).
+    """
+    groups: dict[tuple[str, Any], list[dict[str, Any]]] = {}
+    for r in runs:
+        groups.setdefault((str(r["method"]), r["lam"]), []).append(r)
+    rows = []
+    for (method, lam), rs in groups.items():
+        name = (display_names or {}).get(method, method)
+        row: dict[str, Any] = {"method": method, "display_name": name, "lam": lam, "seeds": len(rs)}
+        for key, _ in _TABLE4:
+            v = np.array([100.0 * float(r[key[4:]]) for r in rs])
+            row[f"{key[4:]}_mean"] = float(v.mean())
+            row[f"{key[4:]}_std"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
+        for k in ("c", "alpha_t", "alpha_l"):  # HyILR's learned scalars, mean over seeds
+            v = np.array([float(r[k]) for r in rs])
+            row[k] = float(v.mean()) if np.isfinite(v).all() else None
         rows.append(row)
     return rows
 

@@ -45,6 +45,7 @@ import numpy as np
 
 from hierviz.methods.paper05 import HTC_METHODS, METRIC_KEYS
 from hierviz.report import read_results_csv, results_markdown
+from hierviz.report.htc import summarise_runs
 from hierviz.report.stats import paired_ci, paired_markdown
 from hierviz.report.tables import default_metrics
 from hierviz.retrieval.tables import paired_markdown as retrieval_paired_markdown
@@ -426,18 +427,10 @@ def _htc_rows(folder: Path) -> tuple[list[dict[str, Any]], bool]:
     """Summary rows (percent) of an htc folder: from ``seeds.csv`` when committed, else ``results.csv``."""
     if (folder / "seeds.csv").is_file():
         runs = _read_csv(folder / "seeds.csv")
-        out = []
-        for key in dict.fromkeys((r["method"], r["lam"]) for r in runs):
-            rs = [r for r in runs if (r["method"], r["lam"]) == key]
-            row = {"method": key[0], "display_name": HTC_METHODS.get(key[0]).display_name, "lam": key[1]}
-            row["seeds"] = len(rs)
-            for k in METRIC_KEYS:
-                v = 100 * np.array([r[k] for r in rs], dtype=float)
-                row[f"{k}_mean"], row[f"{k}_std"] = float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
-            for k in ("c", "alpha_t", "alpha_l"):  # the learned curvature: "k" in seeds.csv before issue 23
-                row[k] = float(np.mean([r[k] if k in r else r["k"] for r in rs]))
-            out.append(row)
-        return out, True
+        for r in runs:
+            r.setdefault("c", r.get("k"))  # the learned curvature: "k" in seeds.csv before issue 23
+        names = {str(r["method"]): HTC_METHODS.get(r["method"]).display_name for r in runs}
+        return summarise_runs(runs, names), True
     rows = _read_csv(folder / "results.csv")
     for r in rows:
         r.setdefault("c", r.get("k"))
