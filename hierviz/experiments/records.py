@@ -101,6 +101,8 @@ _NEW_KEY_DEFAULTS = {
     "loss.order_weight": 0.0,  # issue 22 follow-up: no radial-order hinge
     "loss.order_margin": 0.1,
     "loss.cpcc_weight": 0.0,  # issue 22: no CPCC term
+    "loss.depth_weight": 0.0,  # 0.4: no radial-depth term
+    "loss.depth_step": 1.0,
 }
 
 #: Keys that legitimately differ between the runs of one comparison.

@@ -42,6 +42,7 @@ from .objective import Objective, build_objective
 from .radial import (
     CentringLoss,
     EntailmentConeLoss,
+    RadialDepthLoss,
     RadialOrderLoss,
     cone_energy,
     cone_exterior_angle,
@@ -88,6 +89,7 @@ __all__ = [
     "PerLevelLoss",
     "BinaryLoss",
     "EntailmentConeLoss",
+    "RadialDepthLoss",
     "RadialOrderLoss",
     "CentringLoss",
     "CPCCLoss",

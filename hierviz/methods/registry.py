@@ -42,7 +42,7 @@ from typing import Any
 from hierviz._registry import Registry
 from hierviz.geometry import get_geometry
 from hierviz.geometry.registry import GEOMETRIES
-from hierviz.losses import CentringLoss, CPCCLoss, EntailmentConeLoss, Objective, RadialOrderLoss
+from hierviz.losses import CentringLoss, CPCCLoss, EntailmentConeLoss, Objective, RadialDepthLoss, RadialOrderLoss
 
 __all__ = [
     "Needs",
@@ -185,7 +185,16 @@ def register_hparam(name: str, default: Any, doc: str = "") -> HParam:
 
 #: issue 22: the depth regularisers every method gets on a hyperbolic geometry
 #: (:mod:`hierviz.losses.radial`); weight 0 leaves the term out.
-RADIAL_HPARAMS = ("cone_weight", "center_weight", "cone_aperture", "order_weight", "order_margin", "cpcc_weight")
+RADIAL_HPARAMS = (
+    "cone_weight",
+    "center_weight",
+    "cone_aperture",
+    "order_weight",
+    "order_margin",
+    "cpcc_weight",
+    "depth_weight",
+    "depth_step",
+)
 # Off by default, so every method's objective is its paper's loss; the presets switch them on
 # (quick/medium/full/gpu: cone 0.2, centring 1.0, the sweep in docs/hyperbolic-fidelity.md).
 register_hparam(
@@ -208,6 +217,13 @@ register_hparam(
     "than its children) on hyperbolic geometries; 0 = off",
 )
 register_hparam("order_margin", 0.1, "margin m of the radial-order hinge, in geodesic units (>= 0)")
+register_hparam(
+    "depth_weight",
+    0.0,
+    "weight of the radial-depth term (hierviz.losses.RadialDepthLoss: each batch node prototype at geodesic radius "
+    "depth_step x its depth) on hyperbolic geometries; 0 = off",
+)
+register_hparam("depth_step", 1.0, "geodesic radius per tree level of the radial-depth term (> 0)")
 register_hparam(
     "cpcc_weight",
     0.0,
@@ -266,8 +282,10 @@ def loss_keys(method: Method | str, geometry: Any) -> tuple[str, ...]:
     --------
     >>> loss_keys("supcon", "euclidean")
     ('tau', 'reduction', 'similarity')
-    >>> loss_keys("supcon", "poincare")[3:]
-    ('cone_weight', 'center_weight', 'cone_aperture', 'order_weight', 'order_margin', 'cpcc_weight')
+    >>> loss_keys("supcon", "poincare")[3:7]
+    ('cone_weight', 'center_weight', 'cone_aperture', 'order_weight')
+    >>> loss_keys("supcon", "poincare")[7:]
+    ('order_margin', 'cpcc_weight', 'depth_weight', 'depth_step')
     >>> loss_keys("hxe", "poincare")  # evaluated on encoder features: no depth terms
     ('hxe_alpha', 'hxe_normalize')
     """
@@ -304,11 +322,13 @@ def add_radial_terms(objective: Any, method: Method, tree: Any, geometry: Any, h
     if not isinstance(objective, Objective) or not reads_radial(method, geometry):
         return objective
     order_w, cpcc_w = hp.get("order_weight", 0.0), hp.get("cpcc_weight", 0.0)
+    depth_w = hp.get("depth_weight", 0.0)
     for key, w in (
         ("cone_weight", hp["cone_weight"]),
         ("center_weight", hp["center_weight"]),
         ("order_weight", order_w),
         ("cpcc_weight", cpcc_w),
+        ("depth_weight", depth_w),
     ):
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not (w >= 0):
             raise ValueError(f"loss.{key} must be a number >= 0 (0 = off), got {w!r}")
@@ -321,6 +341,9 @@ def add_radial_terms(objective: Any, method: Method, tree: Any, geometry: Any, h
     if order_w > 0:
         objective.terms["order"] = RadialOrderLoss(tree, geometry, margin=hp.get("order_margin", 0.1))
         objective.weights["order"] = float(order_w)
+    if depth_w > 0:
+        objective.terms["depth"] = RadialDepthLoss(tree, geometry, step=hp.get("depth_step", 1.0))
+        objective.weights["depth"] = float(depth_w)
     if cpcc_w > 0:
         objective.terms["cpcc"] = CPCCLoss(tree, geometry)
         objective.weights["cpcc"] = float(cpcc_w)
