@@ -40,6 +40,43 @@ def _probe(fixed: str | None, records) -> str:
     return "each method's own embedding: " + "; ".join(f"{_PROBE[k]} ({', '.join(v)})" for k, v in by.items())
 
 
+_OPTIMIZER_NAMES = {"adamw": "AdamW", "adam": "Adam"}
+
+
+def _overrides(records) -> str:
+    """The training overrides the runs' methods declare (``method.train`` of their configs), by method.
+
+    Examples
+    --------
+    >>> recs = [{"method": "hyilr", "method_display": "HyILR",
+    ...          "config": {"method": {"train": {"optimizer": "adam", "schedule": "constant", "weight_decay": 0.0}}}},
+    ...         {"method": "supcon", "config": {}}]
+    >>> _overrides(recs)
+    "; the methods' own optimiser: HyILR: Adam, constant learning rate, weight decay 0"
+    >>> _overrides(recs[1:])
+    ''
+    """
+    by: dict[str, list[str]] = {}
+    for r in records:
+        train = ((r.get("config") or {}).get("method") or {}).get("train") or {}
+        if not train:
+            continue
+        parts = []
+        if "optimizer" in train:
+            parts.append(_OPTIMIZER_NAMES.get(train["optimizer"], str(train["optimizer"])))
+        if "schedule" in train:
+            parts.append("constant learning rate" if train["schedule"] == "constant" else "warmup + cosine")
+        if "weight_decay" in train:
+            parts.append(f"weight decay {train['weight_decay']:g}")
+        names = by.setdefault(", ".join(parts), [])
+        name = r.get("method_display") or r["method"]
+        if name not in names:
+            names.append(name)
+    if not by:
+        return ""
+    return "; the methods' own optimiser: " + "; ".join(f"{', '.join(v)}: {k}" for k, v in by.items())
+
+
 def _header(
     cfg: ExperimentConfig, argv: Sequence[str] | None, ds, tree, n_all: int, split, records, total: float
 ) -> dict[str, str]:
@@ -85,8 +122,8 @@ def _header(
         + (f"{ds.images.shape[1]} input {'tokens' if text else 'features'}" if vector else f"image {d.image_size} px")
         + f", pretrained: {m.pretrained or 'none'}",
         "Training": f"{t.epochs} epochs, batch {t.batch_size}, AdamW lr {t.lr_backbone:g}/{lr_head:g}"
-        f" (backbone/head), warmup {warm:g} epochs + cosine, EMA {t.ema_decay or 'off'}, "
-        f"tau {cfg.loss.get('tau')}, c {m.curvature:g}",
+        f" (backbone/head), warmup {warm:g} epochs + cosine, weight decay {t.weight_decay:g}, "
+        f"EMA {t.ema_decay or 'off'}, tau {cfg.loss.get('tau')}, c {m.curvature:g}" + _overrides(records),
         "Evaluation": "linear probe on " + _probe(cfg.eval.embedding, records),
         "Device": ", ".join(sorted({str(r.get("device", "?")) for r in records})),
         "Timings": f"{total:.1f} s in all; training {train_s:.1f} s, evaluation {eval_s:.1f} s "

@@ -53,6 +53,12 @@ class RunRecord:
     learned : dict or None
         Learned scalars of the objective, when it has ``learned()`` (HyILR: ``c``, ``alpha_t``,
         ``alpha_l`` of Eq. 12; issue 23).
+    optimizer : dict or None
+        The settings ``fit`` built the optimiser and schedule from: ``optimizer`` (``"adamw"`` or
+        ``"adam"``), ``schedule`` (``"warmup_cosine"`` or ``"constant"``), ``weight_decay``,
+        ``lr_backbone``, ``lr_head``, ``warmup_epochs`` (0 on a constant schedule): the run's
+        ``train.*`` with its method's :class:`hierviz.methods.TrainOverrides` applied. None for
+        a run with nothing to train and for records written before hierviz 0.4.
     radius : dict or None
         The radius record (:func:`hierviz.evaluation.run_radius`).
     hparams : dict or None
@@ -87,6 +93,7 @@ class RunRecord:
     classifier_metrics: dict[str, float] | None = None
     early_stopping: dict[str, Any] | None = None
     learned: dict[str, float] | None = None
+    optimizer: dict[str, Any] | None = None
     radius: dict[str, Any] | None = None
     epochs: int | None = None
     train_seconds: float | None = None
@@ -134,6 +141,7 @@ class RunRecord:
             "early_stopping",
             "geometry_config",
             "radius",
+            "optimizer",
             "hparams",
             "step_history",
         ):
