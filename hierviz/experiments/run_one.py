@@ -28,6 +28,7 @@ from hierviz.experiments.records import (
 from hierviz.geometry import get_geometry
 from hierviz.geometry._kernels import compile_kernels
 from hierviz.methods import Method, get_method
+from hierviz.metrics.registry import METRIC_INFO, compute_metrics
 from hierviz.models import build_model
 from hierviz.report.run_record import RunRecord
 from hierviz.samplers import SAMPLERS
@@ -110,7 +111,7 @@ def train_config_for(cfg: ExperimentConfig, method: Method, seed: int, run_dir: 
     Examples
     --------
     >>> from hierviz.experiments.config import resolve_config
-    >>> from hierviz.methods import Method, get_method
+    >>> from hierviz.methods import get_method
     >>> cfg = resolve_config("quick", [])
     >>> tc = train_config_for(cfg, get_method("hyilr"), 0, Path("."), resume=False, progress=False)
     >>> tc.optimizer, tc.schedule, tc.weight_decay
@@ -253,6 +254,8 @@ def _run_one(
     ev, clf, arrays, protocol_name, embedding = _evaluate(cfg, method, objective, result, train_ds, test_ds, tree,
                                                           geometry, seed)  # fmt: skip
     np.savez_compressed(run_dir / "embeddings.npz", **arrays)
+    # the registered metric functions of the protocol's arrays (a user module's too), beside the protocol's own
+    computed = compute_metrics(arrays, tree, skip={*ev.metrics, *(clf.metrics if clf is not None else ())})
     radius = run_radius(model, arrays, tree, geometry, embedding, seed=seed, steps=cfg.eval.mean_steps)
     geo_cfg = geometry.config() if hasattr(geometry, "config") else {"name": geometry_name}
     run_cfg = cfg.run_config(method_name, geometry_name, seed)
@@ -265,7 +268,8 @@ def _run_one(
         "geometry_config": geo_cfg,
         "curvature": 0.0 - float(getattr(geometry, "curvature", 0.0)),  # c (learned with model.learn_curvature)
         "seed": seed,
-        "metrics": ev.metrics,
+        "metrics": {**ev.metrics, **computed},
+        "metric_info": {k: _metric_info(k) for k in computed} or None,
         "classifier_metrics": None if clf is None else clf.metrics,
         "early_stopping": None if stopper is None else stopper.record(),
         "learned": None if method.learned is None else method.learned(objective),
@@ -289,6 +293,12 @@ def _run_one(
     record = RunRecord.from_dict(record, where=str(run_dir / "result.json")).to_dict()  # the typed record, written once
     atomic_write_text(run_dir / "result.json", json.dumps(record, default=json_default, indent=1))
     return record
+
+
+def _metric_info(name: str) -> dict[str, Any]:
+    """A computed metric's title and direction for the record: a report without the registering module shows them."""
+    info = METRIC_INFO.get(name)
+    return {"label": info.label, "higher_is_better": info.higher_is_better}
 
 
 def _evaluate(cfg: ExperimentConfig, method: Method, objective, result: FitResult, train_ds, test_ds, tree, geometry,

@@ -34,7 +34,11 @@ class RunRecord:
         Registry names of the method and the geometry.
     seed : int
     metrics : dict of str to float
-        The evaluation protocol's metrics (HF1, H-Acc, …, or paper 04's columns).
+        The evaluation protocol's metrics (HF1, H-Acc, …, or paper 04's columns), and those of
+        the registered metric functions of its arrays (:func:`hierviz.metrics.compute_metrics`).
+    metric_info : dict or None
+        ``{key: {"label", "higher_is_better"}}`` of the metrics a registered function computed,
+        so a report rebuilt without the module that registered one titles it (None: none).
     method_display, geometry_display : str
         Their display names (tables and figures read these, never a registry). Records of
         hierviz 0.1 lack them (None).
@@ -90,6 +94,7 @@ class RunRecord:
     curvature: float | None = None
     seed: int
     metrics: dict[str, Any]
+    metric_info: dict[str, Any] | None = None
     classifier_metrics: dict[str, float] | None = None
     early_stopping: dict[str, Any] | None = None
     learned: dict[str, float] | None = None
@@ -137,6 +142,7 @@ class RunRecord:
                 raise RunFileError(f"{where}: 'seed' must be an integer, got {seed!r}; {_FIX}")
         for key in (
             "metrics",
+            "metric_info",
             "classifier_metrics",
             "early_stopping",
             "geometry_config",
