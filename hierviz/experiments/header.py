@@ -77,6 +77,39 @@ def _overrides(records) -> str:
     return "; the methods' own optimiser: " + "; ".join(f"{', '.join(v)}: {k}" for k, v in by.items())
 
 
+_DEPTH_NAMES = {"cone": "entailment cone", "center": "centring", "order": "radial order", "cpcc": "CPCC"}
+
+
+def _depth(records) -> str:
+    """The depth regularisers added to the methods' losses (``RunRecord.depth_terms``), by run.
+
+    Examples
+    --------
+    >>> recs = [{"method": "supcon", "method_display": "SupCon", "geometry": "poincare", "geometry_display": "Poincaré",
+    ...          "depth_terms": {"cone": 0.2, "center": 1.0}},
+    ...         {"method": "supcon", "method_display": "SupCon", "geometry": "euclidean"}]
+    >>> _depth(recs)
+    'entailment cone × 0.2, centring × 1 added to: SupCon (Poincaré); none on the other runs'
+    >>> _depth(recs[1:])
+    "none: every run trains its method's own loss"
+    """
+    by: dict[str, list[str]] = {}
+    bare = 0
+    for r in records:
+        terms = r.get("depth_terms") or {}
+        if not terms:
+            bare += 1
+            continue
+        key = ", ".join(f"{_DEPTH_NAMES.get(k, k)} × {float(w):g}" for k, w in terms.items())
+        name = f"{r.get('method_display') or r['method']} ({r.get('geometry_display') or r['geometry']})"
+        if name not in by.setdefault(key, []):
+            by[key].append(name)
+    if not by:
+        return "none: every run trains its method's own loss"
+    text = "; ".join(f"{k} added to: {', '.join(v)}" for k, v in by.items())
+    return text + ("; none on the other runs" if bare else "")
+
+
 def _header(
     cfg: ExperimentConfig, argv: Sequence[str] | None, ds, tree, n_all: int, split, records, total: float
 ) -> dict[str, str]:
@@ -124,6 +157,7 @@ def _header(
         "Training": f"{t.epochs} epochs, batch {t.batch_size}, AdamW lr {t.lr_backbone:g}/{lr_head:g}"
         f" (backbone/head), warmup {warm:g} epochs + cosine, weight decay {t.weight_decay:g}, "
         f"EMA {t.ema_decay or 'off'}, tau {cfg.loss.get('tau')}, c {m.curvature:g}" + _overrides(records),
+        "Depth terms": _depth(records),
         "Evaluation": "linear probe on " + _probe(cfg.eval.embedding, records),
         "Device": ", ".join(sorted({str(r.get("device", "?")) for r in records})),
         "Timings": f"{total:.1f} s in all; training {train_s:.1f} s, evaluation {eval_s:.1f} s "

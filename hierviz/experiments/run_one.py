@@ -273,6 +273,8 @@ def _run_one(
         "classifier_metrics": None if clf is None else clf.metrics,
         "early_stopping": None if stopper is None else stopper.record(),
         "learned": None if method.learned is None else method.learned(objective),
+        # the depth regularisers build_objective added to the method's loss (none on flat geometries)
+        "depth_terms": methods.depth_terms(method, geometry, cfg.loss) or None,
         "radius": radius,
         "epochs": t.epochs,
         "optimizer": optimizer_record(train_config) if trains else None,

@@ -18,6 +18,7 @@ from hierviz.methods import (
 
 # isort: on
 from hierviz.methods.registry import (
+    DEPTH_TERMS,
     LOSS_HPARAMS,
     METHODS,
     RADIAL_HPARAMS,
@@ -27,6 +28,7 @@ from hierviz.methods.registry import (
     TrainOverrides,
     add_radial_terms,
     build_objective,
+    depth_terms,
     get_method,
     loss_keys,
     reads_radial,
@@ -47,6 +49,8 @@ __all__ = [
     "build_objective",
     "RADIAL_HPARAMS",
     "add_radial_terms",
+    "depth_terms",
+    "DEPTH_TERMS",
     "loss_keys",
     "reads_radial",
 ]

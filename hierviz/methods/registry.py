@@ -68,6 +68,8 @@ __all__ = [
     "build_objective",
     "RADIAL_HPARAMS",
     "add_radial_terms",
+    "depth_terms",
+    "DEPTH_TERMS",
     "reads_radial",
     "loss_keys",
 ]
@@ -446,13 +448,60 @@ def loss_keys(method: Method | str, geometry: Any) -> tuple[str, ...]:
     return keys
 
 
+#: The depth regularisers' term names in an objective, with their weight keys (``loss.<key>``).
+DEPTH_TERMS = {"cone": "cone_weight", "center": "center_weight", "order": "order_weight", "cpcc": "cpcc_weight"}
+
+
+def depth_terms(method: Method | str, geometry: Any, hp: Mapping[str, Any]) -> dict[str, float]:
+    """The depth regularisers a run of ``method`` on ``geometry`` gets with these ``loss.*`` values: ``{term: weight}``.
+
+    What :func:`add_radial_terms` adds (each term whose weight is > 0, where :func:`reads_radial`
+    holds), so the run core records it (``RunRecord.depth_terms``) and the report header lists it:
+    a term is never added to a method's loss without the run saying so.
+
+    Parameters
+    ----------
+    method : Method or str
+    geometry : Geometry, Geometry class or str
+    hp : mapping
+        ``loss.*`` values; missing weights take their defaults (0: off).
+
+    Returns
+    -------
+    dict of str to float
+        Keys among ``cone``, ``center``, ``order``, ``cpcc`` (:data:`DEPTH_TERMS`), in that order.
+
+    Raises
+    ------
+    ValueError
+        A weight that is not a number >= 0.
+
+    Examples
+    --------
+    >>> depth_terms("supcon", "poincare", {"cone_weight": 0.2, "center_weight": 1.0})
+    {'cone': 0.2, 'center': 1.0}
+    >>> depth_terms("supcon", "euclidean", {"cone_weight": 0.2}), depth_terms("hxe", "poincare", {"cone_weight": 0.2})
+    ({}, {})
+    """
+    if not reads_radial(method, geometry):
+        return {}
+    out: dict[str, float] = {}
+    for term, key in DEPTH_TERMS.items():
+        w = hp.get(key, LOSS_HPARAMS[key].default)
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not (w >= 0):
+            raise ValueError(f"loss.{key} must be a number >= 0 (0 = off), got {w!r}")
+        if w > 0:
+            out[term] = float(w)
+    return out
+
+
 def add_radial_terms(objective: Any, method: Method, tree: Any, geometry: Any, hp: Mapping[str, Any]) -> Any:
     """Add the ``cone``, ``center``, ``order`` and ``cpcc`` terms of :data:`RADIAL_HPARAMS` to a built objective.
 
     They are added only where the radius means depth: a hyperbolic geometry, a method whose
     evaluated embedding is ``z`` (HXE-like methods evaluate the encoder features, which the
-    terms would not reach) and a weight > 0. Objectives other than
-    :class:`hierviz.losses.Objective` are returned unchanged.
+    terms would not reach) and a weight > 0 (:func:`depth_terms`, which the run records).
+    Objectives other than :class:`hierviz.losses.Objective` are returned unchanged.
 
     Parameters
     ----------
@@ -468,29 +517,18 @@ def add_radial_terms(objective: Any, method: Method, tree: Any, geometry: Any, h
     -------
     The same objective, with the terms added in place.
     """
-    if not isinstance(objective, Objective) or not reads_radial(method, geometry):
+    weights = depth_terms(method, geometry, hp)
+    if not isinstance(objective, Objective):
         return objective
-    order_w, cpcc_w = hp.get("order_weight", 0.0), hp.get("cpcc_weight", 0.0)
-    for key, w in (
-        ("cone_weight", hp["cone_weight"]),
-        ("center_weight", hp["center_weight"]),
-        ("order_weight", order_w),
-        ("cpcc_weight", cpcc_w),
-    ):
-        if isinstance(w, bool) or not isinstance(w, (int, float)) or not (w >= 0):
-            raise ValueError(f"loss.{key} must be a number >= 0 (0 = off), got {w!r}")
-    if hp["cone_weight"] > 0:
-        objective.terms["cone"] = EntailmentConeLoss(tree, geometry, aperture=hp["cone_aperture"])
-        objective.weights["cone"] = float(hp["cone_weight"])
-    if hp["center_weight"] > 0:
-        objective.terms["center"] = CentringLoss(geometry)
-        objective.weights["center"] = float(hp["center_weight"])
-    if order_w > 0:
-        objective.terms["order"] = RadialOrderLoss(tree, geometry, margin=hp.get("order_margin", 0.1))
-        objective.weights["order"] = float(order_w)
-    if cpcc_w > 0:
-        objective.terms["cpcc"] = CPCCLoss(tree, geometry)
-        objective.weights["cpcc"] = float(cpcc_w)
+    make = {
+        "cone": lambda: EntailmentConeLoss(tree, geometry, aperture=hp["cone_aperture"]),
+        "center": lambda: CentringLoss(geometry),
+        "order": lambda: RadialOrderLoss(tree, geometry, margin=hp.get("order_margin", 0.1)),
+        "cpcc": lambda: CPCCLoss(tree, geometry),
+    }
+    for term, w in weights.items():
+        objective.terms[term] = make[term]()
+        objective.weights[term] = w
     return objective
 
 

@@ -57,6 +57,11 @@ class RunRecord:
     learned : dict or None
         Learned scalars of the objective, when it has ``learned()`` (HyILR: ``c``, ``alpha_t``,
         ``alpha_l`` of Eq. 12; issue 23).
+    depth_terms : dict or None
+        The depth regularisers added to the method's loss on a hyperbolic geometry,
+        ``{term: weight}`` (``cone``, ``center``, ``order``, ``cpcc``;
+        :func:`hierviz.methods.depth_terms`); None when none was added, and in records written
+        before hierviz 0.4 (their ``hparams`` hold the weights).
     optimizer : dict or None
         The settings ``fit`` built the optimiser and schedule from: ``optimizer`` (``"adamw"`` or
         ``"adam"``), ``schedule`` (``"warmup_cosine"`` or ``"constant"``), ``weight_decay``,
@@ -98,6 +103,7 @@ class RunRecord:
     classifier_metrics: dict[str, float] | None = None
     early_stopping: dict[str, Any] | None = None
     learned: dict[str, float] | None = None
+    depth_terms: dict[str, float] | None = None
     optimizer: dict[str, Any] | None = None
     radius: dict[str, Any] | None = None
     epochs: int | None = None
@@ -147,6 +153,7 @@ class RunRecord:
             "early_stopping",
             "geometry_config",
             "radius",
+            "depth_terms",
             "optimizer",
             "hparams",
             "step_history",
