@@ -208,3 +208,17 @@ def test_depth_terms_are_recorded_and_in_the_header(tmp_path):
     header = json.loads((tmp_path / "compare.json").read_text())["header"]["Depth terms"]
     assert header == "entailment cone × 0.3, centring × 0.5 added to: SupCon (Poincaré ball); none on the other runs"
     assert "entailment cone × 0.3" in (tmp_path / "report.html").read_text()
+
+
+def test_fingerprint_covers_declared_values_not_code_names():
+    """Renaming a hook or a model builder (a refactor) keeps a run resumable; changing an override does not."""
+    run = ExperimentConfig().run_config("hyilr", "lorentz", 0)
+    renamed = json.loads(json.dumps(run))
+    renamed["method"]["label_prior"] = "somewhere.else"
+    renamed["method"]["model"] = "a.new.builder"
+    assert fingerprint(renamed) == fingerprint(run)
+    renamed["method"]["train"]["weight_decay"] = 1e-4
+    assert fingerprint(renamed) != fingerprint(run)
+    renamed = json.loads(json.dumps(run))
+    renamed["method"]["feature_dropout"] = 0.0
+    assert fingerprint(renamed) != fingerprint(run)

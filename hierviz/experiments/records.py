@@ -70,6 +70,13 @@ RESULT_FREE_KEYS = frozenset(
         "run.world_size",  # torchrun ranks: the same global batches and steps on any number (docs/distributed.md)
         "run.global_batch_size",  # train.batch_size capped at the training set: follows from other keys
         "train.compile_loss",
+        # what a method declares by code (Method.declared: recorded for the reader) is covered by the method's name,
+        # as its build function is; its training overrides and views (method.train.*, method.feature_dropout) are values
+        "method.model",
+        "method.classifier",
+        "method.attach_encoder",
+        "method.label_prior",
+        "method.learned",
     }
 )
 

@@ -278,7 +278,10 @@ class Method:
 
         Only the fields that differ from their defaults, so a method that declares nothing
         records ``{}`` (and the run config has no ``method`` section: its fingerprint is what it
-        was before these fields existed). Builders and hooks are recorded by ``module.qualname``.
+        was before these fields existed). Builders and hooks are recorded by ``module.qualname``
+        for the reader; the fingerprint covers the values (``train``, ``feature_dropout``), while
+        code is covered by the method's name, as its build function is
+        (:data:`hierviz.experiments.records.RESULT_FREE_KEYS`).
 
         Returns
         -------
