@@ -175,7 +175,7 @@ class _TinyUInt8:
 def test_fit_with_device_augmentation_resumes_bit_identically(tmp_path):
     from hierviz.geometry import get_geometry
     from hierviz.hierarchy import LabelTree
-    from hierviz.losses import build_objective
+    from hierviz.methods import build_objective
     from hierviz.models import build_model
     from hierviz.training import TrainConfig, fit, seed_everything
 

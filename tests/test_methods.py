@@ -98,12 +98,19 @@ def test_needs_validates_views():
         Needs(views=0)
 
 
-def test_deprecated_losses_aliases_still_work():
-    from hierviz.losses import build_objective as old_build
-    from hierviz.losses.objective import HPARAMS, OBJECTIVES
+def test_the_0_1_aliases_are_gone():
+    """hierviz.losses imports no method code: build_objective, OBJECTIVES and HPARAMS live in hierviz.methods."""
+    from pathlib import Path
 
-    assert "hwc+lam" in OBJECTIVES and HPARAMS["tau"] == 0.1
-    assert isinstance(old_build("supcon", TREE, "euclidean"), Objective)
+    import hierviz
+    import hierviz.losses
+    import hierviz.losses.objective
+
+    for mod in (hierviz.losses, hierviz.losses.objective):
+        for name in ("build_objective", "OBJECTIVES", "HPARAMS"):
+            assert not hasattr(mod, name), f"{mod.__name__}.{name}"
+    for gone in ("tree", "train", "evaluate"):  # the 0.1 module aliases
+        assert not (Path(hierviz.__file__).parent / f"{gone}.py").exists(), gone
 
 
 def test_a_method_sampler_drives_the_training_batches(tmp_path):

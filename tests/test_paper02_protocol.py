@@ -15,8 +15,7 @@ import pytest
 
 from hierviz.experiments import compare, resolve_config
 from hierviz.hierarchy import LabelTree
-from hierviz.losses import build_objective
-from hierviz.methods import METHODS
+from hierviz.methods import METHODS, build_objective
 
 PAPER02 = ["ce", "hmc", "hce", "hmce", "g-hmlc", "a-hmlc"]
 # one seed, one epoch, 300 hier-MNIST images (synthetic digits where mnist/ is absent), CPU

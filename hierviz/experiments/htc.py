@@ -473,7 +473,7 @@ def train_htc(
         device="cpu",
         amp=False,
         progress=progress,
-        **HYILR_TRAIN,
+        **HYILR_TRAIN.to_dict(),
     )
     train = TensorDataset(PackedTokens.pack(*encoded["train"]), Y["train"])
     t0 = time.perf_counter()
