@@ -34,7 +34,8 @@ def test_builtin_methods_are_registered_with_declarations():
 def test_hwc_lam_equals_its_terms_built_by_hand(geo):
     geometry = get_geometry(geo)
     z, y = _batch(geometry)
-    obj = build_objective("hwc+lam", TREE, geometry, alpha=0.7, gamma=0.3, lambda_lam=0.5, tau=0.2)
+    bare = dict(cone_weight=0.0, center_weight=0.0, cpcc_weight=0.0)  # the paper's loss: no depth terms
+    obj = build_objective("hwc+lam", TREE, geometry, alpha=0.7, gamma=0.3, lambda_lam=0.5, tau=0.2, **bare)
     loss, terms = obj(z, y)
     hwc = HWCLoss(TREE, geometry, tau=0.2, alpha=0.7, gamma=0.3, reduction="pairs")(z, y)
     lam = LAMLoss(TREE, geometry)(z, y)
@@ -138,7 +139,7 @@ def test_a_method_sampler_drives_the_training_batches(tmp_path):
             return Objective("supcon-rec", {"supcon": SupConLoss(tree, geometry, tau=hp["tau"])})
 
         cfg = resolve_config(
-            "quick",
+            "quick-ham10000",
             [
                 "methods=supcon-rec",
                 "geometries=euclidean",

@@ -273,7 +273,7 @@ def test_every_method_gets_the_radial_terms_on_hyperbolic_geometries_only():
     obj = build_objective("supcon", tree, "poincare", cone_weight=0.3, center_weight=0.02)
     assert obj.weights["cone"] == 0.3 and obj.weights["center"] == 0.02
     assert "cone" not in build_objective("supcon", tree, "euclidean", cone_weight=0.3).terms
-    off = build_objective("hwc+lam", tree, "lorentz", cone_weight=0.0, center_weight=0.0)
+    off = build_objective("hwc+lam", tree, "lorentz", cone_weight=0.0, center_weight=0.0, cpcc_weight=0.0)
     assert set(off.terms) == {"hwc", "lam"}
     assert "cone" not in build_objective("hxe", tree, "poincare", cone_weight=0.3).terms  # evaluates features
     with pytest.raises(ValueError, match="cone_weight"):
@@ -281,7 +281,7 @@ def test_every_method_gets_the_radial_terms_on_hyperbolic_geometries_only():
     ball = PoincareBall(1.0)
     z = ball.expmap0(0.5 * torch.randn(10, 2, 4, dtype=F64))
     y = torch.tensor([0, 1, 2, 3, 4, 0, 1, 2, 3, 4])
-    loss, terms = build_objective("supcon", tree, ball, cone_weight=0.3, center_weight=0.02)(z, y)
+    loss, terms = build_objective("supcon", tree, ball, cone_weight=0.3, center_weight=0.02, cpcc_weight=0.0)(z, y)
     expected = terms["supcon"] + 0.3 * terms["cone"] + 0.02 * terms["center"]
     assert float(loss) == pytest.approx(float(expected), rel=1e-9)
     assert "order" not in terms  # off by default (loss.order_weight = 0)
@@ -290,10 +290,28 @@ def test_every_method_gets_the_radial_terms_on_hyperbolic_geometries_only():
     assert "order" not in build_objective("supcon", tree, "euclidean", order_weight=0.5).terms
     with pytest.raises(ValueError, match="order_weight"):
         build_objective("supcon", tree, "poincare", order_weight=-1.0)
-    loss, terms = build_objective("supcon", tree, ball, order_weight=0.7, order_margin=0.3)(z, y)
+    bare = dict(cone_weight=0.0, center_weight=0.0, cpcc_weight=0.0)
+    loss, terms = build_objective("supcon", tree, ball, order_weight=0.7, order_margin=0.3, **bare)(z, y)
     ref = RadialOrderLoss(tree, ball, margin=0.3)(z, y)
     assert float(terms["order"]) == pytest.approx(float(ref), rel=1e-12)
     assert float(loss) == pytest.approx(float(terms["supcon"] + 0.7 * ref), rel=1e-9)
+
+
+def test_the_hyperbolic_defaults_are_cones_centring_cpcc_and_tau_one():
+    """0.4's defaults (docs/results/radius-20news): every hyperbolic run of a ``z`` method gets them, no --set."""
+    tree = _tree()
+    obj = build_objective("supcon", tree, "poincare")
+    assert obj.weights == {"supcon": 1.0, "cone": 0.2, "center": 1.0, "cpcc": 1.0}
+    assert obj.terms["supcon"].tau == 1.0  # loss.tau_hyperbolic
+    assert build_objective("supcon", tree, "poincare", tau=0.2).terms["supcon"].tau == 0.2  # an explicit tau is kept
+    assert build_objective("supcon", tree, "poincare", tau=0.2, tau_hyperbolic=1.0).terms["supcon"].tau == 1.0
+    eu = build_objective("supcon", tree, "euclidean")
+    assert set(eu.terms) == {"supcon"} and eu.terms["supcon"].tau == 0.1  # loss.tau on the sphere
+    assert build_objective("supcon", tree, "lorentz", tau_hyperbolic=None, tau=0.3).terms["supcon"].tau == 0.3
+    assert build_objective("supcon", tree, "lorentz", tau_hyperbolic=0.5).terms["supcon"].tau == 0.5
+    assert set(build_objective("hxe", tree, "poincare").terms) == {"hxe"}  # evaluated on encoder features
+    with pytest.raises(ValueError, match="tau_hyperbolic"):
+        build_objective("supcon", tree, "poincare", tau_hyperbolic=0.0)
 
 
 # ----------------------------------------------------------------------------- the head

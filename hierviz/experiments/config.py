@@ -28,7 +28,7 @@ Examples
 --------
 >>> cfg = resolve_config("quick", ["loss.tau=0.2", "train.epochs=1"])
 >>> cfg.loss["tau"], cfg.train.epochs, cfg.data.dataset
-(0.2, 1, 'ham10000-sample')
+(0.2, 1, '20news')
 >>> resolve_config("quick", ["train.epoch=1"])
 Traceback (most recent call last):
 ...

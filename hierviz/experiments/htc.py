@@ -258,7 +258,7 @@ def compare_config(
         "loss.tau": float(cfg.tau),
         "loss.hyilr_lambda": float(cfg.lam if lam is None else lam),
     }
-    return resolve_config("quick", over)
+    return resolve_config("quick-ham10000", over)
 
 
 def run_htc(

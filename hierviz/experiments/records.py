@@ -111,6 +111,7 @@ _NEW_KEY_DEFAULTS = {
     "loss.cpcc_weight": 0.0,  # issue 22: no CPCC term
     "loss.depth_weight": 0.0,  # 0.4: no radial-depth term
     "loss.depth_step": 1.0,
+    "loss.tau_hyperbolic": None,  # 0.4: hyperbolic runs used loss.tau
 }
 
 #: Keys that legitimately differ between the runs of one comparison.

@@ -366,20 +366,20 @@ RADIAL_HPARAMS = (
     "cpcc_weight",
     "depth_weight",
     "depth_step",
+    "tau_hyperbolic",
 )
-# Off by default, so every method's objective is its paper's loss; the presets switch them on
-# (quick/medium/full/gpu: cone 0.2, centring 1.0, the sweep in docs/hyperbolic-fidelity.md).
+# The defaults of every hyperbolic run (0.4): entailment cones 0.2, centring 1.0, CPCC 1.0 and tau 1.0 on
+# hyperbolic geometries, chosen on the validation split of 20 Newsgroups (docs/results/radius-20news/sweep.csv);
+# each run records the terms it got (depth_terms) and the header lists them. 0 switches a term off.
 register_hparam(
     "cone_weight",
-    0.0,
-    "weight of the entailment-cone term (hierviz.losses.EntailmentConeLoss) on hyperbolic geometries; "
-    "0 = off (the presets use 0.2)",
+    0.2,
+    "weight of the entailment-cone term (hierviz.losses.EntailmentConeLoss) on hyperbolic geometries; 0 = off",
 )
 register_hparam(
     "center_weight",
-    0.0,
-    "weight of the centring term (hierviz.losses.CentringLoss, HypStructure) on hyperbolic geometries; "
-    "0 = off (the presets use 1.0)",
+    1.0,
+    "weight of the centring term (hierviz.losses.CentringLoss, HypStructure) on hyperbolic geometries; 0 = off",
 )
 register_hparam("cone_aperture", 0.1, "entailment-cone aperture constant K (Ganea et al. 2018; MERU: 0.1)")
 register_hparam(
@@ -397,8 +397,14 @@ register_hparam(
 )
 register_hparam("depth_step", 1.0, "geodesic radius per tree level of the radial-depth term (> 0)")
 register_hparam(
+    "tau_hyperbolic",
+    1.0,
+    "tau of a method that reads loss.tau, on hyperbolic geometries: SupCon scores -d/tau, so the radius the head "
+    "settles at grows with tau and the tree needs room (docs/results/radius-20news); null = loss.tau",
+)
+register_hparam(
     "cpcc_weight",
-    0.0,
+    1.0,
     "weight of HypStructure's CPCC term (hierviz.losses.CPCCLoss: tree distances against the distances of the batch's "
     "node prototypes) on hyperbolic geometries; 0 = off",
 )
@@ -457,7 +463,7 @@ def loss_keys(method: Method | str, geometry: Any) -> tuple[str, ...]:
     >>> loss_keys("supcon", "poincare")[3:7]
     ('cone_weight', 'center_weight', 'cone_aperture', 'order_weight')
     >>> loss_keys("supcon", "poincare")[7:]
-    ('order_margin', 'cpcc_weight', 'depth_weight', 'depth_step')
+    ('order_margin', 'cpcc_weight', 'depth_weight', 'depth_step', 'tau_hyperbolic')
     >>> loss_keys("hxe", "poincare")  # evaluated on encoder features: no depth terms
     ('hxe_alpha', 'hxe_normalize')
     """
@@ -505,8 +511,10 @@ def depth_terms(method: Method | str, geometry: Any, hp: Mapping[str, Any]) -> d
 
     Examples
     --------
-    >>> depth_terms("supcon", "poincare", {"cone_weight": 0.2, "center_weight": 1.0})
-    {'cone': 0.2, 'center': 1.0}
+    >>> depth_terms("supcon", "poincare", {})  # the defaults
+    {'cone': 0.2, 'center': 1.0, 'cpcc': 1.0}
+    >>> depth_terms("supcon", "lorentz", {"cpcc_weight": 0.0, "order_weight": 0.5})
+    {'cone': 0.2, 'center': 1.0, 'order': 0.5}
     >>> depth_terms("supcon", "euclidean", {"cone_weight": 0.2}), depth_terms("hxe", "poincare", {"cone_weight": 0.2})
     ({}, {})
     """
@@ -714,9 +722,11 @@ def build_objective(name: str, tree: Any, geometry: Any, **hparams: Any) -> Any:
     **hparams
         ``loss.*`` values (:data:`LOSS_HPARAMS`); unset ones take their defaults; ones the
         method does not read are ignored, so one dict can drive every method. On a
-        hyperbolic geometry every method also gets the depth regularisers of
-        :data:`RADIAL_HPARAMS` (``loss.cone_weight``, ``loss.center_weight``;
-        :func:`add_radial_terms`).
+        hyperbolic geometry every method whose embedding is ``z`` also gets the depth
+        regularisers of :data:`RADIAL_HPARAMS` (by default entailment cones 0.2, centring 1.0
+        and CPCC 1.0; :func:`add_radial_terms`) and, if it reads ``tau``, the temperature
+        ``loss.tau_hyperbolic`` (default 1.0) instead of ``loss.tau``, unless ``tau`` is given
+        and ``tau_hyperbolic`` is not (an explicit ``tau`` of a library call is kept).
 
     Returns
     -------
@@ -737,6 +747,13 @@ def build_objective(name: str, tree: Any, geometry: Any, **hparams: Any) -> Any:
     if unknown:
         raise TypeError(f"unknown hyperparameter(s) {unknown}; valid: {sorted(LOSS_HPARAMS)}")
     hp = {k: hparams.get(k, LOSS_HPARAMS[k].default) for k in method.hparams}
-    objective = method.build(tree, geometry, hp)
     radial = {k: hparams.get(k, LOSS_HPARAMS[k].default) for k in RADIAL_HPARAMS}
+    # tau on a hyperbolic geometry: loss.tau_hyperbolic, unless only tau was given (a library call's explicit tau)
+    own_tau = "tau" in hparams and "tau_hyperbolic" not in hparams
+    if "tau" in hp and reads_radial(method, geometry) and radial["tau_hyperbolic"] is not None and not own_tau:
+        tau_h = radial["tau_hyperbolic"]
+        if isinstance(tau_h, bool) or not isinstance(tau_h, (int, float)) or not (0 < tau_h < float("inf")):
+            raise ValueError(f"loss.tau_hyperbolic must be a number > 0 (or null: loss.tau), got {tau_h!r}")
+        hp["tau"] = float(tau_h)
+    objective = method.build(tree, geometry, hp)
     return add_radial_terms(objective, method, tree, geometry, radial)
