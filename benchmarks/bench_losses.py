@@ -153,12 +153,16 @@ def bench_share(
     embed_dim: int = 128,
     compile_loss: bool = False,
     compile_mode: str | None = None,
+    compile_backend: str | None = None,
 ) -> list[dict]:
     """Share of a training step (two views, autocast bf16 on CUDA, AdamW) taken by each loss.
 
     For each geometry the same model steps with a trivial loss (``base``) and with each
     method's objective, interleaved; ``share = (t_method − t_base) / t_method``. The loss is
-    also timed alone on detached embeddings (``loss_ms``).
+    also timed alone on detached embeddings (``loss_ms``). With ``compile_loss`` the objectives
+    run through :class:`hierviz.losses.CompiledLoss` (``compile_mode``, ``compile_backend``: its
+    ``mode`` and ``backend``; ``"aot_eager"`` traces the same graphs without code generation, the
+    CPU dry run of ``benchmarks/gpu_session.sh``).
 
     Returns
     -------
@@ -186,7 +190,7 @@ def bench_share(
             from hierviz.losses import CompiledLoss
 
             # compile_mode "reduce-overhead": CUDA graphs on top (static shapes), the launches replayed at once
-            compiled = {m: CompiledLoss(o, mode=compile_mode) for m, o in objectives.items()}
+            compiled = {m: CompiledLoss(o, mode=compile_mode, backend=compile_backend) for m, o in objectives.items()}
             objectives = {m: (lambda z, y, f=f: f({"z": z}, y)) for m, f in compiled.items()}
 
         def step(obj, model=model, opt=opt):
@@ -279,6 +283,11 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="torch.compile mode of --compile-loss, e.g. reduce-overhead (CUDA graphs)",
     )
+    ap.add_argument(
+        "--compile-backend",
+        default=None,
+        help="torch.compile backend of --compile-loss (default inductor; aot_eager: no code generation)",
+    )
     ap.add_argument("--methods", default="supcon,hwc+lam", help="methods for --share")
     ap.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON")
     args = ap.parse_args(argv)
@@ -297,6 +306,7 @@ def main(argv: list[str] | None = None) -> None:
             f"interleaved steps{', compiled kernels' if args.compile else ''}"
             f"{', compiled objectives' if args.compile_loss else ''}"
             f"{f' (mode {args.compile_mode})' if args.compile_loss and args.compile_mode else ''}"
+            f"{f' (backend {args.compile_backend})' if args.compile_loss and args.compile_backend else ''}"
         )
         print(f"  {'geometry':10s} {'loss':8s} {'step ms':>9s} {'base ms':>9s} {'share':>7s} {'loss alone ms':>14s}")
         rows = bench_share(
@@ -309,6 +319,7 @@ def main(argv: list[str] | None = None) -> None:
             geometries=tuple(args.geometries.split(",")),
             compile_loss=args.compile_loss,
             compile_mode=args.compile_mode,
+            compile_backend=args.compile_backend,
         )
         for r in rows:
             print(
@@ -332,6 +343,7 @@ def main(argv: list[str] | None = None) -> None:
                     repeats=args.repeats,
                     compile_loss=args.compile_loss,
                     compile_mode=args.compile_mode,
+                    compile_backend=args.compile_backend,
                     compile_kernels=args.compile,
                 ),
                 rows=rows,
