@@ -257,9 +257,11 @@ def verdicts(rows: list[dict]) -> list[dict]:
 def _write_json(path: str | None, payload: dict) -> None:
     if path:
         import json
+        import os
 
-        with open(path, "w", encoding="utf-8") as f:
+        with open(f"{path}.tmp", "w", encoding="utf-8") as f:  # whole or not at all: a timeout may stop the run
             json.dump(payload, f, indent=2)
+        os.replace(f"{path}.tmp", path)
         print(f"wrote {path}")
 
 
@@ -309,47 +311,49 @@ def main(argv: list[str] | None = None) -> None:
             f"{f' (backend {args.compile_backend})' if args.compile_loss and args.compile_backend else ''}"
         )
         print(f"  {'geometry':10s} {'loss':8s} {'step ms':>9s} {'base ms':>9s} {'share':>7s} {'loss alone ms':>14s}")
-        rows = bench_share(
-            args.encoder,
-            args.image_size,
-            args.batch,
-            device,
-            args.repeats,
-            methods=tuple(args.methods.split(",")),
-            geometries=tuple(args.geometries.split(",")),
-            compile_loss=args.compile_loss,
-            compile_mode=args.compile_mode,
-            compile_backend=args.compile_backend,
-        )
-        for r in rows:
-            print(
-                f"  {r['geometry']:10s} {r['method']:8s} {r['step_ms']:9.2f} {r['base_ms']:9.2f} "
-                f"{100 * r['share']:6.1f}% {r['loss_ms']:14.2f}"
+        rows: list[dict] = []
+        for geo in args.geometries.split(","):  # one geometry at a time: a run stopped early keeps the finished ones
+            new_rows = bench_share(
+                args.encoder,
+                args.image_size,
+                args.batch,
+                device,
+                args.repeats,
+                methods=tuple(args.methods.split(",")),
+                geometries=(geo,),
+                compile_loss=args.compile_loss,
+                compile_mode=args.compile_mode,
+                compile_backend=args.compile_backend,
             )
-        vs = verdicts(rows)
-        for v in vs:
-            print(f"GOAL {v['goal']} | measured {v['measured']} | {'met' if v['met'] else 'not met'}")
-        _write_json(
-            args.json,
-            dict(
-                benchmark="bench_losses --share",
-                torch=torch.__version__,
-                device=name,
-                date=time.strftime("%Y-%m-%d", time.gmtime()),
-                settings=dict(
-                    encoder=args.encoder,
-                    image_size=args.image_size,
-                    batch=args.batch,
-                    repeats=args.repeats,
-                    compile_loss=args.compile_loss,
-                    compile_mode=args.compile_mode,
-                    compile_backend=args.compile_backend,
-                    compile_kernels=args.compile,
+            rows += new_rows
+            for r in new_rows:
+                print(
+                    f"  {r['geometry']:10s} {r['method']:8s} {r['step_ms']:9.2f} {r['base_ms']:9.2f} "
+                    f"{100 * r['share']:6.1f}% {r['loss_ms']:14.2f}"
+                )
+            for v in verdicts(new_rows):
+                print(f"GOAL {v['goal']} | measured {v['measured']} | {'met' if v['met'] else 'not met'}", flush=True)
+            _write_json(
+                args.json,
+                dict(
+                    benchmark="bench_losses --share",
+                    torch=torch.__version__,
+                    device=name,
+                    date=time.strftime("%Y-%m-%d", time.gmtime()),
+                    settings=dict(
+                        encoder=args.encoder,
+                        image_size=args.image_size,
+                        batch=args.batch,
+                        repeats=args.repeats,
+                        compile_loss=args.compile_loss,
+                        compile_mode=args.compile_mode,
+                        compile_backend=args.compile_backend,
+                        compile_kernels=args.compile,
+                    ),
+                    rows=rows,
+                    verdicts=verdicts(rows),
                 ),
-                rows=rows,
-                verdicts=vs,
-            ),
-        )
+            )
         return
     print(
         f"torch {torch.__version__}, threads {torch.get_num_threads()}, 2B = {args.n}, d = {args.d}, "
