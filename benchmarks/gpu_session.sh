@@ -70,7 +70,8 @@ import tarfile
 import time
 from pathlib import Path
 
-SKIP = ("checkpoint*", "*.pt", "*.pt.*", ".checkpoint*", "*.tmp-*", "*.npz", "*.pth", "report.html", "header.txt")
+SKIP = ("checkpoint*", "*.pt", "*.pt.*", ".checkpoint*", "*.tmp-*", "*.tmp", "*.npz", "*.pth", "report.html",
+        "header.txt")
 TEXT_TAIL = 256 * 1024  # a log longer than this keeps its end
 END = "# ---\n"
 JSON_KEY = '{"gpu_session": '

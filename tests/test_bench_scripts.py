@@ -12,6 +12,7 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tarfile
@@ -101,11 +102,20 @@ HEADER_KEYS = ("date", "commit", "torch", "nvidia-smi")
 
 
 def _session(tmp: Path, *args: str, timeout: float = 850) -> subprocess.CompletedProcess:
+    """Run gpu_session.sh in its own process group; on a timeout the whole group goes (no orphaned steps)."""
     env = {**os.environ, "OUT": str(tmp / "out"), "WORK": str(tmp / "work"), "PYTHON": sys.executable}
     env.pop("PYTHONPATH", None)  # the script puts the checkout first itself
-    return subprocess.run(
-        ["bash", str(SESSION), *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=tmp
-    )
+    cmd = ["bash", str(SESSION), *args]
+    with subprocess.Popen(
+        cmd, env=env, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def _members(tgz: Path) -> dict[str, bytes]:
