@@ -1,0 +1,81 @@
+"""Reliability under load and across runs: one test per open case of the 0.3 bad-input probe.
+
+Each test fails on hierviz 0.3 (main at f5a59f7) and names the case in its docstring.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hierviz.geometry import Lorentz
+
+F64 = torch.float64
+
+
+def _unit(n: int, d: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.nn.functional.normalize(torch.randn(n, d, generator=g, dtype=F64), dim=-1)
+
+
+def _lorentz_ref(v1: torch.Tensor, v2: torch.Tensor) -> float:
+    """d(exp_o(v1), exp_o(v2)) at c = 1 in 60-digit arithmetic (arcosh of the Minkowski product)."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 60
+    a = [mpmath.mpf(float(t)) for t in v1.double()]
+    b = [mpmath.mpf(float(t)) for t in v2.double()]
+    na, nb = mpmath.sqrt(sum(t * t for t in a)), mpmath.sqrt(sum(t * t for t in b))
+    x = [mpmath.cosh(na)] + [mpmath.sinh(na) * t / na for t in a]
+    y = [mpmath.cosh(nb)] + [mpmath.sinh(nb) * t / nb for t in b]
+    return float(mpmath.acosh(x[0] * y[0] - sum(p * q for p, q in zip(x[1:], y[1:]))))
+
+
+# --------------------------------------------------------------------------- Lorentz far/near distances
+@pytest.mark.parametrize(
+    ("radius", "dtype", "rel"),
+    [(30.0, F64, 1e-12), (40.0, F64, 1e-12), (100.0, F64, 1e-12), (300.0, F64, 1e-12)]
+    + [(40.0, torch.float32, 1e-6), (60.0, torch.float32, 1e-6)],
+)
+def test_lorentz_dist_far_point_against_near_point(radius, dtype, rel):
+    """N26: a point at radius r against one at radius 1: 0.3 gave 0.0 (r = 40, 100), 82.5 (r = 60 float32)."""
+    g = Lorentz(1.0)
+    u = _unit(2, 3, seed=31)
+    v1, v2 = (radius * u[0]).to(dtype), u[1].to(dtype)
+    x, y = g.expmap0(v1[None]), g.expmap0(v2[None])
+    ref = _lorentz_ref(v1, v2)
+    assert float(g.dist(x, y)[0]) == pytest.approx(ref, rel=rel)
+    assert float(g.dist(y, x)[0]) == pytest.approx(ref, rel=rel)
+    assert float(g.pairwise_dist(x, y)[0, 0]) == pytest.approx(ref, rel=rel)
+    assert float(g.pairwise_dist(torch.cat([x, y]))[0, 1]) == pytest.approx(ref, rel=rel)
+
+
+def test_lorentz_dist_close_pairs_far_out_keep_their_digits():
+    """The difference form stays in use for close pairs: two points 1e-6 apart at radius 20 (float64)."""
+    g = Lorentz(1.0)
+    u = _unit(1, 3, seed=5)[0]
+    w = _unit(1, 3, seed=6)[0]
+    v1 = 20.0 * u
+    v2 = v1 + 1e-6 * (w - (w @ u) * u)  # a tangential step at the same radius
+    ref = _lorentz_ref(v1, v2)
+    got = float(g.dist(g.expmap0(v1[None]), g.expmap0(v2[None]))[0])
+    assert got == pytest.approx(ref, rel=1e-6)
+
+
+def test_lorentz_origin_distance_at_radius_45():
+    """N26: origin_distance of points at radius 45 and 1 was [0.0, 1.0]."""
+    from hierviz.metrics.radius import origin_distance
+
+    g = Lorentz(1.0)
+    z = g.expmap0(torch.tensor([[45.0, 0.0, 0.0], [1.0, 0.0, 0.0]], dtype=F64))
+    assert origin_distance(z, g).tolist() == pytest.approx([45.0, 1.0], rel=1e-13)
+
+
+def test_lorentz_dist_gradient_finite_on_both_forms():
+    """Both branches of the distance are differentiable: finite gradients, zero at x == y."""
+    g = Lorentz(1.0)
+    v = torch.tensor([[40.0, 0.0], [0.3, 0.1], [0.3, 0.1]], dtype=F64, requires_grad=True)
+    x = g.expmap0(v)
+    d = g.dist(x[[0, 1, 1]], x[[1, 2, 0]])
+    assert d[1].item() == 0.0
+    (grad,) = torch.autograd.grad(d.sum(), v)
+    assert torch.isfinite(grad).all()
