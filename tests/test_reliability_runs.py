@@ -79,3 +79,44 @@ def test_lorentz_dist_gradient_finite_on_both_forms():
     assert d[1].item() == 0.0
     (grad,) = torch.autograd.grad(d.sum(), v)
     assert torch.isfinite(grad).all()
+
+
+# --------------------------------------------------------------------------- run-folder collisions
+@pytest.fixture
+def user_hwc_lam():
+    """A user method registered as ``hwc_lam``: the folder name of the built-in ``hwc+lam``."""
+    import hierviz.methods as hm
+    from hierviz.losses import Objective
+
+    @hm.register_method("hwc_lam", hparams={}, replace=True)
+    def _m(tree, geometry, hp):  # pragma: no cover - never trained here
+        return Objective("hwc_lam", {})
+
+    yield "hwc_lam"
+    hm.METHODS.unregister("hwc_lam")
+
+
+def test_run_folder_collision_refused_at_config_time(user_hwc_lam):
+    """N25: 'hwc+lam' and a user's 'hwc_lam' shared the folder hwc_lam-euclidean-s0 (one run lost)."""
+    from hierviz.experiments.config import ConfigError, resolve_config
+
+    with pytest.raises(ConfigError) as e:
+        resolve_config("quick", ["methods=hwc+lam,hwc_lam", "geometries=euclidean"])
+    msg = str(e.value)
+    assert "'hwc+lam' and 'hwc_lam'" in msg and "hwc_lam-euclidean-s0" in msg and "\n" not in msg
+    # either alone is fine, and the built-in keeps the folder old runs have (so they still resume)
+    resolve_config("quick", ["methods=hwc+lam", "geometries=euclidean"])
+    resolve_config("quick", ["methods=hwc_lam", "geometries=euclidean"])
+
+
+def test_run_names_are_injective_across_methods_and_geometries():
+    """A '-' inside a name could join a method and a geometry into another pair's folder."""
+    from hierviz.experiments.records import run_name
+    from hierviz.experiments.run_names import check_run_names
+
+    assert run_name("hwc+lam", "poincare", 0) == "hwc_lam-poincare-s0"  # unchanged since 0.1
+    check_run_names(["hwc+lam", "supcon", "hcl"], ["euclidean", "poincare", "lorentz"])
+    with pytest.raises(ValueError, match="'a-b' · 'c' and 'a' · 'b-c'"):
+        check_run_names(["a-b", "a"], ["c", "b-c"])
+    with pytest.raises(ValueError, match="geometries: 'x y' and 'x_y'"):
+        check_run_names(["supcon"], ["x y", "x_y"])
