@@ -221,24 +221,38 @@ class Server:
         # ?reset: a fresh Lab workspace, or Lab would also reopen the notebooks of the previous test
         return f"{self.url}/lab/tree/{name}?reset" if self.app == "lab" else f"{self.url}/notebooks/{name}"
 
-    def last_modified(self, name: str) -> str:
-        """The server's ``last_modified`` stamp of ``name`` (ISO 8601)."""
-        return self.api(f"/api/contents/{name}?content=0")["last_modified"]
+    def last_modified(self, name: str, timeout_s: float = 30.0) -> str:
+        """The server's ``last_modified`` stamp of ``name`` (ISO 8601); see :meth:`read_contents`."""
+        return self.read_contents(f"/api/contents/{name}?content=0", timeout_s)["last_modified"]
 
-    def notebook(self, name: str, timeout_s: float = 30.0) -> dict:
-        """The saved notebook as the server holds it (JSON).
+    def read_contents(self, path: str, timeout_s: float = 30.0) -> dict:
+        """A contents-API read of a file that exists, retried while a save is rewriting it.
 
         Jupyter Server's "atomic" writing rewrites the file in place (it keeps a backup copy, not a
-        temporary one), so a read during a save answers 400 "Unreadable Notebook": retry until it parses.
+        temporary one), so a read during a save answers 400 "Unreadable Notebook", and on a loaded
+        machine 404 (seen while a save was under way) or 500: 4xx answers are retried here for
+        ``timeout_s`` × :func:`load_factor` seconds, every 0.25 s (5xx by :meth:`api`). The error
+        after the last try names :attr:`last_response`.
         """
-        t0 = time.monotonic()
+        t0, budget = time.monotonic(), timeout_s * load_factor()
         while True:
             try:
-                return self.api(f"/api/contents/{name}?content=1")["content"]
+                return self.api(path)
             except urllib.error.HTTPError as e:
-                if e.code != 400 or time.monotonic() - t0 > timeout_s:
-                    raise
+                if e.code not in (400, 404) or time.monotonic() - t0 > budget:
+                    raise urllib.error.HTTPError(
+                        e.url,
+                        e.code,
+                        f"{e.reason} (read retried for {time.monotonic() - t0:.0f} s; last response: "
+                        f"{self.last_response})",
+                        e.headers,
+                        None,
+                    ) from None
             time.sleep(0.25)
+
+    def notebook(self, name: str, timeout_s: float = 30.0) -> dict:
+        """The saved notebook as the server holds it (JSON), read again while a save rewrites it (:meth:`read_contents`)."""
+        return self.read_contents(f"/api/contents/{name}?content=1", timeout_s)["content"]
 
     def start_session(self, name: str) -> None:
         """Start a fresh python3 kernel for notebook ``name`` (the REST API's session of that path).

@@ -257,10 +257,10 @@ def test_missing_browser_skips_with_install_hint_and_fails_under_ci(monkeypatch,
 
 # --------------------------------------------------------------------------- under load (no browser needed)
 class _FlakyHandler:
-    """A local HTTP server answering 500 (with Jupyter's JSON error body) ``fail`` times, then 200."""
+    """A local HTTP server answering ``code`` (with Jupyter's JSON error body) ``fail`` times, then 200."""
 
     @staticmethod
-    def start(fail: int):
+    def start(fail: int, code: int = 500):
         import http.server
         import threading
 
@@ -271,7 +271,7 @@ class _FlakyHandler:
                 calls.append(self.path)
                 ok = len(calls) > fail
                 body = json.dumps({"ok": True} if ok else {"message": "Unreadable Notebook: busy saving"}).encode()
-                self.send_response(200 if ok else 500)
+                self.send_response(200 if ok else code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -298,6 +298,24 @@ def test_api_retries_5xx_with_backoff():
         assert server.api("/api/contents/x.ipynb", retry_s=30) == {"ok": True}
         assert len(calls) == 4 and time.monotonic() - t0 >= 0.25 + 0.5 + 1.0 - 0.05  # backoff 0.25, 0.5, 1 s
         assert server.last_response.startswith("GET /api/contents/x.ipynb: HTTP 200")
+    finally:
+        srv.shutdown()
+
+
+def test_contents_read_retries_404_and_400_while_a_save_rewrites_the_file():
+    """A loaded run read 404 for a notebook that existed (mid-save); 4xx are the caller's elsewhere."""
+    import urllib.error
+
+    srv, calls = _FlakyHandler.start(fail=2, code=404)
+    try:
+        server = _server_at(srv)
+        assert server.read_contents("/api/contents/x.ipynb?content=0") == {"ok": True} and len(calls) == 3
+        with pytest.raises(urllib.error.HTTPError, match="HTTP Error 404"):
+            other = _FlakyHandler.start(fail=1, code=404)[0]
+            try:
+                _server_at(other).api("/api/contents/x.ipynb")  # api alone: no 4xx retry
+            finally:
+                other.shutdown()
     finally:
         srv.shutdown()
 
