@@ -239,12 +239,19 @@ class Server:
             try:
                 return self.api(path)
             except urllib.error.HTTPError as e:
-                if e.code not in (400, 404) or time.monotonic() - t0 > budget:
+                gone = e.code == 404 and not self.root.is_dir()
+                if e.code not in (400, 404) or gone or time.monotonic() - t0 > budget:
+                    why = (
+                        f"; the server's root folder {self.root} was deleted (on a shared machine another "
+                        "pytest session's clean-up of old /tmp/pytest-of-<user> folders: pass --basetemp)"
+                        if gone
+                        else ""
+                    )
                     raise urllib.error.HTTPError(
                         e.url,
                         e.code,
                         f"{e.reason} (read retried for {time.monotonic() - t0:.0f} s; last response: "
-                        f"{self.last_response})",
+                        f"{self.last_response}{why})",
                         e.headers,
                         None,
                     ) from None

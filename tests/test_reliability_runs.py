@@ -5,6 +5,8 @@ Each test fails on hierviz 0.3 (main at f5a59f7) and names the case in its docst
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -120,3 +122,78 @@ def test_run_names_are_injective_across_methods_and_geometries():
         check_run_names(["a-b", "a"], ["c", "b-c"])
     with pytest.raises(ValueError, match="geometries: 'x y' and 'x_y'"):
         check_run_names(["supcon"], ["x y", "x_y"])
+
+
+# --------------------------------------------------------------------------- order-independent runs
+_ORDER_TINY = [
+    "data.limit=60",
+    "seeds=1",
+    "model.width=4",
+    "model.embed_dim=8",
+    "data.image_size=16",
+    "eval.projection=pca",
+    "train.batch_size=32",
+    "train.epochs=1",
+]
+
+_ORDER_SCRIPT = """
+import json, sys
+from hierviz.experiments import compare, resolve_config
+tiny, out = json.loads(sys.argv[1]), sys.argv[2]
+compare(resolve_config("quick", tiny + ["methods=hwc+lam", "geometries=poincare", "out=" + out]),
+        progress=False, verbose=False)
+"""
+
+
+def _order_run(tmp_path, methods: str, geometries: str, name: str):
+    from hierviz.experiments import compare, resolve_config
+
+    cfg = resolve_config(
+        "quick", [*_ORDER_TINY, f"methods={methods}", f"geometries={geometries}", f"out={tmp_path / name}"]
+    )
+    compare(cfg, progress=False, verbose=False)
+
+
+def _order_record(folder):
+    import json
+
+    import numpy as np
+
+    run = folder / "runs" / "hwc_lam-poincare-s0"
+    rec = json.loads((run / "result.json").read_text())
+    with np.load(run / "embeddings.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    return {k: rec[k] for k in ("metrics", "radius", "history", "step_history")}, arrays
+
+
+@pytest.mark.slow
+def test_run_alone_equals_run_after_two_other_runs(tmp_path):
+    """A run depended on the runs before it in one process (0.3: HWC+LAM Poincaré seed 0, HF1 0.714444
+    alone, 0.713333 after the preset's earlier runs; here z_train differed in 5 of 43 rows).
+
+    Alone = a fresh process; after = this process, after two other runs (and whatever tests ran here).
+    Equal to the last bit on CPU: metrics, radius figures, loss history and every embedding.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), *sys.path]))
+    subprocess.run(
+        [sys.executable, "-c", _ORDER_SCRIPT, json.dumps(_ORDER_TINY), str(tmp_path / "alone")],
+        check=True,
+        env=env,
+        capture_output=True,
+        timeout=900,
+    )
+    _order_run(tmp_path, "supcon", "euclidean", "first")
+    _order_run(tmp_path, "hwc", "lorentz", "second")
+    _order_run(tmp_path, "hwc+lam", "poincare", "after")
+    (rec_a, z_a), (rec_b, z_b) = _order_record(tmp_path / "alone"), _order_record(tmp_path / "after")
+    assert rec_a == rec_b
+    assert z_a.keys() == z_b.keys()
+    for k in z_a:
+        assert np.array_equal(z_a[k], z_b[k]), f"{k}: max difference {np.abs(z_a[k] - z_b[k]).max()}"
