@@ -197,3 +197,147 @@ def test_run_alone_equals_run_after_two_other_runs(tmp_path):
     assert z_a.keys() == z_b.keys()
     for k in z_a:
         assert np.array_equal(z_a[k], z_b[k]), f"{k}: max difference {np.abs(z_a[k] - z_b[k]).max()}"
+
+
+# --------------------------------------------------------------------------- depth regularisers' inputs
+def _depth_setup():
+    from hierviz.geometry import PoincareBall
+    from hierviz.hierarchy import LabelTree
+
+    tree = LabelTree.from_nested({"root": {"A": {"a": ["a1", "a2"], "b": ["b1"]}, "B": {"c": ["c1", "c2"]}}})
+    g = PoincareBall(1.0)
+    v = 0.4 * torch.randn(8, 2, 4, generator=torch.Generator().manual_seed(11), dtype=F64)
+    return tree, g, g.expmap0(v)
+
+
+@pytest.mark.parametrize("name", ["CPCCLoss", "EntailmentConeLoss", "RadialOrderLoss"])
+def test_depth_regularisers_refuse_out_of_range_labels(name):
+    """N18: label 5 of a 5-leaf tree ended in an IndexError inside the cone, order and CPCC terms."""
+    import hierviz.losses as L
+
+    tree, g, z = _depth_setup()
+    loss = getattr(L, name)(tree, g)
+    with pytest.raises(ValueError, match=r"labels has values outside \[0, 4\] \(the tree has C = 5 leaves\)"):
+        loss(z, torch.tensor([0, 1, 2, 3, 4, 0, 1, 5]))
+    assert float(loss(z, torch.arange(8) % 5)) >= 0.0  # valid labels still give a value
+
+
+def test_depth_regularisers_refuse_empty_batches_and_zero_dimensional_points():
+    """N18: CentringLoss of an empty batch was NaN; EntailmentConeLoss took 0-dimensional points."""
+    import hierviz.losses as L
+
+    tree, g, z = _depth_setup()
+    with pytest.raises(ValueError, match="CentringLoss: z holds no embedding"):
+        L.CentringLoss(g)(z[:0], torch.zeros(0, dtype=torch.long))
+    with pytest.raises(ValueError, match="EntailmentConeLoss: z has D=0 coordinates"):
+        L.EntailmentConeLoss(tree, g)(torch.zeros(8, 2, 0, dtype=F64), torch.arange(8) % 5)
+    with pytest.raises(ValueError, match="needs D >= 2"):
+        L.CentringLoss(Lorentz(1.0))(torch.ones(4, 1, dtype=F64), None)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        L.RadialOrderLoss(tree, g)(torch.full((8, 2, 4), float("nan"), dtype=F64), torch.arange(8) % 5)
+    assert float(L.CentringLoss(g)(z, None)) > 0.0
+
+
+@pytest.mark.parametrize("name", ["CPCCLoss", "EntailmentConeLoss", "RadialOrderLoss", "PerLevelLoss", "LeafLoss"])
+def test_losses_without_a_tree_say_so(name):
+    """N13, N18: PerLevelLoss(None) and CPCCLoss(None) ended in AttributeError on 'NoneType'."""
+    import hierviz.losses as L
+    from hierviz.geometry import PoincareBall
+
+    with pytest.raises(TypeError, match=f"{name} needs a LabelTree \\(tree=None given\\)"):
+        getattr(L, name)(None, PoincareBall(1.0))
+
+
+# --------------------------------------------------------------------------- radius metrics where undefined
+def test_radius_metrics_of_one_class_and_one_leaf_tree_are_nan_not_zero():
+    """N19: a one-class test set and a one-leaf tree reported edge_order 0.0 (root and leaf share a prototype)."""
+    import math
+
+    from hierviz.geometry import PoincareBall
+    from hierviz.hierarchy import LabelTree
+    from hierviz.metrics import radius as RM
+
+    tree, g, _ = _depth_setup()
+    z = g.expmap0(0.6 * torch.randn(30, 4, generator=torch.Generator().manual_seed(12), dtype=F64))
+    y = torch.zeros(30, dtype=torch.long)
+    out = RM.radius_metrics(z, y, tree, g, predictions=y.numpy())
+    assert math.isnan(out["edge_order"]) and math.isnan(out["radius_gap"]) and out["clip_fraction"] == 0.0
+    one = LabelTree.from_nested({"root": ["a"]})
+    out = RM.radius_metrics(z[:10], y[:10], one, PoincareBall(1.0))
+    assert math.isnan(out["edge_order"]) and math.isnan(out["radius_gap"])
+    # a normal test set keeps the root and every edge
+    nodes = RM.node_prototype_radii(z, torch.arange(30) % 5, tree, g)
+    # b (one child b1) and B (one child c) are contracted; the root stays
+    assert nodes["parent"].tolist().count(-1) == 1 and len(nodes["node"]) == tree.num_nodes - 2
+
+
+def test_clip_fraction_and_edge_order_refuse_bad_bounds_and_parents():
+    """N19: clip_fraction with a NaN bound answered 0.0; edge_order with parent 7 of 3 ended in an IndexError."""
+    from hierviz.metrics import radius as RM
+
+    for bad in (float("nan"), float("inf"), 0.0, -1.0):
+        with pytest.raises(ValueError, match="max_radius must be a finite number > 0"):
+            RM.clip_fraction([6.0, 5.9999, 1.0], bad)
+    assert RM.clip_fraction([6.0, 5.9999, 1.0], 6.0) == pytest.approx(2 / 3)
+    with pytest.raises(
+        ValueError, match=r"parent must hold indices into radius \(0..2\) or -1 for the root, got \[7\]"
+    ):
+        RM.edge_order([0.1, 0.5, 1.0], [-1, 0, 7])
+    with pytest.raises(ValueError, match="got \\[1\\]"):
+        RM.edge_order([0.1, 0.5, 1.0], [-1, 1, 0])
+
+
+# --------------------------------------------------------------------------- degenerate metric inputs
+def test_gromov_delta_refuses_a_matrix_that_is_not_a_metric():
+    """N14: a random non-symmetric, non-zero-diagonal matrix gave delta 0.62."""
+    import numpy as np
+
+    from hierviz.metrics import gromov_delta
+
+    with pytest.raises(ValueError, match=r"D is not symmetric: D\[\d,\d\] = "):
+        gromov_delta(np.random.default_rng(0).random((5, 5)))
+    sym = np.array([[0.0, 1.0], [1.0, 0.0]]) + np.eye(2)
+    with pytest.raises(ValueError, match="non-zero diagonal"):
+        gromov_delta(sym)
+    with pytest.raises(ValueError, match="negative entries"):
+        gromov_delta([[0.0, -1.0], [-1.0, 0.0]])
+    # float32 rounding of a metric passes: the unit square's delta (2√2 − 2)/2
+    sq = np.array([[0, 1, 2**0.5, 1], [1, 0, 1, 2**0.5], [2**0.5, 1, 0, 1], [1, 2**0.5, 1, 0]], np.float32)
+    sq[0, 2] = np.nextafter(sq[0, 2], np.float32(2))
+    assert gromov_delta(sq) == pytest.approx(2**0.5 - 1, abs=1e-6)
+
+
+def test_hierarchical_f1_of_identical_all_negative_labels_is_nan():
+    """N14: identical all-negative y_true/y_pred scored micro-F1 0.0 (F1 is 0/0 there), macro NaN."""
+    import math
+
+    import numpy as np
+
+    from hierviz.metrics import hierarchical_f1
+
+    tree, _, _ = _depth_setup()
+    Y = np.zeros((4, tree.num_nodes), bool)
+    out = hierarchical_f1(Y, Y, tree)
+    assert all(math.isnan(v) for v in out.values()), out
+    Y[0, [tree.node_index["A"], tree.node_index["a"], tree.node_index["a1"]]] = True
+    assert hierarchical_f1(Y, Y, tree)["micro_f1"] == 1.0
+    assert hierarchical_f1(np.zeros_like(Y), Y, tree)["micro_f1"] == 0.0  # predicted, never true: defined, 0
+
+
+def test_cosine_rankings_refuse_zero_vectors_and_zero_dimensions():
+    """N14, S14: ranking_report ranked all-zero vectors; Euclidean.similarity of d = 0 returned zeros."""
+    from hierviz.geometry import Euclidean
+    from hierviz.metrics import ranking_report
+
+    tree, _, _ = _depth_setup()
+    y = torch.arange(10) % 5
+    with pytest.raises(ValueError, match="z: 10 row\\(s\\) are zero vectors, whose cosine similarity is undefined"):
+        ranking_report(torch.zeros(10, 8), y, tree)
+    with pytest.raises(ValueError, match="x must have d >= 1 coordinates"):
+        Euclidean().similarity(torch.zeros(4, 0))
+    with pytest.raises(ValueError, match="zero vectors"):
+        Euclidean().similarity(torch.zeros(3, 4))
+    z = torch.randn(10, 8, generator=torch.Generator().manual_seed(0))
+    ref = torch.nn.functional.normalize(z, dim=-1)
+    torch.testing.assert_close(Euclidean().similarity(z), ref @ ref.T, rtol=0, atol=1e-6)
+    assert 0.0 <= ranking_report(z, y, tree)["ndcg_sum"] <= 1.0

@@ -245,12 +245,23 @@ class Euclidean(Geometry):
         Raises
         ------
         ValueError
-            As :meth:`pairwise_dist`.
+            As :meth:`pairwise_dist`; also ``d = 0`` and (with ``validate``) zero rows, whose
+            cosine is undefined (0.3 returned 0).
         """
         xt, yt = self._pairwise_inputs(x, y)
-        xn = F.normalize(xt, dim=-1)
-        yn = None if yt is None else F.normalize(yt, dim=-1)
+        xn = self._direction(xt, "x")
+        yn = None if yt is None else self._direction(yt, "y")
         return self._gram(xn, yn)
+
+    def _direction(self, t: Tensor, name: str) -> Tensor:
+        """``t/‖t‖`` for a cosine: ``d = 0`` refused; zero rows too (eager, with ``validate``), whose cosine is 0/0."""
+        if t.shape[-1] == 0:
+            raise ValueError(
+                f"{name} must have d >= 1 coordinates, got shape {tuple(t.shape)}; a cosine needs a direction"
+            )
+        if self.validate and not torch.compiler.is_compiling():  # the zero-row check reads the host: eager only
+            return self._unit(t, name)
+        return F.normalize(t, dim=-1)
 
     # ------------------------------------------------------------------ maps
     @_fp32
