@@ -341,3 +341,51 @@ def test_cosine_rankings_refuse_zero_vectors_and_zero_dimensions():
     ref = torch.nn.functional.normalize(z, dim=-1)
     torch.testing.assert_close(Euclidean().similarity(z), ref @ ref.T, rtol=0, atol=1e-6)
     assert 0.0 <= ranking_report(z, y, tree)["ndcg_sum"] <= 1.0
+
+
+# --------------------------------------------------------------------------- config values and their messages
+def test_empty_out_is_refused():
+    """N2: --set out= (empty) wrote the report and runs/ into the current folder."""
+    from hierviz.experiments.config import ConfigError, resolve_config
+
+    with pytest.raises(ConfigError, match="out: must be a folder path \\(empty would write"):
+        resolve_config("quick", ["out="])
+    with pytest.raises(ConfigError, match="out: must be a folder path"):
+        resolve_config("quick", ["out=  "])
+    assert resolve_config("quick", ["out=runs/x"]).out == "runs/x"
+
+
+def test_htc_options_name_the_problem():
+    """N11: max_train=0 read as 'no limit'; methods=hyilr gave "unknown htc method 'h'"; seeds=0 "'int' object…"."""
+    from hierviz.methods.paper05 import HTCConfig
+
+    base = dict(dataset="synthetic-htc")
+    with pytest.raises(ValueError, match="max_train must be a positive integer or null \\(all documents\\), got 0"):
+        HTCConfig.preset("smoke", max_train=0, **base)
+    with pytest.raises(ValueError, match="max_test must be a positive integer"):
+        HTCConfig.preset("smoke", max_test=-3, **base)
+    with pytest.raises(ValueError, match="seeds must be a list of the seeds 0 … n−1, got 0; use --seeds 0,1,2"):
+        HTCConfig.preset("smoke", seeds=0, **base)
+    assert HTCConfig.preset("smoke", methods="hyilr", **base).methods == ("hyilr",)
+    assert HTCConfig.preset("smoke", methods="hyilr, hyilr-no-cl", **base).methods == ("hyilr", "hyilr-no-cl")
+    with pytest.raises(ValueError, match="methods must be a tuple of names, got the string 'hyilr'"):
+        HTCConfig(methods="hyilr")
+    assert HTCConfig.preset("smoke", max_train=40, **base).max_train == 40
+
+
+def test_hcl_hyperparameter_errors_name_the_config_key():
+    """N21: loss.hcl_alpha=-1 answered "alpha must be >= 0.0" (not the key the user set)."""
+    import hierviz.methods as hm
+
+    tree, _, _ = _depth_setup()
+    for key, arg in (("hcl_alpha", "alpha"), ("hcl_m0", "m0"), ("hcl_lambda", "lam")):
+        with pytest.raises(ValueError, match=f"^loss.{key}: {arg} must be >= 0"):
+            hm.build_objective("hcl", tree, "poincare", **{key: -1.0})
+
+
+def test_lorentz_check_point_refuses_float32_points_that_overflow():
+    """S6: a float32 point with x0 = 3e38 (x0² = inf in float32) was accepted."""
+    g = Lorentz(1.0)
+    with pytest.raises(ValueError, match="beyond the radius the Lorentz model can hold in float32"):
+        g.check_point(torch.tensor([[3e38, 3e38, 0.0]]))
+    g.check_point(g.expmap0(torch.tensor([[80.0, 0.0]])))  # float32 at radius 80: representable

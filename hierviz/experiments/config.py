@@ -508,6 +508,12 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     except ValueError as e:
         raise ConfigError(str(e)) from None
     _check(
+        isinstance(cfg.out, (str, Path)) and str(cfg.out).strip() != "",
+        "out",
+        "a folder path (empty would write the report and runs/ into the current folder)",
+        cfg.out,
+    )
+    _check(
         cfg.eval.embedding in (None, "features", "z"), "eval.embedding", "'features', 'z' or null", cfg.eval.embedding
     )
     _check(cfg.data.split in ("grouped", "official"), "data.split", "'grouped' or 'official'", cfg.data.split)
