@@ -152,7 +152,9 @@ class HTCConfig:
 
     def __post_init__(self) -> None:
         if isinstance(self.methods, str):
-            raise ValueError(f"methods must be a tuple of names, got the string {self.methods!r}; pass ({self.methods!r},)")
+            raise ValueError(
+                f"methods must be a tuple of names, got the string {self.methods!r}; pass ({self.methods!r},)"
+            )
         for m in self.methods:
             HTC_METHODS.get(m)  # UnknownNameError naming the nearest
         for name in ("lam", "tau", "lr", "threshold"):  # NaN/inf named here, not later as a bad lr
