@@ -408,3 +408,36 @@ def test_lam_euclidean_and_cosine_triplet_do_not_depend_on_the_norm(scale):
         ref = make()(z, y)
         torch.manual_seed(0)
         torch.testing.assert_close(make()(z * scale, y), ref, rtol=1e-6, atol=1e-6)
+
+
+# --------------------------------------------------------------------------- geometry shapes
+@pytest.mark.parametrize("name", ["euclidean", "poincare"])
+def test_expmap_with_a_tangent_of_another_dimension_says_so(name):
+    """S10: expmap(x (3, 4), v (3, 5)) raised torch's size mismatch (Poincaré: a TorchScript traceback)."""
+    from hierviz.geometry import get_geometry
+
+    g = get_geometry(name)
+    x = g.expmap0(0.3 * torch.randn(3, 4, generator=torch.Generator().manual_seed(0)))
+    with pytest.raises(ValueError, match=r"v must have the same last dimension as x \(4\), got shape \(3, 5\)"):
+        g.expmap(x, torch.zeros(3, 5))
+    with pytest.raises(ValueError, match="do not broadcast"):
+        g.expmap(x, torch.zeros(2, 4))
+    torch.testing.assert_close(g.expmap(x, torch.zeros(3, 4)), x)
+
+
+def test_lorentz_expmap0_of_zero_dimensional_vectors_says_so():
+    """S14: Lorentz.expmap0(zeros(4, 0)) failed inside geoopt's TorchScript."""
+    with pytest.raises(ValueError, match=r"v must have d >= 1 spatial coordinates, got shape \(4, 0\)"):
+        Lorentz(1.0).expmap0(torch.zeros(4, 0))
+
+
+def test_deeply_nested_bracket_tree_is_a_one_line_error(tmp_path):
+    """S15: a tree file of 5,000 nested brackets ended in a RecursionError (building the message's repr)."""
+    from hierviz.data import load_tree
+
+    f = tmp_path / "brackets5000.json"
+    f.write_text("[" * 5000 + "]" * 5000)
+    with pytest.raises(ValueError) as e:
+        load_tree(f)
+    msg = str(e.value)
+    assert "paths[0][0] must be a str node name, got list [[[[...]]]]" in msg and len(msg) < 300

@@ -329,6 +329,7 @@ class Euclidean(Geometry):
         """
         xt = self._points(x, "x")
         vt = as_float_tensor(v, "v")
+        self._tangent_at(xt, vt)
         if self.validate:
             _check_finite(vt, "v")
         return self.manifold.expmap(xt, vt)

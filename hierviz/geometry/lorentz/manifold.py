@@ -390,6 +390,8 @@ class Lorentz(Geometry):
         t = as_float_tensor(v, "v")
         if t.dim() == 0:
             raise ValueError("v must have shape (..., d), got a scalar")
+        if t.shape[-1] == 0:  # geoopt's TorchScript map failed with a traceback
+            raise ValueError(f"v must have d >= 1 spatial coordinates, got shape {tuple(t.shape)}")
         if self.validate and t.numel() and not torch.compiler.is_compiling():  # host read: eager only (issue 25)
             with torch.no_grad():
                 top = float(t.detach().double().norm(dim=-1).max())
