@@ -441,3 +441,26 @@ def test_deeply_nested_bracket_tree_is_a_one_line_error(tmp_path):
         load_tree(f)
     msg = str(e.value)
     assert "paths[0][0] must be a str node name, got list [[[[...]]]]" in msg and len(msg) < 300
+
+
+def test_class_names_differing_only_in_unicode_normalisation_say_so():
+    """N23: a class name in decomposed Unicode was refused with both sides printed as the same-looking 'café'."""
+    import unicodedata
+
+    from hierviz.data.trees import align_tree
+    from hierviz.hierarchy import LabelTree
+
+    tree = LabelTree.from_nested({"r": [unicodedata.normalize("NFC", "café"), "tea"]}, name="cafe_tree")
+    with pytest.raises(ValueError, match="differ only in Unicode normalisation") as e:
+        align_tree(tree, [unicodedata.normalize("NFD", "café"), "tea"])
+    assert r"data 'cafe\u0301' vs tree 'caf\xe9'" in str(e.value) and "unicodedata.normalize('NFC'" in str(e.value)
+
+
+def test_pretrained_folder_is_named_as_a_folder(tmp_path):
+    """C3: --pretrained DIR said the weights file 'does not exist'."""
+    from hierviz.models.encoders import _load_state_dict_file
+
+    with pytest.raises(FileNotFoundError, match="is a folder, not a weights file"):
+        _load_state_dict_file(torch.nn.Linear(2, 2), tmp_path)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        _load_state_dict_file(torch.nn.Linear(2, 2), tmp_path / "none.pt")
