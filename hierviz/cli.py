@@ -464,9 +464,12 @@ def main(argv: Sequence[str] | None = None, *, _run_callbacks: dict | None = Non
     try:
         return _run(args, argv, _run_callbacks)
     except KeyboardInterrupt:
+        trains = getattr(args, "command", None) in ("compare", "htc")  # the commands that checkpoint runs
         print(
             "hierviz: interrupted; finished runs and the last checkpoint of the current run are kept: "
-            "rerun with --resume to continue",
+            "rerun with --resume to continue"
+            if trains
+            else f"hierviz: interrupted ({getattr(args, 'command', None) or 'hierviz'} stopped; nothing to resume)",
             file=sys.stderr,
         )
         return 130

@@ -464,3 +464,17 @@ def test_pretrained_folder_is_named_as_a_folder(tmp_path):
         _load_state_dict_file(torch.nn.Linear(2, 2), tmp_path)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         _load_state_dict_file(torch.nn.Linear(2, 2), tmp_path / "none.pt")
+
+
+def test_ctrl_c_in_a_command_without_runs_does_not_offer_resume(tmp_path, monkeypatch, capsys):
+    """N4: Ctrl-C while `hierviz config --import` imported a module said to rerun with --resume."""
+    import sys
+
+    from hierviz.cli import main
+
+    (tmp_path / "mod_keyboard_w40.py").write_text("raise KeyboardInterrupt\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "mod_keyboard_w40", raising=False)
+    assert main(["config", "--preset", "quick", "--import", "mod_keyboard_w40"]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err == "hierviz: interrupted (config stopped; nothing to resume)"
