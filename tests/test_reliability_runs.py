@@ -478,3 +478,29 @@ def test_ctrl_c_in_a_command_without_runs_does_not_offer_resume(tmp_path, monkey
     assert main(["config", "--preset", "quick", "--import", "mod_keyboard_w40"]) == 130
     err = capsys.readouterr().err.strip()
     assert err == "hierviz: interrupted (config stopped; nothing to resume)"
+
+
+@pytest.mark.slow
+def test_features_reads_a_run_made_with_user_keys(tmp_path):
+    """`hierviz features --run` failed with "unknown key" on a run made with a user module
+    (method, loss key) and on a built-in run whose folder used a user geometry."""
+    import json
+
+    import numpy as np
+
+    from hierviz.experiments import compare, export_run, resolve_config
+
+    out = tmp_path / "run"
+    compare(
+        resolve_config("quick", [*_ORDER_TINY, "methods=supcon", "geometries=euclidean", f"out={out}"]),
+        progress=False,
+        verbose=False,
+    )
+    run = out / "runs" / "supcon-euclidean-s0"
+    before = export_run(run)
+    cfg = json.loads((run / "config.json").read_text())
+    cfg["methods"], cfg["geometries"] = ["supcon", "toy-l2"], ["euclidean", "my-geo"]  # registered by a user module
+    cfg["loss"]["toy_scale"] = 2.0
+    (run / "config.json").write_text(json.dumps(cfg))
+    after = export_run(run)
+    assert np.array_equal(before.features, after.features) and np.array_equal(before.split, after.split)
