@@ -17,6 +17,7 @@ import pytest
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 FRAME = (
     "## The claims",
+    "## Power: the seeds or folds each claim needs",
     "## Our set-up next to the paper's",
     "## Verdict",
     "## What scale would be needed",
@@ -42,6 +43,7 @@ def test_every_page_is_up_to_date_and_follows_the_frame(mt):
         for heading in FRAME:
             assert heading in text, f"{page} lacks {heading!r}"
         assert "python3 docs/results/make_tables.py" in text
+        assert f"<!-- table: power power/claims.csv page={page[:-3]} -->" in text, f"{page} lacks its power line"
 
 
 def test_a_stale_cell_is_rewritten(mt):
@@ -119,3 +121,29 @@ def test_presets_seeds_follow_the_20_minute_rule():
 
     assert resolve_config("quick").seeds == 5 and resolve_config("medium").seeds == 2
     assert resolve_config("paper02-cpu").seeds == 3
+
+
+def test_power_line_from_paired_seeds(tmp_path):
+    """σ_Δ, the paired interval and n needed by hand: Δ = 1, 2, 3 points, δ = 2 points."""
+    from hierviz.results.tables import table_markdown
+
+    run = tmp_path / "htc-run"
+    run.mkdir()
+    rows = [("a", s, 0.50 + 0.01 * (s + 1)) for s in range(3)] + [("b", s, 0.50) for s in range(3)]
+    with open(run / "seeds.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["method", "lam", "seed", "micro_f1"])
+        w.writerows([(m, 0.3, s, v) for m, s, v in rows])
+    with open(tmp_path / "claims.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["page", "claim", "paper", "effect", "scale", "source", "a", "b", "metric", "geometry", "note"])
+        w.writerow(["p", "A − B", "+2 points", 2, 100, "htc:htc-run", "a", "b", "micro_f1", "", ""])
+        w.writerow(["p", "not here", "+1", 1, 1, "", "", "", "", "", "at chance"])
+        w.writerow(["q", "other page", "+1", 1, 1, "", "", "", "", "", ""])
+    md = table_markdown("power claims.csv page=p", tmp_path)
+    lines = [ln for ln in md.splitlines() if ln.startswith("| ")]
+    assert len(lines) == 3  # header + the two rows of page p
+    # mean 2, s_d = 1, half-width t_{0.975,2} / sqrt(3) = 2.4841; n needed for δ/σ = 2: 5
+    # (n = 4 needs ((3.182 + 0.978) / 2)^2 = 4.33 > 4; n = 5: ((2.776 + 0.941) / 2)^2 = 3.45 <= 5)
+    assert "| A − B | +2 points | 2 | +2.00 [-0.48, +4.48] | 1.00 | 3 seeds | 5 | needs 5 seeds (2 more) |" in md
+    assert "| not here | +1 | 1 | – | – | – | – | at chance |" in md
