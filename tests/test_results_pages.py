@@ -147,3 +147,53 @@ def test_power_line_from_paired_seeds(tmp_path):
     # (n = 4 needs ((3.182 + 0.978) / 2)^2 = 4.33 > 4; n = 5: ((2.776 + 0.941) / 2)^2 = 3.45 <= 5)
     assert "| A − B | +2 points | 2 | +2.00 [-0.48, +4.48] | 1.00 | 3 seeds | 5 | needs 5 seeds (2 more) |" in md
     assert "| not here | +1 | 1 | – | – | – | – | at chance |" in md
+
+
+def test_fidelity_page_tables_come_from_the_per_run_csvs(mt):
+    """The radius tables of docs/hyperbolic-fidelity.md are generated; a hand-edited cell is caught."""
+    page = RESULTS.parent / "hyperbolic-fidelity.md"
+    text = page.read_text(encoding="utf-8")
+    assert "../hyperbolic-fidelity.md" in mt.OTHER_PAGES
+    for spec in (
+        "fidelity-summary fidelity/runs.csv groups=F0,F1,F3 base=F0",
+        "fidelity-runs fidelity/runs.csv groups=F0,F1,F3",
+        "fidelity-summary fidelity/runs.csv groups=Q0,Q1,Q2,Q3 base=Q0 settings=fidelity/settings.csv",
+        "fidelity-summary fidelity/runs.csv groups=F1 base=F1 extra=fidelity/cpcc_summary.csv",
+        "csv fidelity/cpcc_paired.csv",
+    ):
+        assert f"<!-- table: {spec} -->" in text
+    stale = text.replace("| F3 | HWC | 0.649 (-0.021) |", "| F3 | HWC | 0.650 (-0.021) |", 1)
+    assert stale != text and mt.render(stale) == text
+
+
+def test_fidelity_summary_by_hand(tmp_path):
+    from hierviz.results.tables import table_markdown
+
+    cols = "group,label,method,seed,hf1,top1,violations,radius_mean,radius_std,std_over_mean,clip,spearman,"
+    cols += "edge_order,radius_gap,norm_auroc,proto_by_depth,source"
+    rows = [
+        "A,A,HWC,0,0.700,0.600,0.300,0.10,0.01,0.10,0.00,0.50,0.73,0.010,0.50,0.1;0.2,x",
+        "A,A,HWC,1,0.680,0.580,0.320,0.12,0.02,0.17,0.00,0.10,0.64,0.010,0.50,0.1;0.2,x",
+        "B,B,HWC,0,0.650,0.560,0.400,0.90,0.30,0.33,0.00,0.85,0.91,0.100,0.40,0.1;0.3,x",
+        "B,B,HWC,1,0.670,0.570,0.380,0.80,0.20,0.25,0.00,0.60,0.91,0.100,0.40,0.1;0.3,x",
+    ]
+    (tmp_path / "runs.csv").write_text(cols + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    md = table_markdown("fidelity-summary runs.csv groups=A,B base=A", tmp_path)
+    # B: HF1 mean 0.660, Δ = 0.660 − 0.690; one run (seed 0) meets both targets (0.91 ≥ 0.9, 0.85 ≥ 0.8)
+    assert "| B | HWC | 0.660 (-0.030) | 0.565 | 0.390 | 0.85 | 0.25–0.33 | 0.60…0.85 | 0.91–0.91 | 1/2 |" in md
+    runs = table_markdown("fidelity-runs runs.csv groups=B", tmp_path)
+    assert "| B | HWC | 0 | 0.650 | 0.560 | 0.400 | 0.90 ± 0.30 | 0.33 | 0.00 | **0.85** | **0.91** |" in runs
+    assert "|  | HWC | 1 | 0.670 | 0.570 | 0.380 | 0.80 ± 0.20 | 0.25 | 0.00 | 0.60 | 0.91 |" in runs
+
+
+def test_cpcc_summary_f1_rows_are_the_per_run_summary():
+    """The CPCC table's F1 rows are computed from runs.csv (as the F summary's); its G rows are transcribed."""
+    from hierviz.results.tables import table_markdown
+
+    f1 = table_markdown("fidelity-summary fidelity/runs.csv groups=F1 base=F1", RESULTS).splitlines()[2:]
+    f_all = table_markdown("fidelity-summary fidelity/runs.csv groups=F0,F1,F3 base=F0", RESULTS).splitlines()
+    cpcc = table_markdown(
+        "fidelity-summary fidelity/runs.csv groups=F1 base=F1 extra=fidelity/cpcc_summary.csv", RESULTS
+    ).splitlines()
+    assert cpcc[2:5] == f1 and [ln.split("|")[4:] for ln in f1] == [ln.split("|")[4:] for ln in f_all[5:8]]
+    assert [ln.split(" | ")[0] for ln in cpcc[5:] if not ln.startswith("|  |")] == ["| G1", "| G10", "| G100"]

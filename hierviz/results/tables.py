@@ -30,7 +30,10 @@ by construction (issue 26). ``SPEC`` is one of
   ``paper05-levels FOLDER``: macro-F1 per level and per label-frequency bucket (``levels.csv``,
   ``buckets.csv``);
 * ``power CSV page=PAGE``: the page's power line (:mod:`hierviz.results.power`): each claim's
-  effect in the paper, the paired σ_Δ measured here and the seeds or folds n it needs.
+  effect in the paper, the paired σ_Δ measured here and the seeds or folds n it needs;
+* ``fidelity-runs``, ``fidelity-summary``, ``csv``: the radius tables of
+  ``docs/hyperbolic-fidelity.md`` (:mod:`hierviz.results.fidelity`), from per-run rows transcribed
+  into ``docs/results/fidelity/``.
 
 Paths in a ``SPEC`` are relative to the ``docs/results/`` folder passed as ``root``.
 """
@@ -50,6 +53,7 @@ from hierviz.report import read_results_csv, results_markdown
 from hierviz.report.htc import summarise_runs
 from hierviz.report.stats import paired_ci, paired_markdown
 from hierviz.report.tables import default_metrics
+from hierviz.results.fidelity import csv_table, fidelity_runs, fidelity_summary
 from hierviz.results.power import power_table
 from hierviz.retrieval.tables import paired_markdown as retrieval_paired_markdown
 from hierviz.retrieval.tables import table2_markdown
@@ -563,4 +567,7 @@ KINDS = {
     "paper05": paper05_table,
     "paper05-levels": paper05_levels,
     "power": power_table,
+    "fidelity-runs": fidelity_runs,
+    "fidelity-summary": fidelity_summary,
+    "csv": csv_table,
 }
