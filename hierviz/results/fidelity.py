@@ -14,8 +14,8 @@ drift from its per-run ones (``docs/results/make_tables.py --check``). Table kin
   std / mean, Spearman and edge order over the seeds, and the runs meeting both depth targets;
   with ``settings=`` a column names each group's settings (``group,setting`` rows); with
   ``extra=CSV`` the body rows of a transcribed summary (the same columns, no per-run rows) follow;
-* ``csv CSV``: a transcribed summary table (the page's own numbers where no per-run rows exist),
-  the CSV's header as the table's header, cells as stored.
+* ``csv CSV [align=lrr...]``: a transcribed table (the page's own numbers where no per-run rows
+  exist), the CSV's header as the table's header, cells as stored.
 
 Depth targets (issue 22): ``edge_order`` ≥ 0.9 and ``radius_depth_spearman`` ≥ 0.8 in one run;
 those two cells are set in **bold** in the per-run tables.
@@ -131,16 +131,23 @@ def fidelity_summary(root: Path, args: list[str], opts: dict[str, str]) -> str:
 
 
 def csv_table(root: Path, args: list[str], opts: dict[str, str]) -> str:
-    """A transcribed table (``csv CSV``): the header and the cells as stored; columns after the first
-    two that hold numbers are right-aligned."""
+    """A transcribed table (``csv CSV [align=lrr...]``): the header and the cells as stored.
+
+    ``align`` gives each column's alignment (``l`` left, ``r`` right); without it, a column after
+    the first whose every non-empty cell is a number (signs, ``*`` and ``**`` aside) is right-aligned.
+    """
     with open(root / args[0], newline="", encoding="utf-8") as fh:
         rows = list(csv.reader(fh))
     head, body = rows[0], rows[1:]
 
     def numeric(j: int) -> bool:
-        return j > 0 and all(c == "" or c.lstrip("+-–").replace(".", "", 1)[:1].isdigit() for c in (r[j] for r in body))
+        cells = [r[j].strip("*").lstrip("+-–−") for r in body if r[j] != ""]
+        return j > 0 and bool(cells) and all(c[:1].isdigit() for c in cells)
 
-    align = ["---:" if numeric(j) else "---" for j in range(len(head))]
+    spec = opts.get("align") or "".join("r" if numeric(j) else "l" for j in range(len(head)))
+    if len(spec) != len(head):
+        raise ValueError(f"csv {args[0]}: align={spec!r} has {len(spec)} letters for {len(head)} columns")
+    align = ["---:" if a == "r" else "---" for a in spec]
     lines = [("| " + " | ".join(head) + " |").replace("|  |", "| |"), "|" + "|".join(align) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in body]
     return "\n".join(lines) + "\n"
