@@ -196,5 +196,7 @@ def power_table(root: Path, args: list[str], opts: dict[str, str]) -> str:
         "paired t-test at 95 % needs to detect δ with power 0.8 given σ_Δ "
         "(`hierviz.report.stats.seeds_needed`: ((z₀.₉₇₅ + z₀.₈) σ_Δ / δ)², refined with the t distribution); "
         "* the interval excludes 0. σ_Δ from 3 pairs is itself uncertain (its 95 % interval spans 0.52–6.3 × the "
-        "estimate), so an n needed from 3 pairs is a first estimate.\n"
+        "estimate), so an n needed from 3 pairs is a first estimate. Not in σ_Δ: the spread of one run across torch "
+        "builds and thread counts (platform noise, `docs/results/README.md`), which every run of a comparison "
+        "shares only when all its runs come from one machine and build.\n"
     )
