@@ -197,3 +197,13 @@ def test_cpcc_summary_f1_rows_are_the_per_run_summary():
     ).splitlines()
     assert cpcc[2:5] == f1 and [ln.split("|")[4:] for ln in f1] == [ln.split("|")[4:] for ln in f_all[5:8]]
     assert [ln.split(" | ")[0] for ln in cpcc[5:] if not ln.startswith("|  |")] == ["| G1", "| G10", "| G100"]
+
+
+def test_readme_quick_run_paired_table_from_f0(mt):
+    """The README's quick-run Poincaré paired table comes from the F0 rows (HWC − SupCon HF1 by hand)."""
+    assert "../../README.md" in mt.OTHER_PAGES
+    text = (RESULTS.parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "<!-- table: fidelity-paired fidelity/runs.csv group=F0 baseline=SupCon" in text
+    # HWC − SupCon HF1 per seed: -0.031, -0.031, -0.038, -0.036, -0.046; mean -0.0364, s_d 0.00635,
+    # half-width 2.7764 * 0.00635 / sqrt(5) = 0.0079
+    assert "| HWC | -0.036 [-0.044, -0.029]* |" in text

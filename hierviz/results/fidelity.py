@@ -14,6 +14,8 @@ drift from its per-run ones (``docs/results/make_tables.py --check``). Table kin
   std / mean, Spearman and edge order over the seeds, and the runs meeting both depth targets;
   with ``settings=`` a column names each group's settings (``group,setting`` rows); with
   ``extra=CSV`` the body rows of a transcribed summary (the same columns, no per-run rows) follow;
+* ``fidelity-paired CSV group=G baseline=METHOD [metrics=hf1,top1,violations]``: each method of
+  one group minus ``baseline``, paired by seed (mean and 95 % Student-t interval);
 * ``csv CSV [align=lrr...]``: a transcribed table (the page's own numbers where no per-run rows
   exist), the CSV's header as the table's header, cells as stored.
 
@@ -29,7 +31,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EDGE_TARGET", "SPEARMAN_TARGET", "csv_table", "fidelity_runs", "fidelity_summary", "meets_targets"]
+__all__ = [
+    "EDGE_TARGET",
+    "SPEARMAN_TARGET",
+    "csv_table",
+    "fidelity_paired",
+    "fidelity_runs",
+    "fidelity_summary",
+    "meets_targets",
+]
 
 #: The depth targets of one run: edge order and radius–depth Spearman at least these.
 EDGE_TARGET, SPEARMAN_TARGET = 0.9, 0.8
@@ -128,6 +138,37 @@ def fidelity_summary(root: Path, args: list[str], opts: dict[str, str]) -> str:
         with open(root / opts["extra"], newline="", encoding="utf-8") as fh:
             lines += ["| " + " | ".join(r) + " |" for r in list(csv.reader(fh))[1:]]
     return "\n".join(lines) + "\n"
+
+
+def fidelity_paired(root: Path, args: list[str], opts: dict[str, str]) -> str:
+    """Each method of ``group`` minus ``baseline``, paired by seed (``fidelity-paired``), 3 decimals."""
+    from hierviz.report.stats import paired_ci
+
+    rows = _rows(root / args[0], [opts["group"]])
+    base = opts["baseline"]
+    keys = opts.get("metrics", "hf1,top1,violations").split(",")
+    titles = {"hf1": "Δ HF1", "top1": "Δ top-1", "violations": "Δ violations ↓", "spearman": "Δ Spearman"}
+    ref = {r["seed"]: r for r in rows if r["method"] == base}
+    lines = [
+        f"| method − {base} | " + " | ".join(titles.get(k, f"Δ {k}") for k in keys) + " |",
+        "|---|" + "---:|" * len(keys),
+    ]
+    n = 0
+    for m in dict.fromkeys(r["method"] for r in rows if r["method"] != base):
+        mine = {r["seed"]: r for r in rows if r["method"] == m}
+        seeds = sorted(set(mine) & set(ref), key=int)
+        n = len(seeds)
+        cells = []
+        for k in keys:
+            mean, lo, hi, _ = paired_ci([float(mine[s][k]) for s in seeds], [float(ref[s][k]) for s in seeds])
+            star = "*" if lo > 0 or hi < 0 else ""
+            cells.append(f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}]{star}")
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    return (
+        "\n".join(lines)
+        + f"\n\nΔ = method − {base} at the same seed, over {n} seeds; [low, high]: 95 % Student-t interval of the "
+        "mean difference; * the interval excludes 0. From the per-run values as printed (3 decimals).\n"
+    )
 
 
 def csv_table(root: Path, args: list[str], opts: dict[str, str]) -> str:

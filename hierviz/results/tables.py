@@ -31,7 +31,7 @@ by construction (issue 26). ``SPEC`` is one of
   ``buckets.csv``);
 * ``power CSV page=PAGE``: the page's power line (:mod:`hierviz.results.power`): each claim's
   effect in the paper, the paired σ_Δ measured here and the seeds or folds n it needs;
-* ``fidelity-runs``, ``fidelity-summary``, ``csv``: the radius tables of
+* ``fidelity-runs``, ``fidelity-summary``, ``fidelity-paired``, ``csv``: the radius tables of
   ``docs/hyperbolic-fidelity.md`` (:mod:`hierviz.results.fidelity`), from per-run rows transcribed
   into ``docs/results/fidelity/``.
 
@@ -53,7 +53,7 @@ from hierviz.report import read_results_csv, results_markdown
 from hierviz.report.htc import summarise_runs
 from hierviz.report.stats import paired_ci, paired_markdown
 from hierviz.report.tables import default_metrics
-from hierviz.results.fidelity import csv_table, fidelity_runs, fidelity_summary
+from hierviz.results.fidelity import csv_table, fidelity_paired, fidelity_runs, fidelity_summary
 from hierviz.results.power import power_table
 from hierviz.retrieval.tables import paired_markdown as retrieval_paired_markdown
 from hierviz.retrieval.tables import table2_markdown
@@ -569,5 +569,6 @@ KINDS = {
     "power": power_table,
     "fidelity-runs": fidelity_runs,
     "fidelity-summary": fidelity_summary,
+    "fidelity-paired": fidelity_paired,
     "csv": csv_table,
 }
