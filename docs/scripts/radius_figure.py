@@ -6,7 +6,7 @@ plotly functions (:func:`hierviz.viz.plot_poincare_disk`, :func:`hierviz.viz.plo
 and takes one PNG screenshot of them side by side in headless Chromium (Playwright, Debian's
 ``chromium``; nothing is downloaded: plotly.js comes from the installed plotly package).
 
-    python3 docs/scripts/radius_figure.py [--method supcon] [--out docs/images/radius-20news.png]
+    python3 docs/scripts/radius_figure.py [--method hwc+lam] [--geometry lorentz] [--out docs/images/radius-20news.png]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "docs" / "results" / "radius-20news"
 CHROMIUM = Path(os.environ.get("HIERVIZ_CHROMIUM", "/usr/lib/chromium/chromium"))
 NAMES = {"supcon": "SupCon", "hwc": "HWC", "hwc+lam": "HWC+LAM"}
+GEOMETRIES = {"poincare": "Poincaré ball", "lorentz": "Lorentz (drawn in the Poincaré disk)"}
 
 
 def figures(method: str, geometry: str = "poincare"):
@@ -33,13 +34,20 @@ def figures(method: str, geometry: str = "poincare"):
     tree = load_tree("20news")
     f = np.load(STUDY / "embeddings" / f"{method.replace('+', '_')}-{geometry}-s0.npz")
     z, y, c = f["z_test"].astype(np.float64), f["y_test"].astype(np.int64), float(f["c"])
-    name = NAMES.get(method, method)
+    name, where = NAMES.get(method, method), GEOMETRIES[geometry]
+    if geometry == "lorentz":  # the hyperboloid drawn in the Poincaré disk (an isometry)
+        import torch
+
+        from hierviz.geometry import Lorentz
+
+        hyp = Lorentz(c)
+        z = hyp.to_ball(hyp.proj(torch.as_tensor(z))).numpy()  # float16 storage: restore the time coordinate
     disk = plot_poincare_disk(
-        z, y, tree, c=c, max_points=2500, title=f"20 Newsgroups, {name} on the Poincaré ball (seed 0, test)"
+        z, y, tree, c=c, max_points=2500, title=f"20 Newsgroups test messages: {name}, {where}, seed 0"
     )
     with (STUDY / "prototypes.csv").open(newline="") as fh:
         rows = [r for r in csv.DictReader(fh) if r["method"] == method and r["geometry"] == geometry]
-    radii = plot_node_radii(rows, title=f"Prototype radius by depth ({name}, Poincaré, 5 seeds)")
+    radii = plot_node_radii(rows, title=f"Prototype radius by depth: {name}, {where.split(' (')[0]}, 5 seeds")
     return disk, radii
 
 
@@ -54,7 +62,7 @@ def render(figs, out: Path, width: int = 1500, height: int = 640) -> Path:
         + "</div>"
         for i, f in enumerate(figs)
     )
-    html = f'<html><body style="margin:0;background:white;white-space:nowrap">{divs}</body></html>'
+    html = f'<html><head><meta charset="utf-8"></head><body style="margin:0;background:white;white-space:nowrap">{divs}</body></html>'
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         page_file = Path(tmp) / "figure.html"
@@ -71,10 +79,11 @@ def render(figs, out: Path, width: int = 1500, height: int = 640) -> Path:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--method", default="supcon", choices=sorted(NAMES))
+    ap.add_argument("--method", default="hwc+lam", choices=sorted(NAMES))
+    ap.add_argument("--geometry", default="lorentz", choices=sorted(GEOMETRIES))
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "images" / "radius-20news.png")
     a = ap.parse_args(argv)
-    print(f"wrote {render(figures(a.method), a.out)}")
+    print(f"wrote {render(figures(a.method, a.geometry), a.out)}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,13 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OLD = ["loss.cone_weight=0.2", "loss.center_weight=1", "loss.order_weight=0", "loss.cpcc_weight=0", "loss.depth_weight=0"]
+OLD = [
+    "loss.cone_weight=0.2",
+    "loss.center_weight=1",
+    "loss.order_weight=0",
+    "loss.cpcc_weight=0",
+    "loss.depth_weight=0",
+]
 COMMAND = ["compare", "--preset", "quick-ham10000", "--geometry", "poincare", "--seeds", "5"]
 KEYS = [("hf1", "HF1"), ("top1", "Top-1"), ("violations", "Violations ↓"), ("macro_f1", "Macro-F1"),
         ("radius_depth_spearman", "Spearman"), ("edge_order", "Edge order"), ("radius_gap", "Radius gap")]  # fmt: skip
@@ -70,7 +76,9 @@ def make_markdown() -> str:
             a = [float(new[(m, s)][k]) * scale for s in seeds]
             b = [float(old[(m, s)][k]) * scale for s in seeds]
             mean, lo, hi, _ = paired_ci(a, b)
-            cells.append(f"{mean:+.2f} [{lo:+.2f}, {hi:+.2f}]" if scale == 100 else f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+            cells.append(
+                f"{mean:+.2f} [{lo:+.2f}, {hi:+.2f}]" if scale == 100 else f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+            )
         out.append(f"| {NAMES[m]} | " + " | ".join(cells) + " |")
     out += ["", "An interval that excludes 0 is a change the 5 seeds resolve; violations: lower is better.", ""]
     return "\n".join(out)
