@@ -227,6 +227,7 @@ def _run_one(
         num_workers=cfg.data.workers,
         batch_size=cfg.eval.batch_size,
         mean_steps=cfg.eval.mean_steps,
+        **({"index": cfg.eval.index} if getattr(protocol, "takes_index", False) else {}),
     )
     arrays = ev.arrays()
     clf = None

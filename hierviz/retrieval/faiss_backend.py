@@ -9,18 +9,19 @@ the stored points, so the returned distances are exact whatever the kind.
   :math:`[\|q\|^2, q, 1]`: the largest inner products are the smallest Poincaré scores.
   Exact: the same float32 scores as the torch backend, the same certificate and fallback,
   so the same ids and distances.
-* ``"ivf"``: ``IndexIVFFlat`` (``METRIC_INNER_PRODUCT``) on the same vectors, with cells of
-  the *hyperbolically* nearest centroid. The centroids ``C`` are ``nlist`` references drawn
-  at random (seeded); the quantizer stores :math:`[a_C\|C\|^2, a_C C, a_C]`, whose inner
-  product with a reference's MIPS vector is :math:`-a_x a_C\|x - C\|^2`, so FAISS's own
-  assignment puts each reference in the cell of its nearest centroid by Poincaré distance
-  (the positive factor :math:`a_x` does not change the arg-max). A query probes the
-  ``nprobe`` centroids nearest to it by Poincaré distance (the quantizer searched with
-  :math:`[-1, 2q, -\|q\|^2]`) and scans them with the query vector
-  (``search_preassigned``). An IVF that clusters the MIPS vectors themselves fails: on
-  32-d references at radius 0.97–0.99999 its recall@20 was 0.26 at nprobe = 128 of 1024,
-  because their norms (:math:`a_x` from 12 to 5·10⁴) and not their positions decide the
-  cells; the hyperbolic cells gave 0.999 at nprobe = 16 (``benchmarks/README.md``).
+* ``"ivf"``: ``IndexIVFFlat`` (``METRIC_INNER_PRODUCT``) on the same vectors. The cells are
+  k-means cells of the :math:`\log_0` tangents (``faiss.Kmeans`` on a sample of ``40·nlist``
+  references, 10 iterations; balanced lists); the quantizer holds the centroids ``C``
+  mapped into the ball as :math:`[a_C\|C\|^2, a_C C, a_C]`, whose inner product with
+  :math:`[-1, 2q, -\|q\|^2]` is :math:`-a_C\|q - C\|^2`: a query probes the ``nprobe``
+  centroids nearest to it *by Poincaré distance* and scans their lists with its query
+  vector (``search_preassigned``). Measured on 2·10⁵ clustered 32-d references (radii
+  0.85–0.9999, measured while building this module): recall@20 0.97 at nprobe = 16 of 1,789 and
+  0.9998 at 64; probing by tangent distance instead gave 0.83 and 0.96. Two designs that
+  fail: an IVF that clusters the MIPS vectors themselves (recall@20 0.26 at nprobe = 128 of
+  1,024: their norms :math:`a_x`, from 12 to 5·10⁴, and not their positions decide the
+  cells), and cells of the hyperbolically nearest centroid (lists 40× unbalanced: centroids
+  near the origin are near everything).
 * ``"hnsw"``: ``IndexHNSWFlat`` (L2) on the ball coordinates. A graph needs a symmetric
   similarity and the score is not one (the query and reference sides differ); HNSW on the
   MIPS vectors found none of the true neighbours (recall 0.0). The set
@@ -48,8 +49,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from hierviz.retrieval.index import augment_queries, poincare_scores
-
 __all__ = ["FaissEngine", "import_faiss"]
 
 
@@ -62,6 +61,11 @@ def import_faiss():
             "backend='faiss' needs faiss-cpu: pip install 'hierviz[faiss]' (or pip install faiss-cpu)"
         ) from None
     return faiss
+
+
+def _query_vectors(q: torch.Tensor) -> torch.Tensor:
+    """``[‖q‖², q, 1]`` (:func:`hierviz.retrieval.index.augment_queries`; not imported: index imports this module)."""
+    return torch.cat([q.pow(2).sum(-1, keepdim=True), q, torch.ones_like(q[:, :1])], dim=1)
 
 
 def _np32(t: torch.Tensor) -> np.ndarray:
@@ -108,21 +112,35 @@ class FaissEngine:
             nlist = min(G, int(opts.get("nlist") or max(1, round(4 * G**0.5))))
             opts["nlist"] = nlist
             opts.setdefault("nprobe", max(1, nlist // 64))
-            g = torch.Generator().manual_seed(int(opts.get("seed") or 0))
-            rows = torch.randperm(G, generator=g)[:nlist].sort().values.to(owner.device)
-            C = owner._decode64(rows)
-            cn2 = C.pow(2).sum(-1, keepdim=True)
-            ca = 1.0 / (1.0 - owner._c() * cn2)
-            quantizer = faiss.IndexFlatIP(d + 2)
-            quantizer.add(_np32(torch.cat([ca * cn2, ca * C, ca], dim=1)))
-            index = faiss.IndexIVFFlat(quantizer, d + 2, nlist, faiss.METRIC_INNER_PRODUCT)
-            cls._add_mips(owner, index)
+            index = cls._build_ivf(owner, faiss, nlist, int(opts.get("seed") or 0))
         else:  # hnsw
             index = faiss.IndexHNSWFlat(d, int(opts.get("hnsw_m") or 32))
             index.hnsw.efConstruction = int(opts.get("ef_construction") or 80)
             for s in range(0, G, owner.ref_chunk):
                 index.add(_np32(owner._decode64(slice(s, s + owner.ref_chunk))))
         return cls(owner, kind, index, opts)
+
+    @staticmethod
+    def _build_ivf(owner: Any, faiss: Any, nlist: int, seed: int) -> Any:
+        """k-means cells of the log_0 tangents, hyperbolic centroid vectors in the quantizer, MIPS vectors in the lists."""
+        G, d, c = len(owner), owner.dim, owner._c()
+        g = torch.Generator().manual_seed(seed)
+        sample = torch.randperm(G, generator=g)[: min(G, 40 * nlist)].sort().values.to(owner.device)
+        km = faiss.Kmeans(d, nlist, niter=10, seed=seed + 1, spherical=False)
+        km.train(_np32(owner.geometry.logmap0(owner._decode64(sample))))
+        C = owner.geometry.expmap0(torch.as_tensor(km.centroids, dtype=torch.float64))
+        cn2 = C.pow(2).sum(-1, keepdim=True)
+        ca = 1.0 / (1.0 - c * cn2)
+        quantizer = faiss.IndexFlatIP(d + 2)
+        quantizer.add(_np32(torch.cat([ca * cn2, ca * C, ca], dim=1)))
+        index = faiss.IndexIVFFlat(quantizer, d + 2, nlist, faiss.METRIC_INNER_PRODUCT)
+        from faiss.contrib.ivf_tools import add_preassigned  # noqa: PLC0415
+
+        for s in range(0, G, owner.ref_chunk):
+            x = owner._decode64(slice(s, s + owner.ref_chunk))
+            _, cell = km.index.search(_np32(owner.geometry.logmap0(x)), 1)
+            add_preassigned(index, _np32(-owner.augmented_chunk(s, s + owner.ref_chunk, torch.float32)), cell.ravel())
+        return index
 
     @staticmethod
     def _add_mips(owner: Any, index: Any) -> None:
@@ -142,7 +160,7 @@ class FaissEngine:
     @torch.no_grad()
     def candidates(self, q: torch.Tensor, kc: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         """``(scores, rows)`` of shape (Q, ≥ kc): computed Poincaré scores ascending (flat), rows (−1: none)."""
-        qa = _np32(augment_queries(q))
+        qa = _np32(_query_vectors(q))
         if self.kind == "flat":
             D, I = self.index.search(qa, kc)
             return -torch.from_numpy(D).to(torch.float64), torch.from_numpy(I).long().to(q.device)
@@ -161,8 +179,9 @@ class FaissEngine:
         for _ in range(int(self.options.get("passes") or 3)):
             _, I = self.index.search(_np32(q / (1.0 + c * S[:, None])), kc)
             found = torch.cat([found, torch.from_numpy(I).long().to(q.device)], dim=1)
-            s = poincare_scores(q[:, None, :], self.owner._decode64(found.clamp_min(0).flatten()).view(
-                *found.shape, -1), c).masked_fill(found < 0, float("inf"))  # fmt: skip
+            x = self.owner._decode64(found.clamp_min(0).flatten()).view(*found.shape, -1)
+            s = (q[:, None, :] - x).pow(2).sum(-1) / (1.0 - c * x.pow(2).sum(-1))  # the exact Poincaré score
+            s = s.masked_fill(found < 0, float("inf"))
             S = torch.kthvalue(s, min(k, s.shape[1]), dim=1).values
             S = torch.where(torch.isfinite(S), S, torch.zeros_like(S))
         return torch.full(found.shape, float("nan"), dtype=torch.float64), found

@@ -51,9 +51,10 @@ exact distance in float64 computed from differences, then *certifies* the result
 :math:`a_x(\|x\| - \|q\|)^2 \le S_k`, i.e. if its norm lies below
 :math:`r_{hi} = (\|q\| + \sqrt{S_k(1 - c\|q\|^2 + cS_k)})/(1 + cS_k)`; if the smallest
 float32 score left out exceeds :math:`S_k + \gamma\,a(r_{hi})(\|q\| + r_{hi})^2`, nothing
-left out can beat the k-th. A query that fails the test (rare: queries near the boundary
-whose neighbours are within float32's reach of each other) is searched again by brute force
-in float64. The top-k is therefore the exact top-k of the stored points on any device and
+left out can beat the k-th. A query that fails the test (queries near the boundary whose
+neighbours are within float32's reach of each other) is searched again with the augmented
+vectors of the float64 points and a float64 GEMM, under the same test with float64's
+roundoff, and by a float64 brute force from differences if even that is too close. The top-k is therefore the exact top-k of the stored points on any device and
 in any matmul mode, and the returned distances are the exact float64 distances of the
 stored points, computed for the returned top-k only.
 
@@ -608,15 +609,22 @@ class ReferenceIndex:
             mid = self._decode64(slice(start, stop)).to(cdt) * (-2.0 * a)[:, None]
         return torch.cat([a[:, None], mid, an2[:, None]], dim=1)
 
-    def _torch_candidates(self, q: torch.Tensor, kc: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The kc smallest computed scores per query (ascending) and their rows: one GEMM per chunk."""
-        cdt = self._a.dtype
+    def _torch_candidates(self, q: torch.Tensor, kc: int, exact64: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """The kc smallest computed scores per query (ascending) and their rows: one GEMM per chunk.
+
+        ``exact64``: the augmented vectors from the stored points decoded in float64 and a float64 GEMM.
+        """
+        cdt = torch.float64 if exact64 else self._a.dtype
         qa = augment_queries(q).to(cdt)
         batches = list(qa.split(self.query_batch))
         vals: list[list[torch.Tensor]] = [[] for _ in batches]
         rows: list[list[torch.Tensor]] = [[] for _ in batches]
+        c = self._c()
         for s in range(0, len(self), self.ref_chunk):
-            ref = self.augmented_chunk(s, s + self.ref_chunk)
+            if exact64:
+                ref = augment_references(self._decode64(slice(s, s + self.ref_chunk)), c)
+            else:
+                ref = self.augmented_chunk(s, s + self.ref_chunk)
             for b, qb in enumerate(batches):
                 scores = qb @ ref.T
                 v, i = torch.topk(scores, min(kc, scores.shape[1]), dim=1, largest=False, sorted=False)
@@ -658,6 +666,12 @@ class ReferenceIndex:
             out_d.append(bd)
             out_i.append(bi)
         return torch.cat(out_d), torch.cat(out_i)
+
+    def _rerank(self, q: torch.Tensor, cand: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The k nearest of the candidate rows by the exact float64 distance to the stored points (−1: none)."""
+        refs = self._decode64(cand.clamp_min(0).flatten()).view(*cand.shape, self.dim)
+        d64 = _exact_dist(q[:, None, :], refs, self._c()).masked_fill(cand < 0, float("inf"))
+        return _select(d64, cand, k)
 
     @torch.no_grad()
     def search(
@@ -721,15 +735,19 @@ class ReferenceIndex:
             scores, cand = self.faiss.candidates(q, kc, k)
             u = 2.0**-24
         exact = self.faiss is None or self.kind == "flat"
-        refs = self._decode64(cand.clamp_min(0).flatten()).view(*cand.shape, self.dim)
-        d64 = _exact_dist(q[:, None, :], refs, c).masked_fill(cand < 0, float("inf"))
-        dist, idx = _select(d64, cand, k)
+        dist, idx = self._rerank(q, cand, k)
         if exact and kc < len(self):
-            kth = poincare_scores(q, self._decode64(idx[:, -1]), c)
-            ok = self._certified(q, kth, scores[:, -1], u)
-            if not bool(ok.all()):
+            ok = self._certified(q, poincare_scores(q, self._decode64(idx[:, -1]), c), scores[:, -1], u)
+            if not bool(ok.all()):  # again in float64 (one GEMM), then by brute force where even that is too close
                 bad = torch.nonzero(~ok).flatten()
-                bd, bi = self._brute_force(q[bad], k)
+                s64, c64 = self._torch_candidates(q[bad], kc, exact64=True)
+                bd, bi = self._rerank(q[bad], c64, k)
+                ok64 = self._certified(
+                    q[bad], poincare_scores(q[bad], self._decode64(bi[:, -1]), c), s64[:, -1], 2.0**-53
+                )
+                if not bool(ok64.all()):
+                    worst = torch.nonzero(~ok64).flatten()
+                    bd[worst], bi[worst] = self._brute_force(q[bad[worst]], k)
                 dist, idx = dist.clone(), idx.clone()
                 dist[bad], idx[bad] = bd, bi
                 cand = cand.clone()
