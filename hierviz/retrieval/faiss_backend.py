@@ -76,7 +76,7 @@ class FaissEngine:
     """A FAISS index over the references of a :class:`ReferenceIndex` that returns candidates.
 
     Built by :meth:`build` (not directly). ``options``: ``nlist`` (IVF cells, default
-    ``4·√G``), ``nprobe`` (cells scanned, default ``max(1, nlist // 64)``), ``hnsw_m`` (graph
+    ``4·√G``, at most ``G // 39``: FAISS's k-means wants 39 points per centroid), ``nprobe`` (cells scanned, default ``max(1, nlist // 64)``), ``hnsw_m`` (graph
     degree, default 32), ``ef_construction`` (default 80), ``ef_search`` (default
     ``max(64, candidates)``), ``passes`` (HNSW searches per query, default 3), ``seed``.
     """
@@ -109,7 +109,7 @@ class FaissEngine:
             index = faiss.IndexFlatIP(d + 2)
             cls._add_mips(owner, index)
         elif kind == "ivf":
-            nlist = min(G, int(opts.get("nlist") or max(1, round(4 * G**0.5))))
+            nlist = min(G, int(opts.get("nlist") or max(1, min(round(4 * G**0.5), G // 39))))
             opts["nlist"] = nlist
             opts.setdefault("nprobe", max(1, nlist // 64))
             index = cls._build_ivf(owner, faiss, nlist, int(opts.get("seed") or 0))
