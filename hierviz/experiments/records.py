@@ -101,6 +101,7 @@ _NEW_KEY_DEFAULTS = {
     "loss.order_weight": 0.0,  # issue 22 follow-up: no radial-order hinge
     "loss.order_margin": 0.1,
     "loss.cpcc_weight": 0.0,  # issue 22: no CPCC term
+    "eval.index": "exact",  # the retrieval protocol's top-20 from the full distance matrix (no FAISS index)
 }
 
 #: Keys that legitimately differ between the runs of one comparison.
