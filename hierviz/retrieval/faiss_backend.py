@@ -163,7 +163,7 @@ class FaissEngine:
         qa = _np32(_query_vectors(q))
         if self.kind == "flat":
             D, I = self.index.search(qa, kc)
-            return -torch.from_numpy(D).to(torch.float64), torch.from_numpy(I).long().to(q.device)
+            return -torch.from_numpy(D).to(q.device, torch.float64), torch.from_numpy(I).long().to(q.device)
         if self.kind == "ivf":
             nprobe = min(int(self.options["nprobe"]), int(self.options["nlist"]))
             self.index.nprobe = nprobe
@@ -171,7 +171,7 @@ class FaissEngine:
             quantizer = self.index.quantizer
             Dq, Iq = quantizer.search(_np32(probe), nprobe)
             D, I = self.index.search_preassigned(qa, kc, Iq, Dq)
-            return -torch.from_numpy(D).to(torch.float64), torch.from_numpy(I).long().to(q.device)
+            return -torch.from_numpy(D).to(q.device, torch.float64), torch.from_numpy(I).long().to(q.device)
         c = self.owner._c()
         self.index.hnsw.efSearch = int(self.options.get("ef_search") or max(64, kc))
         S = torch.zeros(len(q), dtype=torch.float64, device=q.device)
@@ -184,7 +184,7 @@ class FaissEngine:
             s = s.masked_fill(found < 0, float("inf"))
             S = torch.kthvalue(s, min(k, s.shape[1]), dim=1).values
             S = torch.where(torch.isfinite(S), S, torch.zeros_like(S))
-        return torch.full(found.shape, float("nan"), dtype=torch.float64), found
+        return torch.full(found.shape, float("nan"), dtype=torch.float64, device=q.device), found
 
     def save(self, path: Path) -> None:
         """``faiss.write_index`` to ``path``."""
