@@ -14,6 +14,10 @@
   distance of the directions ``log_0(z)/‖log_0(z)‖`` (the cosine control's ranking).
   ``hierviz compare --protocol retrieval`` puts any method in the table; the report adds the
   expected scores of a random ranking as a *chance* row (:func:`chance_scores`).
+  ``eval.index`` (:data:`RETRIEVAL_INDEXES`) chooses how a Poincaré run's top-20 is found:
+  ``"exact"`` (the full distance matrix) or a FAISS index of :class:`hierviz.retrieval.ReferenceIndex`
+  (``"faiss-flat"``, ``"faiss-ivf"``, ``"faiss-hnsw"``; registered in :data:`INDEXES` by
+  :mod:`hierviz.retrieval`); the run's metrics then add ``index_recall@20`` against the exact top-20.
 * The ``retrieval-folds`` protocol (issue 23: ``hierviz retrieval`` as an alias of ``compare``):
   Paper 03's grouped cross-validation, run seed ``s`` of a plan with ``seeds = K`` is fold ``s``
   of :func:`grouped_folds` (``make_split``, ``per_seed``); a model may rank the rows itself
@@ -34,6 +38,7 @@ import torch
 from torch import nn
 from torch.utils.data import TensorDataset
 
+from hierviz._registry import Registry
 from hierviz.evaluation.classification import ClassificationRecord, embed_dataset, register_protocol
 from hierviz.geometry import get_geometry
 from hierviz.losses import HCLLoss, Objective
@@ -45,6 +50,8 @@ from hierviz.models import manifold_head
 from hierviz.training import TrainConfig, fit, seed_everything
 
 __all__ = [
+    "INDEXES",
+    "RETRIEVAL_INDEXES",
     "MAPPER_HIDDEN",
     "RETRIEVAL_KS",
     "MapperModel",
@@ -66,6 +73,11 @@ __all__ = [
 MAPPER_HIDDEN = 256
 #: MAP@k cut-offs of Paper 03 §3.1.
 RETRIEVAL_KS = (1, 5, 10, 20)
+#: Values of ``eval.index``: how the ``retrieval`` protocol finds each query's top-20 on the Poincaré ball.
+RETRIEVAL_INDEXES = ("exact", "faiss-flat", "faiss-ivf", "faiss-hnsw")
+#: ``eval.index`` name → ``factory(points (G, d) float tensor, geometry)`` returning an object with
+#: ``search(queries, k) -> (distances, indices)``; :mod:`hierviz.retrieval` registers the FAISS ones.
+INDEXES: Registry = Registry("retrieval index")
 
 
 def _geometry(geometry: Any) -> Any:
@@ -394,9 +406,31 @@ class RetrievalRecord:
     arrays = ClassificationRecord.arrays
 
 
+def _index_metrics(index, D, q, g, geometry, y_te, y_tr, ks) -> dict[str, float]:
+    """MAP@k and P@1 from the top-20 an ``eval.index`` finds, and its recall@20 against the exact top-20."""
+    if index not in INDEXES:
+        import importlib  # noqa: PLC0415  (hierviz.retrieval, a higher layer, registers the FAISS indexes)
+
+        importlib.import_module("hierviz.retrieval")
+    t0 = time.perf_counter()
+    k = min(20, D.shape[1])
+    _, top = INDEXES.get(index)(g, geometry).search(q, k=k)
+    seconds = time.perf_counter() - t0
+    exact = torch.argsort(D, dim=1, stable=True)[:, :k]
+    hits = sum(len(set(a.tolist()) & set(b.tolist())) for a, b in zip(top.cpu(), exact.cpu()))
+    far = (
+        float(D.max()) * 2.0 + 1.0
+    )  # what the index did not return ranks after its top-k (finite: the metrics refuse inf)
+    D_index = torch.full_like(D, far).scatter_(1, top.to(D.device), D.gather(1, top.to(D.device)))
+    found = retrieval_metrics(D_index, y_te, y_tr, ks=tuple(x for x in ks if x <= k))
+    out = {m: v for m, v in found.items() if m.startswith("map@") or m == "p@1"}
+    out.update({f"index_recall@{k}": hits / exact.numel(), "index_seconds": seconds})
+    return out
+
+
 def _retrieve(
     model, train_data, test_data, tree, geometry, *, distance, embedding, image_size, device, batch_size, num_workers,
-    mean_steps,
+    mean_steps, index="exact",
 ):  # fmt: skip
     t0 = time.perf_counter()
     kw = {"use": embedding, "batch_size": batch_size, "device": device, "num_workers": num_workers}
@@ -412,6 +446,8 @@ def _retrieve(
             D = torch.cat([geometry.pairwise_dist(qb, g) for qb in q.split(1024)])
     ks = tuple(k for k in RETRIEVAL_KS if k <= len(y_tr))
     metrics = retrieval_metrics(D, y_te, y_tr, ks=ks)
+    if index != "exact" and distance == "geometry" and type(geometry).__name__ == "PoincareBall":
+        metrics.update(_index_metrics(index, D, q, g, geometry, y_te, y_tr, ks))
     with torch.jit.optimized_execution(False):  # the classification protocol's prototypes (report figures)
         protos, nodes = parent_prototypes(
             torch.as_tensor(z_tr), torch.as_tensor(y_tr), tree, geometry, steps=mean_steps
@@ -436,16 +472,28 @@ def retrieval_protocol(
     num_workers: int = 0,
     batch_size: int = 256,
     mean_steps: int = 10,
+    index: str = "exact",
 ) -> RetrievalRecord:
     """Paper 03 §3.1: test rows query the training rows, ranked by the run geometry's distance.
 
     MAP@k (k ∈ {1, 5, 10, 20}, AP@k normalised by ``min(k, R)``), P@1 and R-precision of
     the frozen embeddings (``embedding``: ``"z"`` or ``"features"``).
+
+    ``index`` (``eval.index``, :data:`RETRIEVAL_INDEXES`): on a Poincaré run other than
+    ``"exact"``, MAP@k and P@1 come from the top-20 that index finds (its candidates
+    re-ranked by the exact distance), R-precision from the exact ranking (it reads past the
+    20), and the metrics add ``index_recall@20`` (the fraction of the exact top-20 found) and
+    ``index_seconds`` (build and search). Other geometries rank exactly.
     """
     return _retrieve(
         model, train_data, test_data, tree, geometry, distance="geometry", embedding=embedding,
         image_size=image_size, device=device, batch_size=batch_size, num_workers=num_workers, mean_steps=mean_steps,
+        index=index,
     )  # fmt: skip
+
+
+#: ``run_one`` passes ``eval.index`` to protocols that take it.
+retrieval_protocol.takes_index = True  # type: ignore[attr-defined]
 
 
 @register_protocol("retrieval-cosine")

@@ -49,6 +49,7 @@ from typing import Any
 from hierviz._registry import nearest
 from hierviz.data import DATASETS
 from hierviz.evaluation import PROTOCOLS
+from hierviz.evaluation.retrieval import RETRIEVAL_INDEXES
 
 # split out (issue 23: no module over 700 lines) and re-exported here, the public import path
 from hierviz.experiments.parsing import ConfigError, _coerce, _coerce_loss, _parse_value, flatten
@@ -263,6 +264,11 @@ class EvalConfig:
         (penultimate) features mapped into the geometry (SimCLR's linear evaluation, paper 02
         §4), or ``"z"``, the projection head's output. None: each method's own choice (``z``;
         encoder features for CE, HXE and paper 02's methods). The report header names it.
+    index : {"exact", "faiss-flat", "faiss-ivf", "faiss-hnsw"}, default "exact"
+        How the ``retrieval`` protocol finds each query's top-20 on a Poincaré run
+        (:data:`hierviz.evaluation.retrieval.RETRIEVAL_INDEXES`): the exact distance matrix or
+        a FAISS index of :class:`hierviz.retrieval.ReferenceIndex` (``pip install
+        'hierviz[faiss]'``); the FAISS ones add ``index_recall@20`` to the run's metrics.
     """
 
     projection: str = "tsne"
@@ -272,6 +278,7 @@ class EvalConfig:
     protocol: str | None = None
     fold: int = 0
     embedding: str | None = None
+    index: str = "exact"
 
 
 @dataclass
@@ -643,6 +650,12 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
             f"eval.protocol: unknown protocol {cfg.eval.protocol!r}; valid: {', '.join(PROTOCOLS)} (or null = "
             "each method's own)"
         )
+    _check(
+        cfg.eval.index in RETRIEVAL_INDEXES,
+        "eval.index",
+        " | ".join(repr(x) for x in RETRIEVAL_INDEXES),
+        cfg.eval.index,
+    )
     _check(0 <= cfg.eval.fold <= 4, "eval.fold", "an integer in [0, 4] (the unseen protocol's 5 folds)", cfg.eval.fold)
     tau = cfg.loss.get("tau")
     _check(tau is None or tau > 0, "loss.tau", "> 0", tau)

@@ -334,6 +334,7 @@ def _evaluate(cfg: ExperimentConfig, method: Method, objective, result: FitResul
         num_workers=cfg.data.workers,
         batch_size=cfg.eval.batch_size,
         mean_steps=cfg.eval.mean_steps,
+        **({"index": cfg.eval.index} if getattr(protocol, "takes_index", False) else {}),
     )
     arrays = ev.arrays()
     clf = None

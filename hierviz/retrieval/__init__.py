@@ -1,8 +1,10 @@
 """Hyperbolic retrieval (Paper 03 (Hyper-DINO) §2.4, §3): the reference index and the protocol.
 
-* :mod:`.index`: :class:`ReferenceIndex` (exact Poincaré search in batches on CPU or GPU,
-  float16 ``log_0`` tangent storage: 64 bytes per image at d = 32),
-  :func:`storage_distance_error`;
+* :mod:`.index`: :class:`ReferenceIndex` (exact Poincaré k-NN as one GEMM on augmented
+  vectors, in batches on CPU or GPU, float16 ``log_0`` tangent storage: 64 bytes per image at
+  d = 32 plus 12 bytes of scalars), :func:`storage_distance_error`, :func:`merge_results`;
+  :mod:`.faiss_backend`: ``ReferenceIndex(backend="faiss", kind="flat" | "ivf" | "hnsw")``,
+  also ``eval.index`` of ``hierviz compare --protocol retrieval``;
 * :mod:`.protocol`: :func:`run_retrieval`, the grid over 5 grouped folds as one
   :func:`hierviz.experiments.compare` plan (issue 23: ``hierviz retrieval`` is an alias of
   ``compare``); :mod:`.grid`: the grid's variants as ``compare`` methods (PCA(N)/NCA(N)/scaled,
@@ -36,6 +38,22 @@ from hierviz.retrieval.protocol import (
     train_mapper,
     variant_name,
 )
+
+
+def _register_indexes() -> None:
+    """The FAISS values of ``eval.index`` (``hierviz compare --protocol retrieval``)."""
+    from hierviz.evaluation.retrieval import INDEXES
+
+    for kind in ("flat", "ivf", "hnsw"):
+        if f"faiss-{kind}" not in INDEXES:
+            INDEXES.register(f"faiss-{kind}")(
+                lambda points, geometry, kind=kind: ReferenceIndex(
+                    points, geometry=geometry, storage="fp32", backend="faiss", kind=kind
+                )
+            )
+
+
+_register_indexes()
 
 __all__ = [
     "register_features",

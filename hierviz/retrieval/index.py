@@ -1,28 +1,75 @@
-r"""A reference index in the Poincaré ball with compact storage, searched in batches (CPU or GPU).
+r"""A reference index in the Poincaré ball: exact k-NN as one GEMM, compact storage, optional FAISS.
 
 Paper 03 (Hyper-DINO) §2.4 ranks the reference (training) images by Poincaré distance to
 each query; its §4 stresses the size: 32 float16 numbers, 64 bytes per image. Storing
 *ball coordinates* in float16 loses the points near the boundary (float16 keeps ~3
 digits, and :math:`1 - \|x\|` is what the distance depends on), so :class:`ReferenceIndex`
-stores :math:`\log_0` *tangent vectors* in float16 and maps them back with
-:math:`\exp_0` in float32 when searching (``DESIGN.md``, "fp16 storage of hyperbolic
-points"; :func:`storage_distance_error` measures both).
+stores :math:`\log_0` *tangent vectors* in float16 (``DESIGN.md``, "fp16 storage of
+hyperbolic points"; :func:`storage_distance_error` measures both).
 
-Storage modes (``storage=``):
+**Ranking as a maximum-inner-product search.** On the ball of curvature :math:`-c`
 
-* ``"fp32"``: ball coordinates, float32 (4·d bytes per image);
-* ``"fp16"``: :math:`\log_0` tangents, float16 (2·d bytes: 64 bytes at d = 32);
-* ``"fp16-ball"``: ball coordinates, float16 (2·d bytes; the naive choice, for comparison);
-* ``"fp64"``: ball coordinates, float64 (8·d bytes): float64 points searched exactly.
+.. math::
 
-Search decodes and ranks in float64 and re-ranks the final candidates exactly
-(:meth:`ReferenceIndex.search`), so CPU and GPU return the same top-k whatever the
-device's matmul mode (issue 25; hierviz 0.2 searched in float32, TF32 on a GPU). A Lorentz geometry is refused at build (map the
-points to the ball first); float16 storage refuses points whose tangent is too short for it.
+    d_c(q, x) = \tfrac{2}{\sqrt c}\,\operatorname{arsinh}\sqrt{\frac{c\,\|q - x\|^2}
+    {(1 - c\|q\|^2)(1 - c\|x\|^2)}}
 
-Search walks the references in chunks (``ref_chunk``) and the queries in batches
-(``query_batch``), decoding one chunk at a time, so the memory beyond the stored index is
-``query_batch × ref_chunk`` distances.
+is increasing in the fraction under the root, and for a fixed query the factor
+:math:`1/(1 - c\|q\|^2)` is a positive constant, so the k nearest references are the k
+smallest *scores*
+
+.. math::
+
+    s(q, x) = \frac{\|q - x\|^2}{1 - c\|x\|^2}
+    = a_x\|q\|^2 - 2a_x\,q\cdot x + a_x\|x\|^2
+    = \langle [\|q\|^2,\ q,\ 1],\ [a_x,\ -2a_x x,\ a_x\|x\|^2] \rangle,
+    \qquad a_x = \frac{1}{1 - c\|x\|^2}
+
+(:func:`augment_queries`, :func:`augment_references`): one GEMM in :math:`d + 2`
+dimensions plus a top-k, the work of a Euclidean search. Negating the reference side
+(:func:`mips_references`) turns it into the *largest* inner product, the form of a
+maximum-inner-product engine (FAISS's ``METRIC_INNER_PRODUCT``). The Lorentz model has the
+same form with no augmentation: :math:`\cosh(\sqrt c\,d) = -c\langle q, x\rangle_L`, so
+the nearest points maximise :math:`\langle [-q_0, \vec q], [x_0, \vec x]\rangle`; the index
+takes ball points (map hyperboloid points with ``hierviz.geometry.lorentz.math.to_ball``).
+
+float16 storage keeps :math:`v = \log_0 x` and :math:`x = s_x v` with
+:math:`s_x = \tanh(\sqrt c\|v\|)/(\sqrt c\|v\|)`, so the reference side is
+:math:`[a_x, (-2a_x s_x)\,v, a_x\|x\|^2]`: a GEMM on the upcast tangents scaled by three
+float32 scalars per reference kept beside them (12 bytes; 64 + 12 = 76 bytes per
+reference at d = 32). fp32 storage keeps :math:`a_x` and :math:`a_x\|x\|^2` (8 bytes:
+136 at d = 32). No chunk is decoded through :math:`\exp_0` at search time.
+
+**Exactness.** The scores are computed in float32, and near the boundary the three terms
+of :math:`s` cancel. A float32 dot product of :math:`n = d + 2` terms is off by at most
+:math:`\gamma\sum_i|t_i| \le \gamma\,a_x(\|q\| + \|x\|)^2` (:math:`\gamma \approx n u`, u the
+unit roundoff of the matmul mode, TF32 and bfloat16 modes included). Search keeps
+``k + max(k, RERANK_MARGIN)`` candidates per query (a margin of 16, or k, whichever is
+larger: room for the float32 order to differ from the exact one), re-ranks them with the
+exact distance in float64 computed from differences, then *certifies* the result: with
+:math:`S_k` the exact k-th score, a reference can only belong to the top-k if
+:math:`a_x(\|x\| - \|q\|)^2 \le S_k`, i.e. if its norm lies below
+:math:`r_{hi} = (\|q\| + \sqrt{S_k(1 - c\|q\|^2 + cS_k)})/(1 + cS_k)`; if the smallest
+float32 score left out exceeds :math:`S_k + \gamma\,a(r_{hi})(\|q\| + r_{hi})^2`, nothing
+left out can beat the k-th. A query that fails the test (queries near the boundary whose
+neighbours are within float32's reach of each other) is searched again with the augmented
+vectors of the float64 points and a float64 GEMM, under the same test with float64's
+roundoff, and by a float64 brute force from differences if even that is too close. The top-k is therefore the exact top-k of the stored points on any device and
+in any matmul mode, and the returned distances are the exact float64 distances of the
+stored points, computed for the returned top-k only.
+
+Storage modes (``storage=``; bytes at d = 32, codes + scalars):
+
+* ``"fp32"``: ball coordinates, float32 (4·d + 8 bytes: 136);
+* ``"fp16"``: :math:`\log_0` tangents, float16 (2·d + 12 bytes: 76; Paper 03's 64-byte code);
+* ``"fp16-ball"``: ball coordinates, float16 (2·d + 8 bytes; the naive choice, for comparison);
+* ``"fp64"``: ball coordinates, float64 (8·d + 16 bytes), searched in float64.
+
+Backends (``backend=``): ``"torch"`` (the GEMM above, chunked, CPU or GPU) or ``"faiss"``
+(:mod:`hierviz.retrieval.faiss_backend`: ``kind="flat"`` exact, ``"ivf"`` and ``"hnsw"``
+approximate; ``pip install 'hierviz[faiss]'``). Search walks the references in chunks
+(``ref_chunk``) and the queries in batches (``query_batch``), so the memory beyond the
+stored index is ``query_batch × ref_chunk`` float32 scores.
 """
 
 from __future__ import annotations
@@ -36,7 +83,14 @@ from hierviz.geometry import PoincareBall
 
 __all__ = [
     "STORAGES",
+    "BACKENDS",
+    "FAISS_KINDS",
     "ReferenceIndex",
+    "augment_queries",
+    "augment_references",
+    "mips_references",
+    "poincare_scores",
+    "merge_results",
     "encode_points",
     "decode_points",
     "storage_distance_error",
@@ -60,6 +114,10 @@ def _geometry(geometry: Any):
 
 #: Candidates kept per query before the exact re-rank: ``k + max(k, RERANK_MARGIN)``.
 RERANK_MARGIN = 16
+#: Search engines of :class:`ReferenceIndex`.
+BACKENDS = ("torch", "faiss")
+#: FAISS index kinds (``backend="faiss"``).
+FAISS_KINDS = ("flat", "ivf", "hnsw")
 #: Smallest non-zero tangent norm float16 storage keeps (relative error <= 1e-2 beyond it).
 FP16_MIN_NORM = 1e-3
 
@@ -177,6 +235,146 @@ def storage_distance_error(x: torch.Tensor, y: torch.Tensor, storage: str, geome
     return ((got - ref).abs() / ref.clamp_min(1e-12)).numpy()
 
 
+def augment_queries(q: torch.Tensor) -> torch.Tensor:
+    r"""The query side of the Poincaré score: ``[‖q‖², q, 1]``.
+
+    Parameters
+    ----------
+    q : torch.Tensor, shape (Q, d), float
+        Queries inside the ball.
+
+    Returns
+    -------
+    torch.Tensor, shape (Q, d + 2), same dtype
+        ``augment_queries(q) @ augment_references(x, c).T`` is the score
+        :math:`s(q, x) = \|q - x\|^2 / (1 - c\|x\|^2)` of the module docstring.
+    """
+    one = torch.ones_like(q[:, :1])
+    return torch.cat([q.pow(2).sum(-1, keepdim=True), q, one], dim=1)
+
+
+def augment_references(x: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+    r"""The reference side of the Poincaré score: ``[a, −2a·x, a‖x‖²]`` with ``a = 1/(1 − c‖x‖²)``.
+
+    Parameters
+    ----------
+    x : torch.Tensor, shape (G, d), float
+        Reference points inside the ball of curvature ``-c``.
+    c : float, default 1.0
+
+    Returns
+    -------
+    torch.Tensor, shape (G, d + 2), same dtype
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import PoincareBall
+    >>> ball = PoincareBall(0.5)
+    >>> g = torch.Generator().manual_seed(0)
+    >>> q, x = (ball.expmap0(torch.randn(n, 4, generator=g, dtype=torch.float64)) for n in (3, 5))
+    >>> s = augment_queries(q) @ augment_references(x, 0.5).T  # (3, 5) scores
+    >>> bool((s.argsort(1) == ball.dist(q[:, None], x[None]).argsort(1)).all())
+    True
+    """
+    n2 = x.pow(2).sum(-1, keepdim=True)
+    a = 1.0 / (1.0 - c * n2)
+    return torch.cat([a, -2.0 * a * x, a * n2], dim=1)
+
+
+def mips_references(x: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+    """``−augment_references(x, c)``: the nearest references have the *largest* inner product with the queries.
+
+    The vectors a maximum-inner-product engine (FAISS ``METRIC_INNER_PRODUCT``) stores.
+    """
+    return -augment_references(x, c)
+
+
+def poincare_scores(q: torch.Tensor, x: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+    r"""The exact score :math:`\|q - x\|^2 / (1 - c\|x\|^2)` of matching rows, float64, from differences.
+
+    Parameters
+    ----------
+    q, x : torch.Tensor, shape (..., d)
+        Broadcastable points inside the ball.
+    c : float, default 1.0
+
+    Returns
+    -------
+    torch.Tensor, shape (...), float64
+    """
+    q, x = q.to(torch.float64), x.to(torch.float64)
+    return (q - x).pow(2).sum(-1) / (1.0 - c * x.pow(2).sum(-1))
+
+
+def merge_results(results: Any, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The k nearest of several searches of the same queries (shards), by their exact distances.
+
+    Exact distances (what :meth:`ReferenceIndex.search` returns) compare across shards,
+    unlike the approximate scores of an IVF or HNSW index; give each shard's indices in the
+    global numbering (add the shard's offset).
+
+    Parameters
+    ----------
+    results : sequence of (distances, indices)
+        Each a pair of tensors of shape (Q, k_i); ``inf`` distances are empty slots.
+    k : int
+        At most the sum of the ``k_i``.
+
+    Returns
+    -------
+    distances, indices : torch.Tensor, shape (Q, k)
+        Ascending; ties by the smaller index.
+
+    Examples
+    --------
+    >>> d1, i1 = torch.tensor([[0.1, 0.5]]), torch.tensor([[3, 7]])
+    >>> d2, i2 = torch.tensor([[0.2, 0.3]]), torch.tensor([[10, 12]])
+    >>> merge_results([(d1, i1), (d2, i2)], k=3)[1].tolist()
+    [[3, 10, 12]]
+    """
+    results = list(results)
+    if not results:
+        raise ValueError("results must hold at least one (distances, indices) pair")
+    d = torch.cat([torch.as_tensor(r[0]) for r in results], dim=1)
+    i = torch.cat([torch.as_tensor(r[1]) for r in results], dim=1).long()
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d.shape[1]:
+        raise ValueError(f"k must be an integer in [1, {d.shape[1]}] (the candidates of all shards), got {k!r}")
+    return _select(d, i, k)
+
+
+def _select(d: torch.Tensor, i: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The k smallest ``d`` per row, ties by the smaller index; repeated indices count once."""
+    i_sorted, o = torch.sort(i, dim=1, stable=True)
+    d_sorted = d.gather(1, o)
+    dup = torch.zeros_like(i_sorted, dtype=torch.bool)
+    dup[:, 1:] = i_sorted[:, 1:] == i_sorted[:, :-1]
+    d_sorted = d_sorted.masked_fill(dup | (i_sorted < 0), float("inf"))
+    order = torch.argsort(d_sorted, dim=1, stable=True)[:, :k]
+    return d_sorted.gather(1, order), i_sorted.gather(1, order)
+
+
+def _unit_roundoff(dtype: torch.dtype, device: torch.device) -> float:
+    """Unit roundoff of a matmul in ``dtype`` on ``device`` under torch's current matmul mode."""
+    if dtype == torch.float64:
+        return 2.0**-53
+    u = 2.0**-24
+    mode = torch.get_float32_matmul_precision()
+    if mode == "high":  # TF32 (10 mantissa bits) or bfloat16x3
+        u = 2.0**-11
+    elif mode == "medium":  # bfloat16
+        u = 2.0**-8
+    if device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32:
+        u = max(u, 2.0**-11)
+    return u
+
+
+def _gamma(n: int, u: float) -> float:
+    """Bound on the relative error of an n-term dot product (plus the rounding of its inputs), as a fraction of Σ|t_i|."""
+    m = n + 10  # the terms' own roundings: a, s, ‖x‖², the products that build the augmented vectors
+    return 2.0 * m * u / max(1.0 - m * u, 1e-3)
+
+
 class ReferenceIndex:
     """Reference embeddings in the Poincaré ball, searched by exact hyperbolic distance.
 
@@ -188,28 +386,44 @@ class ReferenceIndex:
         Kept for the caller (``index.labels``).
     geometry : PoincareBall, optional
         Default ``PoincareBall(1.0)``.
-    storage : {"fp32", "fp16", "fp16-ball"}, default "fp16"
+    storage : {"fp32", "fp16", "fp16-ball", "fp64"}, default "fp16"
         See the module docstring; ``"fp16"`` stores float16 ``log_0`` tangents.
     device : str or torch.device, default "cpu"
-        Where the index lives and distances are computed (``"cuda"`` for a GPU).
+        Where the index lives and distances are computed (``"cuda"`` for a GPU; the torch backend).
     query_batch : int, default 256
         Queries per batch.
     ref_chunk : int, default 65536
-        References decoded at once.
+        References scored at once.
+    backend : {"torch", "faiss"}, default "torch"
+        The engine that finds the candidates (the exact re-rank is the same).
+    kind : {"flat", "ivf", "hnsw"}, default "flat"
+        The FAISS index (``backend="faiss"``): ``"flat"`` exact (``IndexFlatIP`` on
+        :func:`mips_references`), ``"ivf"`` (cells of the hyperbolic nearest centroid),
+        ``"hnsw"`` (a graph on the ball coordinates); see
+        :mod:`hierviz.retrieval.faiss_backend`.
+    faiss_options : dict, optional
+        ``nlist``, ``nprobe`` (IVF), ``hnsw_m``, ``ef_construction``, ``ef_search`` (HNSW),
+        ``seed``.
 
     Attributes
     ----------
+    stored : torch.Tensor, shape (G, d)
+        The codes (float32/float64 coordinates, float16 tangents or float16 coordinates).
     nbytes : int
-        Bytes of the stored embeddings.
+        Bytes of the stored codes.
     bytes_per_item : int
-        ``nbytes / G``.
+        Code bytes per reference (64 for fp16 at d = 32: Paper 03's figure).
+    bytes_per_reference : int
+        Code, scalars and FAISS index bytes per reference (76 for fp16 at d = 32 with the torch backend).
 
     Raises
     ------
     ValueError
-        Bad shapes, points outside the ball, unknown ``storage``, non-positive batch sizes, a
-        geometry other than the Poincaré ball, or (``"fp16"``) non-zero points with a tangent
-        norm below float16's reach (~1e-3: use ``"fp32"``).
+        Bad shapes, points outside the ball, unknown ``storage``/``backend``/``kind``,
+        non-positive batch sizes, a geometry other than the Poincaré ball, or (``"fp16"``)
+        non-zero points with a tangent norm below float16's reach (~1e-3: use ``"fp32"``).
+    ImportError
+        ``backend="faiss"`` without ``faiss-cpu`` (``pip install 'hierviz[faiss]'``).
 
     Examples
     --------
@@ -217,8 +431,8 @@ class ReferenceIndex:
     >>> from hierviz.geometry import PoincareBall
     >>> ref = PoincareBall(1.0).expmap0(torch.randn(100, 32, generator=torch.Generator().manual_seed(0)))
     >>> index = ReferenceIndex(ref, storage="fp16")
-    >>> index.bytes_per_item
-    64
+    >>> index.bytes_per_item, index.bytes_per_reference
+    (64, 76)
     >>> d, i = index.search(ref[:3], k=1)
     >>> i.flatten().tolist()
     [0, 1, 2]
@@ -234,6 +448,9 @@ class ReferenceIndex:
         device: str | torch.device = "cpu",
         query_batch: int = 256,
         ref_chunk: int = 65536,
+        backend: str = "torch",
+        kind: str = "flat",
+        faiss_options: dict[str, Any] | None = None,
     ) -> None:
         self.geometry = _geometry(geometry)
         x = points if isinstance(points, torch.Tensor) else torch.as_tensor(np.asarray(points))
@@ -242,6 +459,12 @@ class ReferenceIndex:
         for name, v in (("query_batch", query_batch), ("ref_chunk", ref_chunk)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+        if kind not in FAISS_KINDS:
+            raise ValueError(f"kind must be one of {list(FAISS_KINDS)}, got {kind!r}")
+        if backend == "torch" and kind != "flat":
+            raise ValueError(f"kind={kind!r} needs backend='faiss' (the torch backend is exact: kind='flat')")
         self.geometry.check_point(x, name="points")
         self.storage = storage
         self.device = torch.device(device)
@@ -250,9 +473,18 @@ class ReferenceIndex:
             self._check_fp16(x)
         self.labels = None if labels is None else np.asarray(labels)
         self.query_batch, self.ref_chunk = query_batch, ref_chunk
+        self.backend, self.kind = backend, kind
+        self.faiss_options = dict(faiss_options or {})
+        self._scalars()
+        self.faiss = None
+        if backend == "faiss":
+            from hierviz.retrieval.faiss_backend import FaissEngine
+
+            self.faiss = FaissEngine.build(self, kind, **self.faiss_options)
+            self.faiss_options = dict(self.faiss.options)  # with the defaults it chose (saved by save())
 
     def _check_fp16(self, x: torch.Tensor) -> None:
-        """Refuse points whose float16 tangent loses their direction or norm (tiny norms, issue 27 #9)."""
+        """Refuse points whose float16 tangent loses their direction or norm (tiny norms)."""
         t = self.geometry.logmap0(x.detach().to(torch.float64))
         n = t.norm(dim=-1)
         back = self.stored.to("cpu", torch.float64)
@@ -265,6 +497,31 @@ class ReferenceIndex:
                 "use storage='fp32' (or 'fp64') for such points"
             )
 
+    def _decode64(self, rows: torch.Tensor | slice) -> torch.Tensor:
+        """The stored points of ``rows`` in float64 (the points the index searches exactly)."""
+        return decode_points(self.stored[rows], self.storage, self.geometry, dtype=torch.float64)
+
+    def _scalars(self) -> None:
+        """Per-reference scalars of the score, in the compute dtype: ``a``, ``a‖x‖²`` and (fp16) ``−2a·s``."""
+        c = self._c()
+        cdt = torch.float64 if self.storage == "fp64" else torch.float32
+        a, an2, beta, rmax = [], [], [], 0.0
+        for s in range(0, len(self), self.ref_chunk):
+            x = self._decode64(slice(s, s + self.ref_chunk))
+            n2 = x.pow(2).sum(-1)
+            ax = 1.0 / (1.0 - c * n2)
+            a.append(ax.to(cdt))
+            an2.append((ax * n2).to(cdt))
+            rmax = max(rmax, float(n2.max().sqrt()))
+            if self.storage == "fp16":  # x = s·v, s = tanh(√c‖v‖)/(√c‖v‖)
+                nv = self.stored[s : s + self.ref_chunk].to(torch.float64).norm(dim=-1)
+                t = c**0.5 * nv
+                scale = torch.where(t > 0, torch.tanh(t) / t.clamp_min(1e-300), torch.ones_like(t))
+                beta.append((-2.0 * ax * scale).to(cdt))
+        self._a, self._an2 = torch.cat(a), torch.cat(an2)
+        self._beta = torch.cat(beta) if beta else None
+        self._rmax = rmax
+
     def __len__(self) -> int:
         return int(self.stored.shape[0])
 
@@ -275,13 +532,25 @@ class ReferenceIndex:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the stored embeddings."""
+        """Bytes held by the stored codes."""
         return int(self.stored.element_size() * self.stored.numel())
 
     @property
     def bytes_per_item(self) -> int:
-        """Bytes per reference (64 for d = 32 in float16)."""
+        """Code bytes per reference (64 for d = 32 in float16)."""
         return int(self.stored.element_size() * self.dim)
+
+    @property
+    def scalar_bytes_per_item(self) -> int:
+        """Bytes of the per-reference scalars of the score (fp16: 12, fp32 and fp16-ball: 8, fp64: 16)."""
+        n = 3 if self._beta is not None else 2
+        return int(n * self._a.element_size())
+
+    @property
+    def bytes_per_reference(self) -> int:
+        """Codes + scalars + the FAISS index (its vectors, ids, graph or lists), per reference."""
+        extra = 0 if self.faiss is None else self.faiss.nbytes / len(self)
+        return int(round(self.bytes_per_item + self.scalar_bytes_per_item + extra))
 
     def _queries(self, queries: Any) -> torch.Tensor:
         q = queries if isinstance(queries, torch.Tensor) else torch.as_tensor(np.asarray(queries))
@@ -302,8 +571,8 @@ class ReferenceIndex:
     def distances(self, queries: Any) -> torch.Tensor:
         """All query-reference distances, shape (Q, G), on the index's device.
 
-        Computed in float64 from the decoded references (the values :meth:`search` returns)
-        and returned in float32 (float64 for float64 queries or ``"fp64"`` storage).
+        Computed in float64 from the stored points (the values :meth:`search` returns) and
+        returned in float32 (float64 for float64 queries or ``"fp64"`` storage).
 
         Raises
         ------
@@ -312,13 +581,102 @@ class ReferenceIndex:
         """
         q = self._queries(queries)
         cols = []
-        for s in range(0, len(self), self.ref_chunk):  # float64: the values search() returns, on any device
-            ref = decode_points(self.stored[s : s + self.ref_chunk], self.storage, self.geometry, dtype=torch.float64)
+        for s in range(0, len(self), self.ref_chunk):
+            ref = self._decode64(slice(s, s + self.ref_chunk))
             cols.append(torch.cat([self.geometry.pairwise_dist(qb, ref) for qb in q.split(self.query_batch)]))
         return torch.cat(cols, dim=1).to(self._out_dtype(queries))
 
+    def augmented_chunk(self, start: int, stop: int, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """The reference side ``[a, −2a·x, a‖x‖²]`` of rows ``start:stop`` from the codes and scalars.
+
+        Parameters
+        ----------
+        start, stop : int
+        dtype : torch.dtype, optional
+            Default: float64 for ``"fp64"`` storage, else float32.
+
+        Returns
+        -------
+        torch.Tensor, shape (stop − start, d + 2)
+        """
+        cdt = dtype or self._a.dtype
+        a, an2 = self._a[start:stop].to(cdt), self._an2[start:stop].to(cdt)
+        if self.storage == "fp16":
+            mid = self.stored[start:stop].to(cdt) * self._beta[start:stop].to(cdt)[:, None]
+        elif self.storage in ("fp32", "fp64"):
+            mid = self.stored[start:stop].to(cdt) * (-2.0 * a)[:, None]
+        else:  # fp16-ball: the projected float16 coordinates
+            mid = self._decode64(slice(start, stop)).to(cdt) * (-2.0 * a)[:, None]
+        return torch.cat([a[:, None], mid, an2[:, None]], dim=1)
+
+    def _torch_candidates(self, q: torch.Tensor, kc: int, exact64: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """The kc smallest computed scores per query (ascending) and their rows: one GEMM per chunk.
+
+        ``exact64``: the augmented vectors from the stored points decoded in float64 and a float64 GEMM.
+        """
+        cdt = torch.float64 if exact64 else self._a.dtype
+        qa = augment_queries(q).to(cdt)
+        batches = list(qa.split(self.query_batch))
+        vals: list[list[torch.Tensor]] = [[] for _ in batches]
+        rows: list[list[torch.Tensor]] = [[] for _ in batches]
+        c = self._c()
+        for s in range(0, len(self), self.ref_chunk):
+            if exact64:
+                ref = augment_references(self._decode64(slice(s, s + self.ref_chunk)), c)
+            else:
+                ref = self.augmented_chunk(s, s + self.ref_chunk)
+            for b, qb in enumerate(batches):
+                scores = qb @ ref.T
+                v, i = torch.topk(scores, min(kc, scores.shape[1]), dim=1, largest=False, sorted=False)
+                vals[b].append(v)
+                rows[b].append(i + s)
+        out_v, out_i = [], []
+        for v, i in zip(vals, rows):
+            v, i = torch.cat(v, dim=1), torch.cat(i, dim=1)
+            v, o = torch.topk(v, kc, dim=1, largest=False, sorted=True)
+            out_v.append(v)
+            out_i.append(i.gather(1, o))
+        return torch.cat(out_v), torch.cat(out_i)
+
+    def _certified(self, q: torch.Tensor, kth_score: torch.Tensor, left_out: torch.Tensor, u: float) -> torch.Tensor:
+        """Which queries provably have their exact top-k among the candidates (module docstring, "Exactness")."""
+        c = self._c()
+        rq = q.norm(dim=-1)
+        S = kth_score.clamp_min(0.0)
+        r_hi = (rq + (S * (1.0 - c * rq.pow(2) + c * S)).clamp_min(0.0).sqrt()) / (1.0 + c * S)
+        r_hi = torch.minimum(r_hi, torch.full_like(r_hi, self._rmax))
+        err = _gamma(self.dim + 2, u) * (rq + r_hi).pow(2) / (1.0 - c * r_hi.pow(2))
+        return left_out.to(torch.float64) - err > S * (1.0 + 1e-9) + 1e-300
+
+    def _brute_force(self, q: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Exact top-k by float64 distances from differences over every reference (the fallback)."""
+        c, d = self._c(), self.dim
+        best_d = torch.full((len(q), 0), float("inf"), dtype=torch.float64, device=q.device)
+        best_i = torch.zeros((len(q), 0), dtype=torch.long, device=q.device)
+        qb_size = max(1, min(len(q), 64))
+        rows = max(1, (1 << 22) // (qb_size * d))
+        out_d, out_i = [], []
+        for qb in q.split(qb_size):
+            bd, bi = best_d[: len(qb)], best_i[: len(qb)]
+            for s in range(0, len(self), rows):
+                x = self._decode64(slice(s, s + rows))
+                dist = _exact_dist(qb[:, None, :], x[None, :, :], c)
+                idx = torch.arange(s, s + len(x), device=q.device).expand(len(qb), -1)
+                bd, bi = _select(torch.cat([bd, dist], 1), torch.cat([bi, idx], 1), min(k, bd.shape[1] + len(x)))
+            out_d.append(bd)
+            out_i.append(bi)
+        return torch.cat(out_d), torch.cat(out_i)
+
+    def _rerank(self, q: torch.Tensor, cand: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The k nearest of the candidate rows by the exact float64 distance to the stored points (−1: none)."""
+        refs = self._decode64(cand.clamp_min(0).flatten()).view(*cand.shape, self.dim)
+        d64 = _exact_dist(q[:, None, :], refs, self._c()).masked_fill(cand < 0, float("inf"))
+        return _select(d64, cand, k)
+
     @torch.no_grad()
-    def search(self, queries: Any, k: int = 20) -> tuple[torch.Tensor, torch.Tensor]:
+    def search(
+        self, queries: Any, k: int = 20, *, refine: Any = None, candidates: int | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The k nearest references of each query by Poincaré distance.
 
         Parameters
@@ -327,48 +685,144 @@ class ReferenceIndex:
             Points inside the ball (float32 is enough: only the references are compressed).
         k : int, default 20
             In ``[1, G]``.
+        refine : torch.Tensor or array-like, shape (G, d), optional
+            Full-precision references kept outside the index (FAISS's refine step): the
+            candidates are re-ranked against these rows instead of the stored codes, so an
+            fp16 index returns the top-k of the full-precision points (recall 1.0 in the
+            tests at ``‖x‖`` up to 1 − 1e-5) and their exact distances.
+        candidates : int, optional
+            Candidates per query before the exact re-rank (at least k). Default
+            ``k + max(k, RERANK_MARGIN)``; raise it for IVF/HNSW or ``refine`` on hard data.
 
         Returns
         -------
         distances : torch.Tensor, shape (Q, k), float32 (float64 for float64 queries or ``"fp64"`` storage)
-            Ascending per row. Search runs in float64: the candidates (``k + max(k, 16)`` per
-            query) from the references decoded in float64, then an exact re-rank with the
-            distances computed from differences, so the top-k and its distances are the same
-            on a CPU and a GPU whatever the matmul mode (TF32, bfloat16) and float64 points
-            are searched exactly.
+            Ascending per row: the exact float64 distances to the stored points (to the
+            ``refine`` rows when given), rounded to the output dtype.
         indices : torch.Tensor, shape (Q, k), int64
-            Reference rows (equal distances in no promised order).
+            Reference rows; equal distances by the smaller row.
+
+        Exact backends (torch, FAISS ``flat``) return the exact top-k of the stored points
+        on any device and matmul mode (the certificate of the module docstring, with a
+        float64 brute force for the queries that fail it); ``ivf`` and ``hnsw`` return the
+        exact top-k of the candidates they find.
 
         Raises
         ------
         ValueError
-            ``k`` out of range, queries of the wrong dimension or outside the ball.
+            ``k``/``candidates`` out of range, queries or ``refine`` of the wrong shape, or points outside the ball.
         """
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(self):
             raise ValueError(f"k must be an integer in [1, {len(self)}], got {k!r}")
+        kc = min(len(self), k + max(k, RERANK_MARGIN)) if candidates is None else candidates
+        if isinstance(kc, bool) or not isinstance(kc, int) or kc < k:
+            raise ValueError(f"candidates must be an integer >= k = {k}, got {candidates!r}")
+        kc = min(kc, len(self))
         q = self._queries(queries)
-        kc = min(len(self), k + max(k, RERANK_MARGIN))  # candidates per query before the exact re-rank
+        ref_full = None
+        if refine is not None:
+            ref_full = refine if isinstance(refine, torch.Tensor) else torch.as_tensor(np.asarray(refine))
+            if tuple(ref_full.shape) != (len(self), self.dim):
+                raise ValueError(
+                    f"refine must hold the {len(self)} references at full precision, shape ({len(self)}, {self.dim}); "
+                    f"got {tuple(ref_full.shape)}"
+                )
         c = self._c()
-        out_d, out_i = [], []
-        for qb in q.split(self.query_batch):
-            best_d = torch.full((len(qb), 0), float("inf"), device=self.device, dtype=torch.float64)
-            best_i = torch.zeros((len(qb), 0), dtype=torch.long, device=self.device)
-            for s in range(0, len(self), self.ref_chunk):
-                ref = decode_points(self.stored[s : s + self.ref_chunk], self.storage, self.geometry, dtype=q.dtype)
-                d = self.geometry.pairwise_dist(qb, ref)  # float64 Gram form: not affected by TF32
-                dv, di = torch.topk(d, min(kc, d.shape[1]), dim=1, largest=False, sorted=True)
-                cand_d = torch.cat([best_d, dv], dim=1)
-                cand_i = torch.cat([best_i, di + s], dim=1)
-                order = torch.argsort(cand_d, dim=1, stable=True)[:, :kc]
-                best_d, best_i = cand_d.gather(1, order), cand_i.gather(1, order)
-            # exact re-rank of the candidates: distances from differences (no matmul, no cancellation)
-            refs = decode_points(self.stored[best_i.flatten()], self.storage, self.geometry, dtype=torch.float64)
-            d64 = _exact_dist(qb.repeat_interleave(best_i.shape[1], 0), refs, c).view_as(best_d)
-            order = torch.argsort(d64, dim=1, stable=True)[:, :k]
-            out_d.append(d64.gather(1, order))
-            out_i.append(best_i.gather(1, order))
-        out = self._out_dtype(queries)
-        return torch.cat(out_d).to(out), torch.cat(out_i)
+        if self.faiss is None:
+            scores, cand = self._torch_candidates(q, kc)
+            u = _unit_roundoff(self._a.dtype, self.device)
+        else:
+            scores, cand = self.faiss.candidates(q, kc, k)
+            u = 2.0**-24
+        exact = self.faiss is None or self.kind == "flat"
+        dist, idx = self._rerank(q, cand, k)
+        if exact and kc < len(self):
+            ok = self._certified(q, poincare_scores(q, self._decode64(idx[:, -1]), c), scores[:, -1], u)
+            if not bool(ok.all()):  # again in float64 (one GEMM), then by brute force where even that is too close
+                bad = torch.nonzero(~ok).flatten()
+                s64, c64 = self._torch_candidates(q[bad], kc, exact64=True)
+                bd, bi = self._rerank(q[bad], c64, k)
+                ok64 = self._certified(
+                    q[bad], poincare_scores(q[bad], self._decode64(bi[:, -1]), c), s64[:, -1], 2.0**-53
+                )
+                if not bool(ok64.all()):
+                    worst = torch.nonzero(~ok64).flatten()
+                    bd[worst], bi[worst] = self._brute_force(q[bad[worst]], k)
+                dist, idx = dist.clone(), idx.clone()
+                dist[bad], idx[bad] = bd, bi
+                cand = cand.clone()
+                cand[bad, :k] = bi  # the refine step below sees the exact top-k of those queries
+        if ref_full is not None:
+            pool = torch.cat([idx, cand], dim=1)
+            full = ref_full.detach().to(self.device, torch.float64)
+            self.geometry.check_point(full[pool.clamp_min(0).flatten()], name="refine")
+            d_full = _exact_dist(q[:, None, :], full[pool.clamp_min(0)], c).masked_fill(pool < 0, float("inf"))
+            dist, idx = _select(d_full, pool, k)
+        return dist.to(self._out_dtype(queries)), idx
+
+    def save(self, path: Any) -> None:
+        """Write the index to the folder ``path``: ``index.npz`` (codes, labels, settings) and ``faiss.index``.
+
+        Raises
+        ------
+        ValueError
+            A folder that cannot be written.
+        """
+        from pathlib import Path
+
+        folder = Path(path)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(
+                f"path {folder}: cannot write there ({exc.strerror or exc}); choose another folder"
+            ) from None
+        meta = {
+            "storage": self.storage, "c": self._c(), "query_batch": self.query_batch, "ref_chunk": self.ref_chunk,
+            "backend": self.backend, "kind": self.kind, "faiss_options": self.faiss_options,
+        }  # fmt: skip
+        import json
+
+        arrays = {"stored": self.stored.cpu().numpy(), "meta": np.array(json.dumps(meta))}
+        if self.labels is not None:
+            arrays["labels"] = self.labels
+        np.savez(folder / "index.npz", **arrays)
+        if self.faiss is not None:
+            self.faiss.save(folder / "faiss.index")
+
+    @classmethod
+    def load(cls, path: Any, *, device: str | torch.device = "cpu") -> ReferenceIndex:
+        """An index written by :meth:`save` (the FAISS index is read, not rebuilt).
+
+        Raises
+        ------
+        ValueError
+            No ``index.npz`` in ``path``.
+        """
+        import json
+        from pathlib import Path
+
+        folder = Path(path)
+        if not (folder / "index.npz").is_file():
+            raise ValueError(f"path {folder}: no index.npz there; pass a folder written by ReferenceIndex.save")
+        with np.load(folder / "index.npz") as f:
+            stored = torch.from_numpy(f["stored"])
+            labels = f["labels"] if "labels" in f.files else None
+            meta = json.loads(str(f["meta"]))
+        self = cls.__new__(cls)
+        self.geometry = PoincareBall(meta["c"])
+        self.storage, self.device = meta["storage"], torch.device(device)
+        self.stored = stored.to(self.device)
+        self.labels = labels
+        self.query_batch, self.ref_chunk = int(meta["query_batch"]), int(meta["ref_chunk"])
+        self.backend, self.kind, self.faiss_options = meta["backend"], meta["kind"], dict(meta["faiss_options"])
+        self._scalars()
+        self.faiss = None
+        if self.backend == "faiss":
+            from hierviz.retrieval.faiss_backend import FaissEngine
+
+            self.faiss = FaissEngine.load(self, folder / "faiss.index")
+        return self
 
 
 def storage_error_curve(
