@@ -297,9 +297,10 @@ if [ "$DRY" = 1 ]; then
         --set data.limit=120 --set train.epochs=1 --set train.batch_size=32
         --set model.encoder=small_cnn --set model.width=8 --set model.embed_dim=16)
     PAIRWISE_SIZE=(--n 32,48 --d 4 --repeats 1)
-    # the eager backend traces the same fullgraph objectives (dynamo) without code generation; the
-    # Poincaré ones only (the geometry whose compile failed on a GPU before; tracing costs seconds)
-    SHARE_SIZE=(--encoder small_cnn --image-size 16 --batch 8 --repeats 1 --compile-backend eager --geometries poincare)
+    # the eager backend traces the fullgraph objective (dynamo) without code generation; one objective
+    # only, Poincaré SupCon (tracing costs CPU seconds; tests/test_compile_losses.py traces every one)
+    SHARE_SIZE=(--encoder small_cnn --image-size 16 --batch 8 --repeats 1 --compile-backend eager --geometries poincare
+        --methods supcon)
     export CUDA_VISIBLE_DEVICES=""
 else
     TOTAL="${TOTAL:-540}"

@@ -139,7 +139,7 @@ def _header(name: str, data: bytes) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def dry_session(tmp_path_factory):
-    """One CPU dry run of the whole plan (about a minute on an idle 2-core CPU, several on a busy one)."""
+    """One CPU dry run of the whole plan (about 80 s of CPU time, measured on a shared 2-core VM; far longer there in wall time)."""
     tmp = tmp_path_factory.mktemp("gpu_session")
     proc = _session(tmp, "--dry-run")
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
@@ -192,12 +192,12 @@ def test_gpu_session_dry_run_archive(dry_session):
     assert re.search(r"^pytest -m gpu: .*\d+ (skipped|passed)", summary, re.M)
     goals = [ln for ln in summary.splitlines() if "GOAL" in ln]
     assert sum("torch.cdist at 32x4" in g or "torch.cdist at 48x4" in g for g in goals) == 2
-    assert sum("share of the step" in g for g in goals) == 2  # SupCon, HWC+LAM on the Poincaré ball
+    assert sum("share of the step" in g for g in goals) == 1  # SupCon on the Poincaré ball (the dry run's one)
     for m in ("supcon", "hwc+lam"):
         radius = [g for g in goals if g.startswith(f"GOAL radius {m} poincare:")]
         assert len(radius) == 6 and all(g.endswith(("| met", "| not met")) for g in radius), radius
         assert all("(seeds 0,1)" in g for g in radius), radius
-    # the Poincaré objectives trace as one graph (no eager fallback) in the compiled step
+    # the Poincaré objective traces as one graph (no eager fallback) in the compiled step
     assert "compiling the objective failed" not in files["gpu_session/logs/c2_losses_share_compiled.txt"].decode()
 
 
