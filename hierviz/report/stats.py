@@ -25,12 +25,23 @@ from typing import Any
 import numpy as np
 
 try:
+    from scipy.stats import nct as _noncentral_t
+    from scipy.stats import norm as _normal
     from scipy.stats import t as _student_t
 except ImportError:  # pragma: no cover - scipy comes with scikit-learn
-    _student_t = None
+    _student_t = _noncentral_t = _normal = None
 from hierviz.report.tables import METRIC_LABELS, _ordered, geometry_label, method_label
 
-__all__ = ["t_quantile", "paired_ci", "paired_differences", "paired_markdown", "default_baseline", "MIN_SEEDS"]
+__all__ = [
+    "t_quantile",
+    "paired_ci",
+    "paired_power",
+    "seeds_needed",
+    "paired_differences",
+    "paired_markdown",
+    "default_baseline",
+    "MIN_SEEDS",
+]
 
 #: Fewest common seeds for which the paired table is shown.
 MIN_SEEDS = 3
@@ -104,6 +115,128 @@ def paired_ci(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) 
     mean = float(d.mean())
     half = t_quantile(n - 1, confidence) * float(d.std(ddof=1)) / math.sqrt(n)
     return mean, mean - half, mean + half, n
+
+
+def _check_power_args(sigma_delta: float, effect: float, alpha: float) -> tuple[float, float]:
+    sd, eff = float(sigma_delta), float(effect)
+    if not (math.isfinite(sd) and sd > 0):
+        raise ValueError(
+            f"sigma_delta must be a positive finite number (the SD of the paired differences), got {sigma_delta!r}"
+        )
+    if not math.isfinite(eff) or eff == 0:
+        raise ValueError(f"effect must be a non-zero finite gap (same unit as sigma_delta), got {effect!r}")
+    if not 0.0 < float(alpha) < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), e.g. 0.05, got {alpha!r}")
+    return sd, abs(eff)
+
+
+def paired_power(n: int, sigma_delta: float, effect: float, alpha: float = 0.05) -> float:
+    """Power of the two-sided paired t-test with ``n`` seeds to detect a true mean gap ``effect``.
+
+    With paired differences :math:`d_s \\sim N(\\delta, \\sigma_\\Delta^2)` the statistic
+    :math:`T = \\bar d / (s_d/\\sqrt n)` follows a noncentral t with :math:`n-1` degrees of
+    freedom and noncentrality :math:`\\delta\\sqrt n/\\sigma_\\Delta`; the power is
+    :math:`P(|T| > t_{1-\\alpha/2,\\,n-1})` (Cohen 1988, ch. 2; statsmodels ``TTestPower``).
+
+    Parameters
+    ----------
+    n : int, ≥ 2
+        Number of seeds (pairs).
+    sigma_delta : float, > 0
+        Standard deviation of the per-seed difference method − baseline (ddof = 1 over seeds),
+        in the metric's unit (e.g. 0.015 HF1, or 5.9 micro-F1 points).
+    effect : float, non-zero
+        The true gap to detect, same unit; its sign does not matter.
+    alpha : float in (0, 1), default 0.05
+        Two-sided level.
+
+    Returns
+    -------
+    float in (alpha/2, 1)
+
+    Raises
+    ------
+    ValueError
+        ``n < 2``, ``sigma_delta ≤ 0``, ``effect == 0`` or ``alpha`` outside (0, 1).
+
+    Examples
+    --------
+    Cohen's d = effect / sigma_delta = 1 with 10 seeds:
+
+    >>> round(paired_power(10, sigma_delta=1.0, effect=1.0), 4)
+    0.8031
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
+        raise ValueError(f"n must be an integer number of seeds ≥ 2, got {n!r}")
+    sd, eff = _check_power_args(sigma_delta, effect, alpha)
+    if _student_t is None:  # pragma: no cover - scipy comes with scikit-learn
+        raise ImportError("paired_power needs scipy (pip install scipy)")
+    df = int(n) - 1
+    crit = float(_student_t.ppf(1.0 - alpha / 2.0, df))
+    nc = eff * math.sqrt(n) / sd
+    return float(_noncentral_t.sf(crit, df, nc) + _noncentral_t.cdf(-crit, df, nc))
+
+
+def seeds_needed(
+    sigma_delta: float, effect: float, alpha: float = 0.05, power: float = 0.8, max_seeds: int = 100_000
+) -> int:
+    """Fewest seeds for which a two-sided paired t-test detects the gap ``effect`` with the given power.
+
+    The smallest :math:`n \\ge 2` with :func:`paired_power` :math:`(n) \\ge` ``power`` — the exact
+    noncentral-t answer, which statsmodels' ``TTestPower().solve_power(effect / sigma_delta,
+    alpha=alpha, power=power)`` gives as a real number (round it up). The normal-approximation
+    rule of thumb :math:`n \\approx ((z_{1-\\alpha/2} + z_{\\text{power}})\\,\\sigma_\\Delta/\\delta)^2`
+    is a seed or two short for small n, because :math:`s_d` itself is estimated.
+
+    Parameters
+    ----------
+    sigma_delta : float, > 0
+        Standard deviation of the paired differences over seeds (ddof = 1), metric units.
+    effect : float, non-zero
+        Gap worth detecting, same units (sign ignored).
+    alpha : float in (0, 1), default 0.05
+        Two-sided level (95 % interval).
+    power : float in (alpha, 1), default 0.8
+        Wanted probability that the 95 % interval excludes 0 when the gap is real.
+    max_seeds : int, default 100000
+        Search limit.
+
+    Returns
+    -------
+    int, ≥ 2
+
+    Raises
+    ------
+    ValueError
+        A non-positive ``sigma_delta``, a zero ``effect``, ``alpha`` or ``power`` out of range,
+        or a gap so small that more than ``max_seeds`` seeds would be needed.
+
+    Examples
+    --------
+    A gap of half a σ_Δ needs 34 seeds; a gap of one σ_Δ needs 10:
+
+    >>> seeds_needed(sigma_delta=0.015, effect=0.0075), seeds_needed(sigma_delta=0.015, effect=0.015)
+    (34, 10)
+    """
+    sd, eff = _check_power_args(sigma_delta, effect, alpha)
+    if not float(alpha) < float(power) < 1.0:
+        raise ValueError(f"power must be in (alpha, 1), e.g. 0.8, got {power!r}")
+    # normal-approximation start, then walk to the exact answer
+    z = float(_normal.ppf(1.0 - alpha / 2.0) + _normal.ppf(power)) if _normal is not None else 2.8
+    n = max(2, int(math.floor((z * sd / eff) ** 2)) - 1)
+    if n > max_seeds:
+        raise ValueError(
+            f"effect {effect!r} needs more than max_seeds={max_seeds} seeds at sigma_delta={sigma_delta!r}; raise max_seeds or the gap"
+        )
+    while n > 2 and paired_power(n - 1, sd, eff, alpha) >= power:
+        n -= 1
+    while paired_power(n, sd, eff, alpha) < power:
+        n += 1
+        if n > max_seeds:
+            raise ValueError(
+                f"effect {effect!r} needs more than max_seeds={max_seeds} seeds at sigma_delta={sigma_delta!r}; raise max_seeds or the gap"
+            )
+    return n
 
 
 def default_baseline(methods: Sequence[str]) -> str | None:
