@@ -191,6 +191,7 @@ def test_the_quote_check_catches_a_wrong_number(pages):
 _FOLDER = re.compile(r"docs/results/([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*)")
 _MATH = re.compile(r"\$[^$]*\$")
 _LEVEL = re.compile(r"\b95\s?%(?=\s*(?:CI|confidence|interval|Student))")  # a confidence level, not a result
+_VERSION = re.compile(r"\bhierviz\s+\d+\.\d+|\b\d+\.\d+(?=\s+head)")  # "the 0.2 head", "hierviz 0.3": versions
 TRACKER = re.compile(r"\bissues?\s+\d+", re.IGNORECASE)  # "SupContrast issue #141" cites another project
 
 
@@ -268,7 +269,7 @@ def folder_numbers_missing(markdown: str) -> list[tuple[str, str, str]]:
             if f not in cache:
                 md = [f] if f.suffix == ".md" else [] if f.is_file() else sorted(f.rglob("*.md"))
                 cache[f] = (_csv_values(f), "\n".join(p.read_text(encoding="utf-8") for p in md))
-        quoted = _LEVEL.sub("", _MATH.sub("", re.sub(r"`[^`]*`", "", sentence)))
+        quoted = _VERSION.sub("", _LEVEL.sub("", _MATH.sub("", re.sub(r"`[^`]*`", "", sentence))))
         for n in _NUM.findall(quoted):
             if not any(_matches(n, *cache[f]) for f in folders):
                 missing.append((",".join(str(f.relative_to(RESULTS)) for f in folders), n, sentence))
