@@ -102,3 +102,46 @@ def test_radius_reading_is_the_one_rule():
     assert radius_reading(1.455, 0.214, 0.0) == "flat origin"
     assert radius_reading(2.0, 0.3, 0.0) == "in the curved region"  # λ(2) = 2 cosh²(1) = 4.76
     assert radius_reading(float("nan"), 0.1, 0.0) == "–"
+
+
+def test_rows_from_a_committed_folder_equal_the_rows_from_records(tmp_path):
+    """capstone_rows_from_folder (results.csv) gives the paired CI of capstone_rows (records), scipy's peer."""
+    from scipy import stats
+
+    from hierviz.viz.capstone import capstone_markdown, capstone_rows_from_folder
+
+    sup, hcl = [0.50, 0.55, 0.52], [0.56, 0.60, 0.59]
+    lines = [
+        "method,geometry,seed,hf1,h_acc,top1,violations,radius_mean,radius_std,clip_fraction,radius_depth_spearman,radius_gap"
+    ]
+    for s in range(3):
+        lines.append(f"supcon,poincare,{s},{sup[s]},{sup[s]},0.4,0.5,0.44,0.08,0,0.5,0.1")
+        lines.append(f"hcl,poincare,{s},{hcl[s]},{hcl[s]},0.45,0.3,2.5,0.3,0,0.9,0.4")
+    (tmp_path / "results.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "baselines.csv").write_text("baseline,top1,hf1,h_acc,violations\nmajority,0.2,0.3,0.4,\n")
+    (tmp_path / "chance.csv").write_text("baseline,hf1,h_acc,top1,violations\nchance,0.1,0.2,0.05,nan\n")
+    (tmp_path / "config.json").write_text(json.dumps({"eval": {"protocol": "classification"}}))
+    rows = capstone_rows_from_folder(tmp_path)
+    by = {r["method"]: r for r in rows}
+    ci = stats.ttest_rel(hcl, sup).confidence_interval(0.95)
+    assert (by["hcl"]["low"], by["hcl"]["high"]) == pytest.approx((ci.low, ci.high))
+    assert by["majority"]["hf1"] == pytest.approx(0.3) and by["chance"]["top1"] == pytest.approx(0.05)
+    assert by["hcl"]["radius_mean"] == pytest.approx(2.5) and "*Chance (uniform leaf)*" in capstone_markdown(rows)
+    # a folder whose config leaves eval.protocol unset mixed protocols: refused
+    (tmp_path / "config.json").write_text(json.dumps({"eval": {"protocol": None}}))
+    with pytest.raises(ValueError, match="eval.protocol is unset"):
+        capstone_rows_from_folder(tmp_path)
+    with pytest.raises(FileNotFoundError, match="has no results.csv"):
+        capstone_rows_from_folder(tmp_path / "nothing")
+
+
+def test_committed_table_reads_a_results_folder():
+    from hierviz.results.committed import committed_table
+
+    md = committed_table("paper01-h200-sample", methods=["supcon", "hwc"], metrics=["hf1"])
+    # docs/results/paper01-h200-sample/results.csv, Euclidean SupCon over 5 seeds (hand-read from results.md)
+    assert "`docs/results/paper01-h200-sample`" in md and "0.742 ± 0.015" in md and "*Majority class*" in md
+    with pytest.raises(ValueError, match=r"methods: \['hcl'\] not in"):
+        committed_table("paper01-h200-sample", methods=["hcl"])
+    with pytest.raises(FileNotFoundError, match="folder='nope'"):
+        committed_table("nope")

@@ -81,8 +81,8 @@ def capstone_overrides(
     is trained on one split and scored on the same test samples. The images are HAM10000's bundled
     sample (grouped split by lesion, the two-step tree); the text is 20 Newsgroups' official
     by-date split with an MLP encoder (width 16, d = 32, batch 64, 8 epochs, the quick preset's
-    cone and centring weights). At medium size the text table is the committed converged run's
-    recipe (``docs/results/capstone-20news``: 3,000 messages, a stratified subset) at fewer seeds;
+    cone and centring weights, three Karcher steps per prototype as paper 01's T_mean = 3). At medium size the text table is the committed converged run's
+    recipe (``docs/results/capstone-20news``: 2,000 messages, a stratified subset) at fewer seeds;
     at full size it trains on every message.
 
     Parameters
@@ -132,7 +132,7 @@ def capstone_overrides(
     if data == "text":
         by = (
             ["data.limit=400", "train.epochs=1"],
-            ["data.limit=3000", "train.epochs=8"],
+            ["data.limit=2000", "train.epochs=8"],
             ["train.epochs=8"],
         )
         return (
@@ -145,7 +145,8 @@ def capstone_overrides(
                 "model.width=16",
                 "model.embed_dim=32",
                 "train.batch_size=64",
-                "train.threads=1",
+                "data.workers=0",
+                "eval.mean_steps=3",
                 "loss.cone_weight=0.2",
                 "loss.center_weight=1.0",
             ]
