@@ -433,10 +433,10 @@ def capstone_rows_from_folder(
     ValueError
         ``config.json`` leaves ``eval.protocol`` unset (each method's own protocol: a mixed table).
 
-    Examples
-    --------
-    >>> from hierviz.results.pages import results_dir  # doctest: +SKIP
-    >>> rows = capstone_rows_from_folder(results_dir() / "capstone-20news")  # doctest: +SKIP
+    Notes
+    -----
+    Notebook 10 §3 calls it on ``results_dir() / "capstone-20news"``; ``tests/test_capstone_fair.py``
+    checks it against :func:`capstone_rows`' paired interval on a hand-made folder.
     """
     import csv
     import json
