@@ -644,7 +644,9 @@ def method_guide(tables: Mapping[str, Sequence[Mapping[str, Any]]], baseline: st
         if worse:
             lines.append(
                 f"- **Below {_label(baseline)}** (interval entirely under 0): "
-                + ", ".join(f"{_label(r['method'])} {_fmt_ci(r)}" for r in worse)
+                + ", ".join(
+                    f"{_label(r['method'])} ({_GEOMETRY.get(r['geometry'], r['geometry'])}) {_fmt_ci(r)}" for r in worse
+                )
                 + "."
             )
         maj = base.get("majority", {}).get(key, math.nan)
