@@ -72,6 +72,24 @@ def unknown_message(kind: str, name: Any, valid: list[str]) -> str:
     return f"unknown {kind} {name!r}{hint}{';' if not close else ''} valid names: {', '.join(valid)}"
 
 
+#: kind -> the first :class:`Registry` made for it (:func:`registry_for`).
+_BY_KIND: dict[str, Registry] = {}
+
+
+def registry_for(kind: str) -> Registry | None:
+    """The registry of ``kind`` (e.g. ``"method"``) if the module that makes it was imported, else None.
+
+    For a layer that may read a registry's entries without importing the code that fills it:
+    ``hierviz.report`` reads method display names this way and imports no method code.
+
+    Examples
+    --------
+    >>> registry_for("no such kind") is None
+    True
+    """
+    return _BY_KIND.get(kind)
+
+
 class Registry(Generic[T]):
     """A name → object map with a registering decorator and helpful misses.
 
@@ -93,6 +111,7 @@ class Registry(Generic[T]):
         self.kind = kind
         self._normalise = normalise or (lambda s: str(s).strip().lower())
         self._entries: dict[str, T] = {}
+        _BY_KIND.setdefault(kind, self)
 
     def register(self, name: str, obj: T | None = None, *, replace: bool = False) -> Any:
         """Register ``obj`` under ``name``; without ``obj``, return a decorator.

@@ -102,7 +102,8 @@ class _Parser(argparse.ArgumentParser):
 def _config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--preset",
-        help="quick, medium, full, gpu, paper01-gpu, paper02-cpu, paper02-gpu, paper04-gpu, or a .toml file (default: full)",
+        help="quick (20 Newsgroups: the main job), quick-ham10000, medium, full, gpu, paper01-gpu, paper02-cpu, paper02-gpu, "
+        "paper04-gpu, or a .toml file (default: full)",
     )
     p.add_argument("--quick", action="store_true", help="same as --preset quick")
     p.add_argument(

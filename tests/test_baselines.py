@@ -180,12 +180,14 @@ def test_report_baseline_key_is_validated():
     from hierviz.experiments import resolve_config
     from hierviz.experiments.config import ConfigError
 
-    assert resolve_config("quick", ["report.baseline=hwc"]).report.baseline == "hwc"
-    assert resolve_config("quick", ["report.baseline=lam"]).report.baseline == "lam"  # not run: no paired table
+    assert resolve_config("quick-ham10000", ["report.baseline=hwc"]).report.baseline == "hwc"
+    assert (
+        resolve_config("quick-ham10000", ["report.baseline=lam"]).report.baseline == "lam"
+    )  # not run: no paired table
     with pytest.raises(ConfigError, match="report.baseline: unknown method 'supcn'; did you mean 'supcon'"):
-        resolve_config("quick", ["report.baseline=supcn"])
+        resolve_config("quick-ham10000", ["report.baseline=supcn"])
     with pytest.raises(ConfigError, match="eval.embedding: must be 'features', 'z' or null, got 'encoder'"):
-        resolve_config("quick", ["eval.embedding=encoder"])
+        resolve_config("quick-ham10000", ["eval.embedding=encoder"])
 
 
 def test_compare_writes_imbalance_columns_majority_row_and_paired_cis(tmp_path):
@@ -193,7 +195,7 @@ def test_compare_writes_imbalance_columns_majority_row_and_paired_cis(tmp_path):
 
     tiny = ["data.limit=60", "model.width=4", "model.embed_dim=8", "data.image_size=16", "eval.projection=pca"]
     tiny += ["train.batch_size=32", "train.epochs=1", "seeds=3", "methods=supcon,hwc", "geometries=euclidean"]
-    result = compare(resolve_config("quick", [*tiny, f"out={tmp_path}"]), progress=False, verbose=False)
+    result = compare(resolve_config("quick-ham10000", [*tiny, f"out={tmp_path}"]), progress=False, verbose=False)
     assert {"bal_acc", "macro_f1"} <= set(result.rows[0])
     md = result.markdown
     assert "| *Majority class* |" in md and "Paired difference to SupCon" in md and "| HWC | " in md

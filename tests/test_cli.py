@@ -52,7 +52,7 @@ def test_compare_end_to_end_on_bundled_sample(tmp_path, capsys):
     rc = main(
         [
             "compare",
-            "--quick",
+            "--preset=quick-ham10000",
             "--limit",
             "90",
             "--epochs",
@@ -112,7 +112,7 @@ def test_compare_end_to_end_on_bundled_sample(tmp_path, capsys):
 def test_resume_after_interruption_loses_nothing(tmp_path, capsys):
     args = [
         "compare",
-        "--quick",
+        "--preset=quick-ham10000",
         "--limit",
         "80",
         "--epochs",
@@ -158,7 +158,7 @@ def test_resume_after_interruption_loses_nothing(tmp_path, capsys):
 def test_resume_refuses_other_settings_and_accepts_a_larger_plan(tmp_path, capsys):
     args = [
         "compare",
-        "--quick",
+        "--preset=quick-ham10000",
         "--limit",
         "60",
         "--epochs",
@@ -318,7 +318,7 @@ def test_data_without_tree_asks_for_one(tmp_path, capsys):
     ],
 )
 def test_unknown_names_list_the_valid_ones(tmp_path, capsys, option, value, start, valid):
-    err = _fails(capsys, ["compare", "--quick", option, value, "--out", str(tmp_path / "o"), "--quiet"])
+    err = _fails(capsys, ["compare", "--preset=quick-ham10000", option, value, "--out", str(tmp_path / "o"), "--quiet"])
     assert err.startswith(f"hierviz: error: {start}"), err
     for name in valid:
         assert name in err
@@ -353,7 +353,10 @@ def test_missing_data_path(tmp_path, capsys):
     ],
 )
 def test_bad_numbers_are_refused(tmp_path, capsys, extra, message):
-    assert _fails(capsys, ["compare", "--quick", *extra, "--out", str(tmp_path)]) == f"hierviz: error: {message}"
+    assert (
+        _fails(capsys, ["compare", "--preset=quick-ham10000", *extra, "--out", str(tmp_path)])
+        == f"hierviz: error: {message}"
+    )
 
 
 def test_argparse_errors_are_one_line_with_exit_2(capsys):
@@ -372,7 +375,7 @@ def test_quick_and_another_preset_contradict(capsys):
 
 
 def test_debug_prints_the_traceback(tmp_path, capsys):
-    assert main(["compare", "--quick", "--epochs", "0", "--out", str(tmp_path), "--debug"]) == 2
+    assert main(["compare", "--preset=quick-ham10000", "--epochs", "0", "--out", str(tmp_path), "--debug"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" in err and err.splitlines()[-1].startswith("hierviz: error: --epochs (train.epochs)")
 
@@ -402,7 +405,7 @@ def test_nan_loss_stops_with_exit_code_1_and_keeps_checkpoint(tmp_path, capsys, 
         capsys,
         [
             "compare",
-            "--quick",
+            "--preset=quick-ham10000",
             "--limit",
             "40",
             "--epochs",
@@ -440,7 +443,7 @@ def test_python_dash_m_entry_point(monkeypatch, capsys):
         "--seeds",
         "--epochs",
         "--resume",
-        "--quick",
+        "--preset=quick-ham10000",
         "--limit",
         "--workers",
         "--encoder",
@@ -471,7 +474,7 @@ def test_full_disk_is_exit_1_and_keeps_the_last_checkpoint(tmp_path, capsys, mon
         capsys,
         [
             "compare",
-            "--quick",
+            "--preset=quick-ham10000",
             "--limit",
             "60",
             "--epochs",
@@ -499,7 +502,7 @@ def test_full_disk_is_exit_1_and_keeps_the_last_checkpoint(tmp_path, capsys, mon
         main(
             [
                 "compare",
-                "--quick",
+                "--preset=quick-ham10000",
                 "--limit",
                 "60",
                 "--epochs",
@@ -529,7 +532,7 @@ def test_unexpected_runtime_error_is_exit_1_one_line(tmp_path, capsys):
         capsys,
         [
             "compare",
-            "--quick",
+            "--preset=quick-ham10000",
             "--limit",
             "60",
             "--epochs",

@@ -204,7 +204,7 @@ def test_compile_loss_key_is_on_in_the_gpu_preset_and_leaves_fingerprints_alone(
     from hierviz.experiments.records import fingerprint
 
     assert resolve_config("gpu", {}).train.compile_loss is True
-    assert resolve_config("quick", {}).train.compile_loss is False
+    assert resolve_config("quick-ham10000", {}).train.compile_loss is False
     d = ExperimentConfig().to_dict()
     old = {k: dict(v) if isinstance(v, dict) else v for k, v in d.items()}
     del old["train"]["compile_loss"]  # a run recorded before the key still resumes and merges

@@ -14,17 +14,17 @@ from hierviz.experiments.records import diff_keys, fingerprint
 
 def test_paper02_tau_keys():
     assert RENAMED_KEYS == {"loss.base_temperature": "loss.base_tau"}
-    cfg = resolve_config("quick")
+    cfg = resolve_config("quick-ham10000")
     assert cfg.loss["base_tau"] is None and "base_temperature" not in cfg.loss and cfg.loss["tau"] == 0.1
 
 
 def test_old_key_is_read_with_a_deprecation_warning():
     with pytest.warns(DeprecationWarning, match=r"--set loss.base_temperature=0.07: loss.base_temperature is now "):
-        cfg = apply_overrides(resolve_config("quick"), ["loss.base_temperature=0.07"])
+        cfg = apply_overrides(resolve_config("quick-ham10000"), ["loss.base_temperature=0.07"])
     assert cfg.loss["base_tau"] == 0.07 and "base_temperature" not in cfg.loss
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the new key: no warning
-        assert apply_overrides(resolve_config("quick"), ["loss.base_tau=0.07"]).loss["base_tau"] == 0.07
+        assert apply_overrides(resolve_config("quick-ham10000"), ["loss.base_tau=0.07"]).loss["base_tau"] == 0.07
 
 
 def test_a_run_folder_written_with_the_old_key_keeps_its_fingerprint():

@@ -130,7 +130,8 @@ def test_cpcc_term_is_reachable_for_every_method_on_hyperbolic_geometries_only()
     assert "cpcc_weight" in loss_keys("supcon", "poincare") and "cpcc_weight" not in loss_keys("supcon", "euclidean")
     obj = build_objective("hwc+lam", tree, "lorentz", cpcc_weight=0.5)
     assert isinstance(obj.terms["cpcc"], CPCCLoss) and obj.weights["cpcc"] == 0.5
-    assert "cpcc" not in build_objective("supcon", tree, "poincare").terms  # off by default
+    assert build_objective("supcon", tree, "poincare").weights["cpcc"] == 1.0  # on by default since 0.4
+    assert "cpcc" not in build_objective("supcon", tree, "poincare", cpcc_weight=0.0).terms
     assert "cpcc" not in build_objective("supcon", tree, "euclidean", cpcc_weight=0.5).terms
     with pytest.raises(ValueError, match="cpcc_weight"):
         build_objective("supcon", tree, "poincare", cpcc_weight=-1.0)
@@ -141,5 +142,5 @@ def test_cpcc_term_is_reachable_for_every_method_on_hyperbolic_geometries_only()
     ball = PoincareBall(1.0)
     z = ball.expmap0(0.5 * torch.randn(6, 2, 3, dtype=F64))
     y = torch.tensor([0, 1, 2, 3, 4, 0])
-    loss, terms = build_objective("supcon", tree, ball, cpcc_weight=0.25)(z, y)
+    loss, terms = build_objective("supcon", tree, ball, cpcc_weight=0.25, cone_weight=0.0, center_weight=0.0)(z, y)
     assert float(loss) == pytest.approx(float(terms["supcon"] + 0.25 * terms["cpcc"]), abs=1e-12)

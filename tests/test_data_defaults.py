@@ -32,15 +32,15 @@ def test_encoder_follows_the_dataset_unless_set():
     assert default_encoder("20news", "mlp") == "mlp"
     assert default_encoder("ham10000-sample", "small_cnn") == "small_cnn"
     assert default_encoder("not-registered", "resnet18") == "resnet18"
-    assert resolve_config("quick", {"data.dataset": "20news"}).model.encoder == "mlp"
-    assert resolve_config("quick").model.encoder == "small_cnn"  # the preset's CNN for its images
+    assert resolve_config("quick-ham10000", {"data.dataset": "20news"}).model.encoder == "mlp"
+    assert resolve_config("quick-ham10000").model.encoder == "small_cnn"  # the preset's CNN for its images
     # set explicitly: kept, and compare refuses an image encoder on vectors as before
-    cfg = resolve_config("quick", {"data.dataset": "20news", "model.encoder": "small_cnn"})
+    cfg = resolve_config("quick-ham10000", {"data.dataset": "20news", "model.encoder": "small_cnn"})
     assert cfg.model.encoder == "small_cnn"
     # the CLI applies --set after the shortcuts: a dataset named there follows too
-    assert apply_overrides(resolve_config("quick"), ["data.dataset=20news"]).model.encoder == "mlp"
+    assert apply_overrides(resolve_config("quick-ham10000"), ["data.dataset=20news"]).model.encoder == "mlp"
     assert apply_overrides(
-        resolve_config("quick"), ["data.dataset=20news", "model.encoder=resnet18"]
+        resolve_config("quick-ham10000"), ["data.dataset=20news", "model.encoder=resnet18"]
     ).model.encoder == ("resnet18")
 
 
@@ -75,7 +75,7 @@ def test_cli_20news_unseen_runs_without_naming_an_encoder(tmp_path, data_dir, ca
     from hierviz.cli import main
 
     out = tmp_path / "news"
-    argv = ["compare", "--preset", "quick", "--dataset", "20news", "--methods", "t+pl", "--geometry", "euclidean",
+    argv = ["compare", "--preset", "quick-ham10000", "--dataset", "20news", "--methods", "t+pl", "--geometry", "euclidean",
             "--protocol", "unseen", "--seeds", "1", "--limit", "200", "--set", "train.epochs=1",
             "--projection", "pca", "--out", str(out), "--quiet"]  # fmt: skip
     assert main(argv) == 0, capsys.readouterr().err
@@ -126,7 +126,7 @@ def test_ham10000_reads_the_file_of_the_asked_size(tmp_path, monkeypatch):
     monkeypatch.setenv("HIERVIZ_DATA", str(tmp_path))
     from hierviz.experiments.compare import load_data
 
-    ds, tree, n = load_data(resolve_config("quick", {"data.dataset": "ham10000", "data.image_size": 32}))
+    ds, tree, n = load_data(resolve_config("quick-ham10000", {"data.dataset": "ham10000", "data.image_size": 32}))
     assert n == 14 and tree.num_leaves == 7
     np.testing.assert_array_equal(np.sort(ds.images.reshape(-1))[:5], np.sort(small.reshape(-1))[:5])
     assert ds.images.shape[1:] == (32, 32, 3) and int(ds.images.min()) >= 50

@@ -643,7 +643,7 @@ def test_resume_a_two_rank_checkpoint_in_one_process(fit_runs, method, tmp_path)
 # --------------------------------------------------------------------------- hierviz compare under torchrun
 
 CLI_ARGS = [
-    "compare", "--quick", "--limit", "80", "--epochs", "2", "--seeds", "2", "--methods", "supcon",
+    "compare", "--preset=quick-ham10000", "--limit", "80", "--epochs", "2", "--seeds", "2", "--methods", "supcon",
     "--geometry", "euclidean", "--encoder", "small_cnn", "--width", "4", "--embed-dim", "8",
     "--image-size", "16", "--batch-size", "32", "--projection", "pca", "--quiet", "--set", "data.workers=0",
 ]  # fmt: skip

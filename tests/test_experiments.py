@@ -68,7 +68,7 @@ def _cli(capsys, argv, code):
 
 
 def test_quick_preset_with_overrides():
-    cfg = resolve_config("quick", ["loss.tau=0.2", "train.epochs=1"])
+    cfg = resolve_config("quick-ham10000", ["loss.tau=0.2", "train.epochs=1"])
     assert (cfg.loss["tau"], cfg.train.epochs) == (0.2, 1)
     assert cfg.methods == ["supcon", "hwc", "hwc+lam"] and cfg.data.dataset == "ham10000-sample"
     assert (cfg.model.encoder, cfg.model.width, cfg.train.lr_backbone) == ("small_cnn", 16, 1e-3)
@@ -101,7 +101,7 @@ def test_every_method_hyperparameter_is_a_key():
         "eval.projection",
     ):
         assert k in keys
-    cfg = resolve_config("quick", ["loss.margins=[0.5, 0.3, 0.1]", "loss.alpha_max=2", "model.clip_r=null"])
+    cfg = resolve_config("quick-ham10000", ["loss.margins=[0.5, 0.3, 0.1]", "loss.alpha_max=2", "model.clip_r=null"])
     assert cfg.loss["margins"] == [0.5, 0.3, 0.1] and cfg.loss["alpha_max"] == 2 and cfg.model.clip_r is None
 
 
@@ -131,16 +131,16 @@ def test_every_method_hyperparameter_is_a_key():
 )
 def test_bad_overrides_name_the_key_and_the_fix(override, message):
     with pytest.raises(ConfigError) as ei:
-        resolve_config("quick", [override])
+        resolve_config("quick-ham10000", [override])
     assert str(ei.value).startswith(message), str(ei.value)
 
 
 def test_bad_set_on_the_command_line_is_one_line(capsys):
-    _, err = _cli(capsys, ["compare", "--quick", "--set", "train.epoch=1"], 2)
+    _, err = _cli(capsys, ["compare", "--preset=quick-ham10000", "--set", "train.epoch=1"], 2)
     assert err == "hierviz: error: --set train.epoch=1: unknown key 'train.epoch'; did you mean 'train.epochs'?\n"
     _, err = _cli(capsys, ["config", "--set", "train.epochs"], 2)
     assert err == "hierviz: error: --set train.epochs: expected key=value, e.g. --set train.epochs=5\n"
-    _, err = _cli(capsys, ["config", "--quick", "--set", "train.epochs=0"], 2)
+    _, err = _cli(capsys, ["config", "--preset=quick-ham10000", "--set", "train.epochs=0"], 2)
     assert err == "hierviz: error: --epochs (train.epochs): must be an integer >= 1, got 0\n"
 
 
@@ -173,13 +173,13 @@ def test_fingerprint_ignores_out_but_not_results_keys():
     assert diff_keys(a, b) == ["loss.tau", "train.epochs"]
     assert diff_keys(a, b, ignore=set()) == ["eval.projection", "loss.tau", "out", "train.device", "train.epochs"]
     # the same config resolved twice gives the same fingerprint
-    x = resolve_config("quick", ["loss.tau=0.2", "out=a"]).to_dict()
-    y = resolve_config("quick", ["out=b", "loss.tau=0.2"]).to_dict()
+    x = resolve_config("quick-ham10000", ["loss.tau=0.2", "out=a"]).to_dict()
+    y = resolve_config("quick-ham10000", ["out=b", "loss.tau=0.2"]).to_dict()
     assert fingerprint(x) == fingerprint(y)
 
 
 def test_config_round_trips_through_json():
-    cfg = resolve_config("quick", ["loss.tau=0.3"])
+    cfg = resolve_config("quick-ham10000", ["loss.tau=0.3"])
     assert ExperimentConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))).to_dict() == cfg.to_dict()
 
 
@@ -187,7 +187,9 @@ def test_config_round_trips_through_json():
 
 
 def test_compare_library_call_writes_runs_and_returns_the_table(tmp_path):
-    cfg = resolve_config("quick", [*TINY, "methods=supcon", "geometries=euclidean,poincare", f"out={tmp_path}"])
+    cfg = resolve_config(
+        "quick-ham10000", [*TINY, "methods=supcon", "geometries=euclidean,poincare", f"out={tmp_path}"]
+    )
     result = compare(cfg, progress=False, verbose=False)
     assert [(r["method"], r["geometry"]) for r in result.rows] == [("supcon", "euclidean"), ("supcon", "poincare")]
     assert "| SupCon |" in result.markdown and result.paths["html"].is_file()
@@ -213,7 +215,7 @@ def test_cli_set_values_reach_the_run_config(tmp_path, capsys):
         [
             "compare",
             "--preset",
-            "quick",
+            "quick-ham10000",
             "--set",
             "loss.tau=0.2",
             "--set",
@@ -233,7 +235,7 @@ def test_cli_set_values_reach_the_run_config(tmp_path, capsys):
 
 
 def test_config_command_prints_resolved_config_and_keys(capsys):
-    out, _ = _cli(capsys, ["config", "--preset", "quick", "--set", "loss.tau=0.2"], 0)
+    out, _ = _cli(capsys, ["config", "--preset", "quick-ham10000", "--set", "loss.tau=0.2"], 0)
     assert json.loads(out)["loss"]["tau"] == 0.2
     out, _ = _cli(capsys, ["config", "--keys"], 0)
     listed = {line.split(" = ")[0]: line.split(" = ", 1)[1].split("    #")[0] for line in out.splitlines()}
@@ -285,7 +287,7 @@ def test_toy_method_from_python_without_touching_package_files(tmp_path, toy_cle
 
     toy = importlib.import_module("tests.toy_method")
     assert "loss.toy_scale" in config_keys()
-    cfg = resolve_config("quick", [*TINY, "geometries=euclidean", f"out={tmp_path}"])
+    cfg = resolve_config("quick-ham10000", [*TINY, "geometries=euclidean", f"out={tmp_path}"])
     cfg.methods = ["toy-l2"]
     result = compare(cfg, progress=False, verbose=False)
     rows = list(csv.DictReader(open(tmp_path / "results.csv", newline="")))
@@ -308,7 +310,7 @@ def test_toy_method_from_the_shell_with_import_and_set(tmp_path, capsys, toy_cle
             "--import",
             "tests.toy_method",
             "--preset",
-            "quick",
+            "quick-ham10000",
             "--methods",
             "toy-l2",
             "--geometry",
@@ -332,12 +334,12 @@ def test_toy_method_from_the_shell_with_import_and_set(tmp_path, capsys, toy_cle
 
 
 def test_toy_method_without_import_is_unknown(capsys, toy_cleanup):
-    _, err = _cli(capsys, ["compare", "--quick", "--methods", "toy-l2"], 2)
+    _, err = _cli(capsys, ["compare", "--preset=quick-ham10000", "--methods", "toy-l2"], 2)
     assert err.startswith("hierviz: error: --methods (methods): unknown name 'toy-l2'; valid names: simclr, ")
 
 
 def test_report_refuses_runs_with_different_settings(tmp_path, capsys):
-    base = ["compare", "--preset", "quick", "--methods", "supcon", *TINY_CLI, "--out", str(tmp_path)]
+    base = ["compare", "--preset", "quick-ham10000", "--methods", "supcon", *TINY_CLI, "--out", str(tmp_path)]
     _cli(capsys, [*base, "--geometry", "euclidean", "--epochs", "1"], 0)
     other = tmp_path / "other"
     _cli(capsys, [*base[:-1], str(other), "--geometry", "poincare", "--epochs", "2"], 0)
@@ -363,7 +365,7 @@ def test_corrupt_npz_is_one_line(tmp_path, capsys):
 def test_unwritable_out_is_refused_before_training(tmp_path, capsys):
     blocker = tmp_path / "f.txt"
     blocker.write_text("x")
-    _, err = _cli(capsys, ["compare", "--quick", "--out", str(blocker / "out")], 2)
+    _, err = _cli(capsys, ["compare", "--preset=quick-ham10000", "--out", str(blocker / "out")], 2)
     assert err == (
         f"hierviz: error: --out {blocker / 'out'}: cannot write there (Not a directory); "
         "choose a folder you can write to\n"
@@ -388,7 +390,7 @@ def test_bad_pretrained_file_is_one_line(tmp_path, capsys, content):
         capsys,
         [
             "compare",
-            "--quick",
+            "--preset=quick-ham10000",
             "--pretrained",
             str(bad),
             "--methods",
@@ -406,19 +408,19 @@ def test_bad_pretrained_file_is_one_line(tmp_path, capsys, content):
 
 
 def test_limit_below_classes_times_splits_is_refused(tmp_path, capsys):
-    _, err = _cli(capsys, ["compare", "--quick", "--limit", "15", "--out", str(tmp_path)], 2)
+    _, err = _cli(capsys, ["compare", "--preset=quick-ham10000", "--limit", "15", "--out", str(tmp_path)], 2)
     assert err == (
         "hierviz: error: data.limit=15 is below classes × splits (7 × 3 = 21): every class needs "
         "images in train, val and test; use --limit 21 or more\n"
     )
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
-    ds, tree, n_all = load_data(resolve_config("quick", ["data.limit=21"]))  # the bound itself is accepted
+    ds, tree, n_all = load_data(resolve_config("quick-ham10000", ["data.limit=21"]))  # the bound itself is accepted
     assert (len(ds.labels), tree.num_leaves) == (21, 7) and n_all > 21
     assert (np.bincount(np.asarray(ds.labels), minlength=7) > 0).all()
 
 
 def test_unknown_dataset_and_tree_name_the_option(tmp_path, capsys):
-    _, err = _cli(capsys, ["compare", "--quick", "--tree", "two-stp", "--out", str(tmp_path)], 2)
+    _, err = _cli(capsys, ["compare", "--preset=quick-ham10000", "--tree", "two-stp", "--out", str(tmp_path)], 2)
     assert err.startswith("hierviz: error: --tree (data.tree): unknown tree 'two-stp'; did you mean 'two-step'?")
     _, err = _cli(capsys, ["compare", "--dataset", "ham1000", "--out", str(tmp_path)], 2)
     assert err.startswith("hierviz: error: --dataset (data.dataset): unknown dataset 'ham1000'; did you mean")
@@ -480,7 +482,7 @@ def test_plain_tree_json_forms_with_own_data(tmp_path, capsys, form):
 def test_corrupt_checkpoint_on_resume_names_the_file_and_keeps_the_previous(tmp_path, capsys):
     args = [
         "compare",
-        "--quick",
+        "--preset=quick-ham10000",
         "--methods",
         "supcon",
         "--geometry",
@@ -521,7 +523,7 @@ def test_corrupt_checkpoint_on_resume_names_the_file_and_keeps_the_previous(tmp_
 
 
 def test_unknown_import_is_one_line(capsys):
-    _, err = _cli(capsys, ["compare", "--import", "no_such_module_xyz", "--quick"], 2)
+    _, err = _cli(capsys, ["compare", "--import", "no_such_module_xyz", "--preset=quick-ham10000"], 2)
     assert err == (
         "hierviz: error: --import no_such_module_xyz: cannot import it (No module named "
         "'no_such_module_xyz'); put the module on PYTHONPATH or in the current folder, "
@@ -600,8 +602,8 @@ def test_report_input_errors_are_one_line(tmp_path, capsys):
 
 
 def test_another_dataset_on_the_command_line_takes_its_own_default_tree():
-    cfg = resolve_config("quick", ["data.dataset=hier-mnist"])  # quick pins two-step, HAM10000's tree
+    cfg = resolve_config("quick-ham10000", ["data.dataset=hier-mnist"])  # quick pins two-step, HAM10000's tree
     assert cfg.data.tree is None
-    cfg = resolve_config("quick", ["data.dataset=hier-mnist", "data.tree=hier-mnist"])
+    cfg = resolve_config("quick-ham10000", ["data.dataset=hier-mnist", "data.tree=hier-mnist"])
     assert cfg.data.tree == "hier-mnist"
-    assert resolve_config("quick", ["train.epochs=1"]).data.tree == "two-step"
+    assert resolve_config("quick-ham10000", ["train.epochs=1"]).data.tree == "two-step"

@@ -141,7 +141,7 @@ def test_export_from_a_run_matches_the_runs_encoder(tmp_path):
     from hierviz.training import load_checkpoint
 
     cfg = resolve_config(
-        "quick",
+        "quick-ham10000",
         [
             "data.limit=60",
             "seeds=1",

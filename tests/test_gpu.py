@@ -177,7 +177,7 @@ def test_kill_then_resume_on_cuda_is_bit_identical(tmp_path):
     """A CUDA run killed after epoch 1 and resumed (checkpoint loaded with map_location=cuda) equals the
     uninterrupted run bit for bit, with deterministic algorithms and without autocast."""
     from hierviz.geometry import get_geometry
-    from hierviz.losses import build_objective
+    from hierviz.methods import build_objective
     from hierviz.training import fit, load_checkpoint
     from tests.test_training import TREE, TinyViews, _config, _model
 
@@ -277,7 +277,7 @@ def test_fused_poincare_and_losses_on_cuda_equal_the_reference():
     from hierviz.geometry._kernels import poincare_pairwise_dist
     from hierviz.geometry.poincare import math as pm
     from hierviz.hierarchy import LabelTree
-    from hierviz.losses import build_objective
+    from hierviz.methods import build_objective
 
     torch.backends.cuda.matmul.allow_tf32 = False
     g = torch.Generator().manual_seed(0)
@@ -313,7 +313,7 @@ def test_objective_leaf_gradient_on_a_copied_tensor_is_filled():
     """CPU twin of the CUDA test above: the gradient is read from a leaf made on the target device."""
     from hierviz.geometry import get_geometry
     from hierviz.hierarchy import LabelTree
-    from hierviz.losses import build_objective
+    from hierviz.methods import build_objective
 
     tree = LabelTree.from_nested({"root": {"p": ["a", "b", "c"], "q": ["d", "e"]}})
     ball = get_geometry("poincare")

@@ -175,7 +175,7 @@ class _TinyUInt8:
 def test_fit_with_device_augmentation_resumes_bit_identically(tmp_path):
     from hierviz.geometry import get_geometry
     from hierviz.hierarchy import LabelTree
-    from hierviz.losses import build_objective
+    from hierviz.methods import build_objective
     from hierviz.models import build_model
     from hierviz.training import TrainConfig, fit, seed_everything
 
@@ -226,11 +226,11 @@ def test_config_keys_choose_the_path_and_leave_old_fingerprints_alone():
     assert fingerprint(changed) != fingerprint(d)
 
     ds = _TinyUInt8()
-    cpu = _speed_options(resolve_config("quick", {"train.device": "cpu"}), ds)
+    cpu = _speed_options(resolve_config("quick-ham10000", {"train.device": "cpu"}), ds)
     assert cpu == {"augment_on": "cpu", "channels_last": False, "loader_options": None, "device_augment": None}
     dev = _speed_options(
         resolve_config(
-            "quick",
+            "quick-ham10000",
             {"train.device": "cpu", "train.augment_on": "device", "data.persistent_workers": True,
              "data.prefetch_factor": 3},
         ),
@@ -238,6 +238,6 @@ def test_config_keys_choose_the_path_and_leave_old_fingerprints_alone():
     )  # fmt: skip
     assert dev["augment_on"] == "device" and dev["loader_options"] == {"persistent_workers": True, "prefetch_factor": 3}
     with pytest.raises(ConfigError, match="train.augment_on: must be 'auto', 'cpu' or 'device'"):
-        resolve_config("quick", {"train.augment_on": "gpu"})
+        resolve_config("quick-ham10000", {"train.augment_on": "gpu"})
     with pytest.raises(ConfigError, match="data.prefetch_factor"):
-        resolve_config("quick", {"data.prefetch_factor": 0})
+        resolve_config("quick-ham10000", {"data.prefetch_factor": 0})

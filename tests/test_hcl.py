@@ -171,7 +171,7 @@ def test_method_hcl_builds_the_loss_with_its_hyperparameters():
 
 def test_compare_runs_hcl_on_images(tmp_path):
     cfg = resolve_config(
-        "quick",
+        "quick-ham10000",
         [
             "data.limit=60",
             "seeds=1",

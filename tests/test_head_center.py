@@ -114,9 +114,9 @@ def test_config_key_is_validated():
     from hierviz.experiments import resolve_config
     from hierviz.experiments.config import ConfigError, validate
 
-    assert resolve_config("quick", ["model.head_center=batch"]).model.head_center == "batch"
+    assert resolve_config("quick-ham10000", ["model.head_center=batch"]).model.head_center == "batch"
     with pytest.raises(ConfigError, match="model.head_center"):
-        validate(resolve_config("quick", ["model.head_center=mean"]))
+        validate(resolve_config("quick-ham10000", ["model.head_center=mean"]))
 
 
 def test_compare_recentres_the_head_on_the_evaluated_training_images(tmp_path):
@@ -131,7 +131,9 @@ def test_compare_recentres_the_head_on_the_evaluated_training_images(tmp_path):
     ratios = {}
     for center in ("null", "batch"):
         out = tmp_path / center
-        cfg = resolve_config("quick", [*tiny, "geometries=poincare", f"model.head_center={center}", f"out={out}"])
+        cfg = resolve_config(
+            "quick-ham10000", [*tiny, "geometries=poincare", f"model.head_center={center}", f"out={out}"]
+        )
         compare(cfg, progress=False, verbose=False)
         z = torch.as_tensor(np.load(out / "runs" / "supcon-poincare-s0" / "embeddings.npz")["z_train"], dtype=F64)
         u = ball.logmap0(z)

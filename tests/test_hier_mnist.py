@@ -120,7 +120,7 @@ def test_real_mnist_build(data_dir):
 def test_cli_compare_hmce_g_hmlc_a_hmlc_on_hier_mnist(tmp_path, capsys):
     out = tmp_path / "out"
     args = ["compare", "--methods", "hmce,g-hmlc,a-hmlc", "--dataset", "hier-mnist", "--tree", "hier-mnist"]
-    args += ["--preset", "quick", "--set", "data.limit=300", "--epochs", "1", "--seeds", "1"]
+    args += ["--preset", "quick-ham10000", "--set", "data.limit=300", "--epochs", "1", "--seeds", "1"]
     args += ["--geometry", "euclidean", "--encoder", "small_cnn", "--width", "4", "--embed-dim", "8"]
     args += ["--image-size", "16", "--batch-size", "32", "--projection", "pca", "--quiet", "--out", str(out)]
     assert main(args) == 0

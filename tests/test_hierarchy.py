@@ -380,7 +380,7 @@ def test_hierarchy_imports_no_plotting():
     import subprocess
     import sys
 
-    code = "import sys, hierviz.hierarchy, hierviz.tree; print(sorted(m for m in ('plotly', 'hierviz.viz') if m in sys.modules))"
+    code = "import sys, hierviz.hierarchy; print(sorted(m for m in ('plotly', 'hierviz.viz') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

@@ -125,7 +125,7 @@ def test_compare_writes_the_classifier_columns_synthetic_20news(tmp_path, monkey
     make_corpus(tmp_path / "20news-bydate.tar.gz", n_train=6, n_test=2)
     monkeypatch.setenv("HIERVIZ_DATA", str(tmp_path))
     out = tmp_path / "out"
-    argv = ["compare", "--preset", "quick", "--dataset", "20news", "--methods", "hyilr,supcon",
+    argv = ["compare", "--preset", "quick-ham10000", "--dataset", "20news", "--methods", "hyilr,supcon",
             "--geometry", "euclidean", "--seeds", "1", "--set", "train.epochs=2", "--projection", "pca",
             "--out", str(out), "--quiet"]  # fmt: skip
     assert main(argv) == 0, capsys.readouterr().err
@@ -183,7 +183,7 @@ def test_compare_on_token_sequences_synthetic_20news(tmp_path, monkeypatch, caps
     make_corpus(tmp_path / "20news-bydate.tar.gz", n_train=6, n_test=2)
     monkeypatch.setenv("HIERVIZ_DATA", str(tmp_path))
     out = tmp_path / "out"
-    argv = ["compare", "--preset", "quick", "--dataset", "20news-text", "--methods", "hyilr", "--image-size", "16",
+    argv = ["compare", "--preset", "quick-ham10000", "--dataset", "20news-text", "--methods", "hyilr", "--image-size", "16",
             "--geometry", "lorentz", "--seeds", "1", "--set", "train.epochs=1", "--projection", "pca",
             "--out", str(out), "--quiet"]  # fmt: skip
     assert main(argv) == 0, capsys.readouterr().err
@@ -336,7 +336,7 @@ def test_official_split_key():
     assert set(sp["train"]) | set(sp["val"]) == set(range(20)) and not set(sp["train"]) & set(sp["val"])
     assert official_split(np.array(["train", "val", "test"]))["val"].tolist() == [1]  # a given val stays
     with pytest.raises(ConfigError, match="data.split"):
-        resolve_config("quick", {"data.split": "random"})
+        resolve_config("quick-ham10000", {"data.split": "random"})
 
 
 def test_label_prior_sets_the_bias_on_tokens_only():

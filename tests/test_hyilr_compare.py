@@ -156,7 +156,7 @@ def test_compare_hyilr_supcon_one_table_synthetic_20news(tmp_path, monkeypatch, 
     make_corpus(tmp_path / "20news-bydate.tar.gz", n_train=6, n_test=2)
     monkeypatch.setenv("HIERVIZ_DATA", str(tmp_path))
     out = tmp_path / "out"
-    argv = ["compare", "--preset", "quick", "--dataset", "20news", "--methods", "hyilr,hyilr-no-cl,supcon",
+    argv = ["compare", "--preset", "quick-ham10000", "--dataset", "20news", "--methods", "hyilr,hyilr-no-cl,supcon",
             "--geometry", "euclidean", "--seeds", "1", "--set", "train.epochs=1", "--projection", "pca",
             "--out", str(out), "--quiet"]  # fmt: skip
     assert main(argv) == 0, capsys.readouterr().err
@@ -170,7 +170,7 @@ def test_compare_hyilr_supcon_one_table_20news(tmp_path, data_dir, capsys):
     from hierviz.cli import main
 
     out = tmp_path / "news"
-    argv = ["compare", "--preset", "quick", "--dataset", "20news", "--methods", "hyilr,hyilr-no-cl,supcon",
+    argv = ["compare", "--preset", "quick-ham10000", "--dataset", "20news", "--methods", "hyilr,hyilr-no-cl,supcon",
             "--seeds", "1", "--limit", "300", "--set", "train.epochs=1", "--projection", "pca",
             "--out", str(out), "--quiet"]  # fmt: skip
     assert main(argv) == 0, capsys.readouterr().err

@@ -378,7 +378,7 @@ def test_learn_curvature_trains_c_and_records_it(tmp_path):
     from hierviz.experiments import compare, resolve_config
 
     cfg = resolve_config(
-        "quick",
+        "quick-ham10000",
         [
             "data.limit=60",
             "train.epochs=1",

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from hierviz.geometry import get_geometry
 from hierviz.hierarchy import LabelTree
 from hierviz.losses import (
-    OBJECTIVES,
     HWCLoss,
     HXELoss,
     Objective,
@@ -26,11 +25,12 @@ from hierviz.losses import (
     SimCLRLoss,
     SoftLabelLoss,
     SupConLoss,
-    build_objective,
     contrastive_log_prob,
     hwc_logit_gradient,
     hwc_omega,
 )
+from hierviz.methods import METHODS as OBJECTIVES
+from hierviz.methods import build_objective
 
 GEOMS = ["euclidean", "poincare"]
 
@@ -594,13 +594,16 @@ def test_objective_matches_modules(breakhis_tree):
     z = make_z("poincare", 8, 2, 4, seed=21)
     y = torch.tensor([0, 0, 1, 4, 4, 7, 2, 5])
     geo = get_geometry("poincare")
-    obj = build_objective("hwc+lam", breakhis_tree, geo, alpha=0.3, gamma=0.7, tau=0.2, lambda_lam=2.0, margins=0.2)
+    bare = dict(cone_weight=0.0, center_weight=0.0, cpcc_weight=0.0)  # the paper's loss: no depth terms
+    obj = build_objective(
+        "hwc+lam", breakhis_tree, geo, alpha=0.3, gamma=0.7, tau=0.2, lambda_lam=2.0, margins=0.2, **bare
+    )
     loss, terms = obj(z, y)
     ref = HWCLoss(breakhis_tree, geo, alpha=0.3, gamma=0.7, tau=0.2)(z, y)
     assert terms["hwc"].item() == pytest.approx(ref.item(), rel=1e-12)
     assert loss.item() == pytest.approx(ref.item() + 2.0 * terms["lam"].item(), rel=1e-12)
     assert obj.term("lam").proto_initialized.all()
-    sup = build_objective("supcon", breakhis_tree, geo, tau=0.2)(z, y)[0]
+    sup = build_objective("supcon", breakhis_tree, geo, tau=0.2, **bare)(z, y)[0]
     assert sup.item() == pytest.approx(SupConLoss(breakhis_tree, geo, tau=0.2, reduction="pairs")(z, y).item())
     # SimCLR needs no labels
     assert torch.isfinite(build_objective("simclr", breakhis_tree, geo)(z, None)[0])

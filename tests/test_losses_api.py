@@ -64,13 +64,10 @@ def test_one_loss_per_file():
 
 def test_old_names_and_paths_still_import(breakhis_tree):
     for name in [
-        "OBJECTIVES",
-        "HPARAMS",
         "REDUCTIONS",
         "SIMILARITIES",
         "OMEGA_MODES",
         "Objective",
-        "build_objective",
         "SimCLRLoss",
         "SupConLoss",
         "HWCLoss",

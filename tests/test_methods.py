@@ -34,7 +34,8 @@ def test_builtin_methods_are_registered_with_declarations():
 def test_hwc_lam_equals_its_terms_built_by_hand(geo):
     geometry = get_geometry(geo)
     z, y = _batch(geometry)
-    obj = build_objective("hwc+lam", TREE, geometry, alpha=0.7, gamma=0.3, lambda_lam=0.5, tau=0.2)
+    bare = dict(cone_weight=0.0, center_weight=0.0, cpcc_weight=0.0)  # the paper's loss: no depth terms
+    obj = build_objective("hwc+lam", TREE, geometry, alpha=0.7, gamma=0.3, lambda_lam=0.5, tau=0.2, **bare)
     loss, terms = obj(z, y)
     hwc = HWCLoss(TREE, geometry, tau=0.2, alpha=0.7, gamma=0.3, reduction="pairs")(z, y)
     lam = LAMLoss(TREE, geometry)(z, y)
@@ -98,12 +99,19 @@ def test_needs_validates_views():
         Needs(views=0)
 
 
-def test_deprecated_losses_aliases_still_work():
-    from hierviz.losses import build_objective as old_build
-    from hierviz.losses.objective import HPARAMS, OBJECTIVES
+def test_the_0_1_aliases_are_gone():
+    """hierviz.losses imports no method code: build_objective, OBJECTIVES and HPARAMS live in hierviz.methods."""
+    from pathlib import Path
 
-    assert "hwc+lam" in OBJECTIVES and HPARAMS["tau"] == 0.1
-    assert isinstance(old_build("supcon", TREE, "euclidean"), Objective)
+    import hierviz
+    import hierviz.losses
+    import hierviz.losses.objective
+
+    for mod in (hierviz.losses, hierviz.losses.objective):
+        for name in ("build_objective", "OBJECTIVES", "HPARAMS"):
+            assert not hasattr(mod, name), f"{mod.__name__}.{name}"
+    for gone in ("tree", "train", "evaluate"):  # the 0.1 module aliases
+        assert not (Path(hierviz.__file__).parent / f"{gone}.py").exists(), gone
 
 
 def test_a_method_sampler_drives_the_training_batches(tmp_path):
@@ -131,7 +139,7 @@ def test_a_method_sampler_drives_the_training_batches(tmp_path):
             return Objective("supcon-rec", {"supcon": SupConLoss(tree, geometry, tau=hp["tau"])})
 
         cfg = resolve_config(
-            "quick",
+            "quick-ham10000",
             [
                 "methods=supcon-rec",
                 "geometries=euclidean",

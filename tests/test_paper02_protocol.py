@@ -15,8 +15,7 @@ import pytest
 
 from hierviz.experiments import compare, resolve_config
 from hierviz.hierarchy import LabelTree
-from hierviz.losses import build_objective
-from hierviz.methods import METHODS
+from hierviz.methods import METHODS, build_objective
 
 PAPER02 = ["ce", "hmc", "hce", "hmce", "g-hmlc", "a-hmlc"]
 # one seed, one epoch, 300 hier-MNIST images (synthetic digits where mnist/ is absent), CPU
@@ -51,7 +50,7 @@ def test_depth_terms_skip_feature_probed_paper02_methods():
 
 
 def test_a_paper02_run_records_and_labels_the_probed_embedding(tmp_path):
-    cfg = resolve_config("quick", [*TINY, "methods=supcon,hmce", f"out={tmp_path}"])
+    cfg = resolve_config("quick-ham10000", [*TINY, "methods=supcon,hmce", f"out={tmp_path}"])
     assert cfg.eval.embedding is None  # the default: each method's own
     result = compare(cfg, progress=False, verbose=False)
     rec = result.record("hmce", "euclidean")
@@ -68,7 +67,7 @@ def test_a_paper02_run_records_and_labels_the_probed_embedding(tmp_path):
 
 
 def test_the_projection_stays_an_option(tmp_path):
-    cfg = resolve_config("quick", [*TINY, "methods=g-hmlc", "eval.embedding=z", f"out={tmp_path}"])
+    cfg = resolve_config("quick-ham10000", [*TINY, "methods=g-hmlc", "eval.embedding=z", f"out={tmp_path}"])
     result = compare(cfg, progress=False, verbose=False)
     assert result.record("g-hmlc", "euclidean")["eval_embedding"] == "z"
     assert result.arrays("g-hmlc", "euclidean")["z_test"].shape[1] == 32

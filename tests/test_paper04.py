@@ -612,7 +612,7 @@ def test_config_errors_for_protocol_and_fold(tmp_path, capsys):
         ),
         ("--fold", "7", "--fold (eval.fold): must be an integer in [0, 4]"),
     ):
-        rc = main(["compare", "--quick", opt, val, "--out", str(tmp_path / "o"), "--quiet"])
+        rc = main(["compare", "--preset=quick-ham10000", opt, val, "--out", str(tmp_path / "o"), "--quiet"])
         err = capsys.readouterr().err
         assert rc == 2 and msg in err, err
 

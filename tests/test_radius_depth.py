@@ -13,6 +13,7 @@ from hierviz.hierarchy import LabelTree
 from hierviz.losses import (
     CentringLoss,
     EntailmentConeLoss,
+    RadialDepthLoss,
     RadialOrderLoss,
     cone_energy,
     cone_exterior_angle,
@@ -272,7 +273,7 @@ def test_every_method_gets_the_radial_terms_on_hyperbolic_geometries_only():
     obj = build_objective("supcon", tree, "poincare", cone_weight=0.3, center_weight=0.02)
     assert obj.weights["cone"] == 0.3 and obj.weights["center"] == 0.02
     assert "cone" not in build_objective("supcon", tree, "euclidean", cone_weight=0.3).terms
-    off = build_objective("hwc+lam", tree, "lorentz", cone_weight=0.0, center_weight=0.0)
+    off = build_objective("hwc+lam", tree, "lorentz", cone_weight=0.0, center_weight=0.0, cpcc_weight=0.0)
     assert set(off.terms) == {"hwc", "lam"}
     assert "cone" not in build_objective("hxe", tree, "poincare", cone_weight=0.3).terms  # evaluates features
     with pytest.raises(ValueError, match="cone_weight"):
@@ -280,7 +281,7 @@ def test_every_method_gets_the_radial_terms_on_hyperbolic_geometries_only():
     ball = PoincareBall(1.0)
     z = ball.expmap0(0.5 * torch.randn(10, 2, 4, dtype=F64))
     y = torch.tensor([0, 1, 2, 3, 4, 0, 1, 2, 3, 4])
-    loss, terms = build_objective("supcon", tree, ball, cone_weight=0.3, center_weight=0.02)(z, y)
+    loss, terms = build_objective("supcon", tree, ball, cone_weight=0.3, center_weight=0.02, cpcc_weight=0.0)(z, y)
     expected = terms["supcon"] + 0.3 * terms["cone"] + 0.02 * terms["center"]
     assert float(loss) == pytest.approx(float(expected), rel=1e-9)
     assert "order" not in terms  # off by default (loss.order_weight = 0)
@@ -289,10 +290,28 @@ def test_every_method_gets_the_radial_terms_on_hyperbolic_geometries_only():
     assert "order" not in build_objective("supcon", tree, "euclidean", order_weight=0.5).terms
     with pytest.raises(ValueError, match="order_weight"):
         build_objective("supcon", tree, "poincare", order_weight=-1.0)
-    loss, terms = build_objective("supcon", tree, ball, order_weight=0.7, order_margin=0.3)(z, y)
+    bare = dict(cone_weight=0.0, center_weight=0.0, cpcc_weight=0.0)
+    loss, terms = build_objective("supcon", tree, ball, order_weight=0.7, order_margin=0.3, **bare)(z, y)
     ref = RadialOrderLoss(tree, ball, margin=0.3)(z, y)
     assert float(terms["order"]) == pytest.approx(float(ref), rel=1e-12)
     assert float(loss) == pytest.approx(float(terms["supcon"] + 0.7 * ref), rel=1e-9)
+
+
+def test_the_hyperbolic_defaults_are_cones_centring_cpcc_and_tau_one():
+    """0.4's defaults (docs/results/radius-20news): every hyperbolic run of a ``z`` method gets them, no --set."""
+    tree = _tree()
+    obj = build_objective("supcon", tree, "poincare")
+    assert obj.weights == {"supcon": 1.0, "cone": 0.2, "center": 1.0, "cpcc": 1.0}
+    assert obj.terms["supcon"].tau == 1.0  # loss.tau_hyperbolic
+    assert build_objective("supcon", tree, "poincare", tau=0.2).terms["supcon"].tau == 0.2  # an explicit tau is kept
+    assert build_objective("supcon", tree, "poincare", tau=0.2, tau_hyperbolic=1.0).terms["supcon"].tau == 1.0
+    eu = build_objective("supcon", tree, "euclidean")
+    assert set(eu.terms) == {"supcon"} and eu.terms["supcon"].tau == 0.1  # loss.tau on the sphere
+    assert build_objective("supcon", tree, "lorentz", tau_hyperbolic=None, tau=0.3).terms["supcon"].tau == 0.3
+    assert build_objective("supcon", tree, "lorentz", tau_hyperbolic=0.5).terms["supcon"].tau == 0.5
+    assert set(build_objective("hxe", tree, "poincare").terms) == {"hxe"}  # evaluated on encoder features
+    with pytest.raises(ValueError, match="tau_hyperbolic"):
+        build_objective("supcon", tree, "poincare", tau_hyperbolic=0.0)
 
 
 # ----------------------------------------------------------------------------- the head
@@ -565,3 +584,96 @@ def test_auto_scale_under_two_ranks_equals_one_process_on_the_global_batch():
     out = mp.Manager().dict()
     mp.spawn(_two_rank_scale, args=(2, port, v, out), nprocs=2, join=True)
     assert out[0] == out[1] == pytest.approx(float(one.log_scale.detach()), rel=1e-6)
+
+
+# ----------------------------------------------------------------------------- radial-depth term
+def _depth_loss_ref(z, y, tree, geo, step, steps=3):
+    """Loop reference: one Karcher mean per non-root node with batch samples, chains left out."""
+    zf = z.reshape(-1, z.shape[-1])
+    yf = y.repeat_interleave(z.shape[1]) if z.dim() == 3 else y
+    d = zf.shape[-1] - (1 if geo.name == "lorentz" else 0)
+    o = geo.origin(d, dtype=F64)
+    members = {}
+    for n, name in enumerate(tree.nodes):
+        leaves = {tree.leaf_index[lf] for lf in tree.leaves_under(name)}
+        members[n] = [i for i in range(len(yf)) if int(yf[i]) in leaves]
+    errs = []
+    for n, name in enumerate(tree.nodes):
+        if name == tree.root or not members[n]:
+            continue
+        if any(len(members[tree.node_index[ch]]) == len(members[n]) for ch in tree.children(name)):
+            continue  # every batch sample of n lies under one child: n is that child's chain
+        idx = members[n]
+        mu = geo.group_mean(zf[idx], torch.zeros(len(idx), dtype=torch.long), 1, steps=steps)[0]
+        errs.append((float(geo.dist(mu, o)) - step * int(tree.node_depth[n])) ** 2)
+    return float(np.mean(errs)) if errs else 0.0
+
+
+@pytest.mark.parametrize("geo", [PoincareBall(1.0), Lorentz(1.0), PoincareBall(2.0), Lorentz(0.5)])
+def test_radial_depth_loss_matches_the_loop_reference(geo):
+    tree = _tree()
+    g = torch.Generator().manual_seed(9)
+    y = torch.tensor([0, 0, 1, 2, 2, 3, 4, 4, 0])  # leaf 2 ("w") is a2's only leaf: a2 is left out
+    z = geo.expmap0(0.8 * torch.randn(9, 2, 3, generator=g, dtype=F64))
+    for step in (0.25, 1.0, 2.0):
+        got = RadialDepthLoss(tree, geo, step=step)(z, y)
+        assert float(got) == pytest.approx(_depth_loss_ref(z, y, tree, geo, step), abs=1e-9)
+    # only the samples of x and y (both under a1): a and a1 are chains of each other's samples
+    y2 = torch.tensor([0, 1, 0, 1, 0, 1, 0, 1, 0])
+    assert float(RadialDepthLoss(tree, geo)(z, y2)) == pytest.approx(_depth_loss_ref(z, y2, tree, geo, 1.0), abs=1e-9)
+
+
+def test_radial_depth_loss_hand_values_zero_at_sarkars_radii_and_rejects_bad_input():
+    tree = LabelTree.from_nested({"r": {"a": ["a1", "a2"], "b": ["b1", "b2"]}})
+    ball = PoincareBall(1.0)
+
+    def at(r, ang):
+        ang = torch.tensor(ang, dtype=F64)
+        return ball.expmap0(torch.as_tensor(r, dtype=F64).reshape(-1, 1) / 2 * torch.stack([ang.cos(), ang.sin()], -1))
+
+    y = torch.tensor([0, 1, 2, 3])
+    z = at([2.0] * 4, [0.0, 0.0, 3.0, 3.0])  # a1 = a2 and b1 = b2 at radius 2: a and b sit at 2, not 1
+    assert float(RadialDepthLoss(tree, ball, step=1.0)(z, y)) == pytest.approx((1.0 + 1.0) / 6, abs=1e-9)
+    assert float(RadialDepthLoss(tree, ball, step=2.0)(z, y)) == pytest.approx((4 * 4.0) / 6, abs=1e-9)
+
+    # a fan whose parent means land at radius 1: siblings at radius 2, angles ±t, t found by bisection
+    def mean_radius(t):
+        pair = at([2.0, 2.0], [t, -t])
+        return float(origin_radius(ball.group_mean(pair, torch.zeros(2, dtype=torch.long), 1, steps=3)[0], ball))
+
+    lo, hi = 0.0, math.pi / 2  # radius 2 at t = 0, 0 at t = π/2
+    for _ in range(60):
+        lo, hi = ((lo + hi) / 2, hi) if mean_radius((lo + hi) / 2) > 1.0 else (lo, (lo + hi) / 2)
+    t = (lo + hi) / 2
+    z = at([2.0] * 4, [t, -t, math.pi + t, math.pi - t])
+    assert float(RadialDepthLoss(tree, ball, step=1.0)(z, y)) < 1e-5
+    with pytest.raises(ValueError, match="depth_step"):
+        RadialDepthLoss(tree, ball, step=0.0)
+    from hierviz.geometry import get_geometry
+
+    with pytest.raises(ValueError, match="geometry"):
+        RadialDepthLoss(tree, get_geometry("euclidean"))
+
+
+@pytest.mark.parametrize("geo", [PoincareBall(1.0), Lorentz(1.0), PoincareBall(0.5)])
+def test_radial_depth_loss_gradcheck_float64(geo):
+    tree = _tree()
+    y = torch.tensor([0, 1, 2, 3, 3, 4])
+    g = torch.Generator().manual_seed(10)
+    v = (0.7 * torch.randn(6, 2, 3, generator=g, dtype=F64)).requires_grad_()
+    depth = RadialDepthLoss(tree, geo, step=0.8)
+    assert float(depth(geo.expmap0(v.detach()), y)) > 0
+    assert torch.autograd.gradcheck(lambda t: depth(geo.expmap0(t), y), (v,), eps=1e-6, atol=1e-5)
+
+
+def test_radial_depth_loss_ball_equals_hyperboloid():
+    tree = _tree()
+    y = torch.tensor([0, 1, 2, 3, 3, 4, 0])
+    v = 0.9 * torch.randn(7, 3, generator=torch.Generator().manual_seed(11), dtype=F64)
+    for c in (0.5, 1.0, 2.0):
+        ball, hyp = PoincareBall(c), Lorentz(c)
+        zl = hyp.expmap0(v)  # (7, 4) on the hyperboloid
+        zb = hyp.to_ball(zl)
+        a = RadialDepthLoss(tree, ball, step=0.7, steps=50)(zb, y)  # converged means: intrinsic, model-free
+        b = RadialDepthLoss(tree, hyp, step=0.7, steps=50)(zl, y)
+        assert float(a) == pytest.approx(float(b), rel=1e-6)

@@ -258,12 +258,14 @@ def test_reliability_settings_numbers_name_the_key():
 
     for value in (float("nan"), float("inf"), float("1e400")):
         with pytest.raises(ConfigError, match=r"^train.epochs: expected an integer, got (nan|inf)$"):
-            resolve_config("quick", {"train.epochs": value})
+            resolve_config("quick-ham10000", {"train.epochs": value})
     with pytest.raises(ConfigError, match=r"--set train.epochs=1e400: expected an integer"):
-        resolve_config("quick", ["train.epochs=1e400"])
+        resolve_config("quick-ham10000", ["train.epochs=1e400"])
     with pytest.raises(ConfigError, match=r"^train.lr_backbone: must be <= 1.7e307 while train.lr_head is null"):
-        resolve_config("quick", ["train.lr_backbone=1e308"])
-    assert resolve_config("quick", ["train.lr_backbone=1e308", "train.lr_head=1e-3"]).train.lr_backbone == 1e308
+        resolve_config("quick-ham10000", ["train.lr_backbone=1e308"])
+    assert (
+        resolve_config("quick-ham10000", ["train.lr_backbone=1e308", "train.lr_head=1e-3"]).train.lr_backbone == 1e308
+    )
     with pytest.raises(ConfigError, match=r"--preset: empty name"):  # 19: "" no longer means full
         resolve_config("", [])
 
@@ -283,14 +285,14 @@ def test_reliability_import_errors_are_one_line(tmp_path, monkeypatch, capsys):
     (tmp_path / "h27_boom.py").write_text("raise RuntimeError('boom')\n")
     (tmp_path / "h27_exit.py").write_text("import sys\nsys.exit(3)\n")
     (tmp_path / "h27_ok.py").write_text("H27 = 1\n")
-    rc, err = _cli_err(capsys, ["config", "--import", "h27_boom", "--preset", "quick"])
+    rc, err = _cli_err(capsys, ["config", "--import", "h27_boom", "--preset", "quick-ham10000"])
     assert rc == 2 and err.startswith("hierviz: error: --import h27_boom: the module raised RuntimeError: boom at ")
     assert err.count("\n") == 1
-    rc, err = _cli_err(capsys, ["config", "--import", "h27_exit", "--preset", "quick"])
+    rc, err = _cli_err(capsys, ["config", "--import", "h27_exit", "--preset", "quick-ham10000"])
     assert rc == 2 and "--import h27_exit: the module called sys.exit(3)" in err
-    rc, err = _cli_err(capsys, ["config", "--import", str(tmp_path / "h27_ok.py"), "--preset", "quick"])
+    rc, err = _cli_err(capsys, ["config", "--import", str(tmp_path / "h27_ok.py"), "--preset", "quick-ham10000"])
     assert rc == 0 and err == ""
-    rc, err = _cli_err(capsys, ["config", "--import", "./missing.py", "--preset", "quick"])
+    rc, err = _cli_err(capsys, ["config", "--import", "./missing.py", "--preset", "quick-ham10000"])
     assert rc == 2 and "--import ./missing.py: no such .py file" in err
     rc, err = _cli_err(capsys, ["config", "--preset", ""])
     assert rc == 2 and "--preset: empty name" in err
@@ -383,7 +385,7 @@ def test_reliability_features_out_reports_the_real_path(tmp_path, monkeypatch, c
     with pytest.raises(ValueError, match="features path is empty"):
         save_features("", data)
     monkeypatch.chdir(tmp_path)
-    rc, err = _cli_err(capsys, ["compare", "--quick", "--out", ""])
+    rc, err = _cli_err(capsys, ["compare", "--preset=quick-ham10000", "--out", ""])
     assert rc == 2 and "--out: empty path" in err
 
 
@@ -425,13 +427,13 @@ def test_reliability_image_size_and_tiny_splits_are_one_line(tmp_path, capsys):
 
     import numpy as np
 
-    rc, err = _cli_err(capsys, ["config", "--preset", "quick", "--image-size", "20000"])
+    rc, err = _cli_err(capsys, ["config", "--preset", "quick-ham10000", "--image-size", "20000"])
     assert rc == 2 and err.startswith("hierviz: error: --image-size (data.image_size): must be <= 4096 px")
     npz = tmp_path / "tiny.npz"
     np.savez(npz, images=np.zeros((6, 8, 8), np.uint8), labels=np.array([0, 0, 1, 1, 2, 2]))
     tree = tmp_path / "tree.json"
     tree.write_text(json.dumps({"parents": {"0": "r", "1": "r", "2": "r"}}))
-    argv = ["compare", "--quick", "--out", str(tmp_path / "out"), "--set", f"data.path={npz}"]
+    argv = ["compare", "--preset=quick-ham10000", "--out", str(tmp_path / "out"), "--set", f"data.path={npz}"]
     rc, err = _cli_err(capsys, [*argv, "--set", f"data.tree={tree}", "--set", "data.limit=null"])
     assert rc == 2 and "split is empty: 6 images over 3 classes (at most 2 per class)" in err, err
     assert err.count("\n") == 1

@@ -117,5 +117,5 @@ def test_presets_seeds_follow_the_20_minute_rule():
     # would be about 37 min; paper02-cpu: hours, 3 seeds for the paired intervals.
     from hierviz.experiments import resolve_config
 
-    assert resolve_config("quick").seeds == 5 and resolve_config("medium").seeds == 2
+    assert resolve_config("quick-ham10000").seeds == 5 and resolve_config("medium").seeds == 2
     assert resolve_config("paper02-cpu").seeds == 3

@@ -355,7 +355,7 @@ def test_cli_features_then_retrieval_end_to_end(tmp_path, capsys):
     from hierviz.experiments import compare, resolve_config
 
     cfg = resolve_config(
-        "quick",
+        "quick-ham10000",
         [
             "data.limit=120",
             "seeds=1",

@@ -53,7 +53,7 @@ def test_compare_trains_the_mapper_and_scores_retrieval_with_a_chance_row(tmp_pa
     sets = [f"data.path={path}", f"data.tree={tree}", "model.encoder=mapper", "model.width=4", "model.embed_dim=8"]
     sets += ["methods=hyper-dino,cosine-mapper,supcon", "geometries=poincare", "seeds=1", "eval.protocol=retrieval"]
     sets += ["train.epochs=2", "train.batch_size=32", "train.threads=1", "eval.projection=pca", f"out={tmp_path / 'o'}"]
-    result = compare(resolve_config("quick", sets), progress=False, verbose=False)
+    result = compare(resolve_config("quick-ham10000", sets), progress=False, verbose=False)
     recs = {r["method"]: r for r in result.records}
     # the cosine control keeps its own ranking under --protocol retrieval
     assert {m: r["protocol"] for m, r in recs.items()} == {

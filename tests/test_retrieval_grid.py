@@ -170,7 +170,7 @@ def test_any_method_runs_over_grouped_folds_with_the_protocol(tmp_path):
     data = _blobs(n=80)
     path = save_features(tmp_path / "f.npz", data)
     (tmp_path / "tree.json").write_text(json.dumps({"root": ["0", "1", "2", "3"]}))
-    cfg = resolve_config("quick", [
+    cfg = resolve_config("quick-ham10000", [
         f"data.path={path}", f"data.tree={tmp_path / 'tree.json'}", "model.encoder=mapper", "methods=hyper-dino",
         "eval.protocol=retrieval-folds", "geometries=poincare", "seeds=2", "train.epochs=1", "train.batch_size=16",
         "eval.projection=pca", f"out={tmp_path / 'o'}",

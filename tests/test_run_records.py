@@ -25,7 +25,7 @@ from hierviz.methods import LOSS_HPARAMS, METHODS, build_objective, loss_keys
 
 TINY_CLI = [
     "--preset",
-    "quick",
+    "quick-ham10000",
     "--limit",
     "60",
     "--seeds",
@@ -129,16 +129,17 @@ def test_loss_keys_are_the_method_hparams_plus_the_radial_keys_on_hyperbolic_geo
     assert loss_keys("supcon", "euclidean") == ("tau", "reduction", "similarity")
     assert loss_keys("supcon", "poincare") == ("tau", "reduction", "similarity", *("cone_weight", "center_weight",
                                                                                     "cone_aperture", "order_weight",
-                                                                                    "order_margin", "cpcc_weight"))  # fmt: skip
+                                                                                    "order_margin", "cpcc_weight", "depth_weight",
+                                                                                    "depth_step", "tau_hyperbolic"))  # fmt: skip
     assert "cone_weight" not in loss_keys("hxe", "poincare")  # evaluated on encoder features: no depth terms
-    cfg = resolve_config("quick", ["loss.alpha=0.9"])
+    cfg = resolve_config("quick-ham10000", ["loss.alpha=0.9"])
     run = cfg.run_config("supcon", "euclidean", 0)
     assert run["loss"] == {"tau": cfg.loss["tau"], "reduction": cfg.loss["reduction"],
                            "similarity": cfg.loss["similarity"]}  # fmt: skip
     # a key supcon does not read leaves its fingerprint alone; one it reads changes it
-    assert fingerprint(run) == fingerprint(resolve_config("quick").run_config("supcon", "euclidean", 0))
+    assert fingerprint(run) == fingerprint(resolve_config("quick-ham10000").run_config("supcon", "euclidean", 0))
     assert fingerprint(run) != fingerprint(
-        resolve_config("quick", ["loss.tau=0.3"]).run_config("supcon", "euclidean", 0)
+        resolve_config("quick-ham10000", ["loss.tau=0.3"]).run_config("supcon", "euclidean", 0)
     )
 
 

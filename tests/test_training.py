@@ -11,7 +11,7 @@ from torch.utils.data import Dataset
 
 from hierviz.geometry import get_geometry
 from hierviz.hierarchy import LabelTree
-from hierviz.losses import build_objective
+from hierviz.methods import build_objective
 from hierviz.models import build_model
 from hierviz.training import (
     CHECKPOINT_NAME,

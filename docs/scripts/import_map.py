@@ -49,15 +49,11 @@ LAYERS: list[tuple[str, ...]] = [
     ("geometry", "hierarchy"),
     ("_registry",),
 ]
-# Deprecated aliases that reach up, resolved on first use (ignored by the contracts too): (module, target).
-# The 0.1 ones go in 0.3; hierviz.features.export_run (0.2) is hierviz.experiments.export_run.
-ALIASES = {
-    ("hierviz.losses.objective", "hierviz.methods"),
-    ("hierviz.report", "hierviz.experiments.records"),
-    ("hierviz.features", "hierviz.experiments.features"),
-}
-# Not in a layer: the entry point, the 0.1 re-export modules, and two helpers that import no hierviz.
-UNLAYERED = {"__init__", "tree", "train", "evaluate", "course", "notebook_html"}
+# Imports left out of the map (module, target): none. The deprecated aliases that reached up (0.1's
+# losses.build_objective, report.load_records; 0.2's features.export_run) went in 0.4.
+ALIASES: set[tuple[str, str]] = set()
+# Not in a layer: the entry point and two helpers that import no hierviz.
+UNLAYERED = {"__init__", "course", "notebook_html"}
 
 
 def module_name(path: Path) -> str:

@@ -35,6 +35,7 @@ from hierviz.experiments.records import (
     RECORD_KEYS,
     RESULT_FREE_KEYS,
     atomic_write_text,
+    declared_read_by,
     diff_keys,
     fingerprint,
     json_default,
@@ -280,6 +281,7 @@ def _compare(
             saved = read_run_file(cfg_file)
             saved.pop("fingerprint", None)
             saved = loss_read_by(saved, run_cfg["loss"])  # a 0.2 config.json holds every loss key
+            saved = declared_read_by(saved, run_cfg)  # a config.json before 0.4 has no method section
             if fingerprint(saved, _RESUME_FREE_KEYS) != fingerprint(run_cfg, _RESUME_FREE_KEYS):
                 keys = diff_keys(saved, run_cfg, _RESUME_FREE_KEYS)
                 raise ConfigError(

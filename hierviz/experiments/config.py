@@ -28,7 +28,7 @@ Examples
 --------
 >>> cfg = resolve_config("quick", ["loss.tau=0.2", "train.epochs=1"])
 >>> cfg.loss["tau"], cfg.train.epochs, cfg.data.dataset
-(0.2, 1, 'ham10000-sample')
+(0.2, 1, '20news')
 >>> resolve_config("quick", ["train.epoch=1"])
 Traceback (most recent call last):
 ...
@@ -345,10 +345,24 @@ class ExperimentConfig:
         Its ``loss`` section holds only the keys that run reads (:func:`hierviz.methods.loss_keys`:
         the method's ``hparams``, plus the depth-regulariser keys on a hyperbolic geometry), so
         its fingerprint ignores every other method's keys and any key a user module adds
-        (issue 23). Keys declared after this config was made take their defaults.
+        (issue 23). Keys declared after this config was made take their defaults. A method that
+        declares training overrides, its own model builder, views or hooks
+        (:meth:`hierviz.methods.Method.declared`) adds a ``method`` section holding them, so the
+        run's ``config.json`` states the optimiser it trained with and its fingerprint covers it.
+
+        Examples
+        --------
+        >>> cfg = ExperimentConfig()
+        >>> cfg.run_config("hyilr", "lorentz", 0)["method"]["train"]
+        {'optimizer': 'adam', 'schedule': 'constant', 'weight_decay': 0.0}
+        >>> "method" in cfg.run_config("supcon", "poincare", 0)
+        False
         """
         d = self.to_dict()
         d["loss"] = {k: d["loss"].get(k, LOSS_HPARAMS[k].default) for k in loss_keys(method, geometry)}
+        declared = METHODS.get(method).declared()
+        if declared:  # what the method fixes beyond its loss (hierviz.methods.Method.declared): recorded, fingerprinted
+            d["method"] = declared
         d["run"] = {"method": method, "geometry": geometry, "seed": int(seed)}
         return d
 

@@ -54,6 +54,7 @@ def export_run(run_dir: str | PathLike, *, batch_size: int = 256, progress: bool
         raise ValueError(f"--run {run}: cannot read config.json ({exc}); rerun the run or pick another") from None
     saved.pop("fingerprint", None)
     saved.pop("run", None)
+    saved.pop("method", None)  # what the method declares (hierviz.methods.Method.declared), not a setting
     cfg = ExperimentConfig.from_dict(saved, where=str(run / "config.json"))
     ds, _tree, _ = load_data(cfg)
     state = load_checkpoint(run / "checkpoint.pt")["model"]

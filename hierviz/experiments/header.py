@@ -40,6 +40,76 @@ def _probe(fixed: str | None, records) -> str:
     return "each method's own embedding: " + "; ".join(f"{_PROBE[k]} ({', '.join(v)})" for k, v in by.items())
 
 
+_OPTIMIZER_NAMES = {"adamw": "AdamW", "adam": "Adam"}
+
+
+def _overrides(records) -> str:
+    """The training overrides the runs' methods declare (``method.train`` of their configs), by method.
+
+    Examples
+    --------
+    >>> recs = [{"method": "hyilr", "method_display": "HyILR",
+    ...          "config": {"method": {"train": {"optimizer": "adam", "schedule": "constant", "weight_decay": 0.0}}}},
+    ...         {"method": "supcon", "config": {}}]
+    >>> _overrides(recs)
+    "; the methods' own optimiser: HyILR: Adam, constant learning rate, weight decay 0"
+    >>> _overrides(recs[1:])
+    ''
+    """
+    by: dict[str, list[str]] = {}
+    for r in records:
+        train = ((r.get("config") or {}).get("method") or {}).get("train") or {}
+        if not train:
+            continue
+        parts = []
+        if "optimizer" in train:
+            parts.append(_OPTIMIZER_NAMES.get(train["optimizer"], str(train["optimizer"])))
+        if "schedule" in train:
+            parts.append("constant learning rate" if train["schedule"] == "constant" else "warmup + cosine")
+        if "weight_decay" in train:
+            parts.append(f"weight decay {train['weight_decay']:g}")
+        names = by.setdefault(", ".join(parts), [])
+        name = r.get("method_display") or r["method"]
+        if name not in names:
+            names.append(name)
+    if not by:
+        return ""
+    return "; the methods' own optimiser: " + "; ".join(f"{', '.join(v)}: {k}" for k, v in by.items())
+
+
+_DEPTH_NAMES = {"cone": "entailment cone", "center": "centring", "order": "radial order", "cpcc": "CPCC"}
+
+
+def _depth(records) -> str:
+    """The depth regularisers added to the methods' losses (``RunRecord.depth_terms``), by run.
+
+    Examples
+    --------
+    >>> recs = [{"method": "supcon", "method_display": "SupCon", "geometry": "poincare", "geometry_display": "Poincaré",
+    ...          "depth_terms": {"cone": 0.2, "center": 1.0}},
+    ...         {"method": "supcon", "method_display": "SupCon", "geometry": "euclidean"}]
+    >>> _depth(recs)
+    'entailment cone × 0.2, centring × 1 added to: SupCon (Poincaré); none on the other runs'
+    >>> _depth(recs[1:])
+    "none: every run trains its method's own loss"
+    """
+    by: dict[str, list[str]] = {}
+    bare = 0
+    for r in records:
+        terms = r.get("depth_terms") or {}
+        if not terms:
+            bare += 1
+            continue
+        key = ", ".join(f"{_DEPTH_NAMES.get(k, k)} × {float(w):g}" for k, w in terms.items())
+        name = f"{r.get('method_display') or r['method']} ({r.get('geometry_display') or r['geometry']})"
+        if name not in by.setdefault(key, []):
+            by[key].append(name)
+    if not by:
+        return "none: every run trains its method's own loss"
+    text = "; ".join(f"{k} added to: {', '.join(v)}" for k, v in by.items())
+    return text + ("; none on the other runs" if bare else "")
+
+
 def _header(
     cfg: ExperimentConfig, argv: Sequence[str] | None, ds, tree, n_all: int, split, records, total: float
 ) -> dict[str, str]:
@@ -85,8 +155,9 @@ def _header(
         + (f"{ds.images.shape[1]} input {'tokens' if text else 'features'}" if vector else f"image {d.image_size} px")
         + f", pretrained: {m.pretrained or 'none'}",
         "Training": f"{t.epochs} epochs, batch {t.batch_size}, AdamW lr {t.lr_backbone:g}/{lr_head:g}"
-        f" (backbone/head), warmup {warm:g} epochs + cosine, EMA {t.ema_decay or 'off'}, "
-        f"tau {cfg.loss.get('tau')}, c {m.curvature:g}",
+        f" (backbone/head), warmup {warm:g} epochs + cosine, weight decay {t.weight_decay:g}, "
+        f"EMA {t.ema_decay or 'off'}, tau {cfg.loss.get('tau')}, c {m.curvature:g}" + _overrides(records),
+        "Depth terms": _depth(records),
         "Evaluation": "linear probe on " + _probe(cfg.eval.embedding, records),
         "Device": ", ".join(sorted({str(r.get("device", "?")) for r in records})),
         "Timings": f"{total:.1f} s in all; training {train_s:.1f} s, evaluation {eval_s:.1f} s "

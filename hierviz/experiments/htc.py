@@ -258,7 +258,7 @@ def compare_config(
         "loss.tau": float(cfg.tau),
         "loss.hyilr_lambda": float(cfg.lam if lam is None else lam),
     }
-    return resolve_config("quick", over)
+    return resolve_config("quick-ham10000", over)
 
 
 def run_htc(
@@ -473,7 +473,7 @@ def train_htc(
         device="cpu",
         amp=False,
         progress=progress,
-        **HYILR_TRAIN,
+        **HYILR_TRAIN.to_dict(),
     )
     train = TensorDataset(PackedTokens.pack(*encoded["train"]), Y["train"])
     t0 = time.perf_counter()

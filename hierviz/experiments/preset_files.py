@@ -29,7 +29,17 @@ def preset_names() -> list[str]:
 
 
 #: Names of the bundled presets.
-PRESETS = ("quick", "medium", "full", "gpu", "paper01-gpu", "paper02-cpu", "paper02-gpu", "paper04-gpu")
+PRESETS = (
+    "quick",
+    "quick-ham10000",
+    "medium",
+    "full",
+    "gpu",
+    "paper01-gpu",
+    "paper02-cpu",
+    "paper02-gpu",
+    "paper04-gpu",
+)
 
 
 def load_preset(name: str | Path) -> dict[str, Any]:

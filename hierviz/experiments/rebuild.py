@@ -63,7 +63,7 @@ def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bo
     meta = read_run_file(meta_file) if meta_file.is_file() else {}
     order = {name: i for i, name in enumerate(meta.get("runs", []))}
     records.sort(key=lambda r: (order.get(r.get("name"), len(order)), r.get("name", "")))
-    cfg_dict = {k: v for k, v in records[0]["config"].items() if k not in ("run", "fingerprint")}
+    cfg_dict = {k: v for k, v in records[0]["config"].items() if k not in ("run", "method", "fingerprint")}
     cfg = _known_settings(cfg_dict, records, where=str(Path(records[0]["folder"]) / "config.json"))
     tree_file = out / "tree.json"
     if tree_file.is_file():

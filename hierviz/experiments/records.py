@@ -50,6 +50,7 @@ __all__ = [
     "load_records",
     "check_mergeable",
     "loss_read_by",
+    "declared_read_by",
     "atomic_write_text",
     "json_default",
 ]
@@ -69,6 +70,13 @@ RESULT_FREE_KEYS = frozenset(
         "run.world_size",  # torchrun ranks: the same global batches and steps on any number (docs/distributed.md)
         "run.global_batch_size",  # train.batch_size capped at the training set: follows from other keys
         "train.compile_loss",
+        # what a method declares by code (Method.declared: recorded for the reader) is covered by the method's name,
+        # as its build function is; its training overrides and views (method.train.*, method.feature_dropout) are values
+        "method.model",
+        "method.classifier",
+        "method.attach_encoder",
+        "method.label_prior",
+        "method.learned",
     }
 )
 
@@ -101,6 +109,9 @@ _NEW_KEY_DEFAULTS = {
     "loss.order_weight": 0.0,  # issue 22 follow-up: no radial-order hinge
     "loss.order_margin": 0.1,
     "loss.cpcc_weight": 0.0,  # issue 22: no CPCC term
+    "loss.depth_weight": 0.0,  # 0.4: no radial-depth term
+    "loss.depth_step": 1.0,
+    "loss.tau_hyperbolic": None,  # 0.4: hyperbolic runs used loss.tau
 }
 
 #: Keys that legitimately differ between the runs of one comparison.
@@ -286,7 +297,8 @@ def check_mergeable(records: Sequence[Mapping[str, Any]]) -> None:
             first = rec
             continue
         shared = set(first["config"].get("loss") or {}) & set(cfg.get("loss") or {})  # keys both runs read
-        keys = diff_keys(loss_read_by(first["config"], shared), loss_read_by(cfg, shared), ignore=RUN_KEYS)
+        a, b = (_without_method(loss_read_by(c, shared)) for c in (first["config"], cfg))  # each method's own
+        keys = diff_keys(a, b, ignore=RUN_KEYS)
         if keys:
             shown = ", ".join(f"{k}: {_get(first['config'], k)!r} vs {_get(cfg, k)!r}" for k in keys[:6]) + (
                 " …" if len(keys) > 6 else ""
@@ -380,3 +392,32 @@ def diff_keys(
     """
     fa, fb = _canonical(a, ignore), _canonical(b, ignore)
     return sorted(k for k in set(fa) | set(fb) if fa.get(k, "<missing>") != fb.get(k, "<missing>"))
+
+
+def _without_method(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A run config without its ``method`` section (what the run's method declares: it differs between methods)."""
+    return {k: v for k, v in config.items() if k != "method"}
+
+
+def declared_read_by(saved: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
+    """A saved run config with the ``method`` section of ``current`` where it has none (written before hierviz 0.4).
+
+    From hierviz 0.4 a run's ``config.json`` records what its method declares beyond its loss
+    (:meth:`hierviz.methods.Method.declared`: training overrides, model builder, views, hooks)
+    under ``method``. A folder written before has no such section although its method declared
+    the same things in code (HyILR trained with Adam at a constant rate since 0.3), so it is
+    read as declaring what the method declares now: it resumes as before. A saved section is
+    kept as it is, so a change of what a method declares is a change of settings.
+
+    Examples
+    --------
+    >>> now = {"seeds": 1, "method": {"train": {"optimizer": "adam"}}}
+    >>> declared_read_by({"seeds": 1}, now)["method"]
+    {'train': {'optimizer': 'adam'}}
+    >>> declared_read_by({"seeds": 1, "method": {"train": {"optimizer": "adamw"}}}, now)["method"]
+    {'train': {'optimizer': 'adamw'}}
+    """
+    out = dict(saved)
+    if "method" not in out and "method" in current:
+        out["method"] = current["method"]
+    return out

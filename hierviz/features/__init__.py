@@ -30,13 +30,3 @@ __all__ = [
     "make_reducer",
     "reduce_features",
 ]
-
-
-def __getattr__(name: str):
-    # ``hierviz.features.export_run`` (0.2) is hierviz.experiments.export_run, which reads an experiment
-    # config: resolved on first use (alias: features -> experiments, ignored by the contracts like the 0.1 aliases)
-    if name == "export_run":
-        from hierviz.experiments.features import export_run  # alias: upward by design, see above
-
-        return export_run
-    raise AttributeError(f"module 'hierviz.features' has no attribute {name!r}")

@@ -23,9 +23,6 @@ contrastive base class in ``_core.py``. :class:`Objective` (``objective.py``) su
 terms; methods (:mod:`hierviz.methods`) build objectives.
 """
 
-from typing import Any
-
-from . import objective
 from ._core import INPUT_KINDS, REDUCTIONS, SIMILARITIES, contrastive_log_prob
 from .ahmlc import AHMLCLoss, LevelAttention
 from .compiled import CompiledLoss
@@ -38,10 +35,11 @@ from .hmlc import HMLCLoss
 from .hwc import OMEGA_MODES, HWCLoss, hwc_logit_gradient, hwc_omega
 from .hxe import HXELoss
 from .lam import LAMLoss, default_margins
-from .objective import Objective, build_objective
+from .objective import Objective
 from .radial import (
     CentringLoss,
     EntailmentConeLoss,
+    RadialDepthLoss,
     RadialOrderLoss,
     cone_energy,
     cone_exterior_angle,
@@ -54,14 +52,11 @@ from .triplet import TripletLoss
 
 __all__ = [
     "CompiledLoss",
-    "OBJECTIVES",
-    "HPARAMS",
     "REDUCTIONS",
     "SIMILARITIES",
     "OMEGA_MODES",
     "INPUT_KINDS",
     "Objective",
-    "build_objective",
     "SimCLRLoss",
     "SupConLoss",
     "HCLLoss",
@@ -88,6 +83,7 @@ __all__ = [
     "PerLevelLoss",
     "BinaryLoss",
     "EntailmentConeLoss",
+    "RadialDepthLoss",
     "RadialOrderLoss",
     "CentringLoss",
     "CPCCLoss",
@@ -95,10 +91,3 @@ __all__ = [
     "cone_exterior_angle",
     "cone_half_aperture",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # OBJECTIVES and HPARAMS are computed from the method registry on first use (objective.py)
-    if name in ("OBJECTIVES", "HPARAMS"):
-        return getattr(objective, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,8 +2,9 @@
 
 Methods (:mod:`hierviz.methods`) build objectives; a training loop calls
 ``loss, terms = objective(z, labels, logits=None)`` or, with a model's output dict,
-``objective.loss_from_output(out, labels)``. ``build_objective`` and the
-``OBJECTIVES``/``HPARAMS`` names moved to :mod:`hierviz.methods` (deprecated aliases here).
+``objective.loss_from_output(out, labels)``. Build a registered method's objective with
+:func:`hierviz.methods.build_objective`; the registry is :data:`hierviz.methods.METHODS` and the
+hyperparameters :data:`hierviz.methods.LOSS_HPARAMS` (``hierviz.losses`` imports no method code).
 
 The methods themselves (names, terms, hyperparameters) are listed in :mod:`hierviz.methods.paper01`.
 """
@@ -16,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["Objective", "build_objective", "mean_over_view_logits"]
+__all__ = ["Objective", "mean_over_view_logits"]
 
 
 class Objective(nn.Module):
@@ -202,23 +203,3 @@ def mean_over_view_logits(
         for k, t in terms_v.items():
             acc[k] = t if k not in acc else acc[k] + t
     return total / V, {k: t / V for k, t in acc.items()}
-
-
-def build_objective(name: str, tree: Any, geometry: Any, **hparams: Any) -> Objective:
-    """Deprecated alias of :func:`hierviz.methods.build_objective`."""
-    # alias: the 0.1 name, resolved when called (hierviz.methods imports hierviz.losses); goes in 0.3
-    from hierviz.methods import build_objective as _build
-
-    return _build(name, tree, geometry, **hparams)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "OBJECTIVES":
-        from hierviz.methods import METHODS  # alias: the 0.1 name, resolved on first use; goes in 0.3
-
-        return tuple(METHODS.names())
-    if name == "HPARAMS":
-        from hierviz.methods import LOSS_HPARAMS  # alias: the 0.1 name, resolved on first use; goes in 0.3
-
-        return {k: h.default for k, h in LOSS_HPARAMS.items()}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -67,6 +67,7 @@ __all__ = [
     "cone_energy",
     "EntailmentConeLoss",
     "RadialOrderLoss",
+    "RadialDepthLoss",
     "CentringLoss",
     "origin_radius",
 ]
@@ -538,6 +539,101 @@ class RadialOrderLoss(nn.Module):
 
     def extra_repr(self) -> str:
         return f"geometry={type(self.geometry).__name__}, margin={self.margin:g}, steps={self.steps}"
+
+
+class RadialDepthLoss(nn.Module):
+    r"""Each batch node prototype at the geodesic radius its depth asks for: :math:`d(0, \mu_n) \approx \ell\,\mathrm{depth}(n)`.
+
+    .. math::
+        L = \frac{1}{|\mathcal N|}\sum_{n \in \mathcal N}
+            \big(d(0, \mu_n) - \ell\,\mathrm{depth}(n)\big)^2,
+
+    with :math:`\mu_n` the batch Fréchet mean of the samples below node :math:`n` (as in
+    :class:`EntailmentConeLoss`) and :math:`\mathcal N` the non-root nodes with samples in the
+    batch, less those whose batch samples all lie under one child (a single-child chain such as
+    20 Newsgroups' ``alt → alt.atheism``: its prototype *is* the child's, so only the child's
+    target applies, as the metrics contract such chains). This is the radial half of Sarkar's
+    construction of a tree in the hyperbolic plane (Sarkar 2011; Sala et al. 2018, §3), which
+    puts every node at distance ``ℓ · depth`` from the root and spreads siblings by angle: here
+    the angles are left to the contrastive loss, and only the radius is asked for. Unlike the
+    hinge of :class:`RadialOrderLoss`, which orders each parent against its own children, it
+    also orders nodes of different branches (a depth-2 leaf such as ``alt.atheism`` nearer the
+    origin than a depth-3 leaf such as ``rec.sport.hockey``), which is what the depth ranking
+    ``radius_depth_spearman`` measures, and it sets the scale of the radius, so leaves sit
+    ``ℓ`` per level beyond the top-level classes (``radius_gap``).
+
+    Parameters
+    ----------
+    tree : LabelTree
+    geometry : PoincareBall or Lorentz
+    step : float, default 1.0
+        ``ℓ`` (``loss.depth_step``), geodesic units per tree level (> 0). The deepest target,
+        ``ℓ · L``, should stay well inside the head's radius bound.
+    steps : int, default 3
+        Karcher steps of the batch prototypes.
+
+    Raises
+    ------
+    ValueError
+        A non-hyperbolic geometry, ``step <= 0``, bad shapes or labels.
+
+    Notes
+    -----
+    Calling convention: ``loss(z, labels)``: ``z`` (B, V, D) or (B, D) on the manifold,
+    ``labels`` (B,) leaf indices → scalar ≥ 0, in squared geodesic units (0 when ``labels`` is
+    None). Not from one of the course's five papers: the depth targets of
+    docs/hyperbolic-fidelity.md stated as a loss, after Sarkar's construction.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hierviz.geometry import PoincareBall
+    >>> from hierviz.hierarchy import LabelTree
+    >>> tree = LabelTree.from_nested({"r": {"a": ["a1", "a2"], "b": ["b1"]}})  # b -> b1: a chain
+    >>> ball = PoincareBall(1.0)
+    >>> def at(r, a):  # points at geodesic radius r, angle a
+    ...     a = torch.tensor(a, dtype=torch.float64)
+    ...     r = torch.as_tensor(r, dtype=torch.float64).reshape(-1, 1)
+    ...     return ball.expmap0(r / 2 * torch.stack([a.cos(), a.sin()], -1))
+    >>> y = torch.tensor([0, 1, 2])
+    >>> loss = RadialDepthLoss(tree, ball, step=1.0)
+    >>> z = at([2.0, 2.0, 2.0], [0.0, 0.0, 3.0])  # a1 = a2: a's prototype sits at radius 2, not 1
+    >>> round(float(loss(z, y)), 4)  # nodes a (2 - 1)^2, a1 0, a2 0, b1 0; b is b1's chain: left out
+    0.25
+    """
+
+    input_kind = "embeddings"
+
+    def __init__(self, tree: Any, geometry: Any, step: float = 1.0, steps: int = 3) -> None:
+        super().__init__()
+        _check_hyperbolic(geometry, "RadialDepthLoss")
+        if isinstance(step, bool) or not isinstance(step, (int, float)) or not (0 < step < float("inf")):
+            raise ValueError(f"step (loss.depth_step) must be a number > 0 (geodesic units per level), got {step!r}")
+        self.tree, self.geometry = tree, geometry
+        self.step, self.steps = float(step), int(steps)
+        keep = tree.node_depth >= 1
+        self.register_buffer("edge_parent", tree.parent_index.clone()[keep], persistent=False)
+        self.register_buffer("edge_child", torch.arange(tree.num_nodes)[keep], persistent=False)
+        self.register_buffer("depth", tree.node_depth.clone().to(torch.float64), persistent=False)
+        self.register_buffer("ancestors", tree.ancestor_matrix.clone(), persistent=False)  # (C, N)
+        self.register_buffer("leaf_paths", tree.leaf_paths.clone(), persistent=False)  # (C, L + 1)
+
+    def forward(self, z: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
+        """The radial-depth loss of one batch (see the class docstring)."""
+        if labels is None:
+            return z.sum() * 0.0
+        x, y = _flatten(z, labels)
+        protos, counts = node_prototypes(x, y, self.ancestors, self.geometry, self.steps, self.leaf_paths)
+        p, q = self.edge_parent.to(x.device), self.edge_child.to(x.device)
+        # a node whose batch samples all lie under one child has that child's prototype: a chain, left out
+        chain = torch.zeros_like(counts).index_add_(0, p, ((counts[q] == counts[p]) & (counts[q] > 0)).long()) > 0
+        use = (counts > 0) & ~chain & (self.depth.to(x.device) > 0)
+        target = (self.step * self.depth.to(x.device)).to(x.dtype)
+        err = (origin_radius(protos, self.geometry) - target) ** 2
+        return (err * use).sum() / use.sum().clamp_min(1)
+
+    def extra_repr(self) -> str:
+        return f"geometry={type(self.geometry).__name__}, step={self.step:g}, steps={self.steps}"
 
 
 class CentringLoss(nn.Module):

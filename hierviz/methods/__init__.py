@@ -18,14 +18,17 @@ from hierviz.methods import (
 
 # isort: on
 from hierviz.methods.registry import (
+    DEPTH_TERMS,
     LOSS_HPARAMS,
     METHODS,
     RADIAL_HPARAMS,
     HParam,
     Method,
     Needs,
+    TrainOverrides,
     add_radial_terms,
     build_objective,
+    depth_terms,
     get_method,
     loss_keys,
     reads_radial,
@@ -38,6 +41,7 @@ __all__ = [
     "LOSS_HPARAMS",
     "Method",
     "Needs",
+    "TrainOverrides",
     "HParam",
     "register_method",
     "register_hparam",
@@ -45,6 +49,8 @@ __all__ = [
     "build_objective",
     "RADIAL_HPARAMS",
     "add_radial_terms",
+    "depth_terms",
+    "DEPTH_TERMS",
     "loss_keys",
     "reads_radial",
 ]

@@ -49,8 +49,9 @@ paper's value for WOS). ``hyilr-no-cl`` reads neither.
 
 **Optimiser.** Every HyILR method trains with Adam at a constant learning rate, no weight decay (Paper 05 (HyILR)
 §5.1.2: "the Adam optimizer is used with the learning rate fixed"; :data:`HYILR_TRAIN`), not with
-compare's shared warm-up + cosine schedule: ``fit`` reads the override from the method
-(``build.train``, as Paper 03's mapper). It matters on short runs: ``hierviz htc --preset medium
+compare's shared warm-up + cosine schedule: the run core reads the override from the method's
+``train`` field (:class:`~hierviz.methods.TrainOverrides`), records it in each run's ``config.json``
+(``method.train``) and its ``result.json`` (``optimizer``), and the report header names it. It matters on short runs: ``hierviz htc --preset medium
 --methods hyilr,hyilr-no-cl --seeds 0,1,2`` on 20news gives HyILR a Micro-F1 of 38.62 ± 0.88 with it
 and 28.12 ± 3.00 under the cosine schedule (6 epochs, 2-core CPU, 2026-11-26).
 
@@ -83,16 +84,16 @@ from hierviz.geometry import Euclidean, Lorentz, PoincareBall
 from hierviz.losses import Objective
 from hierviz.losses._validation import _check_real
 from hierviz.losses.hyilr import HyperbolicScales, hyilr_loss, label_relations
-from hierviz.methods.registry import Needs, register_hparam, register_method
+from hierviz.methods.registry import Needs, TrainOverrides, register_hparam, register_method
 from hierviz.models.text import HyILRHead
 
 __all__ = ["HyILRLoss", "HyILRObjective", "HYILR_TRAIN", "HYILR_VARIANTS", "leaf_label_sets"]
 
 _PAPER = "Paper 05 (HyILR)"
 
-#: The training loop's settings every HyILR method fixes (:class:`hierviz.training.TrainConfig`
-#: fields): Adam at a constant learning rate and without weight decay, Paper 05 (HyILR) §5.1.2.
-HYILR_TRAIN = {"optimizer": "adam", "schedule": "constant", "weight_decay": 0.0}
+#: The training settings every HyILR method fixes (:attr:`hierviz.methods.Method.train`): Adam at a
+#: constant learning rate and without weight decay, Paper 05 (HyILR) §5.1.2.
+HYILR_TRAIN = TrainOverrides(optimizer="adam", schedule="constant", weight_decay=0.0)
 
 #: Dropout on ``vec(F)`` when the classifier attends over a text encoder's tokens (:class:`hierviz.models.text.HyILRModel`'s).
 TOKEN_DROPOUT = 0.1
@@ -392,7 +393,6 @@ def _register(name: str) -> None:
 
     build.__name__ = build.__qualname__ = name.replace("-", "_")
     build.__doc__ = f"{display}: see :mod:`hierviz.methods.hyilr`."
-    build.train = HYILR_TRAIN  # type: ignore[attr-defined]  (read by the run core: Adam, constant learning rate)
     register_method(
         name,
         display_name=display,
@@ -400,6 +400,11 @@ def _register(name: str) -> None:
         needs=Needs(views=1, modules=("head", "scales")),
         embedding="features",
         paper=_PAPER,
+        train=HYILR_TRAIN,
+        classifier=True,
+        attach_encoder=HyILRObjective.attach_encoder,
+        label_prior=HyILRObjective.set_label_prior,
+        learned=HyILRObjective.learned,
     )(build)
 
 

@@ -50,7 +50,7 @@ from hierviz.metrics.radius import (
     radius_report,
 )
 from hierviz.metrics.ranking import RANKING_KEYS, mnr, ndcg_tree, ranking_report, rp_at_k
-from hierviz.metrics.registry import METRIC_INFO, MetricInfo, register_metric  # noqa: E402
+from hierviz.metrics.registry import METRIC_INFO, MetricInfo, compute_metrics, register_metric  # noqa: E402
 from hierviz.metrics.retrieval import (
     MAP_DENOMINATORS,
     flat_retrieval_report,
@@ -76,6 +76,7 @@ __all__ = [
     "METRIC_INFO",
     "MetricInfo",
     "register_metric",
+    "compute_metrics",
     "violations_by_level",
     "hf1",
     "h_acc",

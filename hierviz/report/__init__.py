@@ -30,15 +30,6 @@ from hierviz.report.tables import (
     write_results_csv,
 )
 
-
-def load_records(out_dir):
-    """Deprecated alias of :func:`hierviz.experiments.load_records`."""
-    # alias: the 0.1 name, resolved when called (hierviz.experiments imports hierviz.report); goes in 0.3
-    from hierviz.experiments.records import load_records as _load
-
-    return _load(out_dir)
-
-
 __all__ = [
     "METRICS",
     "METRIC_LABELS",
@@ -55,6 +46,5 @@ __all__ = [
     "write_report_html",
     "build_report",
     "collapsed_note",
-    "load_records",
     "RunRecord",
 ]

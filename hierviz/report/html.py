@@ -336,6 +336,8 @@ def build_report(
     for r in recs:
         row = {"method": r["method"], "geometry": r["geometry"], "seed": int(r["seed"])}
         row.update({k: r[k] for k in DISPLAY_KEYS if r.get(k)})  # the record's names: no registry needed
+        if r.get("metric_info"):  # titles of metrics a user module computed (not a results.csv column)
+            row["metric_info"] = r["metric_info"]
         row.update({m: float(r["metrics"][m]) for m in METRICS if m in r["metrics"]})
         row.update({m: float(v) for m, v in r["metrics"].items() if m not in METRICS and _is_number(v)})
         # issue 23: the method's own multi-label classifier (RunRecord.classifier_metrics), beside the probe's

@@ -34,7 +34,11 @@ class RunRecord:
         Registry names of the method and the geometry.
     seed : int
     metrics : dict of str to float
-        The evaluation protocol's metrics (HF1, H-Acc, …, or paper 04's columns).
+        The evaluation protocol's metrics (HF1, H-Acc, …, or paper 04's columns), and those of
+        the registered metric functions of its arrays (:func:`hierviz.metrics.compute_metrics`).
+    metric_info : dict or None
+        ``{key: {"label", "higher_is_better"}}`` of the metrics a registered function computed,
+        so a report rebuilt without the module that registered one titles it (None: none).
     method_display, geometry_display : str
         Their display names (tables and figures read these, never a registry). Records of
         hierviz 0.1 lack them (None).
@@ -53,6 +57,17 @@ class RunRecord:
     learned : dict or None
         Learned scalars of the objective, when it has ``learned()`` (HyILR: ``c``, ``alpha_t``,
         ``alpha_l`` of Eq. 12; issue 23).
+    depth_terms : dict or None
+        The depth regularisers added to the method's loss on a hyperbolic geometry,
+        ``{term: weight}`` (``cone``, ``center``, ``order``, ``cpcc``;
+        :func:`hierviz.methods.depth_terms`); None when none was added, and in records written
+        before hierviz 0.4 (their ``hparams`` hold the weights).
+    optimizer : dict or None
+        The settings ``fit`` built the optimiser and schedule from: ``optimizer`` (``"adamw"`` or
+        ``"adam"``), ``schedule`` (``"warmup_cosine"`` or ``"constant"``), ``weight_decay``,
+        ``lr_backbone``, ``lr_head``, ``warmup_epochs`` (0 on a constant schedule): the run's
+        ``train.*`` with its method's :class:`hierviz.methods.TrainOverrides` applied. None for
+        a run with nothing to train and for records written before hierviz 0.4.
     radius : dict or None
         The radius record (:func:`hierviz.evaluation.run_radius`).
     hparams : dict or None
@@ -84,9 +99,12 @@ class RunRecord:
     curvature: float | None = None
     seed: int
     metrics: dict[str, Any]
+    metric_info: dict[str, Any] | None = None
     classifier_metrics: dict[str, float] | None = None
     early_stopping: dict[str, Any] | None = None
     learned: dict[str, float] | None = None
+    depth_terms: dict[str, float] | None = None
+    optimizer: dict[str, Any] | None = None
     radius: dict[str, Any] | None = None
     epochs: int | None = None
     train_seconds: float | None = None
@@ -130,10 +148,13 @@ class RunRecord:
                 raise RunFileError(f"{where}: 'seed' must be an integer, got {seed!r}; {_FIX}")
         for key in (
             "metrics",
+            "metric_info",
             "classifier_metrics",
             "early_stopping",
             "geometry_config",
             "radius",
+            "depth_terms",
+            "optimizer",
             "hparams",
             "step_history",
         ):

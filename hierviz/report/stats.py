@@ -30,7 +30,7 @@ try:
     from scipy.stats import t as _student_t
 except ImportError:  # pragma: no cover - scipy comes with scikit-learn
     _student_t = _noncentral_t = _normal = None
-from hierviz.report.tables import METRIC_LABELS, _ordered, geometry_label, method_label
+from hierviz.report.tables import _ordered, geometry_label, method_label, metric_label
 
 __all__ = [
     "t_quantile",
@@ -342,7 +342,7 @@ def paired_markdown(
     meths = _ordered((k[0] for k in diffs), methods)
     geos = _ordered((k[1] for k in diffs), geometries)
     cols = [(g, m) for g in geos for m in metrics]
-    head = [f"Δ {METRIC_LABELS.get(m, m)} ({geometry_label(g, rows)})" for g, m in cols]
+    head = [f"Δ {metric_label(m, rows)} ({geometry_label(g, rows)})" for g, m in cols]
     lines = [
         f"**Paired difference to {method_label(baseline, rows)}** (same seed; mean and 95 % CI over seeds, paired t)",
         "",

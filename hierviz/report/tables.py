@@ -1,10 +1,13 @@
 """Results tables: ``results.csv`` (one row per run) and the Markdown/HTML tables.
 
-The tables' columns default to :func:`default_metrics`: paper 01 Table 1's five metrics
-(:data:`METRICS`), or paper 04 Table I's seven (:data:`UNSEEN_METRICS`: leaf F1, leaf RP@5,
-MNR, NDCG_sum, NDCG_max, Acc_blind, Acc_aware) when every run was evaluated with the
-seen/unseen protocol (``--protocol unseen``, the protocol of the paper-04 methods).
-``results.csv`` always holds every metric of every run.
+The tables' columns default to :func:`default_metrics`: the registered metric keys
+(:data:`hierviz.metrics.METRIC_INFO`) that the runs hold, in registration order: paper 01
+Table 1's five metrics (:data:`METRICS`) and the imbalance-aware two for the classification
+probe, paper 04 Table I's seven (:data:`UNSEEN_METRICS`) for the seen/unseen protocol, the
+MAP@k columns for retrieval, a classifier's columns where a method has one, and any metric a
+user module registers. Titles and directions are read from the registry when they are looked up
+(:data:`METRIC_LABELS`, :data:`LOWER_IS_BETTER`), so a metric registered after this module was
+imported has its title. ``results.csv`` always holds every metric of every run.
 """
 
 from __future__ import annotations
@@ -12,13 +15,13 @@ from __future__ import annotations
 import csv
 import html
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hierviz.methods import METHODS
+from hierviz._registry import registry_for
 from hierviz.metrics.htc import CLASSIFIER_METRICS
 from hierviz.metrics.registry import METRIC_INFO
 
@@ -36,6 +39,8 @@ __all__ = [
     "LOWER_IS_BETTER",
     "OPTIONAL_METRICS",
     "method_label",
+    "metric_label",
+    "higher_is_better",
     "geometry_label",
     "default_metrics",
     "write_results_csv",
@@ -55,27 +60,75 @@ IMBALANCE_METRICS = ("bal_acc", "macro_f1")
 RETRIEVAL_METRICS = ("map@1", "map@5", "map@10", "map@20", "p@1", "r_precision")
 #: Display names of the input-free baseline rows (:mod:`hierviz.metrics.baselines`).
 BASELINE_LABELS = {"majority": "Majority class", "chance": "Random ranking (chance)"}
-#: Column titles used in the tables (from :data:`hierviz.metrics.METRIC_INFO`).
-METRIC_LABELS = {n: METRIC_INFO.get(n).label for n in METRIC_INFO.names()}
-#: Metrics where lower is better (bolded as minimum).
-LOWER_IS_BETTER = frozenset(n for n in METRIC_INFO.names() if not METRIC_INFO.get(n).higher_is_better)
+
+
+class _MetricLabels(Mapping):
+    """``METRIC_LABELS[key]``: column titles read from the metric registry at each lookup."""
+
+    def __getitem__(self, name: str) -> str:
+        if name not in METRIC_INFO:
+            raise KeyError(name)
+        return METRIC_INFO.get(name).label
+
+    def __iter__(self):
+        return iter(METRIC_INFO.names())
+
+    def __len__(self) -> int:
+        return len(METRIC_INFO)
+
+
+class _MetricSet(Set):
+    """The registered metrics with one property, read from the registry at each lookup."""
+
+    def __init__(self, test) -> None:
+        self._test = test
+
+    def _names(self) -> list[str]:
+        return [n for n in METRIC_INFO.names() if self._test(METRIC_INFO.get(n))]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in METRIC_INFO and self._test(METRIC_INFO.get(name))
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
+#: Column titles used in the tables: a live view of :data:`hierviz.metrics.METRIC_INFO` (a metric
+#: registered later, e.g. by an ``--import`` module, has its title).
+METRIC_LABELS: Mapping[str, str] = _MetricLabels()
+#: Metrics where lower is better (bolded as minimum): a live view of the registry.
+LOWER_IS_BETTER: Set[str] = _MetricSet(lambda info: not info.higher_is_better)
 #: Short geometry names for column titles.
 GEOMETRY_LABELS = {"euclidean": "Euclidean", "poincare": "Poincaré", "lorentz": "Lorentz"}
 
 
 class _MethodLabels(Mapping):
-    """``METHOD_LABELS[name]``: display names read from the method registry (kept from 0.1)."""
+    """``METHOD_LABELS[name]``: the display names of the methods registered in this process (kept from 0.1).
+
+    Read through :func:`hierviz._registry.registry_for`: ``hierviz.report`` imports no method
+    code (a contract of ``pyproject.toml``); empty until :mod:`hierviz.methods` is imported.
+    """
+
+    @staticmethod
+    def _registry():
+        return registry_for("method")
 
     def __getitem__(self, name: str) -> str:
-        if name not in METHODS:
+        reg = self._registry()
+        if reg is None or name not in reg:
             raise KeyError(name)
-        return METHODS.get(name).display_name
+        return reg.get(name).display_name
 
     def __iter__(self):
-        return iter(METHODS.names())
+        reg = self._registry()
+        return iter(() if reg is None else reg.names())
 
     def __len__(self) -> int:
-        return len(METHODS)
+        reg = self._registry()
+        return 0 if reg is None else len(reg)
 
 
 #: Method name -> display name, from the registry.
@@ -113,8 +166,46 @@ def method_label(name: str, rows: Iterable[Mapping[str, Any]] | None = None) -> 
     if recorded is not None:
         return recorded
 
-    # records of hierviz 0.1 carry no display name: the registry's
-    return METHODS.get(name).display_name if name in METHODS else str(name)
+    # records of hierviz 0.1 carry no display name: the registry's, when this process has one
+    return METHOD_LABELS.get(name, str(name))
+
+
+def _recorded_metric(rows: Iterable[Mapping[str, Any]] | None, name: str) -> Mapping[str, Any] | None:
+    for r in rows or ():
+        info = (r.get("metric_info") or {}).get(name) if isinstance(r, Mapping) else None
+        if isinstance(info, Mapping):
+            return info
+    return None
+
+
+def metric_label(name: str, rows: Iterable[Mapping[str, Any]] | None = None) -> str:
+    """A metric's column title: the registry's (:data:`METRIC_LABELS`), else the one its run records carry, else the key.
+
+    Examples
+    --------
+    >>> metric_label("hf1"), metric_label("my_score", [{"metric_info": {"my_score": {"label": "My score"}}}])
+    ('HF1', 'My score')
+    >>> metric_label("my_score")
+    'my_score'
+    """
+    if name in METRIC_LABELS:
+        return METRIC_LABELS[name]
+    info = _recorded_metric(rows, name)
+    return str(info["label"]) if info and info.get("label") else str(name)
+
+
+def higher_is_better(name: str, rows: Iterable[Mapping[str, Any]] | None = None) -> bool:
+    """A metric's direction: the registry's, else its run records', else higher is better.
+
+    Examples
+    --------
+    >>> higher_is_better("violations"), higher_is_better("x", [{"metric_info": {"x": {"higher_is_better": False}}}])
+    (False, False)
+    """
+    if name in METRIC_INFO:
+        return METRIC_INFO.get(name).higher_is_better
+    info = _recorded_metric(rows, name)
+    return bool(info.get("higher_is_better", True)) if info else True
 
 
 def geometry_label(name: str, rows: Iterable[Mapping[str, Any]] | None = None) -> str:
@@ -130,19 +221,22 @@ def geometry_label(name: str, rows: Iterable[Mapping[str, Any]] | None = None) -
     return _recorded_label(rows, "geometry", name) or str(name)
 
 
-_CSV_FIRST = ["method", "geometry", "seed", *METRICS, *IMBALANCE_METRICS]
-
-#: Columns only some methods have (a run without them shows "–" instead of failing the table).
-OPTIONAL_METRICS = frozenset(CLASSIFIER_METRICS)
+#: Columns only some methods have (a run without them shows "–" instead of failing the table):
+#: the registry's ``optional`` metrics (the classifier's scores), a live view.
+OPTIONAL_METRICS: Set[str] = _MetricSet(lambda info: info.optional)
 
 
 def default_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
-    """The table columns: :data:`UNSEEN_METRICS` when every row has them, else :data:`METRICS` (+ imbalance).
+    """The table columns: the registered metrics the rows hold, in registration order.
 
-    :data:`IMBALANCE_METRICS` (``bal_acc``, ``macro_f1``) follow the five paper-01 columns
-    when every row has them (runs recorded before hierviz 0.3 do not). :data:`CLASSIFIER_METRICS`
-    (the HyILR methods' own classifier, Paper 05 §5.3) follow when any row has them; the
-    tables show "–" for the rows without (:data:`OPTIONAL_METRICS`).
+    A metric is a column when its registration has ``table=True`` and every row holds it, or
+    it is ``optional`` (:data:`OPTIONAL_METRICS`: a classifier's columns, "–" for the rows
+    without) and some row holds it. So paper 01's five columns, then the imbalance-aware two
+    when every run has them (runs recorded before hierviz 0.3 do not), paper 04 Table I's
+    seven for the seen/unseen protocol, the MAP@k columns every retrieval run has, the
+    classifier's four, and a user's registered metric. Metrics registered with the same
+    ``hides`` are one table: shown when every row holds all of them, and then instead of the
+    columns they hide (paper 04's seven replace the probe's, as in Table I), else left out.
 
     Parameters
     ----------
@@ -155,27 +249,42 @@ def default_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
 
     Examples
     --------
-    >>> default_metrics([{"hf1": 0.5}])
+    >>> default_metrics([{"hf1": 0.5, "h_acc": 0.5, "pc_order": 0.5, "violations": 0.1, "top1": 0.5}])
     ('hf1', 'h_acc', 'pc_order', 'violations', 'top1')
-    >>> default_metrics([dict.fromkeys(UNSEEN_METRICS, 0.5)])[:3]
+    >>> default_metrics([dict.fromkeys(UNSEEN_METRICS, 0.5) | {"blind_over_aware": 1.0}])[:3]
     ('leaf_f1', 'rp5', 'mnr')
-    >>> default_metrics([{"hf1": 0.5, "bal_acc": 0.4, "macro_f1": 0.3}])[-2:]
-    ('bal_acc', 'macro_f1')
+    >>> default_metrics([{"hf1": 0.5, "bal_acc": 0.4, "macro_f1": 0.3}])
+    ('hf1', 'bal_acc', 'macro_f1')
     >>> default_metrics([dict.fromkeys(RETRIEVAL_METRICS, 0.5)])[-3:]
     ('map@20', 'p@1', 'r_precision')
-    >>> default_metrics([{"hf1": 0.5}, {"hf1": 0.4, **dict.fromkeys(CLASSIFIER_METRICS, 0.3)}])[5:]
+    >>> default_metrics([{"hf1": 0.5}, {"hf1": 0.4, **dict.fromkeys(CLASSIFIER_METRICS, 0.3)}])[1:]
     ('clf_micro_f1', 'clf_macro_f1', 'clf_hi_micro_f1', 'clf_hi_macro_f1')
     """
     R = [r for r in rows if isinstance(r, Mapping)]
-    if R and all("map@1" in r for r in R):  # retrieval runs: the MAP@k every run has (k <= its references)
-        return tuple(m for m in RETRIEVAL_METRICS if all(m in r for r in R))
-    # issue 23: a method's own multi-label classifier (HyILR) adds its columns; other rows show "–"
-    clf = tuple(m for m in CLASSIFIER_METRICS if any(m in r for r in R))
-    if R and all(all(m in r for m in UNSEEN_METRICS) for r in R):
-        return (*UNSEEN_METRICS, *clf)
-    if R and all(all(m in r for m in IMBALANCE_METRICS) for r in R):
-        return (*METRICS, *IMBALANCE_METRICS, *clf)
-    return (*METRICS, *clf)
+    if not R:
+        return METRICS
+    out = []
+    for name in METRIC_INFO.names():
+        info = METRIC_INFO.get(name)
+        held = [name in r for r in R]
+        if info.table and (all(held) or (info.optional and any(held))):
+            out.append(name)
+    # metrics registered with the same `hides` are one table (paper 04's Table I): shown whole, replacing the
+    # columns they hide, or not at all
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name in METRIC_INFO.names():
+        if METRIC_INFO.get(name).hides:
+            groups.setdefault(METRIC_INFO.get(name).hides, []).append(name)
+    for hides, members in groups.items():
+        if all(m in out for m in members):
+            out = [name for name in out if name not in hides]
+        else:
+            out = [name for name in out if name not in members]
+    for r in R:  # metrics a module registered that this process has not imported: titled from the records
+        for name in r.get("metric_info") or {}:
+            if name not in METRIC_INFO and name not in out and all(name in q for q in R):
+                out.append(name)
+    return tuple(out)
 
 
 def _check_rows(rows: Any, name: str = "rows") -> list[dict]:
@@ -214,7 +323,7 @@ def write_results_csv(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Pa
         ``rows`` not a sequence of dicts, empty, or a row without method/geometry/seed.
     """
     R = _check_rows(rows)
-    cols = [c for c in _CSV_FIRST if any(c in r for r in R)]
+    cols = ["method", "geometry", "seed", *(m for m in METRIC_INFO.names() if any(m in r for r in R))]
     for r in R:
         cols += [k for k in r if k not in cols and k not in DISPLAY_KEYS and not isinstance(r[k], (dict, list, tuple))]
     path = Path(path)
@@ -249,8 +358,8 @@ def read_results_csv(path: str | Path) -> list[dict]:
         for r in csv.DictReader(fh):
             out: dict[str, Any] = {}
             for k, v in r.items():
-                if v == "" and k in OPTIONAL_METRICS:
-                    continue  # a metric this row's method does not have (e.g. no classifier): "–" in the tables
+                if v == "" and k in METRIC_INFO:
+                    continue  # a metric this row's run does not have (e.g. no classifier): "–" in the tables
                 if k in ("method", "geometry"):
                     out[k] = v
                 elif k == "seed":
@@ -366,7 +475,7 @@ def _table_cells(rows, metrics, methods, geometries, baselines=None):
     for g, m in cols:
         vals = [summary[(meth, g)][m][0] for meth in methods if m in summary.get((meth, g), {})]
         if len(vals) > 1:
-            best[(g, m)] = min(vals) if m in LOWER_IS_BETTER else max(vals)
+            best[(g, m)] = max(vals) if higher_is_better(m, rows) else min(vals)
     body = []
     for meth in methods:
         cells = []
@@ -379,7 +488,7 @@ def _table_cells(rows, metrics, methods, geometries, baselines=None):
             cells.append((text, (g, m) in best and math.isclose(mean, best[(g, m)], abs_tol=5e-4)))
         body.append((method_label(meth, rows), cells))
     body += _baseline_cells(baselines, metrics, geometries)
-    header = [f"{METRIC_LABELS.get(m, m)} ({geometry_label(g, rows)})" for g, m in cols]
+    header = [f"{metric_label(m, rows)} ({geometry_label(g, rows)})" for g, m in cols]
     nseeds = sorted({v[metrics[0]][2] for v in summary.values()})
     return header, body, nseeds
 
@@ -435,7 +544,7 @@ def results_markdown(
     for name, cells in body:
         lines.append(f"| {name} | " + " | ".join(f"**{t}**" if b else t for t, b in cells) + " |")
     seeds = "/".join(str(n) for n in nseeds)
-    lower = [METRIC_LABELS.get(m, m).replace(" ↓", "") for m in metrics if m in LOWER_IS_BETTER]
+    lower = [metric_label(m, rows).replace(" ↓", "") for m in metrics if not higher_is_better(m, rows)]
     direction = (
         f"{', '.join(lower)}: lower is better; all other metrics: higher is better."
         if lower

@@ -402,7 +402,8 @@ def fit(
         Items ``(x (V, 3, H, W) float tensor, label int)``.
     callbacks : sequence of callables, optional
         ``cb(epoch, info)`` after each epoch's checkpoint, with ``info`` holding
-        ``history``, ``step_history``, ``model``, ``checkpoint``.  An exception raised by a
+        ``history``, ``step_history``, ``model``, ``checkpoint``, and the ``optimizer`` and
+        ``scheduler`` being stepped (read them; a callback that changes them changes training).  An exception raised by a
         callback propagates (the checkpoint of that epoch is already on disk), except
         :class:`StopTraining`, which ends training there (early stopping; the other
         callbacks of that epoch still run).
@@ -632,7 +633,14 @@ def fit(
                 try:
                     cb(
                         epoch,
-                        {"history": history, "step_history": step_history, "model": model, "checkpoint": ckpt_path},
+                        {
+                            "history": history,
+                            "step_history": step_history,
+                            "model": model,
+                            "checkpoint": ckpt_path,
+                            "optimizer": optimizer,
+                            "scheduler": scheduler,
+                        },
                     )
                 except StopTraining:  # early stopping: this epoch is the last
                     stop = True

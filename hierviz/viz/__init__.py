@@ -17,10 +17,11 @@ from hierviz.viz.disk import check_in_ball, geodesic, node_positions, plot_poinc
 from hierviz.viz.hyperboloid import check_on_hyperboloid, hyperboloid_to_disk, plot_hyperboloid
 from hierviz.viz.omega import hwc_forces, omega_matrix, plot_forces, plot_omega, plot_rho
 from hierviz.viz.projection import parent_hulls, plot_projection, project_2d
-from hierviz.viz.radius import plot_radius_by_depth
+from hierviz.viz.radius import plot_node_radii, plot_radius_by_depth
 from hierviz.viz.tree import dfs_leaves, family_colors, leaf_colors, node_colors, plot_tree, tree_layout
 
 __all__ = [
+    "plot_node_radii",
     "plot_radius_by_depth",
     "plot_poincare_disk",
     "geodesic",

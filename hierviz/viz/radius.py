@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from hierviz.metrics.radius import radius_report
 
-__all__ = ["plot_radius_by_depth", "add_radius_traces"]
+__all__ = ["plot_radius_by_depth", "add_radius_traces", "plot_node_radii"]
 
 
 def plot_radius_by_depth(
@@ -126,5 +126,104 @@ def add_radius_traces(fig: go.Figure, rows: list[dict], name: str = "") -> go.Fi
             name=f"{prefix}samples (± std)",
             legendgroup=name or None,
         )
+    )
+    return fig
+
+
+def plot_node_radii(rows: Any, title: str | None = None) -> go.Figure:
+    """Every node's prototype radius against its depth, the tree's edges drawn, one shade per seed.
+
+    A dot per (node, seed) at (depth, d(0, prototype)), jittered sideways by seed, and a line
+    from each node to its parent: where every line climbs from left to right, every parent
+    lies nearer the origin than its children (``edge_order`` 1); where the dots of each depth
+    sit above those of the depth before, the depth ranking is perfect
+    (``radius_depth_spearman`` 1). Hovering names the node.
+
+    Parameters
+    ----------
+    rows : iterable of mappings
+        One per node and seed, with ``node`` (str), ``depth`` (int), ``parent`` (str, "" for
+        the root), ``radius`` (float, geodesic units) and optionally ``seed`` (int, default 0);
+        e.g. the rows of ``docs/results/radius-20news/prototypes.csv`` for one method and
+        geometry, or :func:`hierviz.metrics.node_prototype_radii` with the node names filled in.
+    title : str, optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+
+    Raises
+    ------
+    ValueError
+        No rows, or a parent that is not among the rows of its seed.
+
+    Examples
+    --------
+    >>> rows = [dict(node="r", depth=0, parent="", radius=0.0), dict(node="a", depth=1, parent="r", radius=1.0),
+    ...         dict(node="a1", depth=2, parent="a", radius=2.1)]
+    >>> fig = plot_node_radii(rows)
+    >>> [t.name for t in fig.data]
+    ['seed 0', 'seed 0: edges']
+    """
+    by_seed: dict[int, list[dict]] = {}
+    for r in rows:
+        s = int(r.get("seed", 0) or 0)
+        by_seed.setdefault(s, []).append(
+            {
+                "node": str(r["node"]),
+                "depth": int(r["depth"]),
+                "parent": str(r.get("parent") or ""),
+                "radius": float(r["radius"]),
+            }
+        )
+    if not by_seed:
+        raise ValueError("rows: no node radii to plot")
+    fig = go.Figure()
+    seeds = sorted(by_seed)
+    for i, s in enumerate(seeds):
+        pts = by_seed[s]
+        dx = 0.0 if len(seeds) == 1 else 0.25 * (i / (len(seeds) - 1) - 0.5)
+        where = {p["node"]: (p["depth"] + dx, p["radius"]) for p in pts}
+        ex, ey = [], []
+        for p in pts:
+            if not p["parent"]:
+                continue
+            if p["parent"] not in where:
+                raise ValueError(f"rows: node {p['node']!r} (seed {s}) has parent {p['parent']!r}, which has no row")
+            (x0, y0), (x1, y1) = where[p["parent"]], where[p["node"]]
+            ex += [x0, x1, None]
+            ey += [y0, y1, None]
+        color = f"hsl({int(210 + 120 * i / max(1, len(seeds) - 1))}, 60%, 45%)"
+        fig.add_trace(
+            go.Scatter(
+                x=[where[p["node"]][0] for p in pts],
+                y=[p["radius"] for p in pts],
+                mode="markers",
+                marker=dict(size=7, color=color),
+                text=[p["node"] for p in pts],
+                name=f"seed {s}",
+                legendgroup=f"seed {s}",
+                hovertemplate="%{text}: radius %{y:.3f}<extra></extra>",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=ex,
+                y=ey,
+                mode="lines",
+                line=dict(width=0.8, color=color),
+                opacity=0.45,
+                name=f"seed {s}: edges",
+                legendgroup=f"seed {s}",
+                showlegend=False,
+                hoverinfo="skip",
+            )
+        )
+    depths = sorted({p["depth"] for pts in by_seed.values() for p in pts})
+    fig.update_layout(
+        title=title or "Prototype radius by depth",
+        xaxis=dict(title="tree depth (root 0)", tickvals=depths),
+        yaxis=dict(title="geodesic distance to the origin d(0, μ)", rangemode="tozero"),
+        template="plotly_white",
     )
     return fig
