@@ -25,7 +25,8 @@ METHODS = ["supcon", "hwc+lam", "g-hmlc", "a-hmlc", "hcl", "t+pl", "hyilr"]  # n
 @pytest.mark.parametrize("size", ["smoke", "medium", "full"])
 @pytest.mark.parametrize("data", ["images", "text"])
 def test_every_capstone_table_shares_one_protocol_and_split(size, data):
-    cfg = resolve_config("quick", capstone_overrides(data, size, METHODS, ["euclidean", "poincare"], 5))
+    preset = "quick-ham10000" if data == "images" else "quick"
+    cfg = resolve_config(preset, capstone_overrides(data, size, METHODS, ["euclidean", "poincare"], 5))
     protocols = table_protocols(cfg)
     assert set(protocols) == set(METHODS)
     assert set(protocols.values()) == {CAPSTONE_PROTOCOL}, protocols  # t+pl too: not its own "unseen"
