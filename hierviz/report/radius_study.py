@@ -37,18 +37,18 @@ _NAMES = {"supcon": "SupCon", "hwc": "HWC", "hwc+lam": "HWC+LAM", "euclidean": "
           "lorentz": "Lorentz"}  # fmt: skip
 
 
-def study_folder(folder: str | Path) -> Path:
-    """The study's folder (``results_dir() / "radius-20news"`` in a notebook), checked.
+def study_folder(folder: str | Path, needs: str = "results.csv") -> Path:
+    """The study's folder (``results_dir() / "radius-20news"`` in a notebook), checked to hold ``needs``.
 
     Raises
     ------
     FileNotFoundError
-        The folder or its ``results.csv`` is missing (the message names it).
+        The folder or the file it needs is missing (the message names both).
     """
     folder = Path(folder)
-    if not (folder / "results.csv").is_file():
+    if not (folder / needs).is_file():
         raise FileNotFoundError(
-            f"folder={str(folder)!r}: no results.csv; the study is committed as docs/results/radius-20news"
+            f"folder={str(folder)!r}: no {needs}; the study is committed as docs/results/radius-20news"
         )
     return folder
 
@@ -69,8 +69,9 @@ def _ms(v: Sequence[float], digits: int = 2) -> str:
     x = [a for a in v if math.isfinite(a)]
     if not x:
         return "–"
-    sd = float(np.std(x, ddof=1)) if len(x) > 1 else 0.0
-    return f"{np.mean(x):.{digits}f} ± {sd:.{digits}f}"
+    if len(x) == 1:  # one seed: no spread to show
+        return f"{x[0]:.{digits}f}"
+    return f"{np.mean(x):.{digits}f} ± {np.std(x, ddof=1):.{digits}f}"
 
 
 def _groups(rows: Sequence[dict[str, str]], keys: Sequence[str]) -> dict[tuple, list[dict[str, str]]]:
@@ -140,7 +141,7 @@ def sweep_markdown(folder: str | Path, labels: Sequence[str] | None = None) -> s
     ValueError
         ``labels`` names a setting the sweep does not hold (the message lists them).
     """
-    folder = study_folder(folder)
+    folder = study_folder(folder, needs="sweep.csv")
     name = folder.name
     path = folder / "sweep.csv"
     if not path.is_file():
@@ -174,7 +175,7 @@ def radius_by_depth_figure(folder: str | Path, geometry: str = "poincare", title
     """
     import plotly.graph_objects as go
 
-    folder = study_folder(folder)
+    folder = study_folder(folder, needs="prototypes.csv")
     name = folder.name
     rows = [r for r in _read(folder / "prototypes.csv") if r["geometry"] == geometry]
     if not rows:
