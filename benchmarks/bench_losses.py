@@ -153,12 +153,16 @@ def bench_share(
     embed_dim: int = 128,
     compile_loss: bool = False,
     compile_mode: str | None = None,
+    compile_backend: str | None = None,
 ) -> list[dict]:
     """Share of a training step (two views, autocast bf16 on CUDA, AdamW) taken by each loss.
 
     For each geometry the same model steps with a trivial loss (``base``) and with each
     method's objective, interleaved; ``share = (t_method − t_base) / t_method``. The loss is
-    also timed alone on detached embeddings (``loss_ms``).
+    also timed alone on detached embeddings (``loss_ms``). With ``compile_loss`` the objectives
+    run through :class:`hierviz.losses.CompiledLoss` (``compile_mode``, ``compile_backend``: its
+    ``mode`` and ``backend``; ``"aot_eager"`` traces the same graphs without code generation, the
+    CPU dry run of ``benchmarks/gpu_session.sh``).
 
     Returns
     -------
@@ -186,7 +190,7 @@ def bench_share(
             from hierviz.losses import CompiledLoss
 
             # compile_mode "reduce-overhead": CUDA graphs on top (static shapes), the launches replayed at once
-            compiled = {m: CompiledLoss(o, mode=compile_mode) for m, o in objectives.items()}
+            compiled = {m: CompiledLoss(o, mode=compile_mode, backend=compile_backend) for m, o in objectives.items()}
             objectives = {m: (lambda z, y, f=f: f({"z": z}, y)) for m, f in compiled.items()}
 
         def step(obj, model=model, opt=opt):
@@ -253,9 +257,11 @@ def verdicts(rows: list[dict]) -> list[dict]:
 def _write_json(path: str | None, payload: dict) -> None:
     if path:
         import json
+        import os
 
-        with open(path, "w", encoding="utf-8") as f:
+        with open(f"{path}.tmp", "w", encoding="utf-8") as f:  # whole or not at all: a timeout may stop the run
             json.dump(payload, f, indent=2)
+        os.replace(f"{path}.tmp", path)
         print(f"wrote {path}")
 
 
@@ -279,6 +285,11 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="torch.compile mode of --compile-loss, e.g. reduce-overhead (CUDA graphs)",
     )
+    ap.add_argument(
+        "--compile-backend",
+        default=None,
+        help="torch.compile backend of --compile-loss (default inductor; aot_eager: no code generation)",
+    )
     ap.add_argument("--methods", default="supcon,hwc+lam", help="methods for --share")
     ap.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON")
     args = ap.parse_args(argv)
@@ -297,47 +308,52 @@ def main(argv: list[str] | None = None) -> None:
             f"interleaved steps{', compiled kernels' if args.compile else ''}"
             f"{', compiled objectives' if args.compile_loss else ''}"
             f"{f' (mode {args.compile_mode})' if args.compile_loss and args.compile_mode else ''}"
+            f"{f' (backend {args.compile_backend})' if args.compile_loss and args.compile_backend else ''}"
         )
         print(f"  {'geometry':10s} {'loss':8s} {'step ms':>9s} {'base ms':>9s} {'share':>7s} {'loss alone ms':>14s}")
-        rows = bench_share(
-            args.encoder,
-            args.image_size,
-            args.batch,
-            device,
-            args.repeats,
-            methods=tuple(args.methods.split(",")),
-            geometries=tuple(args.geometries.split(",")),
-            compile_loss=args.compile_loss,
-            compile_mode=args.compile_mode,
-        )
-        for r in rows:
-            print(
-                f"  {r['geometry']:10s} {r['method']:8s} {r['step_ms']:9.2f} {r['base_ms']:9.2f} "
-                f"{100 * r['share']:6.1f}% {r['loss_ms']:14.2f}"
+        rows: list[dict] = []
+        for geo in args.geometries.split(","):  # one geometry at a time: a run stopped early keeps the finished ones
+            new_rows = bench_share(
+                args.encoder,
+                args.image_size,
+                args.batch,
+                device,
+                args.repeats,
+                methods=tuple(args.methods.split(",")),
+                geometries=(geo,),
+                compile_loss=args.compile_loss,
+                compile_mode=args.compile_mode,
+                compile_backend=args.compile_backend,
             )
-        vs = verdicts(rows)
-        for v in vs:
-            print(f"GOAL {v['goal']} | measured {v['measured']} | {'met' if v['met'] else 'not met'}")
-        _write_json(
-            args.json,
-            dict(
-                benchmark="bench_losses --share",
-                torch=torch.__version__,
-                device=name,
-                date=time.strftime("%Y-%m-%d", time.gmtime()),
-                settings=dict(
-                    encoder=args.encoder,
-                    image_size=args.image_size,
-                    batch=args.batch,
-                    repeats=args.repeats,
-                    compile_loss=args.compile_loss,
-                    compile_mode=args.compile_mode,
-                    compile_kernels=args.compile,
+            rows += new_rows
+            for r in new_rows:
+                print(
+                    f"  {r['geometry']:10s} {r['method']:8s} {r['step_ms']:9.2f} {r['base_ms']:9.2f} "
+                    f"{100 * r['share']:6.1f}% {r['loss_ms']:14.2f}"
+                )
+            for v in verdicts(new_rows):
+                print(f"GOAL {v['goal']} | measured {v['measured']} | {'met' if v['met'] else 'not met'}", flush=True)
+            _write_json(
+                args.json,
+                dict(
+                    benchmark="bench_losses --share",
+                    torch=torch.__version__,
+                    device=name,
+                    date=time.strftime("%Y-%m-%d", time.gmtime()),
+                    settings=dict(
+                        encoder=args.encoder,
+                        image_size=args.image_size,
+                        batch=args.batch,
+                        repeats=args.repeats,
+                        compile_loss=args.compile_loss,
+                        compile_mode=args.compile_mode,
+                        compile_backend=args.compile_backend,
+                        compile_kernels=args.compile,
+                    ),
+                    rows=rows,
+                    verdicts=verdicts(rows),
                 ),
-                rows=rows,
-                verdicts=vs,
-            ),
-        )
+            )
         return
     print(
         f"torch {torch.__version__}, threads {torch.get_num_threads()}, 2B = {args.n}, d = {args.d}, "

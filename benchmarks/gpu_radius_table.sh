@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Issue 22's GPU table, unattended, inside a fixed time budget on one H100/H200.
+# For the one prepared device call, use gpu_session.sh instead (one process at a time, 540 s).
 #
 #   bash benchmarks/gpu_radius_table.sh OUT_DIR [SECONDS]     # repository root, PYTHONPATH set
 #   CPU=1 bash benchmarks/gpu_radius_table.sh OUT_DIR 600     # the CPU smoke path (tiny sizes)

@@ -212,6 +212,14 @@ def _add_retrieval_commands(sub: Any) -> None:
     f.add_argument("--float16", action="store_true", help="store the features as float16 (Paper 03 §2.1)")
     f.add_argument("--out", required=True, metavar="F.npz", help="the features file to write")
     f.add_argument("--quiet", action="store_true", help="no progress bars")
+    f.add_argument(
+        "--import",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        dest="imports",
+        help="import a module first (the dataset or encoder a --run was made with)",
+    )
     f.add_argument("--debug", action="store_true", help="print full tracebacks")
 
     r = sub.add_parser(
@@ -465,9 +473,12 @@ def main(argv: Sequence[str] | None = None, *, _run_callbacks: dict | None = Non
     try:
         return _run(args, argv, _run_callbacks)
     except KeyboardInterrupt:
+        trains = getattr(args, "command", None) in ("compare", "htc")  # the commands that checkpoint runs
         print(
             "hierviz: interrupted; finished runs and the last checkpoint of the current run are kept: "
-            "rerun with --resume to continue",
+            "rerun with --resume to continue"
+            if trains
+            else f"hierviz: interrupted ({getattr(args, 'command', None) or 'hierviz'} stopped; nothing to resume)",
             file=sys.stderr,
         )
         return 130

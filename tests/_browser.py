@@ -134,43 +134,132 @@ def _write_settings(settings: Path) -> None:
         f.write_text(json.dumps(value))
 
 
+#: Seconds a REST call is retried on a 5xx answer or a timed-out read, on an idle machine (× :func:`load_factor`).
+API_RETRY_S = 60.0
+
+
+def load_factor() -> float:
+    """The machine's 1-minute load average per CPU, at least 1 (1 where the OS does not tell).
+
+    Deadlines of the browser tests are multiplied by it: on a 2-core machine at load 8 a Run All
+    or a save takes about four times as long as on an idle one.
+    """
+    try:
+        return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    except (AttributeError, OSError):
+        return 1.0
+
+
+def _error_detail(e: urllib.error.HTTPError) -> str:
+    """``": <the server's message>"`` from a Jupyter error body (JSON ``message``), at most 300 characters."""
+    try:
+        raw = e.read().decode(errors="replace")
+    except Exception:  # noqa: BLE001  (no body, or it was read already)
+        return ""
+    try:
+        msg = json.loads(raw).get("message") or raw
+    except (ValueError, AttributeError):
+        msg = raw
+    msg = " ".join(str(msg).split())
+    return f": {msg[:300]}" if msg else ""
+
+
 class Server:
     """A running Jupyter server: ``url`` (no token), ``root`` (its root folder), ``app`` ("lab" | "notebook")."""
 
     def __init__(self, url: str, root: Path, app: str, proc: subprocess.Popen, log: Path):
         self.url, self.root, self.app, self.proc, self.log = url, root, app, proc, log
 
-    def api(self, path: str, method: str = "GET", body: dict | None = None):
+    #: What the server last answered, for failure messages: ``"GET /api/contents/x: HTTP 500 …"``.
+    last_response: str = "none yet"
+
+    def api(self, path: str, method: str = "GET", body: dict | None = None, retry_s: float | None = None):
+        """One REST call; a 5xx answer or a timed-out read is retried with backoff for ``retry_s`` seconds.
+
+        On a loaded machine the contents API answers 500 while a save rewrites the file, and a
+        reply can take longer than the socket timeout. ``retry_s`` defaults to
+        :data:`API_RETRY_S` × :func:`load_factor`. A 4xx answer (the caller's to judge) and a
+        refused connection (the server not up yet) are raised at once. The error raised after the
+        last try is the server's ``HTTPError`` (same code) whose reason names the tries and
+        :attr:`last_response`.
+        """
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(req, timeout=30) as r:
-            body = r.read()
-        return json.loads(body) if body else None
+        budget = API_RETRY_S * load_factor() if retry_s is None else retry_s
+        t0, delay, tries = time.monotonic(), 0.25, 0
+        while True:
+            tries += 1
+            req = urllib.request.Request(self.url + path, data=data, method=method)
+            if data is not None:
+                req.add_header("Content-Type", "application/json")
+            try:
+                with urllib.request.urlopen(req, timeout=30) as r:
+                    raw = r.read()
+                    self.last_response = f"{method} {path}: HTTP {r.status} ({len(raw)} bytes)"
+                return json.loads(raw) if raw else None
+            except urllib.error.HTTPError as e:
+                self.last_response = f"{method} {path}: HTTP {e.code} {e.reason}{_error_detail(e)}"
+                if e.code < 500 or time.monotonic() - t0 + delay > budget:
+                    if e.code < 500:
+                        raise
+                    raise urllib.error.HTTPError(
+                        e.url,
+                        e.code,
+                        f"{e.reason} ({tries} tries over {time.monotonic() - t0:.0f} s; last response: "
+                        f"{self.last_response})",
+                        e.headers,
+                        None,
+                    ) from None
+            except (TimeoutError, urllib.error.URLError) as e:
+                reason = getattr(e, "reason", e)
+                if not isinstance(reason, TimeoutError) or time.monotonic() - t0 + delay > budget:
+                    raise
+                self.last_response = f"{method} {path}: no answer within 30 s"
+            time.sleep(delay)
+            delay = min(2 * delay, 4.0)
 
     def notebook_url(self, name: str) -> str:
         # ?reset: a fresh Lab workspace, or Lab would also reopen the notebooks of the previous test
         return f"{self.url}/lab/tree/{name}?reset" if self.app == "lab" else f"{self.url}/notebooks/{name}"
 
-    def last_modified(self, name: str) -> str:
-        """The server's ``last_modified`` stamp of ``name`` (ISO 8601)."""
-        return self.api(f"/api/contents/{name}?content=0")["last_modified"]
+    def last_modified(self, name: str, timeout_s: float = 30.0) -> str:
+        """The server's ``last_modified`` stamp of ``name`` (ISO 8601); see :meth:`read_contents`."""
+        return self.read_contents(f"/api/contents/{name}?content=0", timeout_s)["last_modified"]
 
-    def notebook(self, name: str, timeout_s: float = 30.0) -> dict:
-        """The saved notebook as the server holds it (JSON).
+    def read_contents(self, path: str, timeout_s: float = 30.0) -> dict:
+        """A contents-API read of a file that exists, retried while a save is rewriting it.
 
         Jupyter Server's "atomic" writing rewrites the file in place (it keeps a backup copy, not a
-        temporary one), so a read during a save answers 400 "Unreadable Notebook": retry until it parses.
+        temporary one), so a read during a save answers 400 "Unreadable Notebook", and on a loaded
+        machine 404 (seen while a save was under way) or 500: 4xx answers are retried here for
+        ``timeout_s`` × :func:`load_factor` seconds, every 0.25 s (5xx by :meth:`api`). The error
+        after the last try names :attr:`last_response`.
         """
-        t0 = time.monotonic()
+        t0, budget = time.monotonic(), timeout_s * load_factor()
         while True:
             try:
-                return self.api(f"/api/contents/{name}?content=1")["content"]
+                return self.api(path)
             except urllib.error.HTTPError as e:
-                if e.code != 400 or time.monotonic() - t0 > timeout_s:
-                    raise
+                gone = e.code == 404 and not self.root.is_dir()
+                if e.code not in (400, 404) or gone or time.monotonic() - t0 > budget:
+                    why = (
+                        f"; the server's root folder {self.root} was deleted (on a shared machine another "
+                        "pytest session's clean-up of old /tmp/pytest-of-<user> folders: pass --basetemp)"
+                        if gone
+                        else ""
+                    )
+                    raise urllib.error.HTTPError(
+                        e.url,
+                        e.code,
+                        f"{e.reason} (read retried for {time.monotonic() - t0:.0f} s; last response: "
+                        f"{self.last_response}{why})",
+                        e.headers,
+                        None,
+                    ) from None
             time.sleep(0.25)
+
+    def notebook(self, name: str, timeout_s: float = 30.0) -> dict:
+        """The saved notebook as the server holds it (JSON), read again while a save rewrites it (:meth:`read_contents`)."""
+        return self.read_contents(f"/api/contents/{name}?content=1", timeout_s)["content"]
 
     def start_session(self, name: str) -> None:
         """Start a fresh python3 kernel for notebook ``name`` (the REST API's session of that path).
@@ -220,7 +309,10 @@ class Server:
 
 @contextmanager
 def jupyter_server(tmp: Path, app: str = "lab", timeout: float = 120.0):
-    """Start ``jupyter lab`` (or ``jupyter notebook``) on a free port with root ``tmp/root``; yield a :class:`Server`."""
+    """Start ``jupyter lab`` (or ``jupyter notebook``) on a free port with root ``tmp/root``; yield a :class:`Server`.
+
+    ``timeout`` (seconds for the server to answer, on an idle machine) is multiplied by :func:`load_factor`.
+    """
     root, settings = tmp / "root", tmp / "settings"
     root.mkdir(parents=True, exist_ok=True)
     _write_settings(settings)
@@ -252,6 +344,7 @@ def jupyter_server(tmp: Path, app: str = "lab", timeout: float = 120.0):
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=root)
     server = Server(f"http://127.0.0.1:{port}", root, app, proc, log)
+    timeout *= load_factor()
     try:
         t0 = time.monotonic()
         while True:
@@ -358,12 +451,15 @@ def run_all(page, timeout_s: float = 420.0) -> dict:
     """Run > Run All Cells, then wait until no cell is queued or running and the kernel is idle.
 
     The page is polled every 100 ms (in the page, not by fixed sleeps); once done it is asked again
-    after 200 ms, in case the kernel was idle between two cells.
+    after 200 ms, in case the kernel was idle between two cells. ``timeout_s`` is for an idle
+    machine and is multiplied by :func:`load_factor`.
     """
+    factor = load_factor()
+    timeout_s *= factor
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
     t0 = time.monotonic()
-    page.wait_for_function(f"({_RUN_STATE_JS})().busy > 0", timeout=30_000)
+    page.wait_for_function(f"({_RUN_STATE_JS})().busy > 0", timeout=30_000 * factor)
     while True:
         left_ms = (timeout_s - (time.monotonic() - t0)) * 1000
         try:
@@ -402,41 +498,53 @@ def wait_for_panels(page, expected: int, timeout_ms: float = 30_000) -> bool:
         return False
 
 
-# Ask Lab to save the document ``name`` (its context's save, not a key press: no focus needed); the
-# promise is not awaited (a dialog would hold it), its error is kept for the message.
+# Ask Lab to save the document ``name`` (its context's save, not a key press: no focus needed). The
+# promise is not awaited (a dialog would hold it); its outcome is the server's own "saved" signal
+# (Lab's PUT answered), kept in window.__hvSave for the wait and the message.
 _LAB_SAVE_JS = """(name) => {
   const w = Array.from(window.jupyterapp.shell.widgets('main')).find(w => w.context && w.context.path === name);
   if (!w) return false;
-  window.__hvSaveError = null;
-  w.context.save().catch(e => { window.__hvSaveError = String(e); });
+  const s = window.__hvSave = {state: 'pending', error: null, t0: performance.now(), t1: null};
+  w.context.save().then(() => { s.state = 'saved'; s.t1 = performance.now(); },
+                        e => { s.state = 'failed'; s.error = String(e); s.t1 = performance.now(); });
   return true;
 }"""
-_SAVE_STATE_JS = """() => ({error: window.__hvSaveError || null,
-  dialog: (document.querySelector('.jp-Dialog') || {}).innerText || null})"""
+_SAVE_STATE_JS = """() => { const s = window.__hvSave;
+  return {save: s ? {state: s.state, error: s.error, ms: Math.round((s.t1 || performance.now()) - s.t0)} : null,
+          dialog: (document.querySelector('.jp-Dialog') || {}).innerText || null}; }"""
 
 
-def _request_save(page, server: Server, name: str) -> None:
+def _request_save(page, server: Server, name: str) -> bool:
+    """Ask for a save; True when Lab's save promise reports the outcome (False: Notebook 7's Ctrl+S)."""
     if server.app == "lab" and page.evaluate("() => !!window.jupyterapp"):
         if page.evaluate(_LAB_SAVE_JS, name):
-            return
+            return True
     page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})  # Notebook 7: the key press
     page.keyboard.press("Control+s")
+    return False
 
 
 def save(page, server: Server, name: str, timeout_s: float = 60.0, retry_s: float = 15.0) -> dict:
     """Save ``name`` and wait until the server holds a newer copy in which every code cell has run; return it.
 
-    Lab saves through the document's context (Notebook 7: Ctrl+S). The page's dirty mark is not
-    enough: Notebook 7 shows it elsewhere than Lab, and the mark clears before the server has
-    finished writing the file. Nor is one request with a changed ``last_modified`` stamp: a
-    Ctrl+S was once lost (no save within 60 s) and once read back a copy without outputs, so the
-    copy itself is read until each code cell has an execution count, and the save is asked for
-    again every ``retry_s`` seconds until then.
+    Lab saves through the document's context and the wait follows the server's own signal: the
+    save promise settles when the server has answered the PUT. A new save is asked for only once
+    the previous one has settled (and ``retry_s`` has passed, or it failed), never on top of a
+    pending one. Notebook 7 has no such promise: Ctrl+S is pressed again every ``retry_s`` seconds.
+    The page's dirty mark is not enough (it clears before the server has written the file), nor is
+    a changed ``last_modified`` stamp alone (a copy without outputs was once read back): the copy
+    is read until each code cell has an execution count.
+
+    The deadline is ``timeout_s`` × :func:`load_factor` (the highest seen during the wait); while
+    a Lab save is still pending it is extended up to three times that. The failure message names
+    the save requests, the page's save state and the server's last response.
     """
     before = seen = server.last_modified(name)
-    t0, next_request, tries, code, unrun = time.monotonic(), 0.0, 0, [], 0
+    t0, last_request, tries, code, unrun, deadline = time.monotonic(), None, 0, [], 0, timeout_s
+    tracked, state = False, {}
     while True:
         elapsed = time.monotonic() - t0
+        deadline = max(deadline, timeout_s * load_factor())
         stamp = server.last_modified(name)
         if stamp != seen:  # a new copy on the server: read it (once per write)
             seen = stamp
@@ -445,13 +553,19 @@ def save(page, server: Server, name: str, timeout_s: float = 60.0, retry_s: floa
             unrun = sum(c.get("execution_count") is None for c in code)
             if not unrun:
                 return saved
-        if elapsed > timeout_s:
+        state = page.evaluate(_SAVE_STATE_JS) if server.app == "lab" else {}
+        pending = tracked and (state.get("save") or {}).get("state") == "pending"
+        failed = tracked and (state.get("save") or {}).get("state") == "failed"
+        if elapsed > (3 * deadline if pending else deadline):
             what = "was not saved" if seen == before else f"was saved with {unrun} of {len(code)} code cells not run"
-            state = page.evaluate(_SAVE_STATE_JS) if server.app == "lab" else {}
-            raise AssertionError(f"{name} {what} within {timeout_s:.0f} s ({tries} save requests; page: {state})")
-        if elapsed >= next_request:
-            _request_save(page, server, name)
-            tries, next_request = tries + 1, elapsed + retry_s
+            raise AssertionError(
+                f"{name} {what} within {elapsed:.0f} s (deadline {deadline:.3g} s at load {load_factor():.1f} per "
+                f"CPU; {tries} save requests; page: {state}; last server response: {server.last_response})"
+            )
+        due = last_request is None or elapsed - last_request >= retry_s
+        if (due and not pending) or (failed and elapsed - last_request >= 1.0):
+            tracked = _request_save(page, server, name)
+            tries, last_request = tries + 1, elapsed
         page.wait_for_timeout(250)
 
 

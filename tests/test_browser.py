@@ -253,3 +253,127 @@ def test_missing_browser_skips_with_install_hint_and_fails_under_ci(monkeypatch,
     with pytest.raises(pytest.fail.Exception, match="CI=true.*apt-get install chromium"):
         B.require_browser()
     assert time.perf_counter() - t0 < 5
+
+
+# --------------------------------------------------------------------------- under load (no browser needed)
+class _FlakyHandler:
+    """A local HTTP server answering ``code`` (with Jupyter's JSON error body) ``fail`` times, then 200."""
+
+    @staticmethod
+    def start(fail: int, code: int = 500):
+        import http.server
+        import threading
+
+        calls = []
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                calls.append(self.path)
+                ok = len(calls) > fail
+                body = json.dumps({"ok": True} if ok else {"message": "Unreadable Notebook: busy saving"}).encode()
+                self.send_response(200 if ok else code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        return srv, calls
+
+
+def _server_at(srv):
+    return B.Server(f"http://127.0.0.1:{srv.server_address[1]}", Path("."), "lab", None, None)
+
+
+def test_api_retries_5xx_with_backoff():
+    """Under load the contents API answered 500 during a save and the test failed on the first answer."""
+    srv, calls = _FlakyHandler.start(fail=3)
+    try:
+        server = _server_at(srv)
+        t0 = time.monotonic()
+        assert server.api("/api/contents/x.ipynb", retry_s=30) == {"ok": True}
+        assert len(calls) == 4 and time.monotonic() - t0 >= 0.25 + 0.5 + 1.0 - 0.05  # backoff 0.25, 0.5, 1 s
+        assert server.last_response.startswith("GET /api/contents/x.ipynb: HTTP 200")
+    finally:
+        srv.shutdown()
+
+
+def test_contents_read_retries_404_and_400_while_a_save_rewrites_the_file():
+    """A loaded run read 404 for a notebook that existed (mid-save); 4xx are the caller's elsewhere."""
+    import urllib.error
+
+    srv, calls = _FlakyHandler.start(fail=2, code=404)
+    try:
+        server = _server_at(srv)
+        assert server.read_contents("/api/contents/x.ipynb?content=0") == {"ok": True} and len(calls) == 3
+        with pytest.raises(urllib.error.HTTPError, match="HTTP Error 404"):
+            other = _FlakyHandler.start(fail=1, code=404)[0]
+            try:
+                _server_at(other).api("/api/contents/x.ipynb")  # api alone: no 4xx retry
+            finally:
+                other.shutdown()
+    finally:
+        srv.shutdown()
+
+
+def test_api_gives_up_naming_the_last_server_response():
+    import urllib.error
+
+    srv, calls = _FlakyHandler.start(fail=10**6)
+    try:
+        server = _server_at(srv)
+        with pytest.raises(urllib.error.HTTPError) as e:
+            server.api("/api/contents/x.ipynb", retry_s=1.0)
+        assert e.value.code == 500 and len(calls) >= 2
+        assert "tries over" in str(e.value) and "Unreadable Notebook: busy saving" in str(e.value)
+        assert "HTTP 500" in server.last_response
+    finally:
+        srv.shutdown()
+
+
+class _FakePage:
+    """A page whose Lab save stays pending: ``evaluate`` answers the save state, ``wait_for_timeout`` sleeps."""
+
+    def __init__(self):
+        self.requests = 0
+
+    def evaluate(self, js, *args):
+        if js == B._LAB_SAVE_JS:
+            self.requests += 1
+            return True
+        if js == B._SAVE_STATE_JS:
+            return {"save": {"state": "pending", "error": None, "ms": 1}, "dialog": None}
+        return True  # window.jupyterapp exists
+
+    def wait_for_timeout(self, ms):
+        time.sleep(ms / 1000)
+
+
+def test_save_waits_on_a_pending_save_and_names_the_last_response(monkeypatch):
+    """No second save on top of a pending one; the deadline follows the load; the message names the server."""
+
+    class Srv:
+        app, last_response = "lab", "GET /api/contents/n.ipynb?content=0: HTTP 200 (312 bytes)"
+
+        def last_modified(self, name):
+            return "2026-01-01T00:00:00Z"
+
+    monkeypatch.setattr(B, "load_factor", lambda: 2.0)
+    page = _FakePage()
+    t0 = time.monotonic()
+    with pytest.raises(AssertionError) as e:
+        B.save(page, Srv(), "n.ipynb", timeout_s=0.2, retry_s=0.05)
+    took = time.monotonic() - t0
+    # deadline 0.2 s × load 2 = 0.4 s, tripled while the save is pending: ~1.2 s, one request only
+    assert 1.1 < took < 5 and page.requests == 1
+    msg = str(e.value)
+    assert "was not saved" in msg and "deadline 0.4 s at load 2.0" in msg and "1 save requests" in msg
+    assert "'state': 'pending'" in msg and "last server response: GET /api/contents/n.ipynb?content=0: HTTP 200" in msg
+
+
+def test_load_factor_is_at_least_one():
+    assert B.load_factor() >= 1.0

@@ -1,6 +1,7 @@
 """Regenerate the tables of the five results pages from the committed per-run CSVs (issue 24).
 
-Every table of ``docs/results/paper0[1-5].md`` sits between ``<!-- table: SPEC -->`` and
+Every table of ``docs/results/paper0[1-5].md`` (and the radius tables of
+``docs/hyperbolic-fidelity.md``, :data:`OTHER_PAGES`) sits between ``<!-- table: SPEC -->`` and
 ``<!-- /table -->`` and is rebuilt here from CSVs committed beside the page, so a page cannot
 drift from its data::
 
@@ -27,6 +28,9 @@ from hierviz.results.tables import render as render_page
 
 HERE = Path(__file__).resolve().parent
 PAGES = ["paper01.md", "paper02.md", "paper03.md", "paper04.md", "paper05.md"]
+#: Other pages whose tables come from CSVs under ``docs/results/`` (paths relative to it): the radius
+#: tables of the hyperbolic-fidelity page and the README's quick-run paired table, from ``fidelity/``.
+OTHER_PAGES = ["../hyperbolic-fidelity.md", "../../README.md"]
 #: Folders whose runs used the whole HAM10000 file, lesion-grouped split seed 0 (for --baselines).
 FULL_HAM = ["ham10000-cpu", "ham10000-medium-cpu", "ham10000-medium-cpu-new-head"]
 #: Other folders: the ``quick``-preset overrides that load their data and split (for --baselines).
@@ -125,12 +129,12 @@ def main(argv: list[str] | None = None) -> int:
         write_split_baselines()
         write_paper03_chance()
     stale = []
-    for page in PAGES:
+    for page in PAGES + OTHER_PAGES:
         path = HERE / page
         old = path.read_text(encoding="utf-8")
         new = render(old)
         if new != old:
-            stale.append(page)
+            stale.append(Path(page).name)
             if not args.check:
                 path.write_text(new, encoding="utf-8")
     if args.check and stale:

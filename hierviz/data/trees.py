@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from os import PathLike
@@ -337,8 +338,17 @@ def align_tree(tree: LabelTree, classes: Sequence[str]) -> LabelTree:
         if dup:
             parts.append(f"repeated class names: {dup}")
         hint = ""
-        if is_placeholder_classes(classes):
+        nfc_leaves = {unicodedata.normalize("NFC", n): n for n in no_data}
+        same = [(c, nfc_leaves[unicodedata.normalize("NFC", c)]) for c in not_in_tree
+                if unicodedata.normalize("NFC", c) in nfc_leaves]  # fmt: skip
+        if same:  # 'café' (NFD) and 'café' (NFC) print alike: say how they differ
+            shown = ", ".join(f"data {ascii(c)} vs tree {ascii(t)}" for c, t in same[:3])
             hint = (
+                f"; {len(same)} name(s) differ only in Unicode normalisation ({shown}): write both in one form, "
+                "e.g. unicodedata.normalize('NFC', name)"
+            )
+        if is_placeholder_classes(classes):
+            hint += (
                 "; the data has unnamed classes (class_0, class_1, ...): name the tree's leaves by the label "
                 'values ("0", "1", ...) or give the tree JSON a "leaf_order" naming label 0, 1, ..., '
                 "and use bind_tree(dataset, tree)"

@@ -53,6 +53,7 @@ from hierviz.evaluation import PROTOCOLS
 # split out (issue 23: no module over 700 lines) and re-exported here, the public import path
 from hierviz.experiments.parsing import ConfigError, _coerce, _coerce_loss, _parse_value, flatten
 from hierviz.experiments.preset_files import PRESETS, load_preset, preset_names
+from hierviz.experiments.run_names import check_run_names
 from hierviz.geometry import GEOMETRIES
 from hierviz.geometry._checks import C_MAX, C_MIN
 from hierviz.methods import LOSS_HPARAMS, METHODS, loss_keys
@@ -516,6 +517,16 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
                 hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
                 raise ConfigError(f"{key}: unknown name {n!r}; {hint}valid names: {', '.join(list(reg))}")
         setattr(cfg, key, list(dict.fromkeys(names)))
+    try:
+        check_run_names(cfg.methods, cfg.geometries)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    _check(
+        isinstance(cfg.out, (str, Path)) and str(cfg.out).strip() != "",
+        "out",
+        "a folder path (empty would write the report and runs/ into the current folder)",
+        cfg.out,
+    )
     _check(
         cfg.eval.embedding in (None, "features", "z"), "eval.embedding", "'features', 'z' or null", cfg.eval.embedding
     )

@@ -45,7 +45,9 @@ def export_run(run_dir: str | PathLike, *, batch_size: int = 256, progress: bool
     Raises
     ------
     FileNotFoundError, ValueError
-        No run there, several runs, an unreadable config or checkpoint (one line).
+        No run there, several runs, an unreadable config or checkpoint (one line). A run made
+        with a user method, geometry or loss key is read without its module; a user dataset or
+        encoder needs it (``hierviz features --import MODULE``).
     """
     run = find_run_dir(run_dir)
     try:
@@ -55,6 +57,10 @@ def export_run(run_dir: str | PathLike, *, batch_size: int = 256, progress: bool
     saved.pop("fingerprint", None)
     saved.pop("run", None)
     saved.pop("method", None)  # what the method declares (hierviz.methods.Method.declared), not a setting
+    # the export reads the data and encoder settings only: the run's method, geometry and loss keys may
+    # come from a user module (--import in compare) that this process need not load to read the encoder
+    for key in ("methods", "geometries", "loss", "report"):
+        saved.pop(key, None)
     cfg = ExperimentConfig.from_dict(saved, where=str(run / "config.json"))
     ds, _tree, _ = load_data(cfg)
     state = load_checkpoint(run / "checkpoint.pt")["model"]

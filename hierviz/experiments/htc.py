@@ -92,7 +92,7 @@ from hierviz.report.htc import (
     classifier_runs,
     write_label_figures,
 )
-from hierviz.training import TrainConfig, fit, load_checkpoint, seed_everything
+from hierviz.training import TrainConfig, fit, load_checkpoint, seed_run
 
 __all__ = [
     "Corpus",
@@ -440,7 +440,7 @@ def train_htc(
         encoded = {s: tokenizer.encode(data.part(s).texts, cfg.max_len) for s in ("train", "val", "test")}
     cols = label_columns(tree)
     Y = {s: torch.from_numpy(data.part(s).targets[:, cols]) for s in ("train", "val", "test")}
-    seed_everything(seed)
+    seed_run(seed)  # every RNG and process switch from the seed: independent of earlier runs
     model, objective = build_htc_run(cfg, method, data, len(tokenizer))
     net, scales = model.net, objective.scales
     history: list[dict[str, float]] = []

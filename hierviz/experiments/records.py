@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from hierviz.experiments.config import RENAMED_KEYS, ConfigError, flatten
+from hierviz.experiments.run_names import run_name, safe_name
 from hierviz.hierarchy.io import dumps_tree_json
 from hierviz.report.run_files import RECORD_KEYS, RunFileError
 from hierviz.report.run_files import read_run_file as _read_run_file
@@ -116,39 +116,6 @@ _NEW_KEY_DEFAULTS = {
 
 #: Keys that legitimately differ between the runs of one comparison.
 RUN_KEYS = frozenset({"run.method", "run.geometry", "run.seed", "fingerprint"}) | PLAN_KEYS | RESULT_FREE_KEYS
-
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-
-def safe_name(part: Any) -> str:
-    """One path component from a user-supplied name: the single sanitiser of run-folder names.
-
-    Every character outside ``A-Z a-z 0-9 . _ -`` (``/``, ``\\``, ``+``, spaces, ``:``, NUL …)
-    becomes ``_`` and a leading ``.`` gets a ``_`` in front, so a method registered as
-    ``../../evil`` (through ``--import``) names a folder *inside* ``--out/runs``, never a path
-    outside it (issue 27 #18), and no run folder is hidden or ``..``.
-
-    Examples
-    --------
-    >>> safe_name("../../evil"), safe_name("hwc+lam"), safe_name("")
-    ('_.._.._evil', 'hwc_lam', '_')
-    """
-    text = _UNSAFE.sub("_", str(part))
-    return "_" + text if text.startswith(".") or not text else text
-
-
-def run_name(method: str, geometry: str, seed: int) -> str:
-    """Folder name of a run: ``hwc_lam-poincare-s0`` (each part through :func:`safe_name`).
-
-    Examples
-    --------
-    >>> run_name("hwc+lam", "poincare", 0)
-    'hwc_lam-poincare-s0'
-    >>> run_name("../../evil", "poincare", 0)
-    '_.._.._evil-poincare-s0'
-    """
-    return f"{safe_name(method)}-{safe_name(geometry)}-s{safe_name(seed)}"
 
 
 def json_default(o: Any) -> Any:

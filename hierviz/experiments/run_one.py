@@ -32,7 +32,7 @@ from hierviz.metrics.registry import METRIC_INFO, compute_metrics
 from hierviz.models import build_model
 from hierviz.report.run_record import RunRecord
 from hierviz.samplers import SAMPLERS
-from hierviz.training import TrainConfig, fit, resolve_device, seed_everything
+from hierviz.training import TrainConfig, fit, resolve_device, seed_everything, seed_run
 from hierviz.training.distributed import get_world_size, is_main_process
 from hierviz.training.loop import FitResult
 
@@ -208,6 +208,7 @@ def _run_one(
     """
     method = get_method(method_name)
     geometry = get_geometry(geometry_name, c=cfg.model.curvature, learnable=cfg.model.learn_curvature)
+    seed_run(seed)  # every RNG and process switch from the seed: a run does not depend on the runs before it
     # read on the module when called (a test, or a user, may wrap hierviz.methods.build_objective)
     objective = methods.build_objective(method_name, tree, geometry, **cfg.loss)
     model = _build_model(cfg, method, objective, geometry, tree, train_ds, seed)

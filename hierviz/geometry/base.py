@@ -227,6 +227,22 @@ class Geometry(abc.ABC):
         dtype = torch.promote_types(xt.dtype, yt.dtype)
         return xt.to(dtype), yt.to(device=xt.device, dtype=dtype)
 
+    @staticmethod
+    def _tangent_at(xt: Tensor, vt: Tensor) -> None:
+        """Raise ValueError unless tangent vectors ``v`` match the base points ``x`` (last dim, broadcast)."""
+        if vt.dim() == 0 or vt.shape[-1] != xt.shape[-1]:
+            raise ValueError(
+                f"v must have the same last dimension as x ({xt.shape[-1]}), got shape {tuple(vt.shape)} "
+                f"for x of shape {tuple(xt.shape)}"
+            )
+        try:
+            torch.broadcast_shapes(xt.shape, vt.shape)
+        except RuntimeError:
+            raise ValueError(
+                f"x has shape {tuple(xt.shape)} and v has shape {tuple(vt.shape)}: their leading (batch) "
+                "dimensions do not broadcast"
+            ) from None
+
     def _pairwise_inputs(self, x: Any, y: Any) -> tuple[Tensor, Tensor | None]:
         xt = self._points(x, "x", min_dim=2)
         if y is None:

@@ -6,6 +6,7 @@ Split from :mod:`hierviz.hierarchy.label_tree` (issue 23: no module over 700 lin
 
 from __future__ import annotations
 
+import reprlib
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -25,9 +26,16 @@ def _quote_list(names: Iterable[str], limit: int = 12) -> str:
     return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
 
 
+#: A bounded repr for messages about user values: a 5,000-deep bracket list ended in a RecursionError
+#: while its full repr was built for the message.
+_repr = reprlib.Repr()
+_repr.maxlevel, _repr.maxlist, _repr.maxdict, _repr.maxstring, _repr.maxother = 3, 4, 4, 40, 40
+_short = _repr.repr
+
+
 def _check_name(obj: Any, where: str) -> str:
     if not isinstance(obj, str):
-        raise TypeError(f"{where} must be a str node name, got {type(obj).__name__} {obj!r}")
+        raise TypeError(f"{where} must be a str node name, got {type(obj).__name__} {_short(obj)}")
     if not obj:
         raise ValueError(f"{where} is an empty string; node names must be non-empty")
     return obj

@@ -12,7 +12,7 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hierviz.hierarchy._tree_checks import _check_name
+from hierviz.hierarchy._tree_checks import _check_name, _short
 from hierviz.hierarchy.io import _as_full, _tree_from_full, read_tree_file, tree_to_obj, write_tree_file
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ class TreeForms:
                         yield ("add", item, p, f"{where}[{j}]")
             else:
                 raise TypeError(
-                    f"d{where} must be a dict, a list of children or None, got {type(sub).__name__} {sub!r}"
+                    f"d{where} must be a dict, a list of children or None, got {type(sub).__name__} {_short(sub)}"
                 )
 
         def walk(sub: Any, p: str, where: str) -> None:
@@ -162,7 +162,9 @@ class TreeForms:
         for i, path in enumerate(paths):
             if isinstance(path, (str, bytes)) or not isinstance(path, Iterable):
                 hint = ' (write each path as a list of names, e.g. ["root", "a", "x"])' if isinstance(path, str) else ""
-                raise TypeError(f"paths[{i}] must be a sequence of names, got {type(path).__name__} {path!r}{hint}")
+                raise TypeError(
+                    f"paths[{i}] must be a sequence of names, got {type(path).__name__} {_short(path)}{hint}"
+                )
             path = list(path)
             if not path:
                 raise ValueError(f"paths[{i}] is empty")

@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from hierviz.hierarchy.synthetic import node_tree_distance
+from hierviz.losses._validation import _check_tree
 from hierviz.losses.radial import _check_hyperbolic, _flatten, node_prototypes
 
 __all__ = ["CPCCLoss", "weighted_pearson"]
@@ -126,6 +127,7 @@ class CPCCLoss(nn.Module):
     def __init__(self, tree: Any, geometry: Any, steps: int = 3) -> None:
         super().__init__()
         _check_hyperbolic(geometry, "CPCCLoss")
+        _check_tree(tree, True, "CPCCLoss", needs=("ancestor_matrix", "leaf_paths", "num_nodes", "num_leaves"))
         self.tree, self.geometry, self.steps = tree, geometry, int(steps)
         N = tree.num_nodes
         self.register_buffer("ancestors", tree.ancestor_matrix.clone(), persistent=False)  # (C, N)
@@ -147,7 +149,7 @@ class CPCCLoss(nn.Module):
         """The CPCC loss of one batch (see the class docstring)."""
         if labels is None:
             return z.sum() * 0.0
-        x, y = _flatten(z, labels)
+        x, y = _flatten(z, labels, self.geometry, self.tree.num_leaves, "CPCCLoss")
         protos, counts = node_prototypes(x, y, self.ancestors, self.geometry, self.steps, self.leaf_paths)
         used = self.nodes_used(counts)
         pairs = used[:, None] & used[None, :] & self.upper.to(x.device)

@@ -201,6 +201,7 @@ class LeafLoss(_HeadLoss):
     """
 
     def __init__(self, tree: Any, geometry: Any = None, class_weight: str = "none") -> None:
+        _check_tree(tree, True, "LeafLoss", needs=("leaf_paths", "ancestor_matrix", "num_leaves"))
         super().__init__(tree, geometry, tree.num_leaves, "LeafLoss", class_weight)
 
     def forward(self, z: torch.Tensor, labels: Any) -> torch.Tensor:
@@ -250,6 +251,7 @@ class PerLevelLoss(_HeadLoss):
     """
 
     def __init__(self, tree: Any, geometry: Any = None, class_weight: str = "none") -> None:
+        _check_tree(tree, True, "PerLevelLoss", needs=("leaf_paths", "ancestor_matrix", "num_leaves"))
         targets, classes = per_level_targets(tree)
         if not classes:
             raise ValueError("PerLevelLoss: the tree has no level with more than one node")
@@ -326,6 +328,7 @@ class BinaryLoss(_HeadLoss):
     """
 
     def __init__(self, tree: Any, geometry: Any = None, class_weight: str = "none") -> None:
+        _check_tree(tree, True, "BinaryLoss", needs=("leaf_paths", "ancestor_matrix", "num_leaves"))
         targets = binary_targets(tree)
         super().__init__(tree, geometry, targets.shape[1], "BinaryLoss", class_weight)
         self.register_buffer("targets", targets, persistent=False)

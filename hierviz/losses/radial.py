@@ -60,6 +60,7 @@ import torch
 from torch import nn
 
 from hierviz.geometry._checks import scalar
+from hierviz.losses._validation import _check_labels, _check_tree
 
 __all__ = [
     "cone_half_aperture",
@@ -321,13 +322,47 @@ def node_prototypes(
     return protos, member.sum(0)
 
 
-def _flatten(z: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _check_depth_z(z: Any, geometry: Any, who: str) -> torch.Tensor:
+    """The checks the other losses make on ``z``, for a depth regulariser: (B, V, D) or (B, D), B >= 1.
+
+    Raises
+    ------
+    TypeError
+        ``z`` is not a floating-point tensor.
+    ValueError
+        Wrong number of dimensions, no embedding, fewer coordinates than a point of the geometry
+        has (``D = 0``; the hyperboloid needs ``D >= 2``), or NaN/inf entries (eager only).
+    """
+    if not isinstance(z, torch.Tensor) or not torch.is_floating_point(z):
+        raise TypeError(f"{who}: z must be a floating-point tensor, got {getattr(z, 'dtype', type(z).__name__)}")
+    if z.dim() not in (2, 3):
+        raise ValueError(f"{who}: z must have shape (B, V, D) or (B, D), got {tuple(z.shape)}")
+    need = geometry.point_dim(1) if hasattr(geometry, "point_dim") else 1
+    if z.shape[-1] < need:
+        raise ValueError(
+            f"{who}: z has D={z.shape[-1]} coordinates per point (shape {tuple(z.shape)}); needs D >= {need}"
+        )
+    if z.numel() == 0:
+        raise ValueError(f"{who}: z holds no embedding (shape {tuple(z.shape)}); pass a batch of at least one")
+    if not torch.compiler.is_compiling() and not bool(torch.isfinite(z).all()):
+        raise ValueError(f"{who}: z contains NaN or inf ({int((~torch.isfinite(z)).sum())} entries)")
+    return z
+
+
+def _flatten(
+    z: torch.Tensor, labels: torch.Tensor, geometry: Any = None, num_leaves: int | None = None, who: str = "loss"
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``z`` (B, V, D) or (B, D) and ``labels`` (B,) → (n, D) points and (n,) leaf indices, checked.
+
+    Labels are checked like every other loss's (:func:`hierviz.losses._validation._check_labels`):
+    integer, shape (B,), values in ``[0, num_leaves - 1]`` (the range read on the host in eager mode only).
+    """
+    z = _check_depth_z(z, geometry, who)
+    labels = _check_labels(labels, z.shape[0], num_leaves, z.device)
     if z.dim() == 3:
         B, V, D = z.shape
-        return z.reshape(B * V, D), labels.to(z.device).repeat_interleave(V)
-    if z.dim() == 2:
-        return z, labels.to(z.device)
-    raise ValueError(f"z must have shape (B, V, D) or (B, D), got {tuple(z.shape)}")
+        return z.reshape(B * V, D), labels.repeat_interleave(V)
+    return z, labels
 
 
 class EntailmentConeLoss(nn.Module):
@@ -392,6 +427,9 @@ class EntailmentConeLoss(nn.Module):
     def __init__(self, tree: Any, geometry: Any, aperture: float = 0.1, apex: float = 0.5, steps: int = 3) -> None:
         super().__init__()
         _check_hyperbolic(geometry, "EntailmentConeLoss")
+        _check_tree(
+            tree, True, "EntailmentConeLoss", needs=("ancestor_matrix", "leaf_paths", "num_nodes", "num_leaves")
+        )
         if isinstance(aperture, bool) or not isinstance(aperture, (int, float)) or not (aperture > 0):
             raise ValueError(f"aperture (loss.cone_aperture) must be a number > 0 (MERU: 0.1), got {aperture!r}")
         if isinstance(apex, bool) or not isinstance(apex, (int, float)) or not (0 < apex <= 1):
@@ -429,7 +467,7 @@ class EntailmentConeLoss(nn.Module):
         """The cone loss of one batch (see the class docstring)."""
         if labels is None:
             return z.sum() * 0.0
-        x, y = _flatten(z, labels)
+        x, y = _flatten(z, labels, self.geometry, self.tree.num_leaves, "EntailmentConeLoss")
         protos, counts = self.prototypes(x, y)
         apices = self.geometry.expmap0(self.apex * self.geometry.logmap0(protos))
         p, q = self.edge_parent.to(x.device), self.edge_child.to(x.device)
@@ -511,6 +549,7 @@ class RadialOrderLoss(nn.Module):
     def __init__(self, tree: Any, geometry: Any, margin: float = 0.1, steps: int = 3) -> None:
         super().__init__()
         _check_hyperbolic(geometry, "RadialOrderLoss")
+        _check_tree(tree, True, "RadialOrderLoss", needs=("ancestor_matrix", "leaf_paths", "num_nodes", "num_leaves"))
         if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not (margin >= 0):
             raise ValueError(f"margin (loss.order_margin) must be a number >= 0 (geodesic units), got {margin!r}")
         self.tree, self.geometry = tree, geometry
@@ -525,7 +564,7 @@ class RadialOrderLoss(nn.Module):
         """The radial-order loss of one batch (see the class docstring)."""
         if labels is None:
             return z.sum() * 0.0
-        x, y = _flatten(z, labels)
+        x, y = _flatten(z, labels, self.geometry, self.tree.num_leaves, "RadialOrderLoss")
         protos, counts = node_prototypes(x, y, self.ancestors, self.geometry, self.steps, self.leaf_paths)
         p, q = self.edge_parent.to(x.device), self.edge_child.to(x.device)
         ok = (counts[q] > 0) & (counts[p] > counts[q])
@@ -678,7 +717,7 @@ class CentringLoss(nn.Module):
 
     def forward(self, z: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
         """The centring loss of one batch."""
-        x = z.reshape(-1, z.shape[-1])
+        x = _check_depth_z(z, self.geometry, "CentringLoss").reshape(-1, z.shape[-1])
         v = self.geometry.logmap0(x)
         return v.mean(0).norm()
 

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from hierviz.losses._core import _rescale_tiny
 from hierviz.losses._validation import _check_choice, _check_embeddings, _check_real, _resolve_geometry
 
 __all__ = ["TripletLoss", "triplet_distances"]
@@ -51,8 +52,9 @@ def triplet_distances(
     """
     t = z.reshape(z.shape[0] // 3, 3, *z.shape[1:])
     a, p, n = t[:, 0], t[:, 1], t[:, 2]
-    if distance == "cosine":
+    if distance == "cosine":  # rows below cosine_similarity's 1e-8 floor rescaled first: scale-invariant
         cos = nn.functional.cosine_similarity
+        a, p, n = _rescale_tiny(a), _rescale_tiny(p), _rescale_tiny(n)
         return -cos(a, p, dim=-1), -cos(a, n, dim=-1)
     return geometry.dist(a, p), geometry.dist(a, n)
 

@@ -50,8 +50,18 @@ for _name, _default, _doc in (
 HCL_HPARAMS = ("hcl_m0", "hcl_alpha", "hcl_lambda")
 
 
+#: HCLLoss's argument → the loss.* key it comes from (its messages name the argument).
+_HCL_KEYS = {"m0": "hcl_m0", "alpha": "hcl_alpha", "lam": "hcl_lambda"}
+
+
 def _hcl(geometry: Any, tree: Any, hp: dict[str, Any]) -> HCLLoss:
-    return HCLLoss(geometry, m0=hp["hcl_m0"], alpha=hp["hcl_alpha"], lam=hp["hcl_lambda"], tree=tree)
+    try:
+        return HCLLoss(geometry, m0=hp["hcl_m0"], alpha=hp["hcl_alpha"], lam=hp["hcl_lambda"], tree=tree)
+    except ValueError as e:  # "alpha must be >= 0.0": name the key the user set, loss.hcl_alpha
+        arg = str(e).split(" ", 1)[0]
+        if arg in _HCL_KEYS:
+            raise ValueError(f"loss.{_HCL_KEYS[arg]}: {e}") from None
+        raise
 
 
 @register_method("hcl", display_name="HCL", hparams=HCL_HPARAMS, paper=_PAPER)

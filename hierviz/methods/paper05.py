@@ -151,6 +151,10 @@ class HTCConfig:
     threads: int | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.methods, str):
+            raise ValueError(
+                f"methods must be a tuple of names, got the string {self.methods!r}; pass ({self.methods!r},)"
+            )
         for m in self.methods:
             HTC_METHODS.get(m)  # UnknownNameError naming the nearest
         for name in ("lam", "tau", "lr", "threshold"):  # NaN/inf named here, not later as a bad lr
@@ -171,6 +175,10 @@ class HTCConfig:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
         if not self.seeds:
             raise ValueError("seeds must name at least one seed")
+        for name in ("max_train", "max_test"):  # 0 was read as "no limit"
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ValueError(f"{name} must be a positive integer or null (all documents), got {v!r}")
 
     @classmethod
     def preset(cls, name: str = "medium", **overrides: Any) -> HTCConfig:
@@ -188,6 +196,13 @@ class HTCConfig:
         if bad:
             raise ValueError(f"unknown htc option(s) {bad}; valid: {sorted(valid)}")
         kw = {**HTC_PRESETS[name], **overrides}
+        if isinstance(kw.get("methods"), str):  # --set methods=hyilr,hyilr-no-cl: names, not letters
+            kw["methods"] = tuple(m.strip() for m in kw["methods"].split(",") if m.strip())
+        if "seeds" in kw and (isinstance(kw["seeds"], (str, bytes)) or not hasattr(kw["seeds"], "__iter__")):
+            raise ValueError(
+                f"seeds must be a list of the seeds 0 … n−1, got {kw['seeds']!r}; use --seeds 0,1,2 "
+                "(or --set seeds=[0,1,2])"
+            )
         for k in ("methods", "seeds"):
             if k in kw:
                 kw[k] = tuple(kw[k])

@@ -127,7 +127,7 @@ def _f1(y_true: np.ndarray, y_pred: np.ndarray, average: str) -> float:
         # as F1 = 0 made hierarchical_f1(y, y) score 0.4; scikit-learn's zero_division=1 reading
         present = y_true.any(0) | y_pred.any(0)
         y_true, y_pred = y_true[:, present], y_pred[:, present]
-    if y_true.shape[1] == 0:
+    if y_true.shape[1] == 0 or not (y_true.any() or y_pred.any()):  # no positive anywhere: F1 is 0/0
         return float("nan")
     return float(f1_score(y_true, y_pred, average=average, zero_division=0))
 
@@ -150,8 +150,9 @@ def hierarchical_f1(y_true: Any, y_pred: Any, tree: Any) -> dict[str, float]:
         averages run over the labels present in ``y_true`` or the predictions: paper 05 §5.2
         defers to the HTC studies' Macro-F1 without defining absent labels, and a label with
         no true and no predicted document has F1 undefined (scikit-learn's ``zero_division``);
-        counting it as 0 would make ``hierarchical_f1(y, y)`` less than 1. NaN if no label
-        occurs at all.
+        counting it as 0 would make ``hierarchical_f1(y, y)`` less than 1. NaN (micro and
+        macro) if no label occurs at all, in the truth or the predictions: F1 is 0/0 there, and
+        0.3 scored identical all-negative labels micro-F1 0.0.
 
     Examples
     --------

@@ -291,6 +291,12 @@ def edge_order(radius: Any, parent: Any) -> float:
     float
         In [0, 1]; NaN without edges.
 
+    Raises
+    ------
+    ValueError
+        Different lengths, non-finite radii, or a parent index outside ``-1..n-1`` (or a node
+        its own parent).
+
     Examples
     --------
     >>> edge_order([0.1, 1.0, 0.5, 2.0, 0.7], [-1, 0, 0, 1, 2])  # root->1, root->2, 1->3, 2->4
@@ -302,6 +308,11 @@ def edge_order(radius: Any, parent: Any) -> float:
     if r.shape != p.shape:
         raise ValueError(f"radius and parent must have the same length, got {r.size} and {p.size}")
     child = np.nonzero(p >= 0)[0]
+    if p.size and (p.min() < -1 or p.max() >= p.size or np.any(p == np.arange(p.size))):
+        bad = p[(p < -1) | (p >= p.size) | (p == np.arange(p.size))]
+        raise ValueError(
+            f"parent must hold indices into radius (0..{p.size - 1}) or -1 for the root, got {bad[:5].tolist()}"
+        )
     if child.size == 0:
         return float("nan")
     return float(np.mean(r[p[child]] < r[child]))
@@ -322,6 +333,12 @@ def clip_fraction(radius: Any, max_radius: float | None, atol: float = CLIP_ATOL
     -------
     float or None
 
+    Raises
+    ------
+    ValueError
+        ``max_radius`` NaN, infinite or ``<= 0`` (0.3 answered 0.0 for a NaN bound), or
+        non-finite radii.
+
     Examples
     --------
     >>> clip_fraction([6.0, 5.9995, 2.0, 0.3], 6.0)
@@ -329,6 +346,12 @@ def clip_fraction(radius: Any, max_radius: float | None, atol: float = CLIP_ATOL
     """
     if max_radius is None:
         return None
+    if (
+        isinstance(max_radius, bool)
+        or not isinstance(max_radius, (int, float, np.floating, np.integer))
+        or not (0 < float(max_radius) < float("inf"))
+    ):
+        raise ValueError(f"max_radius must be a finite number > 0 (or None on the sphere), got {max_radius!r}")
     r = _vec(radius, "radius")
     return float(np.mean(r >= float(max_radius) - float(atol))) if r.size else float("nan")
 
@@ -346,7 +369,7 @@ def radius_gap(radius: Any, depth: Any, is_leaf: Any) -> float:
     -------
     float
         Positive when leaves lie farther out than the top-level classes; NaN when either
-        set is empty.
+        set is empty or both are the same nodes (a tree of height 1).
 
     Examples
     --------
@@ -358,7 +381,7 @@ def radius_gap(radius: Any, depth: Any, is_leaf: Any) -> float:
     if not (r.shape == d.shape == leaf.shape):
         raise ValueError(f"radius, depth and is_leaf must have the same length, got {r.size}, {d.size}, {leaf.size}")
     top = r[d == 1]
-    if not leaf.any() or top.size == 0:
+    if not leaf.any() or top.size == 0 or np.array_equal(leaf, d == 1):  # leaves are the depth-1 nodes: no gap
         return float("nan")
     return float(r[leaf].mean() - top.mean())
 
@@ -405,7 +428,9 @@ def node_prototype_radii(
     A node whose samples are all under one child (a single-child node such as the two-step
     tree's ``melanocytic_benign → nv``, or one whose other children have no samples) has the
     same prototype as that child: it is contracted - left out, its child attached to its
-    parent - so no edge compares a prototype with itself. The root is always kept.
+    parent - so no edge compares a prototype with itself. The root is kept unless one child
+    holds every sample (a one-class test set, a one-leaf tree): then there is no edge, and
+    ``edge_order`` is NaN rather than 0.0.
 
     Parameters
     ----------
@@ -421,7 +446,7 @@ def node_prototype_radii(
     dict of numpy arrays, one entry per kept node
         ``node`` (tree node index), ``depth`` (the node's depth in the tree), ``radius``
         (float64), ``parent`` (position in these arrays of the nearest kept ancestor, −1
-        for the root), ``is_leaf`` (bool).
+        for the top kept node), ``is_leaf`` (bool).
 
     Examples
     --------
@@ -446,14 +471,13 @@ def node_prototype_radii(
     parent = tree.parent_index.cpu().numpy()
     counts = counts.cpu().numpy()
     present = present.cpu().numpy()
-    root = int(tree.node_index[tree.root])
     kept = []
     for n in range(tree.num_nodes):  # a loop over tree nodes, not samples
         if not present[n]:
             continue
-        if n != root and not tree.is_leaf(tree.nodes[n]):
+        if not tree.is_leaf(tree.nodes[n]):
             kids = [tree.node_index[c] for c in tree.children(tree.nodes[n])]
-            if any(counts[k] == counts[n] for k in kids):  # one child holds every sample
+            if any(counts[k] == counts[n] for k in kids):  # one child holds every sample (the root too)
                 continue
         kept.append(n)
     pos = {n: i for i, n in enumerate(kept)}

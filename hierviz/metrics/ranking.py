@@ -365,14 +365,27 @@ def ndcg_tree(
     return _reduce(per_query, undefined, f"NDCG_{relevance}")
 
 
+def _unit_rows(t: torch.Tensor, name: str) -> torch.Tensor:
+    """Rows of ``t`` (float64) divided by their norms; zero rows refused (their cosine is 0/0)."""
+    t = t.double()
+    n = t.norm(dim=-1, keepdim=True)
+    zero = int((n == 0).sum())
+    if zero:
+        raise ValueError(
+            f"{name}: {zero} row(s) are zero vectors, whose cosine similarity is undefined (they would rank "
+            "arbitrarily); drop them or pass geometry= for a distance ranking"
+        )
+    return t / n
+
+
 def _cosine(z: Any, zg: Any | None = None) -> torch.Tensor:
     zt = as_embeddings(z, "z")
-    a = torch.nn.functional.normalize(zt.double(), dim=-1)
+    a = _unit_rows(zt, "z")
     if zg is None:
         return a @ a.T
     zgt = as_embeddings(zg, "zg")
     same_dim(zt, "z", zgt, "zg")
-    return a @ torch.nn.functional.normalize(zgt.double(), dim=-1).T
+    return a @ _unit_rows(zgt, "zg").T
 
 
 def ranking_report(z: Any, labels: Any, tree: Any, *, geometry: Any = None, k: int = 5) -> dict[str, float]:

@@ -32,6 +32,30 @@ def _square(D: Any, name: str = "D") -> np.ndarray:
     return D
 
 
+#: Relative tolerance (to the largest entry) of the symmetry and zero-diagonal checks of :func:`gromov_delta`:
+#: float32 distances rounded on the way keep well inside it.
+METRIC_RTOL = 1e-4
+
+
+def _check_metric(D: np.ndarray, name: str = "D") -> None:
+    """Raise ValueError unless ``D`` is a distance matrix: non-negative, symmetric, zero diagonal (to METRIC_RTOL)."""
+    tol = METRIC_RTOL * max(float(np.abs(D).max()), 1e-300)
+    if (D < -tol).any():
+        raise ValueError(f"{name} has negative entries (min {D.min():.3g}); pass distances")
+    asym = float(np.abs(D - D.T).max())
+    if asym > tol:
+        i, j = np.unravel_index(int(np.abs(D - D.T).argmax()), D.shape)
+        raise ValueError(
+            f"{name} is not symmetric: D[{i},{j}] = {D[i, j]:.6g} but D[{j},{i}] = {D[j, i]:.6g}; "
+            "pass a distance matrix (e.g. (D + D.T) / 2 if it is one up to rounding)"
+        )
+    diag = float(np.abs(np.diag(D)).max())
+    if diag > tol:
+        raise ValueError(
+            f"{name} has a non-zero diagonal (largest |D[i,i]| = {diag:.3g}); a point's distance to itself is 0"
+        )
+
+
 def gromov_delta(D: Any, base: int | None = None, *, relative: bool = False) -> float:
     """Gromov's four-point δ of a finite metric space.
 
@@ -62,8 +86,10 @@ def gromov_delta(D: Any, base: int | None = None, *, relative: bool = False) -> 
     Raises
     ------
     ValueError
-        ``D`` not a finite non-empty square matrix, ``base`` out of range, or ``n >
-        GROMOV_EXACT_MAX`` with ``base=None`` (pass ``base=`` for large spaces).
+        ``D`` not a finite non-empty square matrix, not a distance matrix (negative entries,
+        asymmetric or a non-zero diagonal, beyond :data:`METRIC_RTOL` of its largest entry),
+        ``base`` out of range, or ``n > GROMOV_EXACT_MAX`` with ``base=None`` (pass ``base=``
+        for large spaces).
 
     Examples
     --------
@@ -79,6 +105,7 @@ def gromov_delta(D: Any, base: int | None = None, *, relative: bool = False) -> 
     """
     D = _square(D)
     n = len(D)
+    _check_metric(D)
     if base is None:
         if n > GROMOV_EXACT_MAX:
             raise ValueError(

@@ -174,6 +174,11 @@ class MLPEncoder(nn.Module):
 def _load_state_dict_file(module: nn.Module, path: str | Path) -> None:
     """Load a local state_dict into ``module``, skipping tensors whose shapes differ."""
     path = Path(path)
+    if path.is_dir():
+        raise FileNotFoundError(  # the class callers catch for a missing file
+            f"pretrained: {str(path)!r} is a folder, not a weights file; pass the torch state_dict file inside "
+            "it (e.g. model.pt)"
+        )
     if not path.is_file():
         raise FileNotFoundError(
             f"pretrained: weights file {str(path)!r} does not exist (hierviz never downloads weights; "

@@ -28,7 +28,12 @@ by construction (issue 26). ``SPEC`` is one of
   run; with ``METHOD`` and >= 3 seeds also the paired differences) or, for the older folders that
   have only the summary, ``results.csv``, with the frequency prior of ``baselines.csv``;
   ``paper05-levels FOLDER``: macro-F1 per level and per label-frequency bucket (``levels.csv``,
-  ``buckets.csv``).
+  ``buckets.csv``);
+* ``power CSV page=PAGE``: the page's power line (:mod:`hierviz.results.power`): each claim's
+  effect in the paper, the paired σ_Δ measured here and the seeds or folds n it needs;
+* ``fidelity-runs``, ``fidelity-summary``, ``fidelity-paired``, ``csv``: the radius tables of
+  ``docs/hyperbolic-fidelity.md`` (:mod:`hierviz.results.fidelity`), from per-run rows transcribed
+  into ``docs/results/fidelity/``.
 
 Paths in a ``SPEC`` are relative to the ``docs/results/`` folder passed as ``root``.
 """
@@ -48,6 +53,8 @@ from hierviz.report import read_results_csv, results_markdown
 from hierviz.report.htc import summarise_runs
 from hierviz.report.stats import paired_ci, paired_markdown
 from hierviz.report.tables import default_metrics
+from hierviz.results.fidelity import csv_table, fidelity_paired, fidelity_runs, fidelity_summary
+from hierviz.results.power import power_table
 from hierviz.retrieval.tables import paired_markdown as retrieval_paired_markdown
 from hierviz.retrieval.tables import table2_markdown
 
@@ -559,4 +566,9 @@ KINDS = {
     "paper04-weighted": paper04_weighted,
     "paper05": paper05_table,
     "paper05-levels": paper05_levels,
+    "power": power_table,
+    "fidelity-runs": fidelity_runs,
+    "fidelity-summary": fidelity_summary,
+    "fidelity-paired": fidelity_paired,
+    "csv": csv_table,
 }

@@ -14,6 +14,7 @@ from hierviz.training.checkpoint import (
     previous_checkpoint,
 )
 from hierviz.training.config import TrainConfig
+from hierviz.training.determinism import seed_run
 from hierviz.training.loop import (
     FitResult,
     NonFiniteLossError,
@@ -32,6 +33,7 @@ __all__ = [
     "CheckpointError",
     "fit",
     "seed_everything",
+    "seed_run",
     "resolve_device",
     "warmup_cosine",
     "load_checkpoint",

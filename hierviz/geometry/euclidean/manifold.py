@@ -18,6 +18,19 @@ from hierviz.geometry.base import Geometry, Tensor, _check_finite, _fp32, _sq_ep
 from hierviz.geometry.registry import register_geometry
 
 
+def _normalize(t: Tensor) -> Tensor:
+    """``F.normalize`` that keeps the direction of rows below its ``1e-12`` floor.
+
+    ``F.normalize`` divides by ``max(‖t‖, 1e-12)``, so a row of norm 1e-13 came out of norm 0.1
+    and a distance on the sphere changed with the scale (LAM's Euclidean distance: 0.568 for
+    ``z·1e-13`` against 0.372 for ``z``). Rows whose largest entry is below 1e-6 are first
+    divided by it (no host sync); other rows are unchanged bit for bit.
+    """
+    amax = t.detach().abs().amax(dim=-1, keepdim=True)
+    t = torch.where(amax < 1e-6, t / amax.clamp_min(torch.finfo(t.dtype).tiny), t)
+    return F.normalize(t, dim=-1)
+
+
 @register_geometry("euclidean")
 class Euclidean(Geometry):
     """The unit sphere S^{d−1} ⊂ R^d with cosine similarity ("Euclidean" in paper 01 §3.1; alias ``UnitSphere``).
@@ -214,12 +227,12 @@ class Euclidean(Geometry):
             Non-finite input, fewer than 2 dimensions, or mismatched ``d``.
         """
         xt, yt = self._pairwise_inputs(x, y)
-        xn = F.normalize(xt, dim=-1)
+        xn = _normalize(xt)
         x2 = (xn * xn).sum(-1, keepdim=True)
         if yt is None:
             yn, y2 = xn, x2
         else:
-            yn = F.normalize(yt, dim=-1)
+            yn = _normalize(yt)
             y2 = (yn * yn).sum(-1, keepdim=True)
         left = torch.cat([-2.0 * xn, x2, torch.ones_like(x2)], dim=-1)
         right = torch.cat([yn, torch.ones_like(y2), y2], dim=-1)
@@ -245,12 +258,23 @@ class Euclidean(Geometry):
         Raises
         ------
         ValueError
-            As :meth:`pairwise_dist`.
+            As :meth:`pairwise_dist`; also ``d = 0`` and (with ``validate``) zero rows, whose
+            cosine is undefined (0.3 returned 0).
         """
         xt, yt = self._pairwise_inputs(x, y)
-        xn = F.normalize(xt, dim=-1)
-        yn = None if yt is None else F.normalize(yt, dim=-1)
+        xn = self._direction(xt, "x")
+        yn = None if yt is None else self._direction(yt, "y")
         return self._gram(xn, yn)
+
+    def _direction(self, t: Tensor, name: str) -> Tensor:
+        """``t/‖t‖`` for a cosine: ``d = 0`` refused; zero rows too (eager, with ``validate``), whose cosine is 0/0."""
+        if t.shape[-1] == 0:
+            raise ValueError(
+                f"{name} must have d >= 1 coordinates, got shape {tuple(t.shape)}; a cosine needs a direction"
+            )
+        if self.validate and not torch.compiler.is_compiling():  # the zero-row check reads the host: eager only
+            return self._unit(t, name)
+        return _normalize(t)
 
     # ------------------------------------------------------------------ maps
     @_fp32
@@ -305,6 +329,7 @@ class Euclidean(Geometry):
         """
         xt = self._points(x, "x")
         vt = as_float_tensor(v, "v")
+        self._tangent_at(xt, vt)
         if self.validate:
             _check_finite(vt, "v")
         return self.manifold.expmap(xt, vt)

@@ -216,6 +216,7 @@ class Lorentz(Geometry):
             return
         with torch.no_grad():
             tol = 1e-3 if t.dtype == torch.float32 else 1e-6
+            in_dtype = t.dtype if t.dtype in lmath.COORD_MAX else torch.float32
             t = t.detach().double()  # float32 squares overflow from coordinates ~1.8e19 (radius ~44)
             sq = t.pow(2)
             spatial = sq[..., 1:].sum(-1)
@@ -227,7 +228,8 @@ class Lorentz(Geometry):
             worst, n_lower, top = torch.stack([viol.max(), lower.sum().to(viol.dtype), t.abs().max()]).tolist()
             if not math.isfinite(worst) or not math.isfinite(top):
                 _check_finite(t, name)
-            self._radius_guard(top, name, "lies", torch.float64)
+            # the bound of the input's dtype: a float32 point past it squares to inf (0.3 accepted x0 = 3e38)
+            self._radius_guard(top, name, "lies", in_dtype)
             if n_lower > 0:
                 raise ValueError(
                     f"{name}: {int(n_lower)} point(s) have time coordinate x0 <= 0 "
@@ -388,6 +390,8 @@ class Lorentz(Geometry):
         t = as_float_tensor(v, "v")
         if t.dim() == 0:
             raise ValueError("v must have shape (..., d), got a scalar")
+        if t.shape[-1] == 0:  # geoopt's TorchScript map failed with a traceback
+            raise ValueError(f"v must have d >= 1 spatial coordinates, got shape {tuple(t.shape)}")
         if self.validate and t.numel() and not torch.compiler.is_compiling():  # host read: eager only (issue 25)
             with torch.no_grad():
                 top = float(t.detach().double().norm(dim=-1).max())

@@ -103,6 +103,15 @@ def dist(x: Tensor, y: Tensor, c: float) -> Tensor:
     ``≈ 355/√c`` on; this one squares differences, finite up to the coordinate bound
     :data:`COORD_MAX` (two float64 points at radius 300: 587.2, not inf).
 
+    The difference form alone cancels when the two points lie at very different radii:
+    ``‖y − x‖²_L = −(x_0 − y_0)² + ‖x_s − y_s‖²`` subtracts two numbers of size ``x_0²`` to
+    leave one of size ``x_0 y_0``, so a point at radius 40 and one near the origin gave 0.0 in
+    float64 (hierviz 0.3; reference 40.604). Each entry therefore uses whichever of the
+    difference form and the inner-product form
+    :math:`w = \tfrac12(-c\langle x, y\rangle_{\mathcal L} - 1)` (``⟨x,x⟩_L = −1/c`` exactly)
+    rounds less: the inner form when :math:`x_0 y_0 < \max(x_0, y_0)\,\|y - x\|`, i.e. for
+    far-apart pairs at unequal radii, and the difference form for close pairs.
+
     Parameters
     ----------
     x, y : Tensor, shape (..., d+1), broadcastable
@@ -116,7 +125,13 @@ def dist(x: Tensor, y: Tensor, c: float) -> Tensor:
         Non-negative distances; ``dist(x, x)`` is exactly 0 with a zero gradient.
     """
     diff = y - x
-    w = (0.25 * c) * minkowski_inner(diff, diff)
+    w_diff = (0.25 * c) * minkowski_inner(diff, diff)
+    # the same w from the inner product, with <x,x>_L = <y,y>_L = -1/c taken exactly
+    w_inner = 0.5 * (-c * minkowski_inner(x, y) - 1.0)
+    # rounding of each form: ~eps·c·max(x0, y0)·‖y − x‖ (difference) vs ~eps·c·x0·y0 (inner)
+    x0, y0 = x[..., 0].abs(), y[..., 0].abs()
+    use_inner = x0 * y0 < torch.maximum(x0, y0) * diff.norm(dim=-1)
+    w = torch.where(use_inner, w_inner, w_diff)
     pos = w > 0
     root = torch.where(pos, w, torch.ones_like(w)).sqrt()  # zero gradient where w <= 0 (x == y)
     return torch.where(pos, (2.0 / c**0.5) * torch.asinh(root), torch.zeros_like(w))
@@ -152,6 +167,11 @@ def pairwise_dist(x: Tensor, y: Tensor | None, c: float) -> Tensor:
     With :math:`w_{ij} = \max\big(\tfrac{c}{4}\|x_i - y_j\|^2_{\mathcal L}, \epsilon\big)`
     (``= sinh²(√c·d/2)`` on the hyperboloid) returns :math:`\frac{2}{\sqrt c}\operatorname{arsinh}\sqrt{w_{ij}}`,
     which equals :math:`\frac{1}{\sqrt c}\operatorname{arcosh}(-c\langle x_i, y_j\rangle_{\mathcal L})`.
+    The Gram form expands :math:`\|x_i - y_j\|^2_{\mathcal L} = -2/c - 2\langle x_i, y_j\rangle_{\mathcal L}`
+    with ``⟨x,x⟩_L = −1/c`` exact, so its rounding is ``~eps·c·x_0 y_0``: a far point against a
+    near one keeps its digits (computing ``⟨x,x⟩_L`` cancels ``x_0²`` and gave 2e-12 for radii 40
+    and 1 in hierviz 0.3); close pairs far from the origin keep ``~sqrt(eps)·x_0`` (use
+    :func:`dist` for those).
 
     Parameters
     ----------
@@ -176,8 +196,11 @@ def pairwise_dist(x: Tensor, y: Tensor | None, c: float) -> Tensor:
     """
     s = _sign(x.shape[-1], x)
 
+    # <x,x>_L = -1/c on the hyperboloid, taken exactly: computed, it cancels x0² against ‖x_s‖²
+    # with an error ~eps·x0², larger than w itself for a far point against a near one
+    # (hierviz 0.3 returned 2e-12 for points at radius 40 and 1; reference 40.604)
     def parts(t: Tensor) -> tuple[Tensor, Tensor]:
-        return t, (t * t * s).sum(-1, keepdim=True)
+        return t, torch.zeros_like(t[..., :1]) - 1.0 / c
 
     xs, xx = parts(x)
     ys, yy = (xs, xx) if y is None else parts(y)

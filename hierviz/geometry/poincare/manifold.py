@@ -319,6 +319,7 @@ class PoincareBall(Geometry):
         """
         xt = self._points(x, "x")
         vt = as_float_tensor(v, "v")
+        self._tangent_at(xt, vt)
         if self.validate:
             _check_finite(vt, "v")
         return self.manifold.expmap(xt, vt.to(xt.dtype))
