@@ -346,8 +346,8 @@ def test_export_renders_figures_and_math_in_chromium(tmp_path, browser):
 
 
 def test_nav_and_index_list_every_results_page():
-    # every page of docs/results/ (paperNN.md; README.md is the section's own index) and every run
-    # folder's table (results.md) is in the site's nav; docs/index.md links every paper page
+    # every page of docs/results/ (paperNN.md) and every run folder's table (results.md ...) is in the
+    # site's nav; docs/index.md links every paper page. A README.md is a folder's note, not a page.
     nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
     nav = nav[nav.index("\nnav:") :]
     index = (REPO / "docs" / "index.md").read_text(encoding="utf-8")
@@ -357,6 +357,6 @@ def test_nav_and_index_list_every_results_page():
         rel = page.relative_to(REPO / "docs").as_posix()
         assert rel in nav, f"mkdocs.yml nav lacks {rel}"
         assert f"({rel})" in index, f"docs/index.md does not link {rel}"
-    for table in sorted((REPO / "docs" / "results").glob("*/*.md")):
+    for table in sorted(p for p in (REPO / "docs" / "results").glob("*/*.md") if p.name != "README.md"):
         rel = table.relative_to(REPO / "docs").as_posix()
         assert rel in nav, f"mkdocs.yml nav lacks {rel}"
