@@ -306,7 +306,7 @@ def test_capstone_rows_paired_ci_majority_and_guide():
     assert "Fewest violations: HCL (Poincaré) 0.310" in guide and "Below SupCon" not in guide
     flipped = capstone_rows(_FakeResult(tree, {(m, g, s): dict(v, hf1=1 - v["hf1"]) for (m, g, s), v in runs.items()},
                                         [0, 0, 1, 2], [0, 1, 2, 2]))  # fmt: skip
-    assert "**Below SupCon** (interval entirely under 0): HCL -0.060" in method_guide({"toy": flipped})
+    assert "**Below SupCon** (interval entirely under 0): HCL (Poincaré) -0.060" in method_guide({"toy": flipped})
     # two seeds: no interval (hierviz compare's MIN_SEEDS rule), and the guide says the ranking is no evidence
     two = _FakeResult(tree, {k: v for k, v in runs.items() if k[2] < 2}, [0, 0, 1, 2], [0, 1, 2, 2])
     rows2 = capstone_rows(two)

@@ -179,3 +179,164 @@ def test_the_quote_check_catches_a_wrong_number(pages):
     assert [n for _, n, _ in quoted_numbers_missing("`paper05.md` gives +0.65.", pages)] == ["+0.65"]
     # a number in another sentence, or with no page cited, is not a quote of the page
     assert quoted_numbers_missing("HyILR scores 12.34 here. See `docs/results/paper05.md`.", pages) == []
+
+
+# ------------------------------------------------------------------ (c) numbers cited next to a results folder
+# A sentence that names a folder of docs/results/ (``docs/results/paper04/20news_fold0``,
+# ``docs/results/capstone-20news/results.csv``) quotes that folder's runs: each decimal or percentage in
+# it must be a value of the folder's CSVs at the precision shown (also x 100, for percentages and
+# points), or a mean or sample std (ddof = 1) of a CSV column over the rows sharing one or two text
+# columns (method, geometry, ...), or appear in the folder's Markdown tables (written from those CSVs).
+# Inline code and $math$ are skipped.
+_FOLDER = re.compile(r"docs/results/([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*)")
+_MATH = re.compile(r"\$[^$]*\$")
+_LEVEL = re.compile(r"\b95\s?%(?=\s*(?:CI|confidence|interval|Student))")  # a confidence level, not a result
+_VERSION = re.compile(r"\bhierviz\s+\d+\.\d+|\b\d+\.\d+(?=\s+head)")  # "the 0.2 head", "hierviz 0.3": versions
+TRACKER = re.compile(r"\bissues?\s+\d+", re.IGNORECASE)  # "SupContrast issue #141" cites another project
+
+
+def _folder_of(cited: str) -> Path | None:
+    """The results folder (or the one CSV/Markdown file) a citation names; None for a page or script."""
+    path = RESULTS / cited.rstrip("/.")
+    while path != RESULTS and not path.exists():
+        path = path.parent
+    if (
+        path == RESULTS
+        or (path.is_file() and path.suffix not in (".csv", ".md"))
+        or path.parent == RESULTS
+        and path.is_file()
+    ):
+        return None
+    return path
+
+
+def _csv_values(path: Path) -> list[float]:
+    """Every number of the CSVs under ``path`` and the group means / stds of their numeric columns."""
+    import csv
+    import itertools
+
+    import numpy as np
+
+    files = [path] if path.is_file() else sorted(path.rglob("*.csv"))
+    values: list[float] = []
+    for f in files:
+        if f.suffix != ".csv":
+            continue
+        rows = list(csv.DictReader(f.open(encoding="utf-8")))
+        if not rows:
+            continue
+
+        def num(v):
+            try:
+                return float(v)
+            except (TypeError, ValueError):
+                return None
+
+        cols = list(rows[0])
+        numeric = [c for c in cols if any(num(r[c]) is not None for r in rows)]
+        text = [c for c in cols if c not in numeric and len({r[c] for r in rows}) < len(rows)]
+        values += [x for r in rows for c in numeric if (x := num(r[c])) is not None]
+        for keys in [()] + [(k,) for k in text] + list(itertools.combinations(text, 2)):
+            groups: dict[tuple, list[dict]] = {}
+            for r in rows:
+                groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+            for g in groups.values():
+                for c in numeric:
+                    xs = np.array([x for r in g if (x := num(r[c])) is not None])
+                    if xs.size:
+                        values.append(float(xs.mean()))
+                    if xs.size > 1:
+                        values.append(float(xs.std(ddof=1)))
+    return values
+
+
+def _matches(number: str, values: list[float], tables: str) -> bool:
+    n = number.replace("−", "-").rstrip("%").strip()
+    decimals = len(n.split(".")[1]) if "." in n else 0
+    v, tol = float(n), 0.5 * 10**-decimals + 1e-9
+    return any(abs(x - v) <= tol or abs(100 * x - v) <= tol for x in values) or _in_page(number, tables)
+
+
+def folder_numbers_missing(markdown: str) -> list[tuple[str, str, str]]:
+    """``(folder, number, sentence)`` for every number of a sentence citing a results folder that it lacks."""
+    markdown = re.sub(r"```.*?```", "", markdown, flags=re.DOTALL)  # code blocks quote nothing
+    missing, cache = [], {}
+    for sentence in _sentences(markdown):
+        folders = [f for c in dict.fromkeys(_FOLDER.findall(sentence)) if (f := _folder_of(c)) is not None]
+        if not folders:
+            continue
+        for f in folders:
+            if f not in cache:
+                md = [f] if f.suffix == ".md" else [] if f.is_file() else sorted(f.rglob("*.md"))
+                cache[f] = (_csv_values(f), "\n".join(p.read_text(encoding="utf-8") for p in md))
+        quoted = _VERSION.sub("", _LEVEL.sub("", _MATH.sub("", re.sub(r"`[^`]*`", "", sentence))))
+        for n in _NUM.findall(quoted):
+            if not any(_matches(n, *cache[f]) for f in folders):
+                missing.append((",".join(str(f.relative_to(RESULTS)) for f in folders), n, sentence))
+    return missing
+
+
+def _course_markdown() -> list[tuple[str, str]]:
+    """``(where, markdown)`` of every notebook Markdown cell and of course.md and solutions.md."""
+    out = [
+        (f"{p.name} cell {i}", c.source)
+        for p in NOTEBOOKS
+        for i, c in enumerate(nbformat.read(p, as_version=4).cells)
+        if c.cell_type == "markdown"
+    ]
+    return out + [(doc, (ROOT / doc).read_text(encoding="utf-8")) for doc in ("docs/course.md", "docs/solutions.md")]
+
+
+def test_numbers_cited_next_to_a_results_folder_are_in_its_csvs():
+    missing = [(w, *m) for w, md in _course_markdown() for m in folder_numbers_missing(md)]
+    assert not missing, "number(s) not in the cited folder's CSVs: " + "; ".join(
+        f"{w}: {n} ({f}) in {s!r}" for w, f, n, s in missing
+    )
+
+
+def test_the_folder_check_catches_a_wrong_number():
+    # docs/results/paper05-20news-compare/results.csv: per-run Micro-F1 of HyILR and w/o CL
+    import csv
+
+    rows = list(csv.DictReader((RESULTS / "paper05-20news-compare" / "results.csv").open(encoding="utf-8")))
+    col = next(c for c in rows[0] if "micro" in c.lower())
+    x = float(rows[0][col])
+    good = f"Run 0 of `docs/results/paper05-20news-compare` scores {x:.3f} Micro-F1."
+    assert folder_numbers_missing(good) == []
+    assert folder_numbers_missing(f"It is {100 * x:.1f} % in docs/results/paper05-20news-compare/results.csv.") == []
+    bad = f"Run 0 of `docs/results/paper05-20news-compare` scores {x + 0.0123:.3f} Micro-F1."
+    assert [n for _, n, _ in folder_numbers_missing(bad)] == [f"{x + 0.0123:.3f}"]
+    # a page (paperNN.md) or a script is not a folder; another sentence is not a quote
+    assert folder_numbers_missing("`docs/results/make_tables.py` writes 12.34.") == []
+    assert folder_numbers_missing("It scores 12.34. See docs/results/paper05-20news-compare.") == []
+
+
+TRACKED = [*NOTEBOOKS, *sorted((ROOT / "docs").rglob("*.md"))]
+#: Files whose tracker words are removed by the work that owns them (notebook 07: the retrieval work).
+#: Not strict: once the words are gone the test passes; then drop the entry.
+_PENDING = {"notebooks/07_hyperbolic_retrieval.ipynb"}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(
+            p, marks=pytest.mark.xfail(reason="tracker words removed by the work that owns this file", strict=False)
+        )
+        if str(p.relative_to(ROOT)) in _PENDING
+        else p
+        for p in TRACKED
+    ],
+    ids=[str(p.relative_to(ROOT)) for p in TRACKED],
+)
+def test_no_tracker_words_in_the_course_and_docs(path):
+    # history belongs in CHANGELOG.md: a reader of the course has no tracker to look "issue 24" up in
+    text = (
+        "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
+        if path.suffix == ".ipynb"
+        else path.read_text(encoding="utf-8")
+    )
+    found = sorted({m.group(0) for m in TRACKER.finditer(text)})
+    assert not found, (
+        f"{path.relative_to(ROOT)}: tracker words {found}; say what changed (or the version), not the issue"
+    )

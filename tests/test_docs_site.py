@@ -344,3 +344,20 @@ def test_export_renders_figures_and_math_in_chromium(tmp_path, browser):
     (tmp_path / "tiny.html").write_text(html, encoding="utf-8")
     found = _check_page(browser, (tmp_path / "tiny.html").as_uri(), artifacts_dir() / "export_tiny.png", 1, 2)
     assert found == {"figures": 1, "math": 2}
+
+
+def test_nav_and_index_list_every_results_page():
+    # every page of docs/results/ (paperNN.md) and every run folder's table (results.md ...) is in the
+    # site's nav; docs/index.md links every paper page. A README.md is a folder's note, not a page.
+    nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = nav[nav.index("\nnav:") :]
+    index = (REPO / "docs" / "index.md").read_text(encoding="utf-8")
+    pages = sorted(p for p in (REPO / "docs" / "results").glob("*.md") if p.name != "README.md")
+    assert pages
+    for page in pages:
+        rel = page.relative_to(REPO / "docs").as_posix()
+        assert rel in nav, f"mkdocs.yml nav lacks {rel}"
+        assert f"({rel})" in index, f"docs/index.md does not link {rel}"
+    for table in sorted(p for p in (REPO / "docs" / "results").glob("*/*.md") if p.name != "README.md"):
+        rel = table.relative_to(REPO / "docs").as_posix()
+        assert rel in nav, f"mkdocs.yml nav lacks {rel}"

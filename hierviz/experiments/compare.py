@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import shutil
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -51,12 +53,80 @@ from hierviz.report import build_report, read_results_csv
 from hierviz.training import distributed as hd
 from hierviz.training.distributed import init_distributed
 
-__all__ = ["CompareResult", "compare", "report", "limit_indices", "load_data"]
+__all__ = [
+    "CompareResult",
+    "compare",
+    "report",
+    "limit_indices",
+    "load_data",
+    "table_protocols",
+    "MixedProtocolWarning",
+]
 
 
 # What --resume may change and still reuse a finished run: keys that do not change results, and the
 # plan (more seeds, methods or geometries).
 _RESUME_FREE_KEYS = RESULT_FREE_KEYS | PLAN_KEYS
+
+
+class MixedProtocolWarning(UserWarning):
+    """One comparison table mixes evaluation protocols: its rows score different test problems."""
+
+
+def table_protocols(cfg: ExperimentConfig) -> dict[str, str]:
+    """The evaluation protocol each method of ``cfg`` is scored under, ``{method: protocol}``.
+
+    ``eval.protocol`` when set (every method then shares it), else each method's own
+    (:attr:`hierviz.methods.Method.protocol`; e.g. ``t+pl`` declares ``"unseen"``: two leaves held out
+    of training and the scores taken on the seen test samples only).
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+
+    Returns
+    -------
+    dict of str to str
+        In ``cfg.methods`` order.
+
+    Examples
+    --------
+    >>> from hierviz.experiments import resolve_config
+    >>> table_protocols(resolve_config("quick", ["methods=supcon,t+pl"]))
+    {'supcon': 'classification', 't+pl': 'unseen'}
+    >>> table_protocols(resolve_config("quick", ["methods=supcon,t+pl", "eval.protocol=classification"]))
+    {'supcon': 'classification', 't+pl': 'classification'}
+    """
+    return {m: cfg.eval.protocol or get_method(m).protocol for m in cfg.methods}
+
+
+def warn_mixed_protocols(cfg: ExperimentConfig, say: Callable[..., Any] | None = None) -> str | None:
+    """Warn (:class:`MixedProtocolWarning`, and one line through ``say``) when the methods' protocols differ.
+
+    Rows under different protocols train on different splits and are scored on different test
+    samples, so neither their means nor their paired differences compare like with like.
+
+    Returns
+    -------
+    str or None
+        The warning's text, None when every method shares one protocol.
+    """
+    by_protocol: dict[str, list[str]] = {}
+    for m, p in table_protocols(cfg).items():
+        by_protocol.setdefault(p, []).append(m)
+    if len(by_protocol) < 2:
+        return None
+    groups = "; ".join(f"{p}: {', '.join(ms)}" for p, ms in by_protocol.items())
+    msg = (
+        f"compare: one table mixes evaluation protocols ({groups}); their rows are scored on different splits "
+        f"and test samples, so the means and paired differences across them are not comparable. Set "
+        f"eval.protocol=classification (or {next(iter(p for p in by_protocol if p != 'classification'), 'one protocol')}) "
+        "to score every method alike, or run each protocol's methods in their own compare"
+    )
+    warnings.warn(msg, MixedProtocolWarning, stacklevel=3)
+    if say is not None:
+        say(msg, flush=True)
+    return msg
 
 
 def compare(
@@ -192,6 +262,8 @@ def _compare(
         atomic_write_text(out / "config.json", json.dumps(cfg.to_dict(), indent=1, default=json_default))
         write_tree_json(out / "tree.json", tree)
 
+    if main:
+        warn_mixed_protocols(cfg, say)
     plan = [(m, g, s) for m in cfg.methods for g in cfg.geometries for s in range(cfg.seeds)]
     records, header_split = [], split
     for i, (method, geo, seed) in enumerate(plan, 1):

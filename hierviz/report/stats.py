@@ -26,14 +26,16 @@ from typing import Any
 import numpy as np
 
 try:
+    from scipy.stats import nct as _noncentral_t
     from scipy.stats import t as _student_t
 except ImportError:  # pragma: no cover - scipy comes with scikit-learn
-    _student_t = None
+    _student_t = _noncentral_t = None
 from hierviz.report.tables import _ordered, geometry_label, method_label, metric_label
 
 __all__ = [
     "t_quantile",
     "paired_ci",
+    "paired_power",
     "seeds_needed",
     "paired_differences",
     "paired_markdown",
@@ -113,6 +115,66 @@ def paired_ci(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) 
     mean = float(d.mean())
     half = t_quantile(n - 1, confidence) * float(d.std(ddof=1)) / math.sqrt(n)
     return mean, mean - half, mean + half, n
+
+
+def _check_power_args(sigma_delta: float, effect: float, alpha: float) -> tuple[float, float]:
+    sd, eff = float(sigma_delta), float(effect)
+    if not (math.isfinite(sd) and sd > 0):
+        raise ValueError(
+            f"sigma_delta must be a positive finite number (the SD of the paired differences), got {sigma_delta!r}"
+        )
+    if not math.isfinite(eff) or eff == 0:
+        raise ValueError(f"effect must be a non-zero finite gap (same unit as sigma_delta), got {effect!r}")
+    if not 0.0 < float(alpha) < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), e.g. 0.05, got {alpha!r}")
+    return sd, abs(eff)
+
+
+def paired_power(n: int, sigma_delta: float, effect: float, alpha: float = 0.05) -> float:
+    """Power of the two-sided paired t-test with ``n`` seeds to detect a true mean gap ``effect``.
+
+    With paired differences :math:`d_s \\sim N(\\delta, \\sigma_\\Delta^2)` the statistic
+    :math:`T = \\bar d / (s_d/\\sqrt n)` follows a noncentral t with :math:`n-1` degrees of
+    freedom and noncentrality :math:`\\delta\\sqrt n/\\sigma_\\Delta`; the power is
+    :math:`P(|T| > t_{1-\\alpha/2,\\,n-1})` (Cohen 1988, ch. 2; statsmodels ``TTestPower``).
+
+    Parameters
+    ----------
+    n : int, ≥ 2
+        Number of seeds (pairs).
+    sigma_delta : float, > 0
+        Standard deviation of the per-seed difference method − baseline (ddof = 1 over seeds),
+        in the metric's unit (e.g. 0.015 HF1, or 5.9 micro-F1 points).
+    effect : float, non-zero
+        The true gap to detect, same unit; its sign does not matter.
+    alpha : float in (0, 1), default 0.05
+        Two-sided level.
+
+    Returns
+    -------
+    float in (alpha/2, 1)
+
+    Raises
+    ------
+    ValueError
+        ``n < 2``, ``sigma_delta ≤ 0``, ``effect == 0`` or ``alpha`` outside (0, 1).
+
+    Examples
+    --------
+    Cohen's d = effect / sigma_delta = 1 with 10 seeds:
+
+    >>> round(paired_power(10, sigma_delta=1.0, effect=1.0), 4)
+    0.8031
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
+        raise ValueError(f"n must be an integer number of seeds ≥ 2, got {n!r}")
+    sd, eff = _check_power_args(sigma_delta, effect, alpha)
+    if _student_t is None:  # pragma: no cover - scipy comes with scikit-learn
+        raise ImportError("paired_power needs scipy (pip install scipy)")
+    df = int(n) - 1
+    crit = float(_student_t.ppf(1.0 - alpha / 2.0, df))
+    nc = eff * math.sqrt(n) / sd
+    return float(_noncentral_t.sf(crit, df, nc) + _noncentral_t.cdf(-crit, df, nc))
 
 
 def seeds_needed(effect: float, sigma: float, alpha: float = 0.05, power: float = 0.8, n_max: int = 100_000) -> int:

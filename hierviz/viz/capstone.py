@@ -10,7 +10,11 @@ and ``tree``; any object with those works), so the notebook holds no library cod
   formula), and the Majority-class and Chance rows;
 * :func:`method_guide` -- the closing guide, written from those rows (so it says what the numbers
   of *this* run say, at whatever size it ran);
-* :func:`run_disk_panel` -- dropdowns (dataset, method) over the Poincaré disk of every hyperbolic run.
+* :func:`run_disk_panel` -- dropdowns (dataset, method) over the Poincaré disk of every hyperbolic run;
+* :func:`capstone_overrides` -- the ``compare`` settings of both tables (one protocol, one split);
+* :func:`table_setting` -- refuses a table whose runs mix protocols or splits;
+* :func:`capstone_rows_from_folder` -- the same rows from a committed ``docs/results/`` folder;
+* :func:`radius_reading` -- the one reading of the radius: prototype radii only beside clip fraction and spread.
 """
 
 from __future__ import annotations
@@ -29,6 +33,15 @@ from hierviz.viz.disk import plot_poincare_disk
 
 __all__ = [
     "CAPSTONE_METRICS",
+    "CAPSTONE_PROTOCOL",
+    "capstone_overrides",
+    "FLAT_RADIUS",
+    "SATURATED_CLIP",
+    "capstone_rows_from_folder",
+    "write_chance_csv",
+    "radius_reading",
+    "radius_table_markdown",
+    "table_setting",
     "capstone_figure",
     "capstone_markdown",
     "capstone_rows",
@@ -40,6 +53,213 @@ __all__ = [
 #: The table's columns (record ``metrics`` keys) and their labels; Violations is lower-is-better.
 CAPSTONE_METRICS = {"hf1": "HF1", "h_acc": "H-Acc", "top1": "Top-1", "violations": "Violations ↓"}
 _LOWER_IS_BETTER = {"violations"}
+
+#: The one protocol of every capstone table: every method trains on all leaves of one split and is
+#: scored on the same test samples (``t+pl``'s own ``"unseen"`` protocol would hold two leaves out and
+#: score it on a different test problem; notebook 08 shows that protocol beside L and PL).
+CAPSTONE_PROTOCOL = "classification"
+
+#: Radius readings (:func:`radius_reading`): a clip fraction above this is a saturated sphere ...
+SATURATED_CLIP = 0.5
+#: ... and a mean geodesic radius below this is the flat origin: there the conformal factor
+#: λ = 2 cosh²(r/2) is under 4, twice its value at the origin (r = 2 arcosh √2 = 1.763).
+FLAT_RADIUS = 2.0 * math.acosh(math.sqrt(2.0))
+
+
+def capstone_overrides(
+    data: str,
+    size: str,
+    methods: Sequence[str],
+    geometries: Sequence[str],
+    seeds: int,
+    dataset: str | None = None,
+) -> list[str]:
+    """The ``compare`` overrides of one capstone table (``--set`` strings, for ``resolve_config("quick", ...)``).
+
+    Both tables share the method list, geometries, seeds, the linear-evaluation projection, the
+    encoder's learning rate and :data:`CAPSTONE_PROTOCOL` (``eval.protocol``), so every row of a table
+    is trained on one split and scored on the same test samples. Every setting a table depends on
+    (encoder, sizes, batch, depth-term weights) is named here, so the tables do not change with the
+    ``quick`` preset they are resolved against. The images are HAM10000's bundled
+    sample (grouped split by lesion, the two-step tree); the text is 20 Newsgroups' official
+    by-date split with an MLP encoder (width 16, d = 32, batch 64, 8 epochs, the quick preset's
+    cone and centring weights, three Karcher steps per prototype as paper 01's T_mean = 3). At medium size the text table is the committed converged run's
+    recipe (``docs/results/capstone-20news``: 2,000 messages, a stratified subset) at fewer seeds;
+    at full size it trains on every message.
+
+    Parameters
+    ----------
+    data : {"images", "text"}
+    size : {"smoke", "medium", "full"}
+        :func:`hierviz.course.resolve_size`'s size: smoke runs a few hundred samples for one epoch.
+    methods, geometries : sequence of str
+    seeds : int, ≥ 1
+    dataset : str, optional
+        The dataset name (default ``ham10000-sample`` / ``20news``).
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    ValueError
+        An unknown ``data`` or ``size``.
+
+    Examples
+    --------
+    >>> o = capstone_overrides("text", "medium", ["supcon", "t+pl"], ["euclidean", "poincare"], 5)
+    >>> [x for x in o if x.startswith(("eval.protocol", "data.split", "seeds"))]
+    ['seeds=5', 'eval.protocol=classification', 'data.split=official']
+    """
+    sizes = ("smoke", "medium", "full")
+    if size not in sizes:
+        raise ValueError(f"size must be one of {sizes} (hierviz.course.resolve_size), got {size!r}")
+    pick = dict(zip(sizes, range(3)))[size]
+    common = [
+        f"methods={','.join(methods)}",
+        f"geometries={','.join(geometries)}",
+        f"seeds={int(seeds)}",
+        "eval.projection=pca",
+        "train.lr_backbone=1e-3",
+        f"eval.protocol={CAPSTONE_PROTOCOL}",
+    ]
+    if data == "images":
+        by = (
+            ["data.limit=120", "train.epochs=1", "model.width=8"],
+            ["data.limit=1000", "train.epochs=3", "model.width=16"],
+            ["train.epochs=10", "model.width=32"],
+        )
+        image = [
+            f"data.dataset={dataset or 'ham10000-sample'}",
+            "data.tree=two-step",
+            "data.image_size=32",
+            "model.encoder=small_cnn",
+            "model.embed_dim=32",
+            "train.batch_size=128",
+            "loss.cone_weight=0.2",
+            "loss.center_weight=1.0",
+        ]
+        return common + image + by[pick]
+    if data == "text":
+        by = (
+            ["data.limit=400", "train.epochs=1"],
+            ["data.limit=2000", "train.epochs=8"],
+            ["train.epochs=8"],
+        )
+        return (
+            common
+            + [
+                "data.split=official",
+                f"data.dataset={dataset or '20news'}",
+                "data.tree=20news",
+                "model.encoder=mlp",
+                "model.width=16",
+                "model.embed_dim=32",
+                "train.batch_size=64",
+                "data.workers=0",
+                "eval.mean_steps=3",
+                "loss.cone_weight=0.2",
+                "loss.center_weight=1.0",
+            ]
+            + by[pick]
+        )
+    raise ValueError(f"data must be 'images' or 'text', got {data!r}")
+
+
+def _split_key(rec: Mapping[str, Any]) -> tuple:
+    cfg = rec.get("config") or {}
+    d, e = cfg.get("data") or {}, cfg.get("eval") or {}
+    keys = ("dataset", "path", "limit", "split", "split_seed")
+    return tuple(d.get(k) for k in keys) + (e.get("split"), e.get("fold") if rec.get("protocol") == "unseen" else None)
+
+
+def table_setting(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The protocol and split that every run of one table shares; refuses a table that mixes them.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Run records (``result.json``) of one table: ``protocol`` and ``config`` (the run's
+        ``config.json``: ``data.dataset``, ``data.limit``, ``data.split``, ``data.split_seed``,
+        ``eval.split``, ``eval.fold``).
+
+    Returns
+    -------
+    dict
+        ``{"protocol": str, "split": tuple}``.
+
+    Raises
+    ------
+    ValueError
+        No records, or runs under more than one protocol or split (the message lists them and
+        names ``eval.protocol`` as the fix).
+
+    Examples
+    --------
+    >>> cfg = {"data": {"dataset": "20news", "split": "official"}, "eval": {"split": "val"}}
+    >>> table_setting([{"method": "supcon", "protocol": "classification", "config": cfg}])["protocol"]
+    'classification'
+    """
+    if not records:
+        raise ValueError("records is empty: one table needs at least one run")
+    protocols: dict[str, list[str]] = {}
+    splits: dict[tuple, list[str]] = {}
+    for r in records:
+        protocols.setdefault(str(r.get("protocol")), []).append(str(r.get("method")))
+        splits.setdefault(_split_key(r), []).append(str(r.get("method")))
+    if len(protocols) > 1:
+        parts = "; ".join(f"{p}: {', '.join(dict.fromkeys(m))}" for p, m in protocols.items())
+        raise ValueError(
+            f"one table mixes evaluation protocols ({parts}): its rows score different test problems; "
+            f"run compare with eval.protocol={CAPSTONE_PROTOCOL} (capstone_overrides does)"
+        )
+    if len(splits) > 1:
+        raise ValueError(
+            f"one table mixes {len(splits)} data splits (data.dataset/limit/split/split_seed, eval.split); "
+            "make the table from one compare call"
+        )
+    return {"protocol": next(iter(protocols)), "split": next(iter(splits))}
+
+
+def radius_reading(radius_mean: float, radius_std: float, clip_fraction: float) -> str:
+    """The course's one reading of a hyperbolic run's radius, from the sample radius and the clip fraction.
+
+    Prototype radii rising with depth mean a tree in the radius only when the samples are neither
+    on a sphere nor at the flat origin (notebook 12): Fréchet means of points on a sphere rise with
+    depth by themselves (the wider the group, the deeper inside the sphere its mean lies), and below
+    radius :data:`FLAT_RADIUS` = 1.763 the conformal factor :math:`\\lambda = 2\\cosh^2(r/2)` stays under 4,
+    within a factor 2 of its value at the origin, so distances are the Euclidean ones up to that
+    factor. So the prototype radii are read only beside the clip fraction and the spread of the
+    test radii.
+
+    Parameters
+    ----------
+    radius_mean, radius_std : float
+        Mean and std of the test samples' geodesic radius d(0, z).
+    clip_fraction : float in [0, 1]
+        Share of test samples at the head's bound.
+
+    Returns
+    -------
+    str
+        ``"saturated sphere"`` (clip fraction > 0.5 or a spread under 2 % of the mean),
+        ``"flat origin"`` (mean radius < :data:`FLAT_RADIUS`), ``"in the curved region"`` otherwise;
+        ``"–"`` for NaN.
+
+    Examples
+    --------
+    >>> radius_reading(6.0, 0.0, 1.0), radius_reading(0.44, 0.08, 0.0), radius_reading(2.5, 0.3, 0.0)
+    ('saturated sphere', 'flat origin', 'in the curved region')
+    """
+    vals = (radius_mean, radius_std, clip_fraction)
+    if any(v is None or not math.isfinite(float(v)) for v in vals):
+        return "–"
+    if clip_fraction > SATURATED_CLIP or radius_std < 0.02 * radius_mean:
+        return "saturated sphere"
+    if radius_mean < FLAT_RADIUS:
+        return "flat origin"
+    return "in the curved region"
 
 
 def chance_report(y_test: Any, tree: Any) -> dict[str, float]:
@@ -102,6 +322,38 @@ def _runs(result: Any) -> dict[tuple[str, str], dict[int, dict]]:
     return runs
 
 
+def _method_rows(
+    runs: Mapping[tuple[str, str], Mapping[int, Mapping[str, Any]]], baseline: str, key: str, min_seeds: int
+) -> list[dict[str, Any]]:
+    """Per method × geometry: means ± stds over seeds, the paired difference to ``baseline``, the radius means."""
+    first = next(iter(next(iter(runs.values())).values()))
+    if key not in first["metrics"]:
+        raise ValueError(f"key {key!r} is not a metric of the runs; have {sorted(first['metrics'])}")
+    rows = []
+    for (method, geometry), by_seed in runs.items():
+        seeds = sorted(by_seed)
+        row: dict[str, Any] = {"method": method, "geometry": geometry, "n": len(seeds)}
+        for m in CAPSTONE_METRICS:
+            v = np.array([by_seed[s]["metrics"].get(m, math.nan) for s in seeds], dtype=float)
+            row[m] = float(v.mean())
+            row[f"{m}_std"] = float(v.std(ddof=1)) if len(v) > 1 else math.nan
+        for m in ("radius_depth_spearman", "clip_fraction", "radius_gap", "radius_mean", "radius_std"):
+            v = [(by_seed[s].get("radius") or {}).get(m) for s in seeds]
+            v = [x for x in v if x is not None and geometry != "euclidean"]
+            row[m] = float(np.mean(v)) if v else math.nan
+        base = runs.get((baseline, geometry), {})
+        common = [s for s in seeds if s in base]
+        row["delta"] = row["low"] = row["high"] = math.nan
+        if method != baseline and len(common) >= max(2, min_seeds):
+            a = [by_seed[s]["metrics"][key] for s in common]
+            b = [base[s]["metrics"][key] for s in common]
+            if np.isfinite(a).all() and np.isfinite(b).all():  # a failed run's NaN leaves the row without an interval
+                ci = paired_ci(a, b)
+                row["delta"], row["low"], row["high"] = ci["mean_diff"], ci["low"], ci["high"]
+        rows.append(row)
+    return rows
+
+
 def capstone_rows(result: Any, baseline: str = "supcon", key: str = "hf1", min_seeds: int = 3) -> list[dict[str, Any]]:
     """One row per method × geometry of a ``compare`` result, then the Majority and Chance rows.
 
@@ -125,47 +377,168 @@ def capstone_rows(result: Any, baseline: str = "supcon", key: str = "hf1", min_s
         ``mean`` and ``std`` (``"<metric>"``, ``"<metric>_std"``, std NaN for one seed), and
         ``delta, low, high`` (``key`` minus the baseline's over the common seeds, with the 95 %
         Student-t interval; NaN with fewer than ``min_seeds`` common seeds or for the baseline itself), and
-        the radius metrics ``radius_depth_spearman``, ``clip_fraction``, ``radius_gap`` (means;
-        NaN for Euclidean runs). Then ``{"method": "majority", ...}`` and ``{"method": "chance", ...}``.
+        the radius metrics ``radius_depth_spearman``, ``clip_fraction``, ``radius_gap``, ``radius_mean``,
+        ``radius_std`` (means over seeds; NaN for Euclidean runs). Then ``{"method": "majority", ...}``
+        and ``{"method": "chance", ...}``.
 
     Raises
     ------
     ValueError
-        ``result`` has no records, or ``key`` is not one of the records' metrics.
+        ``result`` has no records, ``key`` is not one of the records' metrics, or the runs mix
+        protocols or splits (:func:`table_setting`).
     """
     runs = _runs(result)
     if not runs:
         raise ValueError("result has no run records; run compare(...) first")
+    table_setting(result.records)  # one protocol and one split, or no table
     first = next(iter(next(iter(runs.values())).values()))
-    if key not in first["metrics"]:
-        raise ValueError(f"key {key!r} is not a metric of the runs; have {sorted(first['metrics'])}")
-    rows = []
-    for (method, geometry), by_seed in runs.items():
-        seeds = sorted(by_seed)
-        row: dict[str, Any] = {"method": method, "geometry": geometry, "n": len(seeds)}
-        for m in CAPSTONE_METRICS:
-            v = np.array([by_seed[s]["metrics"].get(m, math.nan) for s in seeds], dtype=float)
-            row[m] = float(v.mean())
-            row[f"{m}_std"] = float(v.std(ddof=1)) if len(v) > 1 else math.nan
-        for m in ("radius_depth_spearman", "clip_fraction", "radius_gap"):
-            v = [(by_seed[s].get("radius") or {}).get(m) for s in seeds]
-            v = [x for x in v if x is not None and geometry != "euclidean"]
-            row[m] = float(np.mean(v)) if v else math.nan
-        base = runs.get((baseline, geometry), {})
-        common = [s for s in seeds if s in base]
-        row["delta"] = row["low"] = row["high"] = math.nan
-        if method != baseline and len(common) >= max(2, min_seeds):
-            a = [by_seed[s]["metrics"][key] for s in common]
-            b = [base[s]["metrics"][key] for s in common]
-            if np.isfinite(a).all() and np.isfinite(b).all():  # a failed run's NaN leaves the row without an interval
-                ci = paired_ci(a, b)
-                row["delta"], row["low"], row["high"] = ci["mean_diff"], ci["low"], ci["high"]
-        rows.append(row)
+    rows = _method_rows(runs, baseline, key, min_seeds)
     a = result.arrays(first["method"], first["geometry"], int(first["seed"]))
     maj = majority_class_report(a["y_train"], a["y_test"], result.tree)
     rows.append({"method": "majority", "geometry": "", "n": 0} | {m: float(maj[m]) for m in CAPSTONE_METRICS})
     rows.append({"method": "chance", "geometry": "", "n": 0} | chance_report(a["y_test"], result.tree))
     return rows
+
+
+_RADIUS_KEYS = ("radius_depth_spearman", "clip_fraction", "radius_gap", "radius_mean", "radius_std")
+
+
+def capstone_rows_from_folder(
+    folder: Any, baseline: str = "supcon", key: str = "hf1", min_seeds: int = 3
+) -> list[dict[str, Any]]:
+    """:func:`capstone_rows` of a committed ``compare`` folder: ``results.csv``, ``baselines.csv``, ``chance.csv``.
+
+    The committed converged runs (``docs/results/capstone-20news``) keep no embeddings, so the rows
+    come from the per-run CSV (one row per method × geometry × seed, the metrics and the five radius
+    metrics), the Majority row from ``baselines.csv`` and the Chance row from ``chance.csv``
+    (:func:`chance_report` of the run's test labels, written when the folder was made). Its
+    ``config.json`` must name one protocol for all methods (``eval.protocol``).
+
+    Parameters
+    ----------
+    folder : str or Path
+    baseline, key, min_seeds
+        As in :func:`capstone_rows`.
+
+    Returns
+    -------
+    list of dict
+        The rows of :func:`capstone_rows` (same keys), for :func:`capstone_markdown`,
+        :func:`capstone_figure` and :func:`method_guide`.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``results.csv`` missing (the message names the folder).
+    ValueError
+        ``config.json`` leaves ``eval.protocol`` unset (each method's own protocol: a mixed table).
+
+    Notes
+    -----
+    Notebook 10 §3 calls it on ``results_dir() / "capstone-20news"``; ``tests/test_capstone_fair.py``
+    checks it against :func:`capstone_rows`' paired interval on a hand-made folder.
+    """
+    import csv
+    import json
+    from pathlib import Path
+
+    folder = Path(folder)
+    path = folder / "results.csv"
+    if not path.is_file():
+        raise FileNotFoundError(f"folder={str(folder)!r} has no results.csv; pass a hierviz compare output folder")
+    cfg_file = folder / "config.json"
+    if cfg_file.is_file():
+        protocol = (json.loads(cfg_file.read_text(encoding="utf-8")).get("eval") or {}).get("protocol")
+        if protocol is None:
+            raise ValueError(
+                f"{cfg_file}: eval.protocol is unset, so each method ran under its own protocol; "
+                f"a fair table needs eval.protocol={CAPSTONE_PROTOCOL}"
+            )
+
+    def num(v: str) -> float:
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return math.nan
+
+    runs: dict[tuple[str, str], dict[int, dict]] = {}
+    with path.open(encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            rec = {
+                "metrics": {m: num(r.get(m, "")) for m in CAPSTONE_METRICS},
+                "radius": {m: num(r[m]) for m in _RADIUS_KEYS if r.get(m, "") != ""} or None,
+            }
+            runs.setdefault((r["method"], r["geometry"]), {})[int(r["seed"])] = rec
+    if not runs:
+        raise ValueError(f"{path} has no runs")
+    rows = _method_rows(runs, baseline, key, min_seeds)
+    for name in ("majority", "chance"):
+        file = folder / ("baselines.csv" if name == "majority" else "chance.csv")
+        if file.is_file():
+            with file.open(encoding="utf-8") as f:
+                for r in csv.DictReader(f):
+                    if r.get("baseline", name) == name:
+                        rows.append(
+                            {"method": name, "geometry": "", "n": 0} | {m: num(r.get(m, "")) for m in CAPSTONE_METRICS}
+                        )
+    return rows
+
+
+def write_chance_csv(result: Any, path: Any) -> dict[str, float]:
+    """Write the Chance row of a ``compare`` result (its first run's test labels) to ``path`` as CSV.
+
+    Returns
+    -------
+    dict
+        :func:`chance_report` of the test labels.
+    """
+    import csv
+    from pathlib import Path
+
+    first = result.records[0]
+    a = result.arrays(first["method"], first["geometry"], int(first["seed"]))
+    rep = chance_report(a["y_test"], result.tree)
+    with Path(path).open("w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["baseline", *CAPSTONE_METRICS])
+        w.writerow(["chance", *(f"{rep[m]:.6g}" for m in CAPSTONE_METRICS)])
+    return rep
+
+
+def radius_table_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The radius columns of the hyperbolic rows of a capstone table, each with its :func:`radius_reading`.
+
+    Per hyperbolic method row: the radius–depth Spearman of the prototypes, the clip fraction, the test
+    radius mean ± spread and the reading they give together. Means over seeds.
+
+    Examples
+    --------
+    >>> rows = [{"method": "supcon", "geometry": "poincare", "n": 5, "radius_depth_spearman": 0.55,
+    ...          "clip_fraction": 0.0, "radius_mean": 0.44, "radius_std": 0.08, "radius_gap": 0.1}]
+    >>> print(radius_table_markdown(rows).splitlines()[2])
+    | SupCon | Poincaré | 0.55 | 0.00 | 0.44 ± 0.08 | 0.10 | flat origin |
+    """
+    lines = [
+        "| Method | Geometry | Radius–depth Spearman | Clip fraction | Test radius d(0, z) | Radius gap | Reading |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+
+    def f(v: Any, fmt: str = ".2f") -> str:
+        return "–" if v is None or not math.isfinite(v) else format(v, fmt)
+
+    for r in rows:
+        if r["method"] in ("majority", "chance") or not math.isfinite(r.get("radius_depth_spearman", math.nan)):
+            continue
+        mean, std, clip = (
+            r.get("radius_mean", math.nan),
+            r.get("radius_std", math.nan),
+            r.get("clip_fraction", math.nan),
+        )
+        lines.append(
+            f"| {_label(r['method'])} | {_GEOMETRY.get(r['geometry'], r['geometry'])} | {f(r['radius_depth_spearman'])} "
+            f"| {f(clip)} | {f(mean)} ± {f(std)} | {f(r.get('radius_gap', math.nan))} | {radius_reading(mean, std, clip)} |"
+        )
+    return "\n".join(lines)
 
 
 def _cell(row: Mapping[str, Any], m: str) -> str:
@@ -271,7 +644,9 @@ def method_guide(tables: Mapping[str, Sequence[Mapping[str, Any]]], baseline: st
         if worse:
             lines.append(
                 f"- **Below {_label(baseline)}** (interval entirely under 0): "
-                + ", ".join(f"{_label(r['method'])} {_fmt_ci(r)}" for r in worse)
+                + ", ".join(
+                    f"{_label(r['method'])} ({_GEOMETRY.get(r['geometry'], r['geometry'])}) {_fmt_ci(r)}" for r in worse
+                )
                 + "."
             )
         maj = base.get("majority", {}).get(key, math.nan)
@@ -295,13 +670,27 @@ def method_guide(tables: Mapping[str, Sequence[Mapping[str, Any]]], baseline: st
         hyp = [r for r in methods if math.isfinite(r.get("radius_depth_spearman", math.nan))]
         if hyp:
             h = max(hyp, key=lambda r: r["radius_depth_spearman"])
+            reading = radius_reading(
+                h.get("radius_mean", math.nan), h.get("radius_std", math.nan), h.get("clip_fraction", math.nan)
+            )
+            spread = (
+                f", test radius {h['radius_mean']:.2f} ± {h['radius_std']:.2f}"
+                if math.isfinite(h.get("radius_mean", math.nan)) and math.isfinite(h.get("radius_std", math.nan))
+                else ""
+            )
             lines.append(
                 f"- Depth in the radius: {_label(h['method'])} has the highest radius–depth Spearman, "
-                f"{h['radius_depth_spearman']:.2f} (clip fraction {h.get('clip_fraction', math.nan):.2f})"
+                f"{h['radius_depth_spearman']:.2f} (clip fraction {h.get('clip_fraction', math.nan):.2f}{spread}"
+                + (f": {reading})" if reading != "–" else ")")
                 + (
                     "; below 0.5 for every run: no method put the tree in the radius at this size."
                     if h["radius_depth_spearman"] < 0.5
-                    else "."
+                    else (
+                        ". Its prototypes rise with depth, but on a saturated sphere or at the flat origin that "
+                        "rise is no tree in the curved space (notebook 12)."
+                        if reading in ("saturated sphere", "flat origin")
+                        else "."
+                    )
                 )
             )
         out.append("\n".join(lines))

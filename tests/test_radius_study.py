@@ -1,0 +1,78 @@
+"""The radius study's notebook tables and figures (hierviz.report.radius_study) on a hand-made folder."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hierviz.report.radius_study import (
+    radius_by_depth_figure,
+    radius_study_markdown,
+    study_disk,
+    study_folder,
+    sweep_markdown,
+)
+
+HEAD = "method,geometry,seed,hf1,top1,violations,radius_mean,radius_std,clip_fraction,radius_depth_spearman,edge_order,radius_gap,norm_auroc"
+
+
+def _folder(tmp_path):
+    rows = [HEAD]
+    for s in range(3):
+        rows.append(f"supcon,euclidean,{s},0.80,0.7,0.2,1,0,,,,,")
+        rows.append(f"supcon,poincare,{s},{0.80 + s / 100},0.7,0.2,0.5,0.1,0,{0.5 + s / 10},0.9,0.1,0.7")  # flat origin
+        rows.append(f"hwc+lam,poincare,{s},0.81,0.7,0.2,2.5,0.3,0,0.95,1.0,1.2,0.7")  # curved region
+    (tmp_path / "results.csv").write_text("\n".join(rows) + "\n")
+    sweep = ["label,overrides," + HEAD]
+    for label, r in (("off", "0.4,0.1,0,0.2,0.5,0.0,0.6"), ("cone+centre", "1.9,0.3,0,0.9,1.0,1.1,0.7")):
+        sweep.append(f'{label},"loss.cone_weight=0",supcon,poincare,0,0.8,0.7,0.2,{r}')
+    (tmp_path / "sweep.csv").write_text("\n".join(sweep) + "\n")
+    protos = ["method,geometry,seed,node,depth,parent,is_leaf,radius"]
+    for s in range(2):
+        for d, rad in ((0, 0.1), (1, 0.5 + s / 10), (2, 1.0)):
+            protos.append(f"supcon,poincare,{s},n{d},{d},,{d == 2},{rad}")
+    (tmp_path / "prototypes.csv").write_text("\n".join(protos) + "\n")
+    return tmp_path
+
+
+def test_the_study_tables_read_the_radius_beside_clip_and_spread(tmp_path):
+    folder = _folder(tmp_path)
+    md = radius_study_markdown(folder)
+    assert "SupCon (Poincaré) | 3 | 0.810 ± 0.010 | 0.60 ± 0.10 |" in md  # HF1 and Spearman over 3 seeds
+    assert md.count("flat origin") == 1 and md.count("in the curved region") == 1 and "Euclidean" not in md
+    sw = sweep_markdown(folder)
+    assert sw.index("off: SupCon") < sw.index("cone+centre: SupCon") and "in the curved region" in sw
+    assert "off: SupCon" not in sweep_markdown(folder, labels=["cone+centre"])
+    with pytest.raises(ValueError, match=r"labels: \['tau'\] not in"):
+        sweep_markdown(folder, labels=["tau"])
+    with pytest.raises(FileNotFoundError, match="no results.csv"):
+        study_folder(tmp_path / "none")
+
+
+def test_the_radius_by_depth_figure_averages_seeds(tmp_path):
+    fig = radius_by_depth_figure(_folder(tmp_path))
+    (trace,) = fig.data
+    assert list(trace.x) == [0, 1, 2] and trace.y[1] == pytest.approx(0.55)  # seeds 0.5 and 0.6
+    assert trace.error_y.array[1] == pytest.approx(np.std([0.5, 0.6], ddof=1))
+    with pytest.raises(ValueError, match="geometry='lorentz'"):
+        radius_by_depth_figure(tmp_path, geometry="lorentz")
+
+
+def test_the_study_disk_reads_seed_0(tmp_path):
+    from hierviz.data.trees import load_tree
+
+    folder = _folder(tmp_path)
+    (folder / "embeddings").mkdir()
+    tree = load_tree("20news")
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(40, 4)) * 0.1
+    np.savez(
+        folder / "embeddings" / "supcon-poincare-s0.npz",
+        z_test=z.astype(np.float16),
+        y_test=rng.integers(0, 20, 40).astype(np.int16),
+        c=1.0,
+    )
+    fig = study_disk(folder, tree, "supcon")
+    assert fig.data and "SupCon (Poincaré, seed 0)" in fig.layout.title.text
+    with pytest.raises(FileNotFoundError, match=r"method='hwc'.*supcon-poincare-s0.npz"):
+        study_disk(folder, tree, "hwc")
