@@ -92,11 +92,11 @@ def test_compare_end_to_end_on_bundled_sample(tmp_path, capsys):
     assert body.count("Plotly.newPlot") >= 6
     assert "Poincaré disk of test embeddings and parent prototypes" in html
     assert "PCA of test embeddings with the tree drawn over it" in html
-    assert "Training loss per step" in html and "hierviz compare --quick" in html
+    assert "Training loss per step" in html and "hierviz compare --preset=quick-ham10000" in html
     assert "could not be drawn" not in html and "figures skipped" not in html
     rec = json.loads((out / "runs" / "hwc_lam-poincare-s0" / "result.json").read_text())
-    # the quick preset adds the depth regularisers (cone, centring) to hyperbolic runs (issue 22)
-    assert set(rec["step_history"]) == {"loss", "hwc", "lam", "cone", "center"}
+    # hyperbolic runs get the library's default depth regularisers (cones, centring, CPCC)
+    assert set(rec["step_history"]) == {"loss", "hwc", "lam", "cone", "center", "cpcc"}
     emb = np.load(out / "runs" / "hwc_lam-poincare-s0" / "embeddings.npz")
     assert (np.linalg.norm(emb["z_test"], axis=1) < 1).all()
     assert emb["prototypes"].shape[1] == 8 and emb["proto_nodes"].shape[0] == emb["prototypes"].shape[0]
