@@ -312,9 +312,8 @@ def test_the_folder_check_catches_a_wrong_number():
 
 
 TRACKED = [*NOTEBOOKS, *sorted((ROOT / "docs").rglob("*.md"))]
-#: Files whose tracker words are removed by the work that owns them (notebook 07: the retrieval work).
-#: Not strict: once the words are gone the test passes; then drop the entry.
-_PENDING = {"notebooks/07_hyperbolic_retrieval.ipynb"}
+#: Files whose tracker words are still to be removed by the work that owns them (none left).
+_PENDING: set[str] = set()
 
 
 @pytest.mark.parametrize(
