@@ -1,8 +1,8 @@
 """The library's hyperbolic defaults put the 20 Newsgroups tree into the radius (a small fixed subset).
 
 The 5-seed study on the full split is docs/results/radius-20news/; this is its seeded,
-CPU-sized guard: 4,000 messages (a stratified subset of the bydate corpus, the official split
-inside it), SupCon on the Poincaré ball, the ``quick`` preset's regime. With the default depth
+CPU-sized guard: 10,000 messages (a stratified subset of the bydate corpus, the official split
+inside it), HWC+LAM on the Lorentz hyperboloid, the ``quick`` preset's regime. With the default depth
 terms the test prototypes are ordered by depth; with every depth term off they are not.
 """
 
@@ -14,7 +14,7 @@ from hierviz.experiments import compare, resolve_config
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
 
-SUBSET = ["data.limit=4000", "methods=supcon", "geometries=poincare", "seeds=1", "train.epochs=12"]
+SUBSET = ["data.limit=10000", "methods=hwc+lam", "geometries=lorentz", "seeds=1", "train.epochs=12"]
 OFF = ["loss.cone_weight=0", "loss.center_weight=0", "loss.order_weight=0", "loss.cpcc_weight=0", "loss.depth_weight=0"]
 
 
@@ -22,7 +22,7 @@ def _radius(tmp_path, extra):
     cfg = resolve_config("quick", [*SUBSET, *extra, f"out={tmp_path}"])
     assert cfg.data.dataset == "20news" and cfg.data.split == "official"
     res = compare(cfg, progress=False, verbose=False)
-    rec = res.record("supcon", "poincare", 0)
+    rec = res.record("hwc+lam", "lorentz", 0)
     return rec["radius"], rec["metrics"]
 
 
