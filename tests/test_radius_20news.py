@@ -12,8 +12,6 @@ import pytest
 
 from hierviz.experiments import compare, resolve_config
 
-pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
-
 SUBSET = ["data.limit=10000", "methods=hwc+lam", "geometries=lorentz", "seeds=1", "train.epochs=12"]
 OFF = ["loss.cone_weight=0", "loss.center_weight=0", "loss.order_weight=0", "loss.cpcc_weight=0", "loss.depth_weight=0"]
 
@@ -26,6 +24,8 @@ def _radius(tmp_path, extra):
     return rec["radius"], rec["metrics"]
 
 
+@pytest.mark.shared_data
+@pytest.mark.slow
 def test_the_default_depth_terms_order_the_20news_prototypes_by_depth_and_fail_without_them(
     tmp_path, data_dir, monkeypatch
 ):
@@ -37,3 +37,14 @@ def test_the_default_depth_terms_order_the_20news_prototypes_by_depth_and_fail_w
     assert rad["edge_order"] >= 0.9, rad
     off, _ = _radius(tmp_path / "off", OFF)
     assert off["radius_depth_spearman"] < 0.8 or off["edge_order"] < 0.9, off
+
+
+def test_the_committed_study_tables_are_made_from_its_csvs():
+    """results.md, the table CSVs the pages embed, and the HAM10000 check are what the scripts make from the CSVs."""
+    import runpy
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "docs" / "results" / "radius-20news"
+    for script in ("study.py", "ham_check.py"):
+        main = runpy.run_path(str(folder / script))["main"]
+        assert main(["tables", "--check"]) == 0, script
