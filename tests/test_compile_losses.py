@@ -233,7 +233,10 @@ def test_poincare_objective_compiles_fullgraph_on_the_cuda_kernel_path(name, mon
 
 
 #: each depth term once (a term's Karcher means unroll into the graph: about 9 s of tracing each)
-_DEPTH_TERMS = {"poincare": ("order_weight", "cpcc_weight"), "lorentz": ("cone_weight", "center_weight")}
+_DEPTH_TERMS = {
+    "poincare": ("order_weight", "cpcc_weight"),
+    "lorentz": ("cone_weight", "center_weight", "depth_weight"),
+}
 
 
 @pytest.mark.parametrize("geo", list(_DEPTH_TERMS))
@@ -243,7 +246,11 @@ def test_depth_regularisers_compile_fullgraph_and_equal_eager(geo):
     eager path keeps ``nonzero`` and the early exits. The two agree to float32 rounding."""
     torch._dynamo.reset()
     geometry = get_geometry(geo)
-    obj = build_objective("supcon", TREE, geometry, **dict.fromkeys(_DEPTH_TERMS[geo], 0.5))
+    weights = {
+        **dict.fromkeys(("cone_weight", "center_weight", "cpcc_weight"), 0.0),
+        **dict.fromkeys(_DEPTH_TERMS[geo], 0.5),
+    }
+    obj = build_objective("supcon", TREE, geometry, **weights)
     assert sorted(obj.terms) == sorted(["supcon", *(k.removesuffix("_weight") for k in _DEPTH_TERMS[geo])])
     g = torch.Generator().manual_seed(0)
     z = geometry.expmap0(0.4 * torch.randn(B, 2, D, generator=g))
