@@ -443,7 +443,7 @@ def test_python_dash_m_entry_point(monkeypatch, capsys):
         "--seeds",
         "--epochs",
         "--resume",
-        "--preset=quick-ham10000",
+        "--quick",
         "--limit",
         "--workers",
         "--encoder",

@@ -246,7 +246,7 @@ def test_user_geometry_runs_through_losses_figures_and_the_report(tmp_path, caps
     tree = LabelTree.from_nested({"root": {"a": ["x", "y"], "b": ["z"]}})
     z = PoincareBall().expmap0(0.3 * torch.randn(6, 2, 4, generator=torch.Generator().manual_seed(0)))
     y = torch.tensor([0, 0, 1, 1, 2, 2])
-    hp = {"tau": 0.1, "cone_weight": 0.2, "center_weight": 1.0}
+    hp = {"tau": 0.1, "cone_weight": 0.2, "center_weight": 1.0, "cpcc_weight": 0.0}
     mine, ref = (
         build_objective("supcon", tree, user_ball(), **hp),
         build_objective("supcon", tree, PoincareBall(), **hp),
