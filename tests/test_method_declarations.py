@@ -145,7 +145,7 @@ def test_user_method_with_its_own_optimiser_through_compare_report_and_resume(tm
     """``--import`` a method declaring Adam at a constant rate: compare records and uses it, report rebuilds,
     --resume reuses the run, and a folder written before the ``method`` section existed still resumes."""
     out = tmp_path / "out"
-    argv = ["compare", "--import", "tests.declared_method", "--preset", "quick", "--methods", "adam-pull",
+    argv = ["compare", "--import", "tests.declared_method", "--preset", "quick-ham10000", "--methods", "adam-pull",
             "--geometry", "euclidean", "--limit", "60", "--seeds", "1", "--set", "model.width=4", "--set",
             "model.embed_dim=8", "--set", "data.image_size=16", "--projection", "pca", "--batch-size", "32",
             "--epochs", "2", "--quiet", "--out", str(out)]  # fmt: skip

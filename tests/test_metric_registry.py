@@ -69,7 +69,7 @@ def test_user_metric_from_import_is_computed_recorded_and_shown(tmp_path, capsys
     """``--import tests.user_metric``: every run computes mean_norm from its saved z_test, records it with its
     title, results.csv/md show it (bold = lowest), and ``report`` rebuilds the column without the module."""
     out = tmp_path / "out"
-    argv = ["compare", "--import", "tests.user_metric", "--preset", "quick", "--methods", "supcon,simclr",
+    argv = ["compare", "--import", "tests.user_metric", "--preset", "quick-ham10000", "--methods", "supcon,simclr",
             "--geometry", "euclidean", *TINY_CLI, "--out", str(out)]  # fmt: skip
     assert main(argv) == 0, capsys.readouterr().err
     values = {}

@@ -103,12 +103,12 @@ def test_run_folder_collision_refused_at_config_time(user_hwc_lam):
     from hierviz.experiments.config import ConfigError, resolve_config
 
     with pytest.raises(ConfigError) as e:
-        resolve_config("quick", ["methods=hwc+lam,hwc_lam", "geometries=euclidean"])
+        resolve_config("quick-ham10000", ["methods=hwc+lam,hwc_lam", "geometries=euclidean"])
     msg = str(e.value)
     assert "'hwc+lam' and 'hwc_lam'" in msg and "hwc_lam-euclidean-s0" in msg and "\n" not in msg
     # either alone is fine, and the built-in keeps the folder old runs have (so they still resume)
-    resolve_config("quick", ["methods=hwc+lam", "geometries=euclidean"])
-    resolve_config("quick", ["methods=hwc_lam", "geometries=euclidean"])
+    resolve_config("quick-ham10000", ["methods=hwc+lam", "geometries=euclidean"])
+    resolve_config("quick-ham10000", ["methods=hwc_lam", "geometries=euclidean"])
 
 
 def test_run_names_are_injective_across_methods_and_geometries():
@@ -140,7 +140,7 @@ _ORDER_SCRIPT = """
 import json, sys
 from hierviz.experiments import compare, resolve_config
 tiny, out = json.loads(sys.argv[1]), sys.argv[2]
-compare(resolve_config("quick", tiny + ["methods=hwc+lam", "geometries=poincare", "out=" + out]),
+compare(resolve_config("quick-ham10000", tiny + ["methods=hwc+lam", "geometries=poincare", "out=" + out]),
         progress=False, verbose=False)
 """
 
@@ -349,10 +349,10 @@ def test_empty_out_is_refused():
     from hierviz.experiments.config import ConfigError, resolve_config
 
     with pytest.raises(ConfigError, match="out: must be a folder path \\(empty would write"):
-        resolve_config("quick", ["out="])
+        resolve_config("quick-ham10000", ["out="])
     with pytest.raises(ConfigError, match="out: must be a folder path"):
-        resolve_config("quick", ["out=  "])
-    assert resolve_config("quick", ["out=runs/x"]).out == "runs/x"
+        resolve_config("quick-ham10000", ["out=  "])
+    assert resolve_config("quick-ham10000", ["out=runs/x"]).out == "runs/x"
 
 
 def test_htc_options_name_the_problem():
@@ -475,7 +475,7 @@ def test_ctrl_c_in_a_command_without_runs_does_not_offer_resume(tmp_path, monkey
     (tmp_path / "mod_keyboard_w40.py").write_text("raise KeyboardInterrupt\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "mod_keyboard_w40", raising=False)
-    assert main(["config", "--preset", "quick", "--import", "mod_keyboard_w40"]) == 130
+    assert main(["config", "--preset", "quick-ham10000", "--import", "mod_keyboard_w40"]) == 130
     err = capsys.readouterr().err.strip()
     assert err == "hierviz: interrupted (config stopped; nothing to resume)"
 
@@ -492,7 +492,7 @@ def test_features_reads_a_run_made_with_user_keys(tmp_path):
 
     out = tmp_path / "run"
     compare(
-        resolve_config("quick", [*_ORDER_TINY, "methods=supcon", "geometries=euclidean", f"out={out}"]),
+        resolve_config("quick-ham10000", [*_ORDER_TINY, "methods=supcon", "geometries=euclidean", f"out={out}"]),
         progress=False,
         verbose=False,
     )

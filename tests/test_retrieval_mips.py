@@ -300,9 +300,9 @@ def test_compare_records_the_index_and_its_recall(tmp_path):
     sets += ["methods=hyper-dino", "geometries=poincare", "seeds=1", "eval.protocol=retrieval", "train.epochs=1"]
     sets += ["train.batch_size=32", "train.threads=1", "eval.projection=pca"]
     with pytest.raises(ConfigError, match="eval.index"):
-        resolve_config("quick", [*sets, "eval.index=faiss-lsh"])
-    exact = compare(resolve_config("quick", [*sets, f"out={tmp_path / 'e'}"]), progress=False, verbose=False)
-    flat = compare(resolve_config("quick", [*sets, "eval.index=faiss-flat", f"out={tmp_path / 'f'}"]),
+        resolve_config("quick-ham10000", [*sets, "eval.index=faiss-lsh"])
+    exact = compare(resolve_config("quick-ham10000", [*sets, f"out={tmp_path / 'e'}"]), progress=False, verbose=False)
+    flat = compare(resolve_config("quick-ham10000", [*sets, "eval.index=faiss-flat", f"out={tmp_path / 'f'}"]),
                    progress=False, verbose=False)  # fmt: skip
     m0, m1 = exact.records[0]["metrics"], flat.records[0]["metrics"]
     assert "index_recall@20" not in m0 and m1["index_recall@20"] == 1.0  # the flat index is exact
