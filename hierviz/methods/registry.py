@@ -413,8 +413,9 @@ register_hparam(
 def reads_radial(method: Method | str, geometry: Any) -> bool:
     """Whether a run of ``method`` on ``geometry`` gets the depth regularisers (:func:`add_radial_terms`).
 
-    True for a hyperbolic geometry and a method whose evaluated embedding is ``z``: the runs
-    that read :data:`RADIAL_HPARAMS`.
+    True for a hyperbolic geometry and a method whose evaluated embedding is ``z`` and whose
+    protocol is not a retrieval one (Paper 03's mapper keeps its own loss and radius cap): the
+    runs that read :data:`RADIAL_HPARAMS`.
 
     Parameters
     ----------
@@ -431,12 +432,19 @@ def reads_radial(method: Method | str, geometry: Any) -> bool:
     --------
     >>> reads_radial("supcon", "poincare"), reads_radial("supcon", "euclidean"), reads_radial("hxe", "poincare")
     (True, False, False)
+    >>> reads_radial("hyper-dino", "poincare")
+    False
     """
     if isinstance(method, str):
         method = get_method(method)
     if isinstance(geometry, str):
         geometry = GEOMETRIES.get(geometry)
-    return bool(getattr(geometry, "hyperbolic", False)) and method.embedding == "z"
+    # Paper 03's mapper is scored by retrieval with its own loss and radius cap: no depth terms there
+    return (
+        bool(getattr(geometry, "hyperbolic", False))
+        and method.embedding == "z"
+        and not method.protocol.startswith("retrieval")
+    )
 
 
 def loss_keys(method: Method | str, geometry: Any) -> tuple[str, ...]:
