@@ -160,7 +160,17 @@ def test_method_hcl_builds_the_loss_with_its_hyperparameters():
     method = get_method("hcl")
     assert method.paper == "Paper 03 (Hyper-DINO)" and method.hparams == ("hcl_m0", "hcl_alpha", "hcl_lambda")
     ball = PoincareBall(1.0)
-    obj = build_objective("hcl", TREE, ball, hcl_m0=1.0, hcl_alpha=0.2, hcl_lambda=0.01)
+    obj = build_objective(
+        "hcl",
+        TREE,
+        ball,
+        hcl_m0=1.0,
+        hcl_alpha=0.2,
+        hcl_lambda=0.01,
+        cone_weight=0.0,
+        center_weight=0.0,
+        cpcc_weight=0.0,
+    )
     assert isinstance(obj, Objective)
     h = _ball_points(8, 4, 8).reshape(4, 2, 4)
     y = torch.tensor([0, 1, 2, 0])

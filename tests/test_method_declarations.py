@@ -194,17 +194,17 @@ def test_depth_terms_are_recorded_and_in_the_header(tmp_path):
     from hierviz.methods import DEPTH_TERMS
 
     cfg = resolve_config(
-        "quick",
+        "quick-ham10000",
         ["methods=supcon", "geometries=euclidean,poincare", "data.limit=60", "seeds=1", "model.width=4",
          "model.embed_dim=8", "data.image_size=16", "eval.projection=pca", "train.batch_size=32", "train.epochs=1",
-         "loss.cone_weight=0.3", "loss.center_weight=0.5", f"out={tmp_path}"],
+         "loss.cone_weight=0.3", "loss.center_weight=0.5", "loss.cpcc_weight=0", f"out={tmp_path}"],
     )  # fmt: skip
     result = compare(cfg, progress=False, verbose=False)
     hyp, flat = result.record("supcon", "poincare", 0), result.record("supcon", "euclidean", 0)
     assert hyp["depth_terms"] == {"cone": 0.3, "center": 0.5}
     assert set(hyp["step_history"]) == {"loss", "supcon", *hyp["depth_terms"]}  # the loss had these terms, no other
     assert "depth_terms" not in flat and set(flat["step_history"]) == {"loss", "supcon"}
-    assert set(DEPTH_TERMS) == {"cone", "center", "order", "cpcc"}
+    assert set(DEPTH_TERMS) == {"cone", "center", "order", "cpcc", "depth"}
     header = json.loads((tmp_path / "compare.json").read_text())["header"]["Depth terms"]
     assert header == "entailment cone × 0.3, centring × 0.5 added to: SupCon (Poincaré ball); none on the other runs"
     assert "entailment cone × 0.3" in (tmp_path / "report.html").read_text()
