@@ -239,7 +239,9 @@ def test_lam_and_hwc_lam_equal_loop_references_on_random_trees(depth, geo):
     else:
         assert got.item() > 0.0  # margins 0.3 on random embeddings: active hinges, so the comparison bites
     # the objective HWC+LAM is the weighted sum of its terms (one call, the same numbers)
-    obj = build_objective("hwc+lam", tree, geometry)
+    obj = build_objective(
+        "hwc+lam", tree, geometry, cone_weight=0.0, center_weight=0.0, cpcc_weight=0.0
+    )  # the paper's loss
     obj.eval()
     obj.term("lam").load_state_dict(lam.state_dict())
     obj.term("lam").margins, obj.term("lam").level_weights = lam.margins, lam.level_weights
