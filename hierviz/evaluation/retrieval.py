@@ -409,7 +409,7 @@ class RetrievalRecord:
 def _index_metrics(index, D, q, g, geometry, y_te, y_tr, ks) -> dict[str, float]:
     """MAP@k and P@1 from the top-20 an ``eval.index`` finds, and its recall@20 against the exact top-20."""
     if index not in INDEXES:
-        import importlib  # noqa: PLC0415  (hierviz.retrieval, a higher layer, registers the FAISS indexes)
+        import importlib  # noqa: PLC0415  # cycle: hierviz.retrieval, a higher layer, registers the FAISS indexes
 
         importlib.import_module("hierviz.retrieval")
     t0 = time.perf_counter()

@@ -173,7 +173,7 @@ def radius_by_depth_figure(folder: str | Path, geometry: str = "poincare", title
     -------
     plotly.graph_objects.Figure
     """
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # heavy: plotly, imported when a figure is drawn
 
     folder = study_folder(folder, needs="prototypes.csv")
     name = folder.name
@@ -213,7 +213,7 @@ def study_disk(folder: str | Path, tree: Any, method: str = "supcon", title: str
     FileNotFoundError
         No ``embeddings/<method>-poincare-s0.npz`` (the message lists the files there).
     """
-    from hierviz.viz import plot_poincare_disk
+    from hierviz.viz import plot_poincare_disk  # heavy: plotly (hierviz.viz), imported when a figure is drawn
 
     folder = study_folder(folder)
     name = folder.name

@@ -142,7 +142,9 @@ def fidelity_summary(root: Path, args: list[str], opts: dict[str, str]) -> str:
 
 def fidelity_paired(root: Path, args: list[str], opts: dict[str, str]) -> str:
     """Each method of ``group`` minus ``baseline``, paired by seed (``fidelity-paired``), 3 decimals."""
-    from hierviz.report.stats import paired_ci
+    from hierviz.report.stats import (
+        paired_ci,  # heavy: scipy (hierviz.report.stats), imported when a paired table is built
+    )
 
     rows = _rows(root / args[0], [opts["group"]])
     base = opts["baseline"]

@@ -42,7 +42,7 @@ from hierviz.retrieval.protocol import (
 
 def _register_indexes() -> None:
     """The FAISS values of ``eval.index`` (``hierviz compare --protocol retrieval``)."""
-    from hierviz.evaluation.retrieval import INDEXES
+    from hierviz.evaluation.retrieval import INDEXES  # cycle: hierviz.evaluation.retrieval imports hierviz.retrieval
 
     for kind in ("flat", "ivf", "hnsw"):
         if f"faiss-{kind}" not in INDEXES:

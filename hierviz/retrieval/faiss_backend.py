@@ -55,7 +55,7 @@ __all__ = ["FaissEngine", "import_faiss"]
 def import_faiss():
     """The ``faiss`` module, or one ImportError line that names the extra to install."""
     try:
-        import faiss  # noqa: PLC0415  (optional dependency, imported on first use)
+        import faiss  # noqa: PLC0415  # optional: faiss-cpu (hierviz[faiss]), imported on first use
     except ImportError:
         raise ImportError(
             "backend='faiss' needs faiss-cpu: pip install 'hierviz[faiss]' (or pip install faiss-cpu)"
@@ -134,7 +134,7 @@ class FaissEngine:
         quantizer = faiss.IndexFlatIP(d + 2)
         quantizer.add(_np32(torch.cat([ca * cn2, ca * C, ca], dim=1)))
         index = faiss.IndexIVFFlat(quantizer, d + 2, nlist, faiss.METRIC_INNER_PRODUCT)
-        from faiss.contrib.ivf_tools import add_preassigned  # noqa: PLC0415
+        from faiss.contrib.ivf_tools import add_preassigned  # noqa: PLC0415  # optional: faiss-cpu (hierviz[faiss])
 
         for s in range(0, G, owner.ref_chunk):
             x = owner._decode64(slice(s, s + owner.ref_chunk))

@@ -74,6 +74,8 @@ stored index is ``query_batch × ref_chunk`` float32 scores.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -478,7 +480,7 @@ class ReferenceIndex:
         self._scalars()
         self.faiss = None
         if backend == "faiss":
-            from hierviz.retrieval.faiss_backend import FaissEngine
+            from hierviz.retrieval.faiss_backend import FaissEngine  # optional: faiss-cpu, through the FAISS backend
 
             self.faiss = FaissEngine.build(self, kind, **self.faiss_options)
             self.faiss_options = dict(self.faiss.options)  # with the defaults it chose (saved by save())
@@ -768,7 +770,6 @@ class ReferenceIndex:
         ValueError
             A folder that cannot be written.
         """
-        from pathlib import Path
 
         folder = Path(path)
         try:
@@ -781,7 +782,6 @@ class ReferenceIndex:
             "storage": self.storage, "c": self._c(), "query_batch": self.query_batch, "ref_chunk": self.ref_chunk,
             "backend": self.backend, "kind": self.kind, "faiss_options": self.faiss_options,
         }  # fmt: skip
-        import json
 
         arrays = {"stored": self.stored.cpu().numpy(), "meta": np.array(json.dumps(meta))}
         if self.labels is not None:
@@ -799,8 +799,6 @@ class ReferenceIndex:
         ValueError
             No ``index.npz`` in ``path``.
         """
-        import json
-        from pathlib import Path
 
         folder = Path(path)
         if not (folder / "index.npz").is_file():
@@ -819,7 +817,7 @@ class ReferenceIndex:
         self._scalars()
         self.faiss = None
         if self.backend == "faiss":
-            from hierviz.retrieval.faiss_backend import FaissEngine
+            from hierviz.retrieval.faiss_backend import FaissEngine  # optional: faiss-cpu, through the FAISS backend
 
             self.faiss = FaissEngine.load(self, folder / "faiss.index")
         return self

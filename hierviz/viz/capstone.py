@@ -19,8 +19,11 @@ and ``tree``; any object with those works), so the notebook holds no library cod
 
 from __future__ import annotations
 
+import csv
+import json
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -438,9 +441,6 @@ def capstone_rows_from_folder(
     Notebook 10 §3 calls it on ``results_dir() / "capstone-20news"``; ``tests/test_capstone_fair.py``
     checks it against :func:`capstone_rows`' paired interval on a hand-made folder.
     """
-    import csv
-    import json
-    from pathlib import Path
 
     folder = Path(folder)
     path = folder / "results.csv"
@@ -492,8 +492,6 @@ def write_chance_csv(result: Any, path: Any) -> dict[str, float]:
     dict
         :func:`chance_report` of the test labels.
     """
-    import csv
-    from pathlib import Path
 
     first = result.records[0]
     a = result.arrays(first["method"], first["geometry"], int(first["seed"]))
