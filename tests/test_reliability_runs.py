@@ -149,7 +149,7 @@ def _order_run(tmp_path, methods: str, geometries: str, name: str):
     from hierviz.experiments import compare, resolve_config
 
     cfg = resolve_config(
-        "quick", [*_ORDER_TINY, f"methods={methods}", f"geometries={geometries}", f"out={tmp_path / name}"]
+        "quick-ham10000", [*_ORDER_TINY, f"methods={methods}", f"geometries={geometries}", f"out={tmp_path / name}"]
     )
     compare(cfg, progress=False, verbose=False)
 
