@@ -666,8 +666,9 @@ class RadialDepthLoss(nn.Module):
         p, q = self.edge_parent.to(x.device), self.edge_child.to(x.device)
         # a node whose batch samples all lie under one child has that child's prototype: a chain, left out
         chain = torch.zeros_like(counts).index_add_(0, p, ((counts[q] == counts[p]) & (counts[q] > 0)).long()) > 0
-        use = (counts > 0) & ~chain & (self.depth.to(x.device) > 0)
-        target = (self.step * self.depth.to(x.device)).to(x.dtype)
+        depth = self.depth.to(x.device)
+        use = (counts > 0) & ~chain & (depth > 0)
+        target = (self.step * depth).to(x.dtype)
         err = (origin_radius(protos, self.geometry) - target) ** 2
         return (err * use).sum() / use.sum().clamp_min(1)
 
