@@ -139,19 +139,29 @@ _ORDER_TINY = [
 _ORDER_SCRIPT = """
 import json, sys
 from hierviz.experiments import compare, resolve_config
-tiny, out = json.loads(sys.argv[1]), sys.argv[2]
-compare(resolve_config("quick-ham10000", tiny + ["methods=hwc+lam", "geometries=poincare", "out=" + out]),
-        progress=False, verbose=False)
+tiny, runs = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+for methods, geometries, out in runs:  # one process, run after run
+    cfg = resolve_config("quick-ham10000", tiny + ["methods=" + methods, "geometries=" + geometries, "out=" + out])
+    compare(cfg, progress=False, verbose=False)
 """
 
 
-def _order_run(tmp_path, methods: str, geometries: str, name: str):
-    from hierviz.experiments import compare, resolve_config
+def _order_process(tmp_path, runs: list[tuple[str, str, str]]) -> None:
+    """Run ``(methods, geometries, name)`` one after another in one fresh Python process."""
+    import json
+    import os
+    import subprocess
+    import sys
 
-    cfg = resolve_config(
-        "quick-ham10000", [*_ORDER_TINY, f"methods={methods}", f"geometries={geometries}", f"out={tmp_path / name}"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), *sys.path]))
+    runs = [(m, g, str(tmp_path / name)) for m, g, name in runs]
+    subprocess.run(
+        [sys.executable, "-c", _ORDER_SCRIPT, json.dumps(_ORDER_TINY), json.dumps(runs)],
+        check=True,
+        env=env,
+        capture_output=True,
+        timeout=900,
     )
-    compare(cfg, progress=False, verbose=False)
 
 
 def _order_record(folder):
@@ -171,27 +181,17 @@ def test_run_alone_equals_run_after_two_other_runs(tmp_path):
     """A run depended on the runs before it in one process (0.3: HWC+LAM Poincaré seed 0, HF1 0.714444
     alone, 0.713333 after the preset's earlier runs; here z_train differed in 5 of 43 rows).
 
-    Alone = a fresh process; after = this process, after two other runs (and whatever tests ran here).
+    Alone = a fresh process; after = another fresh process, after two other runs in it. Both are
+    fresh so that only the runs before differ, not whatever tests shared a pytest worker (a CI
+    worker once moved one radius figure by 3e-9 through process state left by earlier tests).
     Equal to the last bit on CPU: metrics, radius figures, loss history and every embedding.
     """
-    import json
-    import os
-    import subprocess
-    import sys
-
     import numpy as np
 
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), *sys.path]))
-    subprocess.run(
-        [sys.executable, "-c", _ORDER_SCRIPT, json.dumps(_ORDER_TINY), str(tmp_path / "alone")],
-        check=True,
-        env=env,
-        capture_output=True,
-        timeout=900,
+    _order_process(tmp_path, [("hwc+lam", "poincare", "alone")])
+    _order_process(
+        tmp_path, [("supcon", "euclidean", "first"), ("hwc", "lorentz", "second"), ("hwc+lam", "poincare", "after")]
     )
-    _order_run(tmp_path, "supcon", "euclidean", "first")
-    _order_run(tmp_path, "hwc", "lorentz", "second")
-    _order_run(tmp_path, "hwc+lam", "poincare", "after")
     (rec_a, z_a), (rec_b, z_b) = _order_record(tmp_path / "alone"), _order_record(tmp_path / "after")
     assert rec_a == rec_b
     assert z_a.keys() == z_b.keys()
