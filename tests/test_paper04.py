@@ -543,6 +543,71 @@ def test_unseen_protocol_on_a_toy_model():
     assert set(rec.arrays()) >= {"z_test", "y_test", "unseen_leaves", "lsa", "prototypes"}
 
 
+def test_unseen_metrics_is_what_the_protocol_scores():
+    """The protocol = embed, then unseen_metrics on the embeddings (one scoring path for runs and baselines)."""
+    from hierviz.evaluation.unseen import unseen_metrics
+
+    rng = np.random.default_rng(1)
+    C = TREE4.num_leaves
+    y_tr = np.repeat(np.arange(C), 6)
+    y_tr = y_tr[~np.isin(y_tr, [TREE4.leaf_index["y"]])]
+    y_te = np.repeat(np.arange(C), 3)
+    z_tr = rng.normal(size=(len(y_tr), 4)).astype(np.float32)
+    z_te = rng.normal(size=(len(y_te), 4)).astype(np.float32)
+    m, scored = unseen_metrics(z_tr, y_tr, z_te, y_te, TREE4, get_geometry("euclidean"))
+    assert m["n_predict"] == 3 and m["n_unseen_leaves"] == 1
+    assert (scored["y_test"][-3:] == TREE4.leaf_index["y"]).all()  # seen first, then the prediction set
+    with pytest.raises(ValueError, match="two or more seen leaves"):
+        unseen_metrics(z_tr[:2], np.zeros(2, dtype=np.int64), z_te, y_te, TREE4, get_geometry("euclidean"))
+
+
+def test_unseen_baselines_by_hand():
+    """Majority by hand on a 4-leaf tree; chance of a random embedding near its expected values."""
+    from hierviz.evaluation.unseen import unseen_baselines
+
+    t = LabelTree.from_nested({"r": {"a": ["x", "y"], "b": ["z", "w"]}})
+    # train: x x x z z w (x is the majority leaf, a the majority level-1 node); y unseen (LSA a)
+    y_tr, y_te = [0, 0, 0, 2, 2, 3], [0, 2, 3, 1, 1]
+    base = unseen_baselines(y_tr, y_te, t, draws=3, dim=4)
+    maj = base["majority"]
+    assert maj["top1"] == pytest.approx(1 / 3)
+    assert maj["leaf_f1"] == pytest.approx((2 * 1 / 3 / (1 + 1 / 3) + 0 + 0) / 3)  # F1 of x = 2PR/(P+R), P=1/3, R=1
+    assert maj["acc_blind"] == 1.0 and maj["acc_aware"] == 1.0  # x is under a; a is the majority level-1 node
+    assert np.isnan(maj["mnr"]) and np.isnan(maj["rp5"])  # a constant embedding has no ranking
+    # a prediction set under b: the majority leaf x (under a) is always wrong
+    maj_b = unseen_baselines([0, 0, 0, 2, 1], [0, 3, 3], t, draws=1, dim=4)["majority"]
+    assert maj_b["acc_blind"] == 0.0 and maj_b["acc_aware"] == 0.0
+    # chance: many random draws give MNR near 1/2 (a random ranking puts a relevant item mid-list)
+    rng = np.random.default_rng(0)
+    big_tr = rng.integers(0, 3, 400)
+    big_te = np.concatenate([rng.integers(0, 3, 300), np.full(60, 3)])
+    ch = unseen_baselines(np.where(big_tr == 1, 2, big_tr), big_te, t, draws=5, dim=8)["chance"]
+    assert abs(ch["mnr"] - 0.5) < 0.05
+    with pytest.raises(ValueError, match="draws"):
+        unseen_baselines(y_tr, y_te, t, draws=0)
+
+
+def test_paper04_tables_add_majority_and_chance_rows(tmp_path):
+    from hierviz.results.tables import folds_table
+
+    folders = []
+    for fold, f1 in enumerate((0.70, 0.80)):
+        d = tmp_path / f"fold{fold}"
+        d.mkdir()
+        head = "method,geometry,seed,leaf_f1,rp5,mnr,ndcg_sum,ndcg_max,acc_blind,acc_aware,blind_over_aware,pred_ndcg_sum\n"
+        (d / "results.csv").write_text(head + f"l,euclidean,0,{f1},0.5,0.2,0.9,0.9,0.5,0.5,1,0.9\n")
+        folders.append(str(d))
+    assert "Majority" not in folds_table(folders)  # no baselines.csv: no rows
+    for fold, base_f1 in enumerate((0.10, 0.20)):
+        (tmp_path / f"fold{fold}" / "baselines.csv").write_text(
+            f"baseline,leaf_f1,rp5,mnr,acc_blind,acc_aware\nmajority,{base_f1},,,0.25,0\nchance,0.05,0.1,0.5,0.2,0.15\n"
+        )
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in folds_table(folders).splitlines()}
+    maj, ch = rows["| *Majority class*"], rows["| *Chance (random embedding)*"]
+    assert maj[1] == "15.0 (5.0)" and maj[2] == "—" and maj[6] == "25.0 (0.0)" and maj[7] == "0.0 (0.0)"
+    assert ch[3] == "50.0 (0.0)"
+
+
 def test_compare_unseen_protocol_on_the_synthetic_corpus(tmp_path, monkeypatch, capsys):
     import csv
 

@@ -76,3 +76,58 @@ def test_the_study_disk_reads_seed_0(tmp_path):
     assert fig.data and "SupCon (Poincaré, seed 0)" in fig.layout.title.text
     with pytest.raises(FileNotFoundError, match=r"method='hwc'.*supcon-poincare-s0.npz"):
         study_disk(folder, tree, "hwc")
+
+
+def test_study_embeddings_put_float16_hyperboloid_points_back_on_it(tmp_path):
+    import torch
+
+    from hierviz.geometry import get_geometry
+    from hierviz.report.radius_study import study_embeddings
+
+    folder = _folder(tmp_path)
+    (folder / "embeddings").mkdir()
+    lorentz = get_geometry("lorentz", 1.0)
+    v = torch.randn(50, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    x = lorentz.expmap0(2.5 * v / v.norm(dim=-1, keepdim=True))  # radius 2.5, as the study's runs
+    z16 = x.numpy().astype(np.float16)
+
+    def minkowski(a):  # <a, a>_L = -a_0^2 + sum a_i^2, -1/c on the hyperboloid
+        return -(a[:, 0] ** 2) + (a[:, 1:] ** 2).sum(-1)
+
+    off = np.abs(minkowski(z16.astype(np.float64)) + 1)
+    assert off.max() > 1e-3  # float16 leaves the points off <x, x>_L = -1
+    np.savez(folder / "embeddings" / "hwc_lam-lorentz-s0.npz", z_test=z16, y_test=np.arange(50) % 20, c=1.0)
+    z, y, geo = study_embeddings(folder, "hwc+lam", "lorentz")
+    assert geo.name == "lorentz" and z.dtype == np.float64 and y.dtype == np.int64
+    assert np.allclose(minkowski(z), -1.0, atol=1e-9)
+    assert np.allclose(
+        lorentz.dist(torch.as_tensor(z), lorentz.origin(8, dtype=torch.float64)).numpy(), 2.5, atol=0.05
+    )  # the radius survives the rounding
+    with pytest.raises(FileNotFoundError, match="hwc_lam-lorentz-s0.npz"):
+        study_embeddings(folder, "supcon", "lorentz")
+
+
+def test_cpcc_of_a_tree_embedding_and_of_random_points():
+    """Sarkar's embedding of a tree keeps d_T (CPCC near 1); random points do not (near 0)."""
+    import torch
+
+    from hierviz.data.trees import load_tree
+    from hierviz.geometry import get_geometry
+    from hierviz.geometry.tree_embedding import sarkar_embedding
+    from hierviz.viz.learned_tree import cpcc_figure, leaf_prototype_cpcc
+
+    tree = load_tree("20news")
+    ball = get_geometry("poincare", 1.0)
+    gen = torch.Generator().manual_seed(0)
+    y = np.repeat(np.arange(tree.num_leaves), 10)
+    nodes = sarkar_embedding(tree, c=1.0, edge=2.0)  # every edge 2 long: distances follow d_T
+    leaf_nodes = torch.tensor([tree.node_index[leaf] for leaf in tree.leaves])
+    z = ball.expmap(nodes[leaf_nodes[y]], 0.05 * torch.randn(len(y), 2, generator=gen, dtype=torch.float64))
+    kept = leaf_prototype_cpcc(z, y, tree, ball)
+    noise = leaf_prototype_cpcc(ball.expmap0(torch.randn(len(y), 2, generator=gen, dtype=torch.float64)), y, tree, ball)
+    assert kept["pearson"] > 0.8 and abs(noise["pearson"]) < 0.3
+    assert len(kept["distance"]) == tree.num_leaves * (tree.num_leaves - 1) // 2
+    fig = cpcc_figure(z, y, tree, ball, title="toy")
+    assert fig.layout.title.text.startswith(f"toy: CPCC (Pearson) {kept['pearson']:.3f}")
+    with pytest.raises(ValueError, match="three or more"):
+        leaf_prototype_cpcc(z[:20], y[:20], tree, ball)

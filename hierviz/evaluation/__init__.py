@@ -29,7 +29,13 @@ from hierviz.evaluation.retrieval import (  # registers "retrieval" and "retriev
     fit_mapper,
     retrieval_protocol,
 )
-from hierviz.evaluation.unseen import UnseenRecord, unseen_protocol, unseen_split  # registers "unseen"
+from hierviz.evaluation.unseen import (  # registers "unseen"
+    UnseenRecord,
+    unseen_baselines,
+    unseen_metrics,
+    unseen_protocol,
+    unseen_split,
+)
 
 __all__ = [
     "PROTOCOLS",
@@ -47,6 +53,8 @@ __all__ = [
     "retrieval_protocol",
     "chance_scores",
     "UnseenRecord",
+    "unseen_baselines",
+    "unseen_metrics",
     "unseen_protocol",
     "unseen_split",
 ]

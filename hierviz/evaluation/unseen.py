@@ -40,10 +40,19 @@ from torch import nn
 
 from hierviz.data.splits import grouped_split
 from hierviz.evaluation.classification import embed_dataset, register_protocol
+from hierviz.geometry import Euclidean
 from hierviz.metrics import h_acc, hf1, linear_probe, parent_prototypes, parent_violations, pc_order
 from hierviz.metrics.ranking import ndcg_tree, ranking_report
 
-__all__ = ["UnseenRecord", "unseen_split", "unseen_leaves", "unseen_protocol", "lsa_accuracies"]
+__all__ = [
+    "UnseenRecord",
+    "unseen_split",
+    "unseen_leaves",
+    "unseen_protocol",
+    "unseen_metrics",
+    "unseen_baselines",
+    "lsa_accuracies",
+]
 
 
 def unseen_leaves(
@@ -282,6 +291,182 @@ def _pred_ndcg(z: np.ndarray, y: np.ndarray, tree: Any, geometry: Any) -> dict[s
     return out
 
 
+def unseen_metrics(
+    z_train: np.ndarray,
+    y_train: np.ndarray,
+    z_test: np.ndarray,
+    y_test: np.ndarray,
+    tree: Any,
+    geometry: Any,
+    *,
+    seed: int = 0,
+    mean_steps: int = 10,
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """The unseen protocol's numbers from embeddings (what :func:`unseen_protocol` scores after embedding).
+
+    Parameters
+    ----------
+    z_train : numpy.ndarray, float, shape (n_train, D)
+        Training embeddings (seen leaves only), points of ``geometry``.
+    y_train : numpy.ndarray, int, shape (n_train,)
+    z_test : numpy.ndarray, float, shape (n_test, D)
+        Seen test samples and the prediction set, in any order.
+    y_test : numpy.ndarray, int, shape (n_test,)
+        A leaf absent from ``y_train`` is unseen.
+    tree : LabelTree
+    geometry : Geometry
+    seed : int
+        Probe seed.
+    mean_steps : int
+        Karcher steps of the hyperbolic parent prototypes.
+
+    Returns
+    -------
+    metrics : dict[str, float]
+        As :attr:`UnseenRecord.metrics`.
+    scored : dict[str, numpy.ndarray]
+        ``z_test``, ``y_test`` reordered seen-first, ``lsa`` of the prediction samples,
+        ``protos`` and ``nodes`` (the parent prototypes).
+
+    Raises
+    ------
+    ValueError
+        Fewer than two seen leaves in ``y_train``.
+    """
+    z_tr, y_tr, z_te, y_te = z_train, y_train, z_test, y_test
+    seen = np.unique(y_tr)
+    if seen.size < 2:
+        raise ValueError("the unseen protocol needs two or more seen leaves in the training data")
+    is_seen = np.isin(y_te, seen)
+    order = np.concatenate([np.flatnonzero(is_seen), np.flatnonzero(~is_seen)])
+    z_te, y_te, is_seen = z_te[order], y_te[order], is_seen[order]
+    zs, ys, zp, yp = z_te[is_seen], y_te[is_seen], z_te[~is_seen], y_te[~is_seen]
+    metrics: dict[str, float] = {}
+    leaf_pred = _probe(z_tr, y_tr, np.concatenate([zs, zp]), geometry, seed)
+    metrics["leaf_f1"] = float(f1_score(ys, leaf_pred[: len(ys)], average="macro")) if len(ys) else float("nan")
+    if len(ys) >= 2:
+        metrics.update(ranking_report(zs, ys, tree, geometry=geometry, k=5))
+    else:
+        metrics.update({k: float("nan") for k in ("rp5", "mnr", "ndcg_sum", "ndcg_max")})
+    # paper 01's hierarchy report on the seen test samples too (hierviz.metrics.hierarchy_report, with the
+    # leaf probe above instead of a second identical one), so the standard tables and report apply
+    protos, nodes = parent_prototypes(torch.as_tensor(z_tr), torch.as_tensor(y_tr), tree, geometry, steps=mean_steps)
+    if len(ys):
+        yp_t, ys_t, zs_t = torch.as_tensor(leaf_pred[: len(ys)]), torch.as_tensor(ys), torch.as_tensor(zs)
+        metrics.update(
+            {
+                "top1": float((yp_t == ys_t).double().mean()),
+                "hf1": hf1(ys_t, yp_t, tree),
+                "h_acc": h_acc(ys_t, yp_t, tree),
+                "violations": parent_violations(zs_t, ys_t, protos, nodes, tree, geometry),
+                "pc_order": pc_order(zs_t, ys_t, protos, nodes, tree, geometry),
+            }
+        )
+    lsa = np.zeros(0, dtype=np.int64)
+    metrics.update({"acc_blind": float("nan"), "acc_aware": float("nan"), "blind_over_aware": float("nan")})
+    if len(yp):
+        acc = lsa_accuracies(leaf_pred[len(ys) :], yp, seen, tree)
+        lsa, depth = acc["lsa"], acc["lsa_depth"]
+        aware = np.full(len(yp), -1, dtype=np.int64)
+        paths = tree.leaf_paths.numpy()
+        for lv in np.unique(depth[acc["counted"]]):  # one level probe per LSA level (<= L of them)
+            rows = depth == lv
+            aware[rows] = _probe(z_tr, paths[y_tr, lv], zp[rows], geometry, seed)
+        acc = lsa_accuracies(leaf_pred[len(ys) :], yp, seen, tree, aware_pred=aware)
+        metrics["acc_blind"], metrics["acc_aware"] = acc["acc_blind"], acc["acc_aware"]
+        if acc["acc_aware"] > 0:
+            metrics["blind_over_aware"] = acc["acc_blind"] / acc["acc_aware"]
+    metrics.update(_pred_ndcg(zp, yp, tree, geometry))
+    metrics["n_unseen_leaves"] = float(np.unique(yp).size)
+    metrics["n_predict"] = float(len(yp))
+    return metrics, {"z_test": z_te, "y_test": y_te, "lsa": lsa, "protos": protos, "nodes": nodes}
+
+
+def unseen_baselines(
+    y_train: Any, y_test: Any, tree: Any, *, draws: int = 10, dim: int = 64, seed: int = 0
+) -> dict[str, dict[str, float]]:
+    """The unseen protocol's trivial baselines on one split: Majority class and a random embedding.
+
+    * ``majority``: every sample gets the most frequent training leaf (ties: the lowest
+      index); Acc_aware's level classifier predicts the most frequent training ancestor at the
+      LSA's level. Leaf F1, top-1, HF1, H-acc, Acc_blind and Acc_aware; the ranking metrics
+      (RP@5, MNR, NDCG) are NaN, since a constant embedding ranks by ties alone.
+    * ``chance``: :func:`unseen_metrics` on i.i.d. N(0, I) embeddings of ``dim`` dimensions
+      (Euclidean, independent of the input), averaged over ``draws`` draws: every number of
+      the protocol as an embedding that knows nothing scores it, probes included.
+
+    Parameters
+    ----------
+    y_train : array-like of int, shape (n_train,)
+        Training leaves (seen leaves only).
+    y_test : array-like of int, shape (n_test,)
+        Seen test samples and the prediction set.
+    tree : LabelTree
+    draws : int, default 10
+        Random embeddings averaged for ``chance`` (>= 1).
+    dim : int, default 64
+        Their dimension.
+    seed : int, default 0
+        Seed of the draws and the probes.
+
+    Returns
+    -------
+    dict
+        ``{"majority": metrics, "chance": metrics}``, keys as :attr:`UnseenRecord.metrics` (NaN
+        where undefined).
+
+    Raises
+    ------
+    ValueError
+        ``draws`` < 1, or fewer than two seen leaves.
+
+    Examples
+    --------
+    >>> from hierviz.hierarchy import LabelTree
+    >>> t = LabelTree.from_nested({"r": {"a": ["x", "y"], "b": ["z", "w"]}})
+    >>> base = unseen_baselines([0, 0, 0, 2, 2, 3], [0, 2, 3, 1, 1], t, draws=2, dim=4)
+    >>> base["majority"]["acc_blind"], base["majority"]["top1"]  # x predicted: y's LSA a is right
+    (1.0, 0.3333333333333333)
+    >>> 0.0 <= base["chance"]["acc_blind"] <= 1.0
+    True
+    """
+    if int(draws) < 1:
+        raise ValueError(f"draws must be >= 1, got {draws}")
+    y_tr, y_te = np.asarray(y_train, dtype=np.int64), np.asarray(y_test, dtype=np.int64)
+    seen = np.unique(y_tr)
+    if seen.size < 2:
+        raise ValueError("the unseen protocol needs two or more seen leaves in the training data")
+    is_seen = np.isin(y_te, seen)
+    ys, yp = y_te[is_seen], y_te[~is_seen]
+    top = int(np.bincount(y_tr).argmax())
+    nan = float("nan")
+    maj = dict.fromkeys(("rp5", "mnr", "ndcg_sum", "ndcg_max", "pred_ndcg_sum", "pred_ndcg_max"), nan)
+    pred_s, ys_t = torch.full((len(ys),), top, dtype=torch.long), torch.as_tensor(ys)
+    maj["leaf_f1"] = float(f1_score(ys, pred_s.numpy(), average="macro")) if len(ys) else nan
+    maj["top1"] = float((pred_s == ys_t).double().mean()) if len(ys) else nan
+    maj["hf1"] = hf1(ys_t, pred_s, tree) if len(ys) else nan
+    maj["h_acc"] = h_acc(ys_t, pred_s, tree) if len(ys) else nan
+    maj.update({"acc_blind": nan, "acc_aware": nan, "blind_over_aware": nan})
+    if len(yp):
+        paths = tree.leaf_paths.numpy()
+        acc = lsa_accuracies(np.full(len(yp), top), yp, seen, tree)
+        level_top = {lv: int(np.bincount(paths[y_tr, lv]).argmax()) for lv in np.unique(acc["lsa_depth"])}
+        aware = np.array([level_top[int(d)] for d in acc["lsa_depth"]], dtype=np.int64)
+        acc = lsa_accuracies(np.full(len(yp), top), yp, seen, tree, aware_pred=aware)
+        maj["acc_blind"], maj["acc_aware"] = acc["acc_blind"], acc["acc_aware"]
+        if acc["acc_aware"] > 0:
+            maj["blind_over_aware"] = acc["acc_blind"] / acc["acc_aware"]
+    gen = np.random.default_rng(seed)
+    runs = []
+    for i in range(int(draws)):
+        z_tr = gen.standard_normal((len(y_tr), dim)).astype(np.float32)
+        z_te = gen.standard_normal((len(y_te), dim)).astype(np.float32)
+        runs.append(unseen_metrics(z_tr, y_tr, z_te, y_te, tree, Euclidean(), seed=seed + i)[0])
+    keys = [k for k in runs[0] if k not in ("n_unseen_leaves", "n_predict")]
+    chance = {k: float(np.nanmean([r[k] for r in runs])) if any(np.isfinite(r[k]) for r in runs) else nan for k in keys}
+    return {"majority": maj, "chance": chance}
+
+
 @register_protocol("unseen")
 def unseen_protocol(
     model: nn.Module,
@@ -334,51 +519,15 @@ def unseen_protocol(
         z_te, y_te = embed_dataset(
             model, test_data, image_size, use=embedding, batch_size=batch_size, device=device, num_workers=num_workers
         )
-    seen = np.unique(y_tr)
-    if seen.size < 2:
-        raise ValueError("the unseen protocol needs two or more seen leaves in the training data")
-    is_seen = np.isin(y_te, seen)
-    order = np.concatenate([np.flatnonzero(is_seen), np.flatnonzero(~is_seen)])
-    z_te, y_te, is_seen = z_te[order], y_te[order], is_seen[order]
-    zs, ys, zp, yp = z_te[is_seen], y_te[is_seen], z_te[~is_seen], y_te[~is_seen]
-    metrics: dict[str, float] = {}
-    leaf_pred = _probe(z_tr, y_tr, np.concatenate([zs, zp]), geometry, seed)
-    metrics["leaf_f1"] = float(f1_score(ys, leaf_pred[: len(ys)], average="macro")) if len(ys) else float("nan")
-    if len(ys) >= 2:
-        metrics.update(ranking_report(zs, ys, tree, geometry=geometry, k=5))
-    else:
-        metrics.update({k: float("nan") for k in ("rp5", "mnr", "ndcg_sum", "ndcg_max")})
-    # paper 01's hierarchy report on the seen test samples too (hierviz.metrics.hierarchy_report, with the
-    # leaf probe above instead of a second identical one), so the standard tables and report apply
-    protos, nodes = parent_prototypes(torch.as_tensor(z_tr), torch.as_tensor(y_tr), tree, geometry, steps=mean_steps)
-    if len(ys):
-        yp_t, ys_t, zs_t = torch.as_tensor(leaf_pred[: len(ys)]), torch.as_tensor(ys), torch.as_tensor(zs)
-        metrics.update(
-            {
-                "top1": float((yp_t == ys_t).double().mean()),
-                "hf1": hf1(ys_t, yp_t, tree),
-                "h_acc": h_acc(ys_t, yp_t, tree),
-                "violations": parent_violations(zs_t, ys_t, protos, nodes, tree, geometry),
-                "pc_order": pc_order(zs_t, ys_t, protos, nodes, tree, geometry),
-            }
-        )
-    lsa = np.zeros(0, dtype=np.int64)
-    metrics.update({"acc_blind": float("nan"), "acc_aware": float("nan"), "blind_over_aware": float("nan")})
-    if len(yp):
-        acc = lsa_accuracies(leaf_pred[len(ys) :], yp, seen, tree)
-        lsa, depth = acc["lsa"], acc["lsa_depth"]
-        aware = np.full(len(yp), -1, dtype=np.int64)
-        paths = tree.leaf_paths.numpy()
-        for lv in np.unique(depth[acc["counted"]]):  # one level probe per LSA level (<= L of them)
-            rows = depth == lv
-            aware[rows] = _probe(z_tr, paths[y_tr, lv], zp[rows], geometry, seed)
-        acc = lsa_accuracies(leaf_pred[len(ys) :], yp, seen, tree, aware_pred=aware)
-        metrics["acc_blind"], metrics["acc_aware"] = acc["acc_blind"], acc["acc_aware"]
-        if acc["acc_aware"] > 0:
-            metrics["blind_over_aware"] = acc["acc_blind"] / acc["acc_aware"]
-    metrics.update(_pred_ndcg(zp, yp, tree, geometry))
-    metrics["n_unseen_leaves"] = float(np.unique(yp).size)
-    metrics["n_predict"] = float(len(yp))
+    metrics, scored = unseen_metrics(z_tr, y_tr, z_te, y_te, tree, geometry, seed=seed, mean_steps=mean_steps)
+    z_te, y_te, lsa, protos, nodes = (
+        scored["z_test"],
+        scored["y_test"],
+        scored["lsa"],
+        scored["protos"],
+        scored["nodes"],
+    )
+    yp = y_te[~np.isin(y_te, np.unique(y_tr))]
     return UnseenRecord(
         metrics=metrics,
         z_train=z_tr,

@@ -21,10 +21,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
+from hierviz.geometry import get_geometry
 from hierviz.viz.capstone import radius_reading
 
-__all__ = ["study_folder", "radius_study_markdown", "sweep_markdown", "radius_by_depth_figure", "study_disk"]
+__all__ = [
+    "study_folder",
+    "radius_study_markdown",
+    "sweep_markdown",
+    "radius_by_depth_figure",
+    "study_disk",
+    "study_embeddings",
+]
 
 #: The study's radius columns and their labels.
 RADIUS_COLUMNS = (
@@ -201,6 +210,39 @@ def radius_by_depth_figure(folder: str | Path, geometry: str = "poincare", title
         title=title or f"docs/results/{name}: prototype radius by depth ({_NAMES.get(geometry, geometry)}, test split)",
     )
     return fig
+
+
+def study_embeddings(folder: str | Path, method: str = "supcon", geometry: str = "poincare") -> tuple:
+    """Seed 0's committed test embeddings of one method and geometry of the study.
+
+    The study keeps them in float16 (``embeddings/<method>-<geometry>-s0.npz``); they are
+    read as float64 and put back on the manifold with ``proj`` (float16 rounding moves a
+    hyperboloid point off ``<x, x>_L = -1/c`` by up to 0.1 at the study's radii).
+
+    Returns
+    -------
+    z : numpy.ndarray, float64, shape (n, D)
+    y : numpy.ndarray, int64, shape (n,)
+        Leaf index of each test message.
+    geometry : Geometry
+        The run's geometry at its curvature.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file (the message lists the files there).
+    """
+    folder = study_folder(folder)
+    path = folder / "embeddings" / f"{method.replace('+', '_')}-{geometry}-s0.npz"
+    if not path.is_file():
+        have = sorted(p.name for p in (folder / "embeddings").glob("*.npz"))
+        raise FileNotFoundError(
+            f"method={method!r}, geometry={geometry!r}: no {path.name} in {folder / 'embeddings'}; it holds {have}"
+        )
+    with np.load(path) as f:
+        geo = get_geometry(geometry, float(f["c"]) if "c" in f else 1.0)
+        z = geo.proj(torch.as_tensor(f["z_test"].astype(np.float64))).numpy()
+        return z, f["y_test"].astype(np.int64), geo
 
 
 def study_disk(folder: str | Path, tree: Any, method: str = "supcon", title: str | None = None):

@@ -269,12 +269,37 @@ def folds_table(folders: list[str], prior: dict[str, list[tuple[float, float]]] 
             p = prior.get(m.upper()) if prior else None
             cells.append(_pooled_cell(v, p[j] if p else None, n_prior if p else 0))
         lines.append(f"| {m.upper()} | " + " | ".join(cells) + " |")
+    lines += _baseline_rows(folders)
     names = ", ".join(Path(f).name for f in folders)
     per = "/".join(str(s) for s in seeds)
     folds = f"{len(folders)} fold(s), {per} seed(s) per fold averaged within the fold: {names}" + (
         f", plus {n_prior} earlier fold(s) from their summary" if prior else ""
     )
     return "\n".join(lines) + f"\n\n{folds}"
+
+
+#: The rows of a fold's ``baselines.csv`` (``docs/results/paper04_baselines.py``) and their titles.
+PAPER04_BASELINES = (("majority", "*Majority class*"), ("chance", "*Chance (random embedding)*"))
+
+
+def _baseline_rows(folders: list[str]) -> list[str]:
+    """Majority and chance rows, mean (standard error over folds), when every fold has ``baselines.csv``.
+
+    A metric a baseline does not define (a constant embedding has no ranking) shows "—".
+    """
+    files = [Path(f) / "baselines.csv" for f in folders]
+    if not all(f.is_file() for f in files):
+        return []
+    per_fold = [{r["baseline"]: r for r in read_results_csv(f)} for f in files]
+    rows = []
+    for name, title in PAPER04_BASELINES:
+        cells = []
+        for key, _ in PAPER04_COLUMNS:
+            v = np.array([float(b.get(name, {}).get(key, np.nan)) for b in per_fold], dtype=float)
+            v = v[np.isfinite(v)] * 100
+            cells.append(_pooled_cell(v, None, 0) if len(v) else "—")
+        rows.append(f"| {title} | " + " | ".join(cells) + " |")
+    return rows
 
 
 def seed_spread(folders: list[str]) -> str:

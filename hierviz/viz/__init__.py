@@ -15,6 +15,7 @@ leaf (:func:`leaf_colors`). Interactive panels live in :mod:`hierviz.viz.widgets
 from hierviz.viz.curves import plot_loss_curves, plot_metric_bars
 from hierviz.viz.disk import check_in_ball, geodesic, node_positions, plot_poincare_disk, reduce_to_disk
 from hierviz.viz.hyperboloid import check_on_hyperboloid, hyperboloid_to_disk, plot_hyperboloid
+from hierviz.viz.learned_tree import cpcc_figure, leaf_prototype_cpcc
 from hierviz.viz.omega import hwc_forces, omega_matrix, plot_forces, plot_omega, plot_rho
 from hierviz.viz.projection import parent_hulls, plot_projection, project_2d
 from hierviz.viz.radius import plot_node_radii, plot_radius_by_depth
@@ -45,6 +46,8 @@ __all__ = [
     "omega_matrix",
     "plot_forces",
     "hwc_forces",
+    "cpcc_figure",
+    "leaf_prototype_cpcc",
     "plot_loss_curves",
     "plot_metric_bars",
 ]
