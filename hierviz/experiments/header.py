@@ -1,6 +1,6 @@
 """The header of a comparison's report: dataset, tree, split, model, training, evaluation, timings.
 
-Split from :mod:`hierviz.experiments.compare` (issue 23: no module over 700 lines).
+Split from :mod:`hierviz.experiments.compare` (no module over 700 lines).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ _PROBE = {"features": "encoder features", "z": "the projection head's output z"}
 
 
 def _probe(fixed: str | None, records) -> str:
-    """What the probe read: ``eval.embedding`` for every method, else each method's own (issue 24)."""
+    """What the probe read: ``eval.embedding`` for every method, else each method's own."""
     if fixed:
         return f"{_PROBE[fixed]} (every method)"
     by: dict[str, list[str]] = {}
@@ -120,7 +120,7 @@ def _header(
     command = "hierviz " + shlex.join(list(argv)) if argv is not None else "hierviz.experiments.compare(config)"
     lr_head = t.lr_head if t.lr_head is not None else 10.0 * t.lr_backbone
     warm = t.warmup_epochs if t.warmup_epochs is not None else 0.1 * t.epochs
-    text = bool(getattr(ds, "is_text", False))  # issue 23: token sequences (a text dataset)
+    text = bool(getattr(ds, "is_text", False))  # token sequences (a text dataset)
     vector = bool(getattr(ds, "is_vector", False)) or text
     unit = "texts" if text else "samples" if vector else "images"
     return {

@@ -66,7 +66,7 @@ RESULT_FREE_KEYS = frozenset(
         "eval.batch_size",
         "train.channels_last",  # memory layout and compilation: rounding only
         "train.compile",
-        "report.baseline",  # issue 24: which method the paired table compares with
+        "report.baseline",  # which method the paired table compares with
         "run.world_size",  # torchrun ranks: the same global batches and steps on any number (docs/distributed.md)
         "run.global_batch_size",  # train.batch_size capped at the training set: follows from other keys
         "train.compile_loss",
@@ -87,28 +87,28 @@ PLAN_KEYS = frozenset({"methods", "geometries", "seeds"})
 #: Keys added after results were recorded: at these values they are left out of fingerprints,
 #: so runs recorded before them still resume and merge (a changed value is part of it).
 _NEW_KEY_DEFAULTS = {
-    "data.augment_seeds": "auto",  # issue 16: per-sample seeds under torchrun only
-    "train.sync_bn": True,  # issue 16: batch norm over ranks (no effect in one process)
+    "data.augment_seeds": "auto",  # 0.2: per-sample seeds under torchrun only
+    "train.sync_bn": True,  # 0.2: batch norm over ranks (no effect in one process)
     "train.augment_on": "auto",
     "data.persistent_workers": False,
     "data.prefetch_factor": None,
-    "eval.embedding": None,  # issue 24: the probe input of every method (None: each method's own)
-    # issue 24: G-HMLC's 2-D GMM became the default; g-hmlc runs recorded before it used the 1-D fit
+    "eval.embedding": None,  # 0.3: the probe input of every method (None: each method's own)
+    # 0.3: G-HMLC's 2-D GMM became the default; g-hmlc runs recorded before it used the 1-D fit
     "loss.gmm_dims": 2,
-    # issue 22: at these values the head is the 0.2 one (with model.scale_init = 1) and no depth regulariser
+    # 0.3: at these values the head is the 0.2 one (with model.scale_init = 1) and no depth regulariser
     "model.head_bound": "clip",
     "model.init_radius": 1.0,
     "model.curvature_range": [0.1, 10.0],
     "loss.cone_weight": 0.0,
     "loss.center_weight": 0.0,
     "loss.cone_aperture": 0.1,
-    "loss.hyilr_lambda": 0.3,  # issue 23: HyILR's λ (hierviz.methods.hyilr)
-    "model.head_center": None,  # issue 22 follow-up: the head subtracts no mean
-    "train.patience": None,  # issue 23: no early stopping
-    "data.split": "grouped",  # issue 23: the grouped split (not the dataset's official one)
-    "loss.order_weight": 0.0,  # issue 22 follow-up: no radial-order hinge
+    "loss.hyilr_lambda": 0.3,  # 0.3: HyILR's λ (hierviz.methods.hyilr)
+    "model.head_center": None,  # 0.3: the head subtracts no mean
+    "train.patience": None,  # 0.3: no early stopping
+    "data.split": "grouped",  # 0.3: the grouped split (not the dataset's official one)
+    "loss.order_weight": 0.0,  # 0.3: no radial-order hinge
     "loss.order_margin": 0.1,
-    "loss.cpcc_weight": 0.0,  # issue 22: no CPCC term
+    "loss.cpcc_weight": 0.0,  # 0.3: no CPCC term
     "loss.depth_weight": 0.0,  # 0.4: no radial-depth term
     "loss.depth_step": 1.0,
     "loss.tau_hyperbolic": None,  # 0.4: hyperbolic runs used loss.tau
@@ -144,7 +144,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 
 
 def read_run_file(path: str | os.PathLike, *, required: Sequence[str] = (), what: str = "") -> Any:
-    """Read one file of a run folder, naming the file in every error (issue 27 #12).
+    """Read one file of a run folder, naming the file in every error.
 
     :func:`hierviz.report.run_files.read_run_file` (the one reader of ``config.json``,
     ``result.json``, ``compare.json``, ``tree.json`` and ``embeddings.npz``) with its failures
@@ -187,7 +187,7 @@ def write_tree_json(path: str | os.PathLike, tree: Any) -> Path:
     """Write a run folder's ``tree.json`` atomically with the iterative JSON writer (any depth).
 
     ``json.dumps`` recurses once per level, so a 1000-level tree ended ``compare`` in a
-    RecursionError (issue 27 #15); :func:`hierviz.hierarchy.io.dumps_tree_json` does not.
+    RecursionError; :func:`hierviz.hierarchy.io.dumps_tree_json` does not.
 
     Examples
     --------

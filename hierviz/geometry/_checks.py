@@ -146,7 +146,7 @@ def scalar(v: Any) -> float:
 
 
 def _check_finite(x: Tensor, name: str) -> None:
-    if torch.compiler.is_compiling():  # a host read: eager only, never in a compiled step (issue 25)
+    if torch.compiler.is_compiling():  # a host read: eager only, never in a compiled step
         return
     with torch.no_grad():
         x = x.detach()
@@ -170,7 +170,7 @@ def _check_index(index: Any, n: int, num_groups: int, device: torch.device, name
     if idx.dim() != 1 or idx.shape[0] != n:
         raise ValueError(f"{name} must have shape ({n},) to match x, got {tuple(idx.shape)}")
     idx = idx.to(device=device, dtype=torch.long)
-    if n > 0 and not torch.compiler.is_compiling():  # range check reads values: eager only (issue 25)
+    if n > 0 and not torch.compiler.is_compiling():  # range check reads values: eager only (no sync when compiled)
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= num_groups:
             raise ValueError(

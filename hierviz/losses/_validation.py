@@ -29,7 +29,7 @@ TAU_MIN = float(torch.finfo(torch.float32).tiny)
 
 
 def _compiling() -> bool:
-    """True while ``torch.compile`` traces the caller (issue 25).
+    """True while ``torch.compile`` traces the caller.
 
     Value checks (finiteness, label ranges, points on the manifold) read tensor values on the
     host; a compiled training step must not, so they are skipped while tracing and run in
@@ -52,7 +52,7 @@ _NOT_GIVEN: Any = type("_NotGiven", (), {"__repr__": lambda self: "<not given>"}
 def _renamed_kwarg(value: Any, old_value: Any, *, new: str, old: str, who: str, default: Any) -> Any:
     """The value of keyword ``new``, or of its old name ``old`` with a DeprecationWarning.
 
-    τ is ``tau`` in every loss (issue 23): ``HMLCLoss(temperature=...)`` still works, and warns.
+    τ is ``tau`` in every loss (one name for one quantity): ``HMLCLoss(temperature=...)`` still works, and warns.
 
     Raises
     ------
@@ -70,7 +70,7 @@ def _renamed_kwarg(value: Any, old_value: Any, *, new: str, old: str, who: str, 
 
 
 def _check_tau(value: Any, name: str = "tau") -> float:
-    """Return the temperature ``value`` after checking ``TAU_MIN <= value`` and finite (issue 27 #6).
+    """Return the temperature ``value`` after checking ``TAU_MIN <= value`` and finite.
 
     Raises
     ------
@@ -190,7 +190,7 @@ def _check_embeddings(z: Any, geometry: Any, *, min_views: int, who: str) -> tup
     if B * V < 2:
         raise ValueError(f"z holds {B * V} embedding(s); {who} needs at least 2 (z of shape (B, V, d))")
     flat = z.transpose(0, 1).reshape(V * B, d)
-    if not _compiling():  # value checks read the tensor on the host: eager only (issue 25)
+    if not _compiling():  # value checks read the tensor on the host: eager only (no sync when compiled)
         if not bool(torch.isfinite(z).all()):
             n_bad = int((~torch.isfinite(z)).sum())
             raise ValueError(f"z contains NaN or inf ({n_bad} entries); check the encoder output")
@@ -220,7 +220,7 @@ def _check_labels(labels: Any, batch: int, num_leaves: int | None, device: torch
     if labels.shape != (batch,):
         raise ValueError(f"labels must have shape (B,) = ({batch},) to match z, got {tuple(labels.shape)}")
     labels = labels.to(device=device, dtype=torch.long)
-    if _compiling():  # the range check reads the labels on the host: eager only (issue 25)
+    if _compiling():  # the range check reads the labels on the host: eager only (no sync when compiled)
         return labels
     lo, hi = int(labels.min()), int(labels.max())
     if lo < 0 or (num_leaves is not None and hi >= num_leaves):

@@ -202,7 +202,7 @@ class AHMLCLoss(nn.Module):
             Scalar ≥ 0, differentiable w.r.t. ``z`` and the attention heads.
         """
         _check_embeddings(z, None, min_views=1, who="AHMLCLoss")
-        z = _upcast(z)  # float16/bfloat16 -> float32: the attention heads are float32 (issue 27 #16)
+        z = _upcast(z)  # float16/bfloat16 -> float32: the attention heads are float32 (half inputs fail there)
         if self.features is not None:
             z = self.features(z)
         y = self.hmlc.level_labels_of(labels, z.shape[0])

@@ -355,7 +355,7 @@ def register_hparam(name: str, default: Any, doc: str = "") -> HParam:
     return hp
 
 
-#: issue 22: the depth regularisers every method gets on a hyperbolic geometry
+#: The depth regularisers every method gets on a hyperbolic geometry
 #: (:mod:`hierviz.losses.radial`); weight 0 leaves the term out.
 RADIAL_HPARAMS = (
     "cone_weight",
@@ -448,7 +448,7 @@ def reads_radial(method: Method | str, geometry: Any) -> bool:
 
 
 def loss_keys(method: Method | str, geometry: Any) -> tuple[str, ...]:
-    """The ``loss.*`` names a run of ``method`` on ``geometry`` reads (issue 23: per-method hyperparameters).
+    """The ``loss.*`` names a run of ``method`` on ``geometry`` reads: its own hyperparameters, never another method's.
 
     ``method.hparams``, then :data:`RADIAL_HPARAMS` where :func:`reads_radial` holds. A run's
     ``config.json``, ``result.json`` and fingerprint hold these keys only, so a key that a run

@@ -392,7 +392,7 @@ class Lorentz(Geometry):
             raise ValueError("v must have shape (..., d), got a scalar")
         if t.shape[-1] == 0:  # geoopt's TorchScript map failed with a traceback
             raise ValueError(f"v must have d >= 1 spatial coordinates, got shape {tuple(t.shape)}")
-        if self.validate and t.numel() and not torch.compiler.is_compiling():  # host read: eager only (issue 25)
+        if self.validate and t.numel() and not torch.compiler.is_compiling():  # host read: eager only, no sync compiled
             with torch.no_grad():
                 top = float(t.detach().double().norm(dim=-1).max())
             if not math.isfinite(top):
