@@ -53,6 +53,9 @@ __all__ = [
     "declared_read_by",
     "atomic_write_text",
     "json_default",
+    "recorded_path",
+    "recorded_config",
+    "recorded_argv",
 ]
 
 #: Keys that do not change a run's results: they may differ between a run and its
@@ -128,6 +131,108 @@ def json_default(o: Any) -> Any:
     if isinstance(o, Path):
         return str(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def recorded_path(path: str | os.PathLike, cwd: str | os.PathLike | None = None) -> str:
+    """``path`` as a run's files record it: relative to the current folder when it lies below it.
+
+    A run folder made under the repository and committed (``docs/results/...``) then names no
+    machine's absolute path; a path outside the current folder stays as given, so the record still
+    says where the run was written.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A folder or file path, absolute or relative.
+    cwd : str or os.PathLike, optional
+        The folder to be relative to (default: the process's current folder).
+
+    Returns
+    -------
+    str
+        ``path`` relative to ``cwd`` with ``/`` separators (``"."`` for ``cwd`` itself) when
+        ``path`` is absolute and inside ``cwd`` (compared as given, then with symlinks
+        resolved); otherwise ``str(path)`` unchanged (a relative path is already relative).
+
+    Examples
+    --------
+    >>> recorded_path("/work/repo/docs/results/x", cwd="/work/repo")
+    'docs/results/x'
+    >>> recorded_path("/tmp/elsewhere", cwd="/work/repo")
+    '/tmp/elsewhere'
+    >>> recorded_path("runs/x", cwd="/work/repo")
+    'runs/x'
+    """
+    p = Path(path)
+    if not p.is_absolute():
+        return str(path)
+    base = Path(os.getcwd() if cwd is None else cwd)
+    for a, b in ((Path(os.path.normpath(p)), Path(os.path.normpath(base))), (p.resolve(), base.resolve())):
+        try:
+            return a.relative_to(b).as_posix()
+        except ValueError:
+            continue
+    return str(path)
+
+
+def recorded_config(config: Mapping[str, Any], cwd: str | os.PathLike | None = None) -> dict[str, Any]:
+    """A copy of a resolved config whose ``out`` is :func:`recorded_path` of it, for ``config.json``.
+
+    ``out`` is a result-free key (:data:`RESULT_FREE_KEYS`): fingerprints and ``--resume`` ignore it,
+    and ``--resume`` finds the runs under the ``--out`` it is given, never under the recorded one.
+
+    Parameters
+    ----------
+    config : Mapping
+        :meth:`ExperimentConfig.to_dict` or :meth:`ExperimentConfig.run_config` output.
+    cwd : str or os.PathLike, optional
+        Passed to :func:`recorded_path`.
+
+    Returns
+    -------
+    dict
+        A shallow copy; ``config`` itself is left unchanged.
+
+    Examples
+    --------
+    >>> recorded_config({"out": "/work/repo/runs/a", "seeds": 1}, cwd="/work/repo")
+    {'out': 'runs/a', 'seeds': 1}
+    """
+    d = dict(config)
+    if isinstance(d.get("out"), (str, os.PathLike)):
+        d["out"] = recorded_path(d["out"], cwd)
+    return d
+
+
+def recorded_argv(
+    argv: Sequence[str] | None, out: str | os.PathLike, cwd: str | os.PathLike | None = None
+) -> list[str] | None:
+    """The command line as ``compare.json`` records it: each spelling of ``out`` as :func:`recorded_path`.
+
+    Parameters
+    ----------
+    argv : sequence of str or None
+        The arguments after ``hierviz``; None (a call from Python) is returned as None.
+    out : str or os.PathLike
+        The run's output folder as given (``--out``, ``--set out=``).
+    cwd : str or os.PathLike, optional
+        Passed to :func:`recorded_path`.
+
+    Returns
+    -------
+    list of str or None
+        ``argv`` with every argument equal to ``out``, ``--out=OUT`` or ``out=OUT`` rewritten.
+
+    Examples
+    --------
+    >>> recorded_argv(["compare", "--out", "/w/r/o", "--set", "out=/w/r/o"], "/w/r/o", cwd="/w/r")
+    ['compare', '--out', 'o', '--set', 'out=o']
+    """
+    if argv is None:
+        return None
+    given, rec = str(out), recorded_path(out, cwd)
+    swap = {given: rec, f"--out={given}": f"--out={rec}", f"out={given}": f"out={rec}"}
+    return [swap.get(str(a), str(a)) for a in argv]
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
