@@ -21,7 +21,7 @@ import torch
 Tensor = torch.Tensor
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["as_float_tensor", "check_curvature", "full_precision"]
+__all__ = ["DEFAULT_CURVATURE", "as_float_tensor", "check_curvature", "full_precision"]
 
 
 @contextlib.contextmanager
@@ -94,6 +94,9 @@ def as_float_tensor(x: Any, name: str = "x") -> Tensor:
 #: NaN or 0 for c >= 710 and is 20-80 % off for c <= 1e-8; both models agree with closed forms
 #: to 1e-8 relative in float32 across this range).
 C_MIN, C_MAX = 1e-7, 500.0
+#: The curvature magnitude ``c`` every hyperbolic geometry, map and figure uses unless given one:
+#: 1.0, sectional curvature -1 (Paper 01's κ = -1, the unit Poincaré ball). The one place it is written.
+DEFAULT_CURVATURE: float = 1.0
 
 
 def check_curvature(value: Any, name: str = "c") -> float:

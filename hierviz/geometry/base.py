@@ -23,6 +23,7 @@ import torch
 
 from hierviz.geometry import frechet as _frechet
 from hierviz.geometry._checks import (  # noqa: F401  (0.1 import paths: hierviz.geometry.base.*)
+    DEFAULT_CURVATURE,
     F,
     Tensor,
     _check_eta,

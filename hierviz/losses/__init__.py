@@ -24,6 +24,7 @@ terms; methods (:mod:`hierviz.methods`) build objectives.
 """
 
 from ._core import INPUT_KINDS, REDUCTIONS, SIMILARITIES, contrastive_log_prob
+from ._validation import DEFAULT_TAU, DEFAULT_TAU_HYPERBOLIC
 from .ahmlc import AHMLCLoss, LevelAttention
 from .compiled import CompiledLoss
 from .cpcc import CPCCLoss
@@ -51,6 +52,8 @@ from .supcon import SupConLoss
 from .triplet import TripletLoss
 
 __all__ = [
+    "DEFAULT_TAU",
+    "DEFAULT_TAU_HYPERBOLIC",
     "CompiledLoss",
     "REDUCTIONS",
     "SIMILARITIES",

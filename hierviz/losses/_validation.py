@@ -26,6 +26,12 @@ _HALF_DTYPES = (torch.float16, torch.bfloat16)
 #: Smallest temperature accepted: float32's smallest normal number. Below it ``1/τ`` and
 #: ``s/τ`` overflow float32 (a NaN loss); see :func:`_check_tau`.
 TAU_MIN = float(torch.finfo(torch.float32).tiny)
+#: The temperature τ of every contrastive loss and teaching figure unless given one: 0.1 (Paper 01's τ,
+#: SupCon's default; ``loss.tau``). The one place it is written.
+DEFAULT_TAU: float = 0.1
+#: τ on hyperbolic geometries (``loss.tau_hyperbolic``): 1.0, chosen on the validation split of
+#: 20 Newsgroups (docs/results/radius-20news); SupCon scores -d/τ there, so the head's radius grows with τ.
+DEFAULT_TAU_HYPERBOLIC: float = 1.0
 
 
 def _compiling() -> bool:

@@ -52,7 +52,15 @@ from typing import Any
 from hierviz._registry import Registry
 from hierviz.geometry import get_geometry
 from hierviz.geometry.registry import GEOMETRIES
-from hierviz.losses import CentringLoss, CPCCLoss, EntailmentConeLoss, Objective, RadialDepthLoss, RadialOrderLoss
+from hierviz.losses import (
+    DEFAULT_TAU_HYPERBOLIC,
+    CentringLoss,
+    CPCCLoss,
+    EntailmentConeLoss,
+    Objective,
+    RadialDepthLoss,
+    RadialOrderLoss,
+)
 
 __all__ = [
     "Needs",
@@ -398,7 +406,7 @@ register_hparam(
 register_hparam("depth_step", 1.0, "geodesic radius per tree level of the radial-depth term (> 0)")
 register_hparam(
     "tau_hyperbolic",
-    1.0,
+    DEFAULT_TAU_HYPERBOLIC,
     "tau of a method that reads loss.tau, on hyperbolic geometries: SupCon scores -d/tau, so the radius the head "
     "settles at grows with tau and the tree needs room (docs/results/radius-20news); null = loss.tau",
 )

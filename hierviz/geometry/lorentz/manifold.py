@@ -24,7 +24,7 @@ import geoopt
 import numpy as np
 import torch
 
-from hierviz.geometry._checks import full_precision, scalar
+from hierviz.geometry._checks import DEFAULT_CURVATURE, full_precision, scalar
 from hierviz.geometry.base import (
     Geometry,
     Tensor,
@@ -150,7 +150,7 @@ class Lorentz(Geometry):
             )
             c = k
         super().__init__(validate=validate)
-        c0 = check_curvature(1.0 if c is None else c, "c")
+        c0 = check_curvature(DEFAULT_CURVATURE if c is None else c, "c")
         self.learnable = bool(learnable)
         self.manifold = geoopt.Lorentz(k=torch.tensor(1.0 / c0, dtype=torch.float64), learnable=self.learnable)
         self._c = c0
