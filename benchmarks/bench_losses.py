@@ -9,7 +9,7 @@ Usage
     python3 benchmarks/bench_losses.py                  # 2B = 1024, d = 128, CPU
     python3 benchmarks/bench_losses.py --n 512 --d 64 --repeats 20 --threads 1
 
-``--share`` instead measures what issue 11 asks: the share of a whole training step
+``--share`` instead measures the share of a whole training step
 (encoder + head forward under bf16 autocast, loss, backward, AdamW step) that the loss
 takes, for SupCon and HWC+LAM on Euclidean and Poincaré, against the same step with a
 trivial loss (``z.sum() * 0``)::
@@ -186,7 +186,7 @@ def bench_share(
         model = model.to(memory_format=torch.channels_last)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         objectives = {m: build_objective(m, tree, geometry).to(device) for m in methods}
-        if compile_loss:  # train.compile_loss: fullgraph torch.compile after one eager call (issue 25)
+        if compile_loss:  # train.compile_loss: fullgraph torch.compile after one eager call
             from hierviz.losses import CompiledLoss
 
             # compile_mode "reduce-overhead": CUDA graphs on top (static shapes), the launches replayed at once
@@ -233,7 +233,7 @@ def bench_share(
     return rows
 
 
-#: Issue 25's targets: the share of a ResNet-50 224 px B128 bf16 step each loss may take.
+#: The targets: the share of a ResNet-50 224 px B128 bf16 step each loss may take.
 SHARE_GOALS = {"supcon": 0.015, "hwc+lam": 0.03}
 
 

@@ -17,7 +17,7 @@ Run from the repository root::
 
 ``--vs-cdist`` instead times the Poincaré distance (the fused kernel with its analytic
 backward, and the autograd reference it replaced) against Euclidean ``torch.cdist``, forward +
-backward, on ``--device cpu|cuda`` (issue 11's goal: ≤ 1.5× cdist at 4096×128 and 16384×128)::
+backward, on ``--device cpu|cuda`` (the goal: ≤ 1.5× cdist at 4096×128 and 16384×128)::
 
     python3 benchmarks/bench_pairwise_dist.py --vs-cdist --n 4096 --d 128
     python3 benchmarks/bench_pairwise_dist.py --vs-cdist --n 16384 --d 128 --device cuda [--compile]
@@ -158,7 +158,7 @@ def bench_vs_cdist(n: int, d: int, c: float, device: torch.device, repeats: int)
     return med
 
 
-#: Issue 25's target for the default Poincaré kernel (fused; compiled on CUDA).
+#: The target for the default Poincaré kernel (fused; compiled on CUDA).
 CDIST_GOAL = 1.5
 
 

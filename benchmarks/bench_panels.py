@@ -1,4 +1,4 @@
-"""Kernel-side redraw time of every course panel (issue 26): figure function, bundle, whole callback.
+"""Kernel-side redraw time of every course panel: figure function, bundle, whole callback.
 
 Each widget notebook (or those named) is executed at SMOKE size in a fresh kernel (nbclient); a
 cell appended to the executed copy then finds every ``hierviz.viz.widgets.Panel`` the notebook

@@ -1,4 +1,4 @@
-"""Training steps/s of the real input pipeline against the pure model step, in one run (issue 11).
+"""Training steps/s of the real input pipeline against the pure model step, in one run.
 
 Three rates on the same model, loss and optimiser (two views, SupCon, AdamW; bf16 autocast
 and channels_last on CUDA):
@@ -10,7 +10,7 @@ and channels_last on CUDA):
   copied to the device and augmented there by :class:`~hierviz.data.gpu_augment.BatchTwoViewAugment`.
 
 Each pipeline is also timed without the model step (``input only``: the rate the input
-side alone can sustain). Prints steps/s and the ratio to ``pure`` (issue 11's goal on an
+side alone can sustain). Prints steps/s and the ratio to ``pure`` (the goal on an
 H100 at 64 px: ≥ 0.8 for the pipeline that training uses).
 
 Usage (from the repository root)::

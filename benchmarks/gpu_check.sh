@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 25's GPU checks, unattended, in < 4 minutes on one H100/H200.
+# The GPU checks of the compiled objectives and kernel, unattended, in < 4 minutes on one H100/H200.
 # For the one prepared device call, use gpu_session.sh instead (these steps within a 540 s plan).
 #
 #   bash benchmarks/gpu_check.sh OUT_DIR          # from the repository root, PYTHONPATH set

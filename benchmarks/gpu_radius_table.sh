@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 22's GPU table, unattended, inside a fixed time budget on one H100/H200.
+# The hierarchy-in-radius GPU table, unattended, inside a fixed time budget on one H100/H200.
 # For the one prepared device call, use gpu_session.sh instead (one process at a time, 540 s).
 #
 #   bash benchmarks/gpu_radius_table.sh OUT_DIR [SECONDS]     # repository root, PYTHONPATH set

@@ -1,4 +1,4 @@
-"""Run the course notebooks headless with papermill and record wall time and peak memory (issue 11).
+"""Run the course notebooks headless with papermill and record wall time and peak memory.
 
 Every notebook (or those named) is executed in its own runner subprocess with the given
 parameters (default ``SMOKE=False``: full size), one after the other. Per notebook it

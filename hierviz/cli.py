@@ -339,7 +339,8 @@ def _import_modules(names: Sequence[str]) -> None:
     """Import each ``--import`` module (a dotted name or a ``.py`` file path) for its registrations.
 
     Any failure inside the user's module (an ImportError, any other exception, even
-    ``sys.exit``) is one ConfigError line naming the module (issue 27 #11).
+    ``sys.exit``) is one ConfigError line naming the module, never a traceback
+    that ends the process.
     """
     if names and os.getcwd() not in sys.path and "" not in sys.path:  # the `hierviz` script lacks the cwd
         sys.path.insert(0, os.getcwd())

@@ -183,7 +183,7 @@ __all__ = ["SIZES", "by_size", "paired_ci", "published_size", "resolve_size"]
 def published_size(nb: Any) -> str | None:
     """The size an executed notebook was run at, read from papermill's record of its parameters.
 
-    The docs site must publish medium (or full / GPU) outputs, never SMOKE ones (issue 26):
+    The docs site must publish medium (or full / GPU) outputs, never SMOKE ones (a reader would take smoke-size noise for results):
     ``docs/scripts/mkdocs_hooks.py`` refuses an executed copy whose size is ``"smoke"``.
 
     Parameters

@@ -1,4 +1,4 @@
-"""Issue 24: trivial baselines, imbalance-aware metrics and paired comparisons over seeds."""
+"""Trivial baselines, imbalance-aware metrics and paired comparisons over seeds."""
 
 from __future__ import annotations
 
@@ -223,6 +223,6 @@ def test_results_pages_regenerate_from_the_committed_csvs():
     make_tables = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make_tables)
     assert make_tables.main(["--check"]) == 0  # every results page (paper01.md … paper05.md) matches its CSVs
-    # the full-HAM10000 Majority row: nv is 66.98 % of the lesion-grouped test split (issue 24's 0.669)
+    # the full-HAM10000 Majority row: nv is 66.98 % of the lesion-grouped test split (docs/results/ham10000-cpu: 0.669)
     maj = make_tables.read_baselines(path.parent / "ham10000-cpu")["majority"]
     assert maj["top1"] == pytest.approx(0.669774, abs=1e-6) and np.isnan(maj["violations"])

@@ -95,7 +95,7 @@ def test_missing_checkpoint(tmp_path):
 def test_hierviz_01_bare_files_still_load(tmp_path):
     p = tmp_path / "old.pt"
     torch.save({"epoch": 3, "model": {"w": torch.ones(2)}}, p)
-    with pytest.warns(UserWarning, match="without a sha256 digest"):  # issue 27 #21: said, not silent
+    with pytest.warns(UserWarning, match="without a sha256 digest"):  # said, not silent
         got = load_checkpoint(p)
     assert got["epoch"] == 3 and torch.equal(got["model"]["w"], torch.ones(2))
     # a damaged 0.1 file has no digest but still fails to unpickle: refused, named

@@ -1,4 +1,4 @@
-"""Issue 25: every registered objective compiles with ``fullgraph=True`` and equals eager mode.
+"""Every registered objective compiles with ``fullgraph=True`` and equals eager mode.
 
 Each case: one eager call (what :class:`hierviz.losses.CompiledLoss` does first: checks and
 lazy state), then the same objective (a deep copy) once eagerly and once through
@@ -216,7 +216,7 @@ def test_compile_loss_key_is_on_in_the_gpu_preset_and_leaves_fingerprints_alone(
 
 @pytest.mark.parametrize("name", ["supcon", "hwc+lam"])
 def test_poincare_objective_compiles_fullgraph_on_the_cuda_kernel_path(name, monkeypatch):
-    """Issue 25: the path a CUDA run takes, on a CPU.
+    """The path a CUDA run takes, on a CPU.
 
     On CUDA, Poincaré distances go through the fused autograd Function
     (:func:`hierviz.geometry._kernels.poincare_pairwise_dist`), and after the first eager step the
@@ -242,7 +242,7 @@ _DEPTH_TERMS = {
 
 @pytest.mark.parametrize("geo", list(_DEPTH_TERMS))
 def test_depth_regularisers_compile_fullgraph_and_equal_eager(geo):
-    """Issue 22's terms inside a compiled objective: under torch.compile the batch node prototypes
+    """The depth terms inside a compiled objective: under torch.compile the batch node prototypes
     come from the padded leaf paths and absent edges are masked (fixed shapes, no host read); the
     eager path keeps ``nonzero`` and the early exits. The two agree to float32 rounding."""
     torch._dynamo.reset()

@@ -1,4 +1,4 @@
-"""Renamed config keys (issue 23): τ is ``tau`` in every method, paper 02's ``base_temperature``
+"""Renamed config keys: τ is ``tau`` in every method, paper 02's ``base_temperature``
 included. The old key is still read (``--set``, presets, older run folders) with a DeprecationWarning,
 and a run folder written with it keeps its fingerprint."""
 

@@ -49,7 +49,7 @@ def test_by_size_picks_the_named_value():
         by_size("auto", 1, 2, 3)
 
 
-# ----------------------------------------------------------------- statements the course makes (issue 26)
+# ------------------------------------------------------------------------ statements the course makes
 def test_hi_f1_is_not_a_lower_bound_of_f1():
     """Notebook 09's summary and solution 09-4: dropping an orphan label can raise F1, or lower it."""
     import numpy as np
@@ -197,7 +197,7 @@ def test_hf1_hacc_figure_and_map_chance_figure():
 
 
 def test_site_refuses_a_smoke_copy_and_builds_at_medium(tmp_path, monkeypatch):
-    """Issue 26: the site publishes medium or GPU outputs; an executed copy at SMOKE size stops the build."""
+    """The site publishes medium or GPU outputs; an executed copy at SMOKE size stops the build."""
     import importlib.util
 
     import nbformat

@@ -1,4 +1,4 @@
-"""Issue 26: each notebook's published tables agree with its results page.
+"""Each notebook's published tables agree with its results page.
 
 A notebook shows a results page's tables through :func:`hierviz.results.pages.results_tables`,
 which rebuilds them with the builders ``docs/results/make_tables.py`` writes the pages with. These
@@ -192,7 +192,7 @@ _FOLDER = re.compile(r"docs/results/([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*)")
 _MATH = re.compile(r"\$[^$]*\$")
 _LEVEL = re.compile(r"\b95\s?%(?=\s*(?:CI|confidence|interval|Student))")  # a confidence level, not a result
 _VERSION = re.compile(r"\bhierviz\s+\d+\.\d+|\b\d+\.\d+(?=\s+head)")  # "the 0.2 head", "hierviz 0.3": versions
-TRACKER = re.compile(r"\bissues?\s+\d+", re.IGNORECASE)  # "SupContrast issue #141" cites another project
+TRACKER = re.compile(r"\bissues?\s+\d+", re.IGNORECASE)  # "#" before the number: another project's tracker
 
 
 def _folder_of(cited: str) -> Path | None:
@@ -329,7 +329,7 @@ _PENDING: set[str] = set()
     ids=[str(p.relative_to(ROOT)) for p in TRACKED],
 )
 def test_no_tracker_words_in_the_course_and_docs(path):
-    # history belongs in CHANGELOG.md: a reader of the course has no tracker to look "issue 24" up in
+    # history belongs in CHANGELOG.md: a reader of the course has no tracker to look an issue number up in
     text = (
         "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
         if path.suffix == ".ipynb"

@@ -1,4 +1,4 @@
-"""Issue 22: HypStructure's CPCC term (hierviz.losses.CPCCLoss) against a loop reference, by hand and by gradcheck."""
+"""HypStructure's CPCC term (hierviz.losses.CPCCLoss) against a loop reference, by hand and by gradcheck."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Defaults that follow the data (issue 23): a dataset's input kind picks the encoder, and
+"""Defaults that follow the data: a dataset's input kind picks the encoder, and
 ``ham10000`` at another image size reads the file made at that size when there is one."""
 
 import json
@@ -51,7 +51,7 @@ def test_a_text_dataset_takes_the_registered_text_encoder():
         return ArrayDataset(np.zeros((6, 4), np.float32), np.array([0, 1] * 3), ["a", "b"], name="toy-text")
 
     try:
-        # issue 23: the first registered text encoder, hierviz.models.text's "hyilr-text"
+        # the first registered text encoder, hierviz.models.text's "hyilr-text"
         assert default_encoder("toy-text", "small_cnn") == "hyilr-text"
 
         @ENCODERS.register("toy-text-encoder")

@@ -158,7 +158,7 @@ def test_export_of_an_executed_notebook_has_figures_and_no_cdn(tmp_path):
     # both libraries inline, once, before the body's figure script runs
     head = html.split("</head>", 1)[0]
     assert head.count("window.MathJax = ") == 1 and "MathJax" in head and "Plotly" in head
-    # nbconvert's own html export, for contrast: no figure, MathJax from a CDN (the bug in issue 17)
+    # nbconvert's own html export, for contrast: no figure, MathJax from a CDN (the 0.2 site's bug)
     with pytest.warns(UserWarning, match=r"application/vnd\.plotly\.v1\+json.*not able to be represented"):
         plain, _ = (
             __import__("nbconvert").HTMLExporter(template_name="lab").from_notebook_node(_executed_tiny_notebook())

@@ -1,4 +1,4 @@
-"""Evaluation speed paths (issue 11): the batched uint8 embedding equals the per-image eval transform."""
+"""Evaluation speed paths: the batched uint8 embedding equals the per-image eval transform."""
 
 from __future__ import annotations
 

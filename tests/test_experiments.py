@@ -200,7 +200,7 @@ def test_compare_library_call_writes_runs_and_returns_the_table(tmp_path):
     rec = json.loads((tmp_path / "runs" / "supcon-poincare-s0" / "result.json").read_text())
     assert rec["geometry_config"] == {"name": "poincare", "c": 1.0} and rec["method_display"] == "SupCon"
     assert (rec["world_size"], rec["global_batch_size"]) == (1, 32)  # one process; train.batch_size=32
-    # radius diagnostics (issue 10): per depth of the two-step tree, the learned scale, the clip share
+    # radius diagnostics: per depth of the two-step tree, the learned scale, the clip share
     rad = rec["radius"]
     assert [row["depth"] for row in rad["radius_by_depth"]] == [0, 1, 2, 3]
     assert 0.0 <= rad["clip_fraction"] <= 1.0 and rad["scale"] > 0 and rad["radius_std"] > 0
@@ -532,7 +532,7 @@ def test_unknown_import_is_one_line(capsys):
 
 
 def test_constant_images_give_a_report_with_a_note_not_a_crash(tmp_path, capsys):
-    """0.1 segfaulted in t-SNE here and wrote no results.csv (issue 9)."""
+    """0.1 segfaulted in t-SNE here and wrote no results.csv."""
     npz = tmp_path / "flat.npz"
     labels = np.arange(60) % 3
     np.savez(npz, images=np.full((60, 16, 16, 3), 128, np.uint8), labels=labels, classes=np.array(["a", "b", "c"]))
@@ -588,7 +588,7 @@ def test_report_input_errors_are_one_line(tmp_path, capsys):
     assert err.startswith(f"hierviz: error: {run / 'result.json'}: not a readable JSON run record (")
     assert err.endswith("; delete the run folder and rerun\n")
     (run / "result.json").write_text('{"method": "supcon", "geometry": "euclidean", "seed": 0}', encoding="utf-8")
-    _, err = _cli(capsys, ["report", "--out", str(tmp_path)], 2)  # issue 27 #12: the missing keys named
+    _, err = _cli(capsys, ["report", "--out", str(tmp_path)], 2)  # the missing keys named, with the file
     assert err == f"hierviz: error: {run / 'result.json'}: run record without key 'name' (and 'metrics'); " + (
         "delete the run folder and rerun\n"
     )

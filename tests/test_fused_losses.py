@@ -1,4 +1,4 @@
-"""Fast paths of issue 11 against their references: the fused Poincaré pairwise distance.
+"""Fast paths against their references: the fused Poincaré pairwise distance.
 
 The fused kernel (:func:`hierviz.geometry._kernels.poincare_pairwise_dist`, analytic backward
 over one Gram matrix) must equal the autograd reference

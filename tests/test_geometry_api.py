@@ -150,7 +150,7 @@ def test_to_manifold_equals_the_hyperbolic_head_exactly(geom, clip_r):
 def test_to_manifold_equals_l2normalize_exactly():
     g, head = Euclidean(), L2Normalize()
     for v in _inputs():
-        with pytest.raises(ValueError, match="1 row.* zero vectors"):  # issue 27 #4: no direction
+        with pytest.raises(ValueError, match="1 row.* zero vectors"):  # no direction
             g.to_manifold(v)
         v = v[1:]  # the head keeps a zero row zero (no check in training); to_manifold refuses it
         z = g.to_manifold(v, clip_r=2.0)  # clip_r is ignored on the sphere

@@ -1,4 +1,4 @@
-"""Issue 24: G-HMLC's two-dimensional GMM (Paper 02 (HMLC), §3: "a two-dimensional GMM is fitted")."""
+"""G-HMLC's two-dimensional GMM (Paper 02 (HMLC), §3: "a two-dimensional GMM is fitted")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CUDA: resume, device augmentation and the fused losses on a GPU (issue 11).
+"""CUDA: resume, device augmentation and the fused losses on a GPU.
 
 Tests marked ``gpu`` need a CUDA device and are deselected by default (``addopts`` has
 ``-m 'not gpu'``); run them with ``pytest -m gpu tests/test_gpu.py``. The unmarked tests at
@@ -73,7 +73,7 @@ def test_rng_restore_moves_every_tensor_to_cpu_first(dtype, monkeypatch):
     state = rng_state(gen)
     want = (random.random(), np.random.rand(), torch.rand(1).item(), torch.rand(1, generator=gen).item())
     moved = _cuda_like(state, dtype)
-    with pytest.raises(TypeError, match="cuda:0"):  # the bug of issue 11, reproduced
+    with pytest.raises(TypeError, match="cuda:0"):  # the bug a CPU-only resume test missed, reproduced
         moved["numpy"]["key"].numpy()
     seen = []
     real = torch.set_rng_state
@@ -330,7 +330,7 @@ def test_objective_leaf_gradient_on_a_copied_tensor_is_filled():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (pytest -m gpu on a GPU)")
 @pytest.mark.parametrize(("name", "geo"), [("hwc+lam", "euclidean"), ("hwc", "poincare")])
 def test_compiled_objective_on_cuda_equals_eager(name, geo):
-    """Issue 25: ``train.compile_loss`` on CUDA (inductor, fullgraph) equals the eager objective."""
+    """``train.compile_loss`` on CUDA (inductor, fullgraph) equals the eager objective."""
     from hierviz.geometry import get_geometry
     from hierviz.hierarchy import LabelTree
     from hierviz.losses import CompiledLoss

@@ -1,4 +1,4 @@
-"""Issue 24: the GPU presets paper01-gpu … paper05-gpu resolve, and a tiny CPU override of each runs.
+"""The GPU presets paper01-gpu … paper05-gpu resolve, and a tiny CPU override of each runs.
 
 The presets are sized for one H100-class GPU; here each is cut to 1 epoch on a few dozen
 samples on the CPU, so only the plumbing (data, encoder, methods, protocol, tables) is tested.

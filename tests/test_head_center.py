@@ -1,4 +1,4 @@
-"""Issue 22: the hyperbolic head's centring (``model.head_center=batch``) and its eval-mode re-estimate."""
+"""The hyperbolic head's centring (``model.head_center=batch``) and its eval-mode re-estimate."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``hierviz htc`` through ``compare`` (issue 23): the same documents, split, tokens, weights and
+"""``hierviz htc`` through ``compare``: the same documents, split, tokens, weights and
 training steps as the token driver it replaces, checked against that driver's loop."""
 
 import json

@@ -24,7 +24,7 @@ def test_perfect_and_empty():
     t = rows(["a", "a1"], ["b", "b1"])
     r = hierarchical_f1(t, t, TREE)
     assert r == {"micro_f1": 1.0, "macro_f1": 1.0, "hi_micro_f1": 1.0, "hi_macro_f1": 1.0}
-    # a2 is in neither y_true nor y_pred: left out of the macro average (issue 27 #16; 0.2 gave 4/5)
+    # a2 is in neither y_true nor y_pred: left out of the macro average (0.2 gave 4/5)
 
 
 def test_hand_case_hi_drops_orphans():

@@ -1,4 +1,4 @@
-"""HyILR's own classifier in ``compare``'s table (issue 23): Paper 05's micro/macro F1 and Hi-MiF1/Hi-MaF1
+"""HyILR's own classifier in ``compare``'s table: Paper 05's micro/macro F1 and Hi-MiF1/Hi-MaF1
 of the thresholded label sets, a typed record field, beside the probe columns, with the Majority row."""
 
 import csv

@@ -1,4 +1,4 @@
-"""HyILR and its ablations as methods of ``hierviz compare`` (issue 23): a loop reference of the
+"""HyILR and its ablations as methods of ``hierviz compare``: a loop reference of the
 objective on a toy tree, the ablations, the trainable modules, and one compare table with SupCon."""
 
 import csv

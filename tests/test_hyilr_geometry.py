@@ -1,4 +1,4 @@
-"""HyILR's spaces as geometry objects (issue 23): old name-switched formulas vs the Geometry path, float64.
+"""HyILR's spaces as geometry objects: old name-switched formulas vs the Geometry path, float64.
 
 The reference below is the 0.3-dev implementation this module replaced (``project``/``distance``
 switched on ``geometry="lorentz"|"poincare"|"euclidean"`` and called the curvature ``k``), kept

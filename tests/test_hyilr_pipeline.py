@@ -227,7 +227,7 @@ def test_htc_cli_smoke_resume_and_errors(tmp_path, capsys):
     assert main(argv) == 0
     md = (out / "htc_results.md").read_text()
     assert "HyILR (`hyilr`)" in md and "w/o CL" in md
-    # issue 24: the frequency prior's row, scored by hand from the loaded splits (label sets as they are)
+    # the frequency prior's row, scored by hand from the loaded splits (label sets as they are)
     from hierviz.methods.paper05 import HTCConfig, load_data
 
     data = load_data(HTCConfig.preset("smoke", dataset="synthetic-htc", max_train=40))

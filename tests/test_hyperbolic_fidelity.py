@@ -1,4 +1,4 @@
-"""Hyperbolic fidelity (issue 10): a head that uses the ball, radius diagnostics, sound means."""
+"""Hyperbolic fidelity: a head that uses the ball, radius diagnostics, sound means."""
 
 from __future__ import annotations
 

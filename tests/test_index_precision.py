@@ -1,4 +1,4 @@
-"""Issue 25 item 3 and issue 27 item 9: the reference index ranks exactly, on any device and matmul mode."""
+"""The reference index ranks exactly, on any device and matmul mode."""
 
 from __future__ import annotations
 

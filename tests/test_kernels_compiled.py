@@ -1,4 +1,4 @@
-"""Issue 25 item 2: the compiled fused Poincaré kernel (the CUDA default) equals the reference."""
+"""The compiled fused Poincaré kernel (the CUDA default) equals the reference."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The layering of DESIGN.md as code (issue 23): import-linter's contracts hold, the import map has
+"""The layering of DESIGN.md as code: import-linter's contracts hold, the import map has
 no cycle, no upward import and at most 9 floors, every import inside a function says why it waits, and
 CONTRIBUTING.md's layout table is the one the code generates."""
 
@@ -95,7 +95,7 @@ def _unexplained_in_function_imports(path: Path, root: Path = ROOT) -> list[str]
 
 
 def test_imports_inside_functions_say_why():
-    # issue 23 item 4: a function imports only an optional or heavy dependency, a deprecated alias or (last
+    # a function imports only an optional or heavy dependency, a deprecated alias or (last
     # resort) a module of an import cycle, and says which; every other import is at the top of its module
     found = [hit for path in sorted((ROOT / "hierviz").rglob("*.py")) for hit in _unexplained_in_function_imports(path)]
     assert not found, (

@@ -1,4 +1,4 @@
-"""Issue 27 items 5, 6, 7 and 16: loss inputs at the edges (each test failed on hierviz 0.2)."""
+"""Loss inputs at the edges (each test failed on hierviz 0.2)."""
 
 from __future__ import annotations
 

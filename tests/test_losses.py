@@ -250,7 +250,7 @@ def test_supcon_equals_pytorch_metric_learning():
 
 
 def test_supcon_single_view_no_positive_anchor_matches_pml():
-    """V = 1 with a unique label: that anchor has no positive — contributes nothing, no NaN (#141)."""
+    """V = 1 with a unique label: that anchor has no positive — contributes nothing, no NaN (HobbitLong/SupContrast#141)."""
     import pytorch_metric_learning.losses as pml
 
     z = make_z("euclidean", 7, 1, 6, seed=7).requires_grad_(True)
@@ -508,7 +508,7 @@ def test_hxe_hand_value(breakhis_tree):
     assert HXELoss(breakhis_tree, alpha=alpha, normalize=True)(logits, torch.tensor([y])).item() == pytest.approx(
         expected / total, rel=1e-12
     )
-    # the default is the authors' scale (issue 10; 0.1's default was 5.9× it here)
+    # the default is the authors' scale (0.1's default was 5.9× it here)
     assert HXELoss(breakhis_tree, alpha=alpha)(logits, torch.tensor([y])).item() == pytest.approx(
         expected / total, rel=1e-12
     )

@@ -1,4 +1,4 @@
-"""Issue 24: paper 02's linear evaluation reads encoder features for every paper-02 method by default.
+"""Paper 02's linear evaluation reads encoder features for every paper-02 method by default.
 
 Paper 02 §4 follows SimCLR's linear evaluation (a linear classifier on the frozen encoder's
 features, not on the projection). hierviz ≤ 0.3-dev probed CE on features and HMC/HCE/HMCE,

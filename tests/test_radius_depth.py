@@ -1,4 +1,4 @@
-"""Issue 22: a head with a radial gradient, depth regularisers (cones, centring), radius metrics."""
+"""A head with a radial gradient, depth regularisers (cones, centring), radius metrics."""
 
 from __future__ import annotations
 
@@ -429,7 +429,7 @@ def _train_head(head_kwargs, steps=200, seed=0, with_head=False):
 def test_head_saturation_old_head_clips_everything_new_head_keeps_the_radius():
     old_cf, old_grad, _ = _train_head({"bound": "clip", "scale_init": 1.0, "clip_r": 3.0})
     new_cf, new_grad, r = _train_head({})  # the defaults: tanh bound, scale from the data, init_radius 1
-    # the 0.2 head (issue 22, ResNet-18 on a GPU): every point at the clip radius, no radial gradient left
+    # the 0.2 head (ResNet-18 on a GPU): every point at the clip radius, no radial gradient left
     assert old_cf >= 0.9 and old_grad < 1e-3 * new_grad
     # the new head: nothing at the bound, a radial gradient, and radii that still differ
     assert new_cf <= 0.05

@@ -1,4 +1,4 @@
-"""``radius_order_interval``: stratified bootstrap intervals of the radius-order metrics (issue 22)."""
+"""``radius_order_interval``: stratified bootstrap intervals of the radius-order metrics."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Issue 27 (reliability): one test per root cause of the 0.2 probe, each failing on hierviz 0.2.
+"""Reliability: one test per root cause of the 0.2 probe, each failing on hierviz 0.2.
 
-Named ``test_reliability_<cause>``; the cause number of the issue is in each docstring.
+Named ``test_reliability_<cause>``; each docstring says what 0.2 did instead.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ F64 = torch.float64
 
 # --------------------------------------------------------------------------- 1: Poincaré near the boundary
 def test_reliability_poincare_dist_logmap0_exact_near_boundary():
-    """#1: dist and logmap0 keep every float64 digit up to the boundary (0.2: 16.81 and 8.41, geoopt's clamp)."""
+    """dist and logmap0 keep every float64 digit up to the boundary (0.2: 16.81 and 8.41, geoopt's clamp)."""
     mpmath = pytest.importorskip("mpmath")
     mpmath.mp.dps = 40
     ball = PoincareBall()
@@ -40,7 +40,7 @@ def test_reliability_poincare_dist_logmap0_exact_near_boundary():
 # --------------------------------------------------------------------------- 2: Lorentz overflow
 @pytest.mark.parametrize("dtype, ok, bad", [(torch.float32, 80.0, 90.0), (torch.float64, 350.0, 355.0)])
 def test_reliability_lorentz_radius_guard_expmap0(dtype, ok, bad):
-    """#2: expmap0 is finite up to the dtype's radius and refuses beyond it (0.2: inf from 90 / 355, NaN from 711)."""
+    """expmap0 is finite up to the dtype's radius and refuses beyond it (0.2: inf from 90 / 355, NaN from 711)."""
     L = Lorentz()
     assert bool(torch.isfinite(L.expmap0(torch.tensor([[ok, 0.0]], dtype=dtype))).all())
     for norm in (bad, 711.0):
@@ -49,7 +49,7 @@ def test_reliability_lorentz_radius_guard_expmap0(dtype, ok, bad):
 
 
 def test_reliability_lorentz_dist_at_radius_300_and_check_point_overflow():
-    """#2: float64 dist at radius 300 is finite and exact (0.2: inf); an overflowing float32 point is refused."""
+    """float64 dist at radius 300 is finite and exact (0.2: inf); an overflowing float32 point is refused."""
     L = Lorentz()
     r, theta = 300.0, 2 * math.exp(-6.4)  # two points at radius 300, angle theta apart
     v = torch.tensor([[r, 0.0], [r * math.cos(theta), r * math.sin(theta)]], dtype=F64)
@@ -81,7 +81,7 @@ def _grad_norm64(geom, mu, x):
 @pytest.mark.parametrize("geom", [PoincareBall(), Lorentz()], ids=repr)
 @pytest.mark.parametrize("dtype", [torch.float32, F64], ids=str)
 def test_reliability_karcher_mean_default_converges(geom, dtype):
-    """#3: mean()/group_mean() default to convergence, grad norm <= 1e-5 (0.2: 3 steps, up to 0.137)."""
+    """mean()/group_mean() default to convergence, grad norm <= 1e-5 (0.2: 3 steps, up to 0.137)."""
     g = torch.Generator().manual_seed(3)
     x = geom.expmap0(torch.randn(120, 6, generator=g, dtype=F64) * 2.0).to(dtype)  # spread, near the boundary
     mu = geom.mean(x)
@@ -94,7 +94,7 @@ def test_reliability_karcher_mean_default_converges(geom, dtype):
 
 
 def test_reliability_karcher_float32_objective_compared_in_float64(monkeypatch):
-    """#3: fixed float32 steps no longer stall 2.1e-3 from the mean; steps=N, tol=None runs N steps, sync-free when compiled."""
+    """fixed float32 steps no longer stall 2.1e-3 from the mean; steps=N, tol=None runs N steps, sync-free when compiled."""
     ball = PoincareBall()
     g = torch.Generator().manual_seed(4)
     x = ball.expmap0(torch.randn(200, 4, generator=g, dtype=F64) * 1.5)
@@ -125,7 +125,7 @@ def test_reliability_karcher_float32_objective_compared_in_float64(monkeypatch):
 
 # --------------------------------------------------------------------------- 4: Euclidean maps
 def test_reliability_euclidean_refuses_nan_inf_and_zero_vectors():
-    """#4: expmap0/expmap/proj/to_manifold refuse NaN/inf; proj/to_manifold refuse a zero vector (0.2: passed)."""
+    """expmap0/expmap/proj/to_manifold refuse NaN/inf; proj/to_manifold refuse a zero vector (0.2: passed)."""
     from hierviz.geometry import Euclidean
 
     E = Euclidean()
@@ -143,7 +143,7 @@ def test_reliability_euclidean_refuses_nan_inf_and_zero_vectors():
 
 # --------------------------------------------------------------------------- 7/8: embedding validation (metrics)
 def test_reliability_embedding_validation_layer():
-    """#7/#8: d = 0 embeddings refused by the metrics; mismatched sets name both shapes; to_manifold(3.0) refused."""
+    """d = 0 embeddings refused by the metrics; mismatched sets name both shapes; to_manifold(3.0) refused."""
     import numpy as np
 
     from hierviz.geometry import Euclidean
@@ -204,7 +204,7 @@ def test_reliability_integer_leaves_bind_to_unnamed_npz(tmp_path, stem):
 
 
 def test_reliability_npz_huge_unnamed_labels_refused(tmp_path):
-    """#15: labels reaching 2e12 without class names are refused in one line (0.2: built 2e12 names)."""
+    """labels reaching 2e12 without class names are refused in one line (0.2: built 2e12 names)."""
     import numpy as np
 
     from hierviz.data.loaders.npz import load_npz
@@ -217,7 +217,7 @@ def test_reliability_npz_huge_unnamed_labels_refused(tmp_path):
 
 # --------------------------------------------------------------------------- 12: run-folder files
 def test_reliability_run_file_reader_names_the_file(tmp_path):
-    """#12: an empty result.json, broken compare.json/tree.json/embeddings.npz name the file (0.2: KeyError 'name')."""
+    """an empty result.json, broken compare.json/tree.json/embeddings.npz name the file (0.2: KeyError 'name')."""
     from hierviz.experiments.config import ConfigError
     from hierviz.experiments.records import RECORD_KEYS, load_records, read_run_file
 
@@ -242,7 +242,7 @@ def test_reliability_run_file_reader_names_the_file(tmp_path):
 # --------------------------------------------------------------------------- 18: run-name sanitiser
 @pytest.mark.parametrize("method", ["../../evil", "..", "/abs/path", "a\\\\b", ".hidden", "x\x00y"])
 def test_reliability_run_names_stay_inside_out(tmp_path, method):
-    """#18: a method registered as ../../evil names a folder inside --out/runs (0.2: wrote outside --out)."""
+    """a method registered as ../../evil names a folder inside --out/runs (0.2: wrote outside --out)."""
     from hierviz.experiments.records import run_name
 
     name = run_name(method, "poincare", 0)
@@ -253,7 +253,7 @@ def test_reliability_run_names_stay_inside_out(tmp_path, method):
 
 # --------------------------------------------------------------------------- 10: numbers in settings
 def test_reliability_settings_numbers_name_the_key():
-    """#10: NaN/inf/1e400 integers name the key; lr_backbone=1e308 is blamed on lr_backbone (0.2: lr_head)."""
+    """NaN/inf/1e400 integers name the key; lr_backbone=1e308 is blamed on lr_backbone (0.2: lr_head)."""
     from hierviz.experiments.config import ConfigError, resolve_config
 
     for value in (float("nan"), float("inf"), float("1e400")):
@@ -279,7 +279,7 @@ def _cli_err(capsys, argv):
 
 
 def test_reliability_import_errors_are_one_line(tmp_path, monkeypatch, capsys):
-    """#11: any exception, sys.exit, a path: one line naming the module (0.2: no name / silent exit / 'package')."""
+    """any exception, sys.exit, a path: one line naming the module (0.2: no name / silent exit / 'package')."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "h27_boom.py").write_text("raise RuntimeError('boom')\n")
@@ -300,7 +300,7 @@ def test_reliability_import_errors_are_one_line(tmp_path, monkeypatch, capsys):
 
 # --------------------------------------------------------------------------- 16: hierarchical_f1(y, y)
 def test_reliability_hierarchical_f1_of_truth_is_one():
-    """#16 (metrics side): F1(y, y) = 1 with labels that never occur (0.2: macro 0.4)."""
+    """F1(y, y) = 1 with labels that never occur (0.2: macro 0.4)."""
     import numpy as np
 
     from hierviz.hierarchy import LabelTree
@@ -320,7 +320,7 @@ def test_reliability_hierarchical_f1_of_truth_is_one():
 
 # --------------------------------------------------------------------------- 13: htc options and .jsonl data
 def test_reliability_htc_options_and_jsonl(tmp_path):
-    """#13: threshold/lam checks name the option; null text, string labels, empty/1-doc/non-UTF-8 files are clear."""
+    """threshold/lam checks name the option; null text, string labels, empty/1-doc/non-UTF-8 files are clear."""
     import json
 
     from hierviz.data.loaders.htc import load_htc_jsonl
@@ -358,7 +358,7 @@ def test_reliability_htc_options_and_jsonl(tmp_path):
 
 # --------------------------------------------------------------------------- 15: deep trees
 def test_reliability_deep_tree_json_written_iteratively(tmp_path):
-    """#15: compare's tree.json writer handles a 1000-level tree (0.2: RecursionError from json.dumps)."""
+    """compare's tree.json writer handles a 1000-level tree (0.2: RecursionError from json.dumps)."""
     from hierviz.experiments.records import write_tree_json
     from hierviz.hierarchy import LabelTree
 
@@ -370,7 +370,7 @@ def test_reliability_deep_tree_json_written_iteratively(tmp_path):
 
 # --------------------------------------------------------------------------- 19: odd output paths
 def test_reliability_features_out_reports_the_real_path(tmp_path, monkeypatch, capsys):
-    """#19: save_features into an existing folder returns the file it wrote; --out "" refused (0.2: cwd)."""
+    """save_features into an existing folder returns the file it wrote; --out "" refused (0.2: cwd)."""
     import numpy as np
 
     from hierviz.features import FeaturesData, save_features
@@ -391,7 +391,7 @@ def test_reliability_features_out_reports_the_real_path(tmp_path, monkeypatch, c
 
 # --------------------------------------------------------------------------- 21: 0.1 checkpoints
 def test_reliability_checkpoint_without_digest_warns(tmp_path):
-    """#21: a 0.1-format checkpoint (bare torch.save) is read with a one-line warning (0.2: silently)."""
+    """a 0.1-format checkpoint (bare torch.save) is read with a one-line warning (0.2: silently)."""
     from hierviz.training import load_checkpoint
 
     p = tmp_path / "checkpoint.pt"
@@ -403,7 +403,7 @@ def test_reliability_checkpoint_without_digest_warns(tmp_path):
 
 # --------------------------------------------------------------------------- 20: --pretrained partial match
 def test_reliability_pretrained_partial_match_warns_or_refuses(tmp_path):
-    """#20: a weights file matching 1 of the encoder's tensors is refused, a partial one warns (0.2: silent)."""
+    """a weights file matching 1 of the encoder's tensors is refused, a partial one warns (0.2: silent)."""
     from hierviz.models import build_encoder
 
     enc = build_encoder("small_cnn")
@@ -422,7 +422,7 @@ def test_reliability_pretrained_partial_match_warns_or_refuses(tmp_path):
 
 # --------------------------------------------------------------------------- 22: deep messages
 def test_reliability_image_size_and_tiny_splits_are_one_line(tmp_path, capsys):
-    """#22: --image-size 20000 refused before any worker; 2 images per class named as such (0.2: 'nothing to embed')."""
+    """--image-size 20000 refused before any worker; 2 images per class named as such (0.2: 'nothing to embed')."""
     import json
 
     import numpy as np
@@ -441,7 +441,7 @@ def test_reliability_image_size_and_tiny_splits_are_one_line(tmp_path, capsys):
 
 # --------------------------------------------------------------------------- 14: retrieval on little data
 def test_reliability_retrieval_little_data_names_the_minimum():
-    """#14: --limit 1 / 10 give one message with the minimum (0.2: scikit-learn's / a k-range message)."""
+    """--limit 1 / 10 give one message with the minimum (0.2: scikit-learn's / a k-range message)."""
     from dataclasses import replace
 
     import numpy as np
@@ -463,7 +463,7 @@ def test_reliability_retrieval_little_data_names_the_minimum():
 
 # --------------------------------------------------------------------------- 17: Ctrl-C at an epoch boundary
 def test_reliability_ctrl_c_while_workers_start_is_not_lost():
-    """#17: a SIGINT that lands while DataLoader workers fork is raised at the epoch boundary (0.2: swallowed)."""
+    """a SIGINT that lands while DataLoader workers fork is raised at the epoch boundary (0.2: swallowed)."""
     import signal
 
     from hierviz.training.loop import _iter_deferring_sigint

@@ -1,6 +1,6 @@
 """Reliability under load and across runs: one test per open case of the 0.3 bad-input probe.
 
-Each test fails on hierviz 0.3 (main at f5a59f7) and names the case in its docstring.
+Each test fails on hierviz 0.3 (main at f5a59f7); its docstring says what 0.3 did.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _lorentz_ref(v1: torch.Tensor, v2: torch.Tensor) -> float:
     + [(40.0, torch.float32, 1e-6), (60.0, torch.float32, 1e-6)],
 )
 def test_lorentz_dist_far_point_against_near_point(radius, dtype, rel):
-    """N26: a point at radius r against one at radius 1: 0.3 gave 0.0 (r = 40, 100), 82.5 (r = 60 float32)."""
+    """0.3: a point at radius r against one at radius 1: 0.3 gave 0.0 (r = 40, 100), 82.5 (r = 60 float32)."""
     g = Lorentz(1.0)
     u = _unit(2, 3, seed=31)
     v1, v2 = (radius * u[0]).to(dtype), u[1].to(dtype)
@@ -64,7 +64,7 @@ def test_lorentz_dist_close_pairs_far_out_keep_their_digits():
 
 
 def test_lorentz_origin_distance_at_radius_45():
-    """N26: origin_distance of points at radius 45 and 1 was [0.0, 1.0]."""
+    """0.3: origin_distance of points at radius 45 and 1 was [0.0, 1.0]."""
     from hierviz.metrics.radius import origin_distance
 
     g = Lorentz(1.0)
@@ -99,7 +99,7 @@ def user_hwc_lam():
 
 
 def test_run_folder_collision_refused_at_config_time(user_hwc_lam):
-    """N25: 'hwc+lam' and a user's 'hwc_lam' shared the folder hwc_lam-euclidean-s0 (one run lost)."""
+    """0.3: 'hwc+lam' and a user's 'hwc_lam' shared the folder hwc_lam-euclidean-s0 (one run lost)."""
     from hierviz.experiments.config import ConfigError, resolve_config
 
     with pytest.raises(ConfigError) as e:
@@ -212,7 +212,7 @@ def _depth_setup():
 
 @pytest.mark.parametrize("name", ["CPCCLoss", "EntailmentConeLoss", "RadialOrderLoss"])
 def test_depth_regularisers_refuse_out_of_range_labels(name):
-    """N18: label 5 of a 5-leaf tree ended in an IndexError inside the cone, order and CPCC terms."""
+    """0.3: label 5 of a 5-leaf tree ended in an IndexError inside the cone, order and CPCC terms."""
     import hierviz.losses as L
 
     tree, g, z = _depth_setup()
@@ -223,7 +223,7 @@ def test_depth_regularisers_refuse_out_of_range_labels(name):
 
 
 def test_depth_regularisers_refuse_empty_batches_and_zero_dimensional_points():
-    """N18: CentringLoss of an empty batch was NaN; EntailmentConeLoss took 0-dimensional points."""
+    """0.3: CentringLoss of an empty batch was NaN; EntailmentConeLoss took 0-dimensional points."""
     import hierviz.losses as L
 
     tree, g, z = _depth_setup()
@@ -240,7 +240,7 @@ def test_depth_regularisers_refuse_empty_batches_and_zero_dimensional_points():
 
 @pytest.mark.parametrize("name", ["CPCCLoss", "EntailmentConeLoss", "RadialOrderLoss", "PerLevelLoss", "LeafLoss"])
 def test_losses_without_a_tree_say_so(name):
-    """N13, N18: PerLevelLoss(None) and CPCCLoss(None) ended in AttributeError on 'NoneType'."""
+    """0.3: PerLevelLoss(None) and CPCCLoss(None) ended in AttributeError on 'NoneType'."""
     import hierviz.losses as L
     from hierviz.geometry import PoincareBall
 
@@ -250,7 +250,7 @@ def test_losses_without_a_tree_say_so(name):
 
 # --------------------------------------------------------------------------- radius metrics where undefined
 def test_radius_metrics_of_one_class_and_one_leaf_tree_are_nan_not_zero():
-    """N19: a one-class test set and a one-leaf tree reported edge_order 0.0 (root and leaf share a prototype)."""
+    """0.3: a one-class test set and a one-leaf tree reported edge_order 0.0 (root and leaf share a prototype)."""
     import math
 
     from hierviz.geometry import PoincareBall
@@ -272,7 +272,7 @@ def test_radius_metrics_of_one_class_and_one_leaf_tree_are_nan_not_zero():
 
 
 def test_clip_fraction_and_edge_order_refuse_bad_bounds_and_parents():
-    """N19: clip_fraction with a NaN bound answered 0.0; edge_order with parent 7 of 3 ended in an IndexError."""
+    """0.3: clip_fraction with a NaN bound answered 0.0; edge_order with parent 7 of 3 ended in an IndexError."""
     from hierviz.metrics import radius as RM
 
     for bad in (float("nan"), float("inf"), 0.0, -1.0):
@@ -289,7 +289,7 @@ def test_clip_fraction_and_edge_order_refuse_bad_bounds_and_parents():
 
 # --------------------------------------------------------------------------- degenerate metric inputs
 def test_gromov_delta_refuses_a_matrix_that_is_not_a_metric():
-    """N14: a random non-symmetric, non-zero-diagonal matrix gave delta 0.62."""
+    """0.3: a random non-symmetric, non-zero-diagonal matrix gave delta 0.62."""
     import numpy as np
 
     from hierviz.metrics import gromov_delta
@@ -308,7 +308,7 @@ def test_gromov_delta_refuses_a_matrix_that_is_not_a_metric():
 
 
 def test_hierarchical_f1_of_identical_all_negative_labels_is_nan():
-    """N14: identical all-negative y_true/y_pred scored micro-F1 0.0 (F1 is 0/0 there), macro NaN."""
+    """0.3: identical all-negative y_true/y_pred scored micro-F1 0.0 (F1 is 0/0 there), macro NaN."""
     import math
 
     import numpy as np
@@ -325,7 +325,7 @@ def test_hierarchical_f1_of_identical_all_negative_labels_is_nan():
 
 
 def test_cosine_rankings_refuse_zero_vectors_and_zero_dimensions():
-    """N14, S14: ranking_report ranked all-zero vectors; Euclidean.similarity of d = 0 returned zeros."""
+    """0.3: ranking_report ranked all-zero vectors; Euclidean.similarity of d = 0 returned zeros."""
     from hierviz.geometry import Euclidean
     from hierviz.metrics import ranking_report
 
@@ -345,7 +345,7 @@ def test_cosine_rankings_refuse_zero_vectors_and_zero_dimensions():
 
 # --------------------------------------------------------------------------- config values and their messages
 def test_empty_out_is_refused():
-    """N2: --set out= (empty) wrote the report and runs/ into the current folder."""
+    """0.3: --set out= (empty) wrote the report and runs/ into the current folder."""
     from hierviz.experiments.config import ConfigError, resolve_config
 
     with pytest.raises(ConfigError, match="out: must be a folder path \\(empty would write"):
@@ -356,7 +356,7 @@ def test_empty_out_is_refused():
 
 
 def test_htc_options_name_the_problem():
-    """N11: max_train=0 read as 'no limit'; methods=hyilr gave "unknown htc method 'h'"; seeds=0 "'int' object…"."""
+    """0.3: max_train=0 read as 'no limit'; methods=hyilr gave "unknown htc method 'h'"; seeds=0 "'int' object…"."""
     from hierviz.methods.paper05 import HTCConfig
 
     base = dict(dataset="synthetic-htc")
@@ -374,7 +374,7 @@ def test_htc_options_name_the_problem():
 
 
 def test_hcl_hyperparameter_errors_name_the_config_key():
-    """N21: loss.hcl_alpha=-1 answered "alpha must be >= 0.0" (not the key the user set)."""
+    """0.3: loss.hcl_alpha=-1 answered "alpha must be >= 0.0" (not the key the user set)."""
     import hierviz.methods as hm
 
     tree, _, _ = _depth_setup()
@@ -384,7 +384,7 @@ def test_hcl_hyperparameter_errors_name_the_config_key():
 
 
 def test_lorentz_check_point_refuses_float32_points_that_overflow():
-    """S6: a float32 point with x0 = 3e38 (x0² = inf in float32) was accepted."""
+    """0.3: a float32 point with x0 = 3e38 (x0² = inf in float32) was accepted."""
     g = Lorentz(1.0)
     with pytest.raises(ValueError, match="beyond the radius the Lorentz model can hold in float32"):
         g.check_point(torch.tensor([[3e38, 3e38, 0.0]]))
@@ -393,7 +393,7 @@ def test_lorentz_check_point_refuses_float32_points_that_overflow():
 
 @pytest.mark.parametrize("scale", [1e-13, 1e-30])
 def test_lam_euclidean_and_cosine_triplet_do_not_depend_on_the_norm(scale):
-    """S12: at ‖z‖ = 1e-13 LAM (Euclidean) gave 0.568 against 0.372 and the cosine triplet 0.3 against 0.252."""
+    """0.3: at ‖z‖ = 1e-13 LAM (Euclidean) gave 0.568 against 0.372 and the cosine triplet 0.3 against 0.252."""
     import hierviz.losses as L
     from hierviz.hierarchy import LabelTree
 
@@ -413,7 +413,7 @@ def test_lam_euclidean_and_cosine_triplet_do_not_depend_on_the_norm(scale):
 # --------------------------------------------------------------------------- geometry shapes
 @pytest.mark.parametrize("name", ["euclidean", "poincare"])
 def test_expmap_with_a_tangent_of_another_dimension_says_so(name):
-    """S10: expmap(x (3, 4), v (3, 5)) raised torch's size mismatch (Poincaré: a TorchScript traceback)."""
+    """0.3: expmap(x (3, 4), v (3, 5)) raised torch's size mismatch (Poincaré: a TorchScript traceback)."""
     from hierviz.geometry import get_geometry
 
     g = get_geometry(name)
@@ -426,13 +426,13 @@ def test_expmap_with_a_tangent_of_another_dimension_says_so(name):
 
 
 def test_lorentz_expmap0_of_zero_dimensional_vectors_says_so():
-    """S14: Lorentz.expmap0(zeros(4, 0)) failed inside geoopt's TorchScript."""
+    """0.3: Lorentz.expmap0(zeros(4, 0)) failed inside geoopt's TorchScript."""
     with pytest.raises(ValueError, match=r"v must have d >= 1 spatial coordinates, got shape \(4, 0\)"):
         Lorentz(1.0).expmap0(torch.zeros(4, 0))
 
 
 def test_deeply_nested_bracket_tree_is_a_one_line_error(tmp_path):
-    """S15: a tree file of 5,000 nested brackets ended in a RecursionError (building the message's repr)."""
+    """0.3: a tree file of 5,000 nested brackets ended in a RecursionError (building the message's repr)."""
     from hierviz.data import load_tree
 
     f = tmp_path / "brackets5000.json"
@@ -444,7 +444,7 @@ def test_deeply_nested_bracket_tree_is_a_one_line_error(tmp_path):
 
 
 def test_class_names_differing_only_in_unicode_normalisation_say_so():
-    """N23: a class name in decomposed Unicode was refused with both sides printed as the same-looking 'café'."""
+    """0.3: a class name in decomposed Unicode was refused with both sides printed as the same-looking 'café'."""
     import unicodedata
 
     from hierviz.data.trees import align_tree
@@ -467,7 +467,7 @@ def test_pretrained_folder_is_named_as_a_folder(tmp_path):
 
 
 def test_ctrl_c_in_a_command_without_runs_does_not_offer_resume(tmp_path, monkeypatch, capsys):
-    """N4: Ctrl-C while `hierviz config --import` imported a module said to rerun with --resume."""
+    """0.3: Ctrl-C while `hierviz config --import` imported a module said to rerun with --resume."""
     import sys
 
     from hierviz.cli import main

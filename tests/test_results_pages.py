@@ -1,4 +1,4 @@
-"""Issue 24: the five results pages regenerate from their committed CSVs with one command.
+"""The five results pages regenerate from their committed CSVs with one command.
 
 ``docs/results/make_tables.py --check`` must pass (every ``<!-- table -->`` block equals what the
 committed CSVs give), every page must follow the issue's frame, and the table kinds of papers
@@ -114,7 +114,7 @@ def test_paper05_table_from_seeds_csv_with_paired_differences(mt, tmp_path):
 
 
 def test_presets_seeds_follow_the_20_minute_rule():
-    # issue 24: 5 seeds where a CPU run of the preset stays under 20 minutes. quick: about 5 min on
+    # 5 seeds where a CPU run of the preset stays under 20 minutes. quick: about 5 min on
     # the idle 2-core CPU (2.5 x the 1 min 54 s of 2 seeds); medium: 14 min 44 s for 2 seeds, so 5
     # would be about 37 min; paper02-cpu: hours, 3 seeds for the paired intervals.
     from hierviz.experiments import resolve_config

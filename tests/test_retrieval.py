@@ -207,7 +207,7 @@ def test_index_on_gpu_equals_cpu():
     ref, q = _ball(2000, 32, 4), _ball(100, 32, 5)
     dc, ic = ReferenceIndex(ref, storage="fp16").search(q, k=10)
     dg, ig = ReferenceIndex(ref, storage="fp16", device="cuda").search(q.cuda(), k=10)
-    assert torch.equal(ic, ig.cpu())  # the same top-k: float64 search and exact re-rank (issue 25)
+    assert torch.equal(ic, ig.cpu())  # the same top-k: float64 search and exact re-rank, on any device
     torch.testing.assert_close(dc, dg.cpu(), rtol=1e-6, atol=1e-6)
 
 
@@ -257,7 +257,7 @@ def test_cosine_control_mapper_trains_on_the_unit_sphere():
     assert float(cos[same].mean()) > 0.99 and float(cos[~same].mean()) < 0.9
     nn_label = f.labels[(cos - 3 * torch.eye(len(h))).argmax(1).numpy()]
     assert (nn_label == f.labels).mean() == 1.0
-    # issue 23: the head follows the geometry object, not its name; the hyperboloid gets d + 1 coordinates
+    # the head follows the geometry object, not its name; the hyperboloid gets d + 1 coordinates
     lor, _ = train_mapper(f.features[:40], f.labels[:40], dim_out=3, epochs=1, seed=0, geometry="lorentz")
     with torch.no_grad():
         z = lor(torch.as_tensor(f.features[:5]))
@@ -283,7 +283,7 @@ def test_run_retrieval_writes_tables_and_hyperbolic_beats_chance(tmp_path):
 
     cfg = RetrievalConfig(reducers=("pca",), n_grid=(6,), folds=3, epochs=8, storages=("fp32", "fp16"), device="cpu")
     res = run_retrieval(_blobs(), cfg, out=tmp_path, progress=False, verbose=False)
-    # issue 23: one compare plan (its results.csv, results.md, report.html) and Table 2 from its records
+    # one compare plan (its results.csv, results.md, report.html) and Table 2 from its records
     assert {p.name for p in res["paths"].values()} >= {
         "folds.csv",
         "table2.csv",
@@ -302,8 +302,8 @@ def test_run_retrieval_writes_tables_and_hyperbolic_beats_chance(tmp_path):
         ("PCA(6)", "fp16"),
         ("Hyper-DINO(PCA(6), 32)", "fp32"),
         ("Hyper-DINO(PCA(6), 32)", "fp16"),
-        ("Random ranking (chance)", ""),  # issue 24: the chance line
-        ("Cosine-mapper(PCA(6), 32)", "cosine"),  # issue 24: the same mapper without the ball
+        ("Random ranking (chance)", ""),  # the chance line
+        ("Cosine-mapper(PCA(6), 32)", "cosine"),  # the same mapper without the ball
     }
     from hierviz.metrics.baselines import random_ranking_scores
     from hierviz.retrieval.protocol import grouped_folds
@@ -408,7 +408,7 @@ def test_cli_features_then_retrieval_end_to_end(tmp_path, capsys):
         0,
     )
     assert "| PCA | 4 |" in out and (tmp_path / "ret" / "table2.md").is_file()
-    assert (tmp_path / "ret" / "report.html").is_file()  # issue 23: compare's report of the same runs
+    assert (tmp_path / "ret" / "report.html").is_file()  # compare's report of the same runs
 
 
 def test_cli_features_from_a_checkpoint_with_pca(tmp_path, capsys):

@@ -1,10 +1,10 @@
-"""Issue 23 (paper 03 part): Hyper-DINO's mapper as a method of ``compare`` on a features file.
+"""Hyper-DINO's mapper as a method of ``compare`` on a features file.
 
 A synthetic features ``.npz`` (4 overlapping classes under a 2-level tree) runs through
 ``hierviz.experiments.compare`` with the ``mapper`` encoder, the ``hyper-dino`` and
 ``cosine-mapper`` methods and SupCon, evaluated by the retrieval protocols; the recorded
 MAP@k are recomputed from the saved embeddings with the metric functions, and the chance
-row from the saved labels. Issue 24: the mapper's head has no hard cap.
+row from the saved labels. The mapper's head has no hard cap.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def test_compare_trains_the_mapper_and_scores_retrieval_with_a_chance_row(tmp_pa
 
 
 def test_the_mapper_head_has_no_hard_cap(tmp_path):
-    """Issue 24: features of norm ~100 put every row at the 0.2 mapper's cap; the HyperbolicHead starts at radius 1."""
+    """Features of norm ~100 put every row at the 0.2 mapper's cap; the HyperbolicHead starts at radius 1."""
     from hierviz.evaluation import MapperModel, fit_mapper
     from hierviz.metrics.radius import origin_distance
     from hierviz.models import HyperbolicMapper

@@ -1,4 +1,4 @@
-"""``hierviz retrieval`` as an alias of ``compare`` (issue 23): the grid's methods, folds as runs, Table 2 from records."""
+"""``hierviz retrieval`` as an alias of ``compare``: the grid's methods, folds as runs, Table 2 from records."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""Issue 23: per-method hyperparameters in run records, report/resume without the user's module, user geometry.
+"""Per-method hyperparameters in run records, report/resume without the user's module, user geometry.
 
 * A run's ``config.json``/``result.json`` and fingerprint hold only the ``loss.*`` keys its
   method reads (:func:`hierviz.methods.loss_keys`), so ``--resume`` ignores keys no run reads.
 * ``hierviz report`` reads the run records only: a folder made with a user loss (``--import``)
   is reported in a process where that module was never imported.
-* Folders written with every loss key (hierviz 0.2 / main before issue 23) still resume and report.
+* Folders written with every loss key (hierviz 0.2 / main before 0.3) still resume and report.
 * A geometry registered from a user module runs through compare's losses, figures and report.
 """
 
@@ -186,7 +186,7 @@ def test_user_loss_reports_without_import_and_resumes_with_a_module_that_adds_a_
 
 
 def _as_0_2_folder(out: Path) -> None:
-    """Rewrite each run's config.json as hierviz 0.2 and main before issue 23 wrote it: every declared loss key."""
+    """Rewrite each run's config.json as hierviz 0.2 and main before 0.3 wrote it: every declared loss key."""
     every = {k: h.default for k, h in LOSS_HPARAMS.items() if not k.startswith("user_")}
     for cfg_file in out.glob("runs/*/config.json"):
         d = _json(cfg_file)

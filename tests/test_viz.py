@@ -377,7 +377,7 @@ def test_projection_hyperbolic_uses_logmap0(breakhis_tree):
 
     for g in ("euclidean", Euclidean(), Sphere()):
         assert plot_projection(unit, y, breakhis_tree, method="pca", geometry=g).layout.meta["tangent"] is False
-    # issue 23: curvature is c; a name with c=2 maps as the c=2 object does (logmap0 depends on c)
+    # curvature is c; a name with c=2 maps as the c=2 object does (logmap0 depends on c)
     _, xy_c, _ = plot_projection(Z, y, breakhis_tree, method="pca", geometry="poincare", c=2.0, return_coords=True)
     np.testing.assert_allclose(xy_c, ref, atol=1e-6)
     _, xy_1, _ = plot_projection(Z, y, breakhis_tree, method="pca", geometry="poincare", return_coords=True)

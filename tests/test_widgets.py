@@ -180,7 +180,7 @@ def test_omega_panel_slider_updates_figure(breakhis_tree):
 
 
 def test_panel_output_is_one_bundle_per_change_and_never_the_cell(breakhis_tree, monkeypatch):
-    """The regression of issue 17: the figure goes into the panel's Output, never through display()."""
+    """A 0.2 regression: the figure goes into the panel's Output, never through display()."""
     import IPython.display
 
     shown = []
@@ -388,7 +388,7 @@ def _same_json(fast, reference) -> bool:
 
 
 def test_fast_panel_figures_are_valid_plotly_and_unchanged(breakhis_tree):
-    """Issue 26: the redrawn figures skip plotly's validation (hierviz.viz._fast); re-validated, they are the same JSON."""
+    """The redrawn figures skip plotly's validation (hierviz.viz._fast); re-validated, they are the same JSON."""
     from hierviz.hierarchy.synthetic import b_ary_tree, node_tree_distance
     from hierviz.viz import plot_poincare_disk
     from hierviz.viz._fast import validated

@@ -1,4 +1,4 @@
-"""Regenerate the tables of the five results pages from the committed per-run CSVs (issue 24).
+"""Regenerate the tables of the five results pages from the committed per-run CSVs.
 
 Every table of ``docs/results/paper0[1-5].md`` (and the radius tables of
 ``docs/hyperbolic-fidelity.md``, :data:`OTHER_PAGES`) sits between ``<!-- table: SPEC -->`` and
@@ -12,7 +12,7 @@ drift from its data::
 
 The table builders (one per ``SPEC`` kind; :mod:`hierviz.results.tables` lists them) live in the
 package, so that the course notebooks show a page's tables through the same code
-(:func:`hierviz.course.results_tables`, issue 26); this script only walks the pages and writes them.
+(:func:`hierviz.course.results_tables`); this script only walks the pages and writes them.
 Paths in a ``SPEC`` are relative to ``docs/results/``.
 """
 

@@ -18,7 +18,7 @@ from the summary statistics (for each cell: sum = N * mean, sum of squared devia
 0.05 * N / (N + k) and the pooled standard error by a comparable amount.
 
 The functions live in :mod:`hierviz.results.tables` (``folds_table``, ``seed_spread``,
-``read_prior``), which ``make_tables.py`` and the course notebooks call too (issue 26).
+``read_prior``), which ``make_tables.py`` and the course notebooks call too, so both show the same numbers.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Add ``bal_acc`` and ``macro_f1`` (issue 24) to the runs of a ``hierviz compare`` folder recorded before them.
+"""Add ``bal_acc`` and ``macro_f1`` (imbalance-aware, since 0.3) to the runs of a ``hierviz compare`` folder recorded before them.
 
 Each run's saved ``embeddings.npz`` (train/test embeddings and labels) is scored again with
 :func:`hierviz.metrics.hierarchy_report` (``imbalance=True``) in the run's geometry, with the run's

@@ -8,7 +8,7 @@ checks that it is current (``--check``, used by ``tests/test_layering.py``), or 
 The "files to touch" table (between ``<!-- files:begin -->`` and ``<!-- files:end -->``) has one
 row per registry a contributor extends (a method, a dataset, a geometry, ...): its decorator and
 the files its built-in entries live in, read from the registries themselves (this part imports
-hierviz). ``--long`` lists the modules over :data:`LINE_LIMIT` lines (issue 23: none should be).
+hierviz). ``--long`` lists the modules over :data:`LINE_LIMIT` lines (none should be: a long module hides its layers).
 
 Reads files with :mod:`ast` only (nothing is imported). Run from the repository root::
 

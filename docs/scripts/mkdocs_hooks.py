@@ -4,7 +4,7 @@
   appends to *Results* every ``docs/results/**/*.md`` that ``mkdocs.yml`` does not list.
 * ``on_files``: adds the course notebooks as pages ``course/NN_*.ipynb`` — the executed copies in
   ``$HIERVIZ_SITE_NOTEBOOKS`` (written by ``build_site.py``) where one exists, else the clean source
-  (rendered without outputs); a copy executed at SMOKE size stops the build (issue 26: the site shows
+  (rendered without outputs); a copy executed at SMOKE size stops the build (the site shows
   medium or GPU results, never SMOKE noise) unless ``HIERVIZ_SITE_ALLOW_SMOKE=1`` (``build_site.py --size
   smoke``, a test build) — and the vendored scripts: plotly.js from the installed ``plotly``
   package and MathJax 3 from ``django-static-mathjax``, served once under ``assets/vendor/``.

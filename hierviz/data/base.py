@@ -198,7 +198,7 @@ class ArrayDataset:
         True when the file carries no class names and ``classes`` were supplied by hierviz
         (a MedMNIST file's official names, looked up by its file name):
         :func:`hierviz.data.bind_tree` then also binds a tree whose leaves are the integer
-        labels ``"0"``, ``"1"``, ... (issue 27). ``class_0`` ... placeholders are always
+        labels ``"0"``, ``"1"``, and so on. ``class_0`` ... placeholders are always
         unnamed.
 
     Notes

@@ -1,7 +1,7 @@
-"""Batched two-view augmentation on device tensors (the GPU input pipeline of issue 11).
+"""Batched two-view augmentation on device tensors (the GPU input pipeline).
 
 :class:`TwoViewTransform` augments one image at a time on the CPU, in DataLoader workers;
-on a GPU that per-sample work, not the model, sets the pace (issue 11: ~10 steps/s against
+on a GPU that per-sample work, not the model, sets the pace (~10 steps/s against
 30 for the model alone, HAM10000 at 64 px, resnet18, batch 256). :class:`BatchTwoViewAugment`
 applies the same recipe to a whole batch of uint8 images that already sit on the device
 (or come from pinned memory), with **per-sample** random parameters:

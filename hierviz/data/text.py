@@ -1,4 +1,4 @@
-r"""Text as a compare input (issue 23): the word tokenizer and token sequences as dataset samples.
+r"""Text as a compare input: the word tokenizer and token sequences as dataset samples.
 
 * :class:`WordVocab` — a word-level tokenizer trained on the training split (scikit-learn's
   ``CountVectorizer`` analyzer and vocabulary); ``[PAD] = 0``, ``[CLS] = 1``, ``[UNK] = 2``

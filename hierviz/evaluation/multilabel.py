@@ -1,4 +1,4 @@
-"""The multi-label classifier of a run, scored as in Paper 05 (HyILR) §5.3 (issue 23).
+"""The multi-label classifier of a run, scored as in Paper 05 (HyILR) §5.3.
 
 A method whose objective trains a multi-label classifier on the encoder features (the HyILR
 family, :mod:`hierviz.methods.hyilr`) exposes it as ``objective.predict_proba(features)``;
@@ -146,7 +146,7 @@ def evaluate_classifier(
 
 
 class EarlyStopping:
-    """A :func:`hierviz.training.fit` callback: stop on the validation split, keep the best epoch (issue 23).
+    """A :func:`hierviz.training.fit` callback: stop on the validation split, keep the best epoch.
 
     ``hierviz htc``'s rule: after each epoch the classifier's micro + macro F1 on ``val_data``
     (:func:`evaluate_classifier`) is scored; a better score keeps a copy of the model's and the

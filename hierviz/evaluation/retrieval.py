@@ -2,8 +2,8 @@
 
 * :class:`MapperModel`: Paper 03 §2.2's mapper, the MLP ``D → 256 → d`` followed by the
   run geometry's map (:func:`hierviz.models.manifold_head`): on a hyperbolic geometry the
-  :class:`~hierviz.models.HyperbolicHead` (data-initialised scale, smooth tanh bound: issue 24,
-  no hard cap that traps whole folds), on the Euclidean geometry the unit sphere
+  :class:`~hierviz.models.HyperbolicHead` (data-initialised scale, smooth tanh bound: no hard cap
+  that traps whole folds), on the Euclidean geometry the unit sphere
   (:class:`CosineMapper`, the cosine control). Chosen by ``geometry.hyperbolic``, never by name.
 * :func:`fit_mapper`: trains one with :class:`~hierviz.losses.HCLLoss` through the one
   optimiser loop, :func:`hierviz.training.fit` (Adam, constant learning rate, §3.2).
@@ -18,7 +18,7 @@
   ``"exact"`` (the full distance matrix) or a FAISS index of :class:`hierviz.retrieval.ReferenceIndex`
   (``"faiss-flat"``, ``"faiss-ivf"``, ``"faiss-hnsw"``; registered in :data:`INDEXES` by
   :mod:`hierviz.retrieval`); the run's metrics then add ``index_recall@20`` against the exact top-20.
-* The ``retrieval-folds`` protocol (issue 23: ``hierviz retrieval`` as an alias of ``compare``):
+* The ``retrieval-folds`` protocol (``hierviz retrieval`` is an alias of ``compare``):
   Paper 03's grouped cross-validation, run seed ``s`` of a plan with ``seeds = K`` is fold ``s``
   of :func:`grouped_folds` (``make_split``, ``per_seed``); a model may rank the rows itself
   (``model.ranking``: the base features by Euclidean distance, the mapper through its
@@ -97,7 +97,7 @@ class MapperModel(nn.Module):
     smooth bound :math:`\tfrac{\rho}{\sqrt c}\tanh(\sqrt c\|v\|/\rho)` and ``expmap0``), on the
     Euclidean geometry the unit sphere. The paper's hard cap :math:`\|h\| \le (1-\delta)/\sqrt c`
     (:class:`hierviz.models.HyperbolicMapper`) has no radial gradient past it: in whole folds
-    every point ended there (issue 24). The smooth bound always has one.
+    every point ended there. The smooth bound always has one.
 
     Parameters
     ----------
@@ -197,7 +197,7 @@ class MapperModel(nn.Module):
 
 
 class CosineMapper(MapperModel):
-    """The cosine control (issue 24): :class:`MapperModel` on the Euclidean geometry (the unit sphere).
+    """The cosine control: :class:`MapperModel` on the Euclidean geometry (the unit sphere).
 
     HCL then scores the chordal distance :math:`\\sqrt{2 - 2\\cos}`, a monotone function of the
     cosine distance: supervised metric learning on the same labels, without the ball.

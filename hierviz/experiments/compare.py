@@ -42,6 +42,8 @@ from hierviz.experiments.records import (
     load_records,
     loss_read_by,
     read_run_file,
+    recorded_argv,
+    recorded_config,
     run_name,
     write_tree_json,
 )
@@ -259,7 +261,9 @@ def _compare(
         return splits[key]
 
     if main:
-        atomic_write_text(out / "config.json", json.dumps(cfg.to_dict(), indent=1, default=json_default))
+        atomic_write_text(
+            out / "config.json", json.dumps(recorded_config(cfg.to_dict()), indent=1, default=json_default)
+        )
         write_tree_json(out / "tree.json", tree)
 
     if main:
@@ -296,7 +300,10 @@ def _compare(
                 if not resume and run_dir.exists():
                     shutil.rmtree(run_dir)
                 run_dir.mkdir(parents=True, exist_ok=True)
-                atomic_write_text(cfg_file, json.dumps({**run_cfg, "fingerprint": fp}, indent=1, default=json_default))
+                atomic_write_text(
+                    cfg_file,
+                    json.dumps({**recorded_config(run_cfg), "fingerprint": fp}, indent=1, default=json_default),
+                )
             hd.barrier()
             rec = _run_one(
                 cfg,
@@ -344,8 +351,8 @@ def _compare(
         out / "compare.json",
         json.dumps(
             {
-                "argv": None if argv is None else list(argv),
-                "config": cfg.to_dict(),
+                "argv": recorded_argv(argv, cfg.out),
+                "config": recorded_config(cfg.to_dict()),
                 "runs": [r["name"] for r in records],
                 "header": header,
             },

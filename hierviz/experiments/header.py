@@ -1,6 +1,6 @@
 """The header of a comparison's report: dataset, tree, split, model, training, evaluation, timings.
 
-Split from :mod:`hierviz.experiments.compare` (issue 23: no module over 700 lines).
+Split from :mod:`hierviz.experiments.compare` (no module over 700 lines).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from hierviz import __version__
 from hierviz.experiments.config import ExperimentConfig
+from hierviz.experiments.records import recorded_argv
 
 
 def _px(stored: int, trained: int | None) -> str:
@@ -29,7 +30,7 @@ _PROBE = {"features": "encoder features", "z": "the projection head's output z"}
 
 
 def _probe(fixed: str | None, records) -> str:
-    """What the probe read: ``eval.embedding`` for every method, else each method's own (issue 24)."""
+    """What the probe read: ``eval.embedding`` for every method, else each method's own."""
     if fixed:
         return f"{_PROBE[fixed]} (every method)"
     by: dict[str, list[str]] = {}
@@ -117,10 +118,11 @@ def _header(
     eval_s = sum(float(r.get("eval_seconds", 0.0)) for r in records)
     d, m, t = cfg.data, cfg.model, cfg.train
     name = d.dataset if d.path is None else str(d.path)
-    command = "hierviz " + shlex.join(list(argv)) if argv is not None else "hierviz.experiments.compare(config)"
+    shown = recorded_argv(argv, cfg.out)  # --out as compare.json records it: relative below the current folder
+    command = "hierviz " + shlex.join(shown) if shown is not None else "hierviz.experiments.compare(config)"
     lr_head = t.lr_head if t.lr_head is not None else 10.0 * t.lr_backbone
     warm = t.warmup_epochs if t.warmup_epochs is not None else 0.1 * t.epochs
-    text = bool(getattr(ds, "is_text", False))  # issue 23: token sequences (a text dataset)
+    text = bool(getattr(ds, "is_text", False))  # token sequences (a text dataset)
     vector = bool(getattr(ds, "is_vector", False)) or text
     unit = "texts" if text else "samples" if vector else "images"
     return {

@@ -1,4 +1,4 @@
-"""``hierviz htc``: Paper 05 (HyILR)'s experiment (Table 4) as ``compare`` plans (issue 23).
+"""``hierviz htc``: Paper 05 (HyILR)'s experiment (Table 4) as ``compare`` plans.
 
 An :class:`~hierviz.methods.paper05.HTCConfig` (an ``hierviz htc`` preset and its options)
 becomes one :class:`~hierviz.experiments.ExperimentConfig` (:func:`compare_config`) run by
@@ -15,7 +15,7 @@ row per run into ``seeds.csv`` (:func:`hierviz.report.htc.classifier_runs`: pair
 the per-level and long-tail F1 of the saved predictions into ``levels.csv`` and ``buckets.csv``
 (:func:`hierviz.report.htc.classifier_levels`).
 
-**The same run as the token driver ``hierviz htc`` ran before issue 23 (part H)** (its one-run
+**The same run as the token driver ``hierviz htc`` ran before 0.3** (its one-run
 function :func:`train_htc` is kept, as the helper of notebook 09 and as the reference of
 ``tests/test_htc_engines.py``, which checks the two step by step): the same documents, split and tokens; the encoder's and
 the classifier's weights drawn from the run seed in the driver's order (the HyILR head is

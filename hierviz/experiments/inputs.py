@@ -1,6 +1,6 @@
 """A comparison's data: the dataset and tree of a config (:func:`load_data`), its subset, the output folder check.
 
-Split from :mod:`hierviz.experiments.compare` (issue 23: no module over 700 lines).
+Split from :mod:`hierviz.experiments.compare` (no module over 700 lines).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Reading config values: ``ConfigError``, :func:`flatten` and the coercion of ``--set``/TOML/JSON values.
 
-Split from :mod:`hierviz.experiments.config` (issue 23: no module over 700 lines); every name
+Split from :mod:`hierviz.experiments.config` (no module over 700 lines); every name
 is re-exported there, the public import path.
 """
 

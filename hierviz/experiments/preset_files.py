@@ -1,6 +1,6 @@
 """The bundled presets: small TOML files in ``hierviz/experiments/presets/`` (or your own ``.toml``).
 
-Split from :mod:`hierviz.experiments.config` (issue 23: no module over 700 lines); the names are
+Split from :mod:`hierviz.experiments.config` (no module over 700 lines); the names are
 re-exported there.
 """
 

@@ -1,6 +1,6 @@
 """``hierviz report``: rebuild a finished folder's tables and report from its run records.
 
-Split from :mod:`hierviz.experiments.compare` (issue 23: no module over 700 lines).
+Split from :mod:`hierviz.experiments.compare` (no module over 700 lines).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bo
     It reads the run records only (``result.json``: display names, geometry config, metrics;
     ``config.json``; ``tree.json``), never the method or loss registry: a folder made with a
     method, loss or geometry from a user module (``--import``) is reported without importing
-    it again (issue 23). Figures that need a geometry this process does not know are replaced
+    it again. Figures that need a geometry this process does not know are replaced
     by a note naming the module to import.
     """
     out = Path(out)

@@ -53,6 +53,9 @@ __all__ = [
     "declared_read_by",
     "atomic_write_text",
     "json_default",
+    "recorded_path",
+    "recorded_config",
+    "recorded_argv",
 ]
 
 #: Keys that do not change a run's results: they may differ between a run and its
@@ -66,7 +69,7 @@ RESULT_FREE_KEYS = frozenset(
         "eval.batch_size",
         "train.channels_last",  # memory layout and compilation: rounding only
         "train.compile",
-        "report.baseline",  # issue 24: which method the paired table compares with
+        "report.baseline",  # which method the paired table compares with
         "run.world_size",  # torchrun ranks: the same global batches and steps on any number (docs/distributed.md)
         "run.global_batch_size",  # train.batch_size capped at the training set: follows from other keys
         "train.compile_loss",
@@ -87,28 +90,28 @@ PLAN_KEYS = frozenset({"methods", "geometries", "seeds"})
 #: Keys added after results were recorded: at these values they are left out of fingerprints,
 #: so runs recorded before them still resume and merge (a changed value is part of it).
 _NEW_KEY_DEFAULTS = {
-    "data.augment_seeds": "auto",  # issue 16: per-sample seeds under torchrun only
-    "train.sync_bn": True,  # issue 16: batch norm over ranks (no effect in one process)
+    "data.augment_seeds": "auto",  # 0.2: per-sample seeds under torchrun only
+    "train.sync_bn": True,  # 0.2: batch norm over ranks (no effect in one process)
     "train.augment_on": "auto",
     "data.persistent_workers": False,
     "data.prefetch_factor": None,
-    "eval.embedding": None,  # issue 24: the probe input of every method (None: each method's own)
-    # issue 24: G-HMLC's 2-D GMM became the default; g-hmlc runs recorded before it used the 1-D fit
+    "eval.embedding": None,  # 0.3: the probe input of every method (None: each method's own)
+    # 0.3: G-HMLC's 2-D GMM became the default; g-hmlc runs recorded before it used the 1-D fit
     "loss.gmm_dims": 2,
-    # issue 22: at these values the head is the 0.2 one (with model.scale_init = 1) and no depth regulariser
+    # 0.3: at these values the head is the 0.2 one (with model.scale_init = 1) and no depth regulariser
     "model.head_bound": "clip",
     "model.init_radius": 1.0,
     "model.curvature_range": [0.1, 10.0],
     "loss.cone_weight": 0.0,
     "loss.center_weight": 0.0,
     "loss.cone_aperture": 0.1,
-    "loss.hyilr_lambda": 0.3,  # issue 23: HyILR's λ (hierviz.methods.hyilr)
-    "model.head_center": None,  # issue 22 follow-up: the head subtracts no mean
-    "train.patience": None,  # issue 23: no early stopping
-    "data.split": "grouped",  # issue 23: the grouped split (not the dataset's official one)
-    "loss.order_weight": 0.0,  # issue 22 follow-up: no radial-order hinge
+    "loss.hyilr_lambda": 0.3,  # 0.3: HyILR's λ (hierviz.methods.hyilr)
+    "model.head_center": None,  # 0.3: the head subtracts no mean
+    "train.patience": None,  # 0.3: no early stopping
+    "data.split": "grouped",  # 0.3: the grouped split (not the dataset's official one)
+    "loss.order_weight": 0.0,  # 0.3: no radial-order hinge
     "loss.order_margin": 0.1,
-    "loss.cpcc_weight": 0.0,  # issue 22: no CPCC term
+    "loss.cpcc_weight": 0.0,  # 0.3: no CPCC term
     "loss.depth_weight": 0.0,  # 0.4: no radial-depth term
     "loss.depth_step": 1.0,
     "loss.tau_hyperbolic": None,  # 0.4: hyperbolic runs used loss.tau
@@ -130,6 +133,108 @@ def json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
+def recorded_path(path: str | os.PathLike, cwd: str | os.PathLike | None = None) -> str:
+    """``path`` as a run's files record it: relative to the current folder when it lies below it.
+
+    A run folder made under the repository and committed (``docs/results/...``) then names no
+    machine's absolute path; a path outside the current folder stays as given, so the record still
+    says where the run was written.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A folder or file path, absolute or relative.
+    cwd : str or os.PathLike, optional
+        The folder to be relative to (default: the process's current folder).
+
+    Returns
+    -------
+    str
+        ``path`` relative to ``cwd`` with ``/`` separators (``"."`` for ``cwd`` itself) when
+        ``path`` is absolute and inside ``cwd`` (compared as given, then with symlinks
+        resolved); otherwise ``str(path)`` unchanged (a relative path is already relative).
+
+    Examples
+    --------
+    >>> recorded_path("/work/repo/docs/results/x", cwd="/work/repo")
+    'docs/results/x'
+    >>> recorded_path("/tmp/elsewhere", cwd="/work/repo")
+    '/tmp/elsewhere'
+    >>> recorded_path("runs/x", cwd="/work/repo")
+    'runs/x'
+    """
+    p = Path(path)
+    if not p.is_absolute():
+        return str(path)
+    base = Path(os.getcwd() if cwd is None else cwd)
+    for a, b in ((Path(os.path.normpath(p)), Path(os.path.normpath(base))), (p.resolve(), base.resolve())):
+        try:
+            return a.relative_to(b).as_posix()
+        except ValueError:
+            continue
+    return str(path)
+
+
+def recorded_config(config: Mapping[str, Any], cwd: str | os.PathLike | None = None) -> dict[str, Any]:
+    """A copy of a resolved config whose ``out`` is :func:`recorded_path` of it, for ``config.json``.
+
+    ``out`` is a result-free key (:data:`RESULT_FREE_KEYS`): fingerprints and ``--resume`` ignore it,
+    and ``--resume`` finds the runs under the ``--out`` it is given, never under the recorded one.
+
+    Parameters
+    ----------
+    config : Mapping
+        :meth:`ExperimentConfig.to_dict` or :meth:`ExperimentConfig.run_config` output.
+    cwd : str or os.PathLike, optional
+        Passed to :func:`recorded_path`.
+
+    Returns
+    -------
+    dict
+        A shallow copy; ``config`` itself is left unchanged.
+
+    Examples
+    --------
+    >>> recorded_config({"out": "/work/repo/runs/a", "seeds": 1}, cwd="/work/repo")
+    {'out': 'runs/a', 'seeds': 1}
+    """
+    d = dict(config)
+    if isinstance(d.get("out"), (str, os.PathLike)):
+        d["out"] = recorded_path(d["out"], cwd)
+    return d
+
+
+def recorded_argv(
+    argv: Sequence[str] | None, out: str | os.PathLike, cwd: str | os.PathLike | None = None
+) -> list[str] | None:
+    """The command line as ``compare.json`` records it: each spelling of ``out`` as :func:`recorded_path`.
+
+    Parameters
+    ----------
+    argv : sequence of str or None
+        The arguments after ``hierviz``; None (a call from Python) is returned as None.
+    out : str or os.PathLike
+        The run's output folder as given (``--out``, ``--set out=``).
+    cwd : str or os.PathLike, optional
+        Passed to :func:`recorded_path`.
+
+    Returns
+    -------
+    list of str or None
+        ``argv`` with every argument equal to ``out``, ``--out=OUT`` or ``out=OUT`` rewritten.
+
+    Examples
+    --------
+    >>> recorded_argv(["compare", "--out", "/w/r/o", "--set", "out=/w/r/o"], "/w/r/o", cwd="/w/r")
+    ['compare', '--out', 'o', '--set', 'out=o']
+    """
+    if argv is None:
+        return None
+    given, rec = str(out), recorded_path(out, cwd)
+    swap = {given: rec, f"--out={given}": f"--out={rec}", f"out={given}": f"out={rec}"}
+    return [swap.get(str(a), str(a)) for a in argv]
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``."""
     path = Path(path)
@@ -144,7 +249,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 
 
 def read_run_file(path: str | os.PathLike, *, required: Sequence[str] = (), what: str = "") -> Any:
-    """Read one file of a run folder, naming the file in every error (issue 27 #12).
+    """Read one file of a run folder, naming the file in every error.
 
     :func:`hierviz.report.run_files.read_run_file` (the one reader of ``config.json``,
     ``result.json``, ``compare.json``, ``tree.json`` and ``embeddings.npz``) with its failures
@@ -187,7 +292,7 @@ def write_tree_json(path: str | os.PathLike, tree: Any) -> Path:
     """Write a run folder's ``tree.json`` atomically with the iterative JSON writer (any depth).
 
     ``json.dumps`` recurses once per level, so a 1000-level tree ended ``compare`` in a
-    RecursionError (issue 27 #15); :func:`hierviz.hierarchy.io.dumps_tree_json` does not.
+    RecursionError; :func:`hierviz.hierarchy.io.dumps_tree_json` does not.
 
     Examples
     --------

@@ -1,6 +1,6 @@
 """What :func:`hierviz.experiments.compare` returns: :class:`CompareResult`.
 
-Split from :mod:`hierviz.experiments.compare` (issue 23: no module over 700 lines).
+Split from :mod:`hierviz.experiments.compare` (no module over 700 lines).
 """
 
 from __future__ import annotations

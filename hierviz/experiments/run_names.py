@@ -23,7 +23,7 @@ def safe_name(part: Any) -> str:
     Every character outside ``A-Z a-z 0-9 . _ -`` (``/``, ``\\``, ``+``, spaces, ``:``, NUL …)
     becomes ``_`` and a leading ``.`` gets a ``_`` in front, so a method registered as
     ``../../evil`` (through ``--import``) names a folder *inside* ``--out/runs``, never a path
-    outside it (issue 27 #18), and no run folder is hidden or ``..``.
+    outside it, and no run folder is hidden or ``..``.
 
     Examples
     --------

@@ -1,6 +1,6 @@
 """One run of a comparison: train one method × geometry × seed, evaluate it, write its record.
 
-Split from :mod:`hierviz.experiments.compare` (issue 23: no module over 700 lines).
+Split from :mod:`hierviz.experiments.compare` (no module over 700 lines).
 """
 
 from __future__ import annotations
@@ -217,7 +217,7 @@ def _run_one(
     per_sample = cfg.data.augment_seeds == "sample" or (cfg.data.augment_seeds == "auto" and get_world_size() > 1)
     view_seed = seed if per_sample else None  # views a function of (seed, epoch, index, view): rank-independent
     image_size = int(cfg.data.image_size)
-    speed = _speed_options(cfg, train_ds)  # issue 11: where views are drawn, memory layout, compile
+    speed = _speed_options(cfg, train_ds)  # where views are drawn, memory layout, compile
     if t.compile:
         model.compile()
         compile_kernels(True)
@@ -289,7 +289,7 @@ def _run_one(
         "history": result.history,
         "step_history": result.step_history,
         "embeddings": "embeddings.npz",
-        "hparams": run_cfg["loss"],  # issue 23: the loss.* keys this run read, and only those
+        "hparams": run_cfg["loss"],  # the loss.* keys this run read, and only those
         "fingerprint": fingerprint(run_cfg),
         "hierviz": __version__,
     }
@@ -313,14 +313,14 @@ def _evaluate(cfg: ExperimentConfig, method: Method, objective, result: FitResul
     """
     image_size = int(cfg.data.image_size)
     head = getattr(result.model, "to_manifold", None)
-    if getattr(head, "center", None) == "batch":  # issue 22: the head's centre from eval-mode outputs
+    if getattr(head, "center", None) == "batch":  # centre from eval-mode outputs, not a training batch
         with head.recentring():
             embed_dataset(result.model, train_ds, image_size, batch_size=cfg.eval.batch_size, device=result.device)
     protocol_name = cfg.eval.protocol or method.protocol
     if getattr(PROTOCOLS.get(method.protocol), "refines", None) == protocol_name:  # e.g. retrieval-cosine
         protocol_name = method.protocol
     protocol = PROTOCOLS.get(protocol_name)
-    embedding = cfg.eval.embedding or method.embedding  # issue 24: one probe input for every method
+    embedding = cfg.eval.embedding or method.embedding  # one probe input for every method
     ev = protocol(
         result.model,
         train_ds,

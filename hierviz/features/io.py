@@ -195,7 +195,7 @@ def save_features(path: str | PathLike, data: FeaturesData, *, float16: bool = F
     if not str(path).strip():
         raise ValueError("features path is empty; give a file name ending in .npz")
     path = Path(path)
-    if path.is_dir():  # np.savez would write <folder>.npz beside it and report the folder (issue 27 #19)
+    if path.is_dir():  # np.savez would write <folder>.npz beside it and report the folder
         path = path / "features.npz"
     elif path.suffix != ".npz":
         path = path.with_name(path.name + ".npz")  # what np.savez_compressed writes: return that path

@@ -51,7 +51,7 @@ with _warnings.catch_warnings():  # geoopt scripts its maths with torch.jit, dep
 
 # Registration order is the order names are listed to users: keep poincare before lorentz.
 # isort: off
-from hierviz.geometry.base import Geometry, check_curvature, full_precision
+from hierviz.geometry.base import DEFAULT_CURVATURE, Geometry, check_curvature, full_precision
 from hierviz.geometry.euclidean import Euclidean, UnitSphere
 from hierviz.geometry.poincare import PoincareBall
 from hierviz.geometry.lorentz import Lorentz
@@ -69,4 +69,5 @@ __all__ = [
     "register_geometry",
     "check_curvature",
     "full_precision",
+    "DEFAULT_CURVATURE",
 ]

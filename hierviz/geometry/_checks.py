@@ -21,7 +21,7 @@ import torch
 Tensor = torch.Tensor
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["as_float_tensor", "check_curvature", "full_precision"]
+__all__ = ["DEFAULT_CURVATURE", "as_float_tensor", "check_curvature", "full_precision"]
 
 
 @contextlib.contextmanager
@@ -94,6 +94,9 @@ def as_float_tensor(x: Any, name: str = "x") -> Tensor:
 #: NaN or 0 for c >= 710 and is 20-80 % off for c <= 1e-8; both models agree with closed forms
 #: to 1e-8 relative in float32 across this range).
 C_MIN, C_MAX = 1e-7, 500.0
+#: The curvature magnitude ``c`` every hyperbolic geometry, map and figure uses unless given one:
+#: 1.0, sectional curvature -1 (Paper 01's κ = -1, the unit Poincaré ball). The one place it is written.
+DEFAULT_CURVATURE: float = 1.0
 
 
 def check_curvature(value: Any, name: str = "c") -> float:
@@ -146,7 +149,7 @@ def scalar(v: Any) -> float:
 
 
 def _check_finite(x: Tensor, name: str) -> None:
-    if torch.compiler.is_compiling():  # a host read: eager only, never in a compiled step (issue 25)
+    if torch.compiler.is_compiling():  # a host read: eager only, never in a compiled step
         return
     with torch.no_grad():
         x = x.detach()
@@ -170,7 +173,7 @@ def _check_index(index: Any, n: int, num_groups: int, device: torch.device, name
     if idx.dim() != 1 or idx.shape[0] != n:
         raise ValueError(f"{name} must have shape ({n},) to match x, got {tuple(idx.shape)}")
     idx = idx.to(device=device, dtype=torch.long)
-    if n > 0 and not torch.compiler.is_compiling():  # range check reads values: eager only (issue 25)
+    if n > 0 and not torch.compiler.is_compiling():  # range check reads values: eager only (no sync when compiled)
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= num_groups:
             raise ValueError(

@@ -176,7 +176,7 @@ def _bwd_inplace(grad: Tensor, qc: Tensor, below: Tensor, c: float) -> tuple[Ten
 _FWD = _fwd_inplace
 _BWD = _bwd_inplace
 
-#: On CUDA the elementwise passes run through ``torch.compile`` by default (issue 25: eager the
+#: On CUDA the elementwise passes run through ``torch.compile`` by default (eager, the
 #: ~10 passes over the (B, M) matrix made the fused kernel slower than the autograd reference,
 #: 2.38x vs 2.16x ``torch.cdist`` at 4096x128 on an H200; compiled 1.19x at 16384x128). Compiled
 #: lazily on the first CUDA call; if compiling fails the eager kernels are used, with a warning.

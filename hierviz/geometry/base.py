@@ -23,6 +23,7 @@ import torch
 
 from hierviz.geometry import frechet as _frechet
 from hierviz.geometry._checks import (  # noqa: F401  (0.1 import paths: hierviz.geometry.base.*)
+    DEFAULT_CURVATURE,
     F,
     Tensor,
     _check_eta,
@@ -206,7 +207,7 @@ class Geometry(abc.ABC):
         t = as_float_tensor(x, name)
         if t.dim() < min_dim:
             raise ValueError(f"{name} must have at least {min_dim} dimension(s), got shape {tuple(t.shape)}")
-        if self.validate and not torch.compiler.is_compiling():  # value check: eager only (issue 25)
+        if self.validate and not torch.compiler.is_compiling():  # value check: eager only (no sync when compiled)
             self.check_point(t, name)
         return t
 
@@ -219,7 +220,7 @@ class Geometry(abc.ABC):
             )
         try:
             torch.broadcast_shapes(xt.shape, yt.shape)
-        except RuntimeError:  # issue 27 #8: name both shapes, not torch's broadcasting message
+        except RuntimeError:  # name both shapes, not torch's broadcasting message
             raise ValueError(
                 f"{xname} has shape {tuple(xt.shape)} and {yname} has shape {tuple(yt.shape)}: their leading "
                 f"(batch) dimensions do not broadcast; use pairwise_dist for all pairs"

@@ -18,13 +18,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from hierviz.geometry._checks import DEFAULT_CURVATURE
 from hierviz.geometry.base import check_curvature
 from hierviz.geometry.poincare import PoincareBall
 
 __all__ = ["sarkar_embedding"]
 
 
-def sarkar_embedding(tree: Any, c: float = 1.0, edge: float = 1.0) -> torch.Tensor:
+def sarkar_embedding(tree: Any, c: float = DEFAULT_CURVATURE, edge: float = 1.0) -> torch.Tensor:
     """Embed every node of a tree in the 2-D Poincaré disk of curvature ``−c`` (Sarkar 2011).
 
     Parameters

@@ -1,6 +1,6 @@
 """Validation of a label tree's input: names, parent maps, graphs, counts and leaf orders.
 
-Split from :mod:`hierviz.hierarchy.label_tree` (issue 23: no module over 700 lines); the
+Split from :mod:`hierviz.hierarchy.label_tree` (no module over 700 lines); the
 :class:`~hierviz.hierarchy.LabelTree` constructor calls these.
 """
 

@@ -1,6 +1,6 @@
 """Building a :class:`~hierviz.hierarchy.LabelTree` from each tree form, and writing it back.
 
-Split from :mod:`hierviz.hierarchy.label_tree` (issue 23: no module over 700 lines):
+Split from :mod:`hierviz.hierarchy.label_tree` (no module over 700 lines):
 :class:`TreeForms` is a base class of ``LabelTree``, so ``LabelTree.from_nested`` etc. are
 unchanged.
 """

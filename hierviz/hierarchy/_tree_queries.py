@@ -1,6 +1,6 @@
 """The vectorised label queries of a :class:`~hierviz.hierarchy.LabelTree`: cached tables and gathers.
 
-Split from :mod:`hierviz.hierarchy.label_tree` (issue 23: no module over 700 lines):
+Split from :mod:`hierviz.hierarchy.label_tree` (no module over 700 lines):
 :class:`TreeQueries` is a base class of ``LabelTree``; the tables it reads are built by
 ``LabelTree._make_tables``.
 """

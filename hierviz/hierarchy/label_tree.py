@@ -243,7 +243,7 @@ class LabelTree(TreeForms, TreeQueries):
             col = paths[:, level]
             k += col[:, None] == col[None, :]
         # small-int depth(lca) and in-place arithmetic: one (C, C) int64 temporary at a time
-        # (issue 27 #15: a 10,000-leaf tree peaked at 4.8 GB here, now about half)
+        # (a 10,000-leaf tree peaked at 4.8 GB here before; this keeps it to about half)
         lca_small = torch.minimum(k, self._leaf_depth[:, None].to(kdt))
         del k
         index = lca_small.long()

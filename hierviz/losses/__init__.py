@@ -11,7 +11,7 @@ declares what it consumes with the class attribute ``input_kind``:
 * ``"logits"``: ``loss(logits, labels)`` with classifier logits ``(B, C)`` —
   :class:`HXELoss` (``hxe.py``), :class:`SoftLabelLoss` (``soft_label.py``).
 
-Depth regularisers for hyperbolic geometries (``radial.py``, issue 22), which
+Depth regularisers for hyperbolic geometries (``radial.py``), which
 :func:`hierviz.methods.build_objective` adds to every method as ``loss.cone_weight`` and
 ``loss.center_weight``, ``loss.order_weight``, ``loss.cpcc_weight``: :class:`EntailmentConeLoss`
 (entailment cones, Ganea et al. 2018), :class:`CentringLoss` (HypStructure's centring term),
@@ -24,6 +24,7 @@ terms; methods (:mod:`hierviz.methods`) build objectives.
 """
 
 from ._core import INPUT_KINDS, REDUCTIONS, SIMILARITIES, contrastive_log_prob
+from ._validation import DEFAULT_TAU, DEFAULT_TAU_HYPERBOLIC
 from .ahmlc import AHMLCLoss, LevelAttention
 from .compiled import CompiledLoss
 from .cpcc import CPCCLoss
@@ -51,6 +52,8 @@ from .supcon import SupConLoss
 from .triplet import TripletLoss
 
 __all__ = [
+    "DEFAULT_TAU",
+    "DEFAULT_TAU_HYPERBOLIC",
     "CompiledLoss",
     "REDUCTIONS",
     "SIMILARITIES",

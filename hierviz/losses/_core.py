@@ -33,7 +33,7 @@ have at least one positive. The two agree whenever every anchor has the same num
 positives (e.g. SimCLR). Compare losses only under the same reduction.
 
 An anchor without any positive contributes nothing under either reduction (never a NaN:
-the SupContrast issue #141 bug); a batch without any positive pair gives a loss of 0 that
+the bug of HobbitLong/SupContrast#141); a batch without any positive pair gives a loss of 0 that
 is still attached to the graph.
 """
 
@@ -102,7 +102,7 @@ def _rescale_tiny(x: torch.Tensor) -> torch.Tensor:
 
     A cosine similarity does not depend on the norms, but ``F.normalize`` divides by
     ``max(‖x‖, 1e-12)``, so rows of norm ≤ 1e-12 came out shorter than 1 and the loss changed
-    (issue 27 #5: SupCon gave 2.41 for ``z·1e-13`` and 7.66 for ``z``). Rescaling by the
+    (SupCon gave 2.41 for ``z·1e-13`` and 7.66 for ``z``). Rescaling by the
     largest entry first (exact for powers of two, no overflow, no host sync) restores the
     direction; an all-zero row stays zero.
     """

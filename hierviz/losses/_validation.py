@@ -26,10 +26,16 @@ _HALF_DTYPES = (torch.float16, torch.bfloat16)
 #: Smallest temperature accepted: float32's smallest normal number. Below it ``1/τ`` and
 #: ``s/τ`` overflow float32 (a NaN loss); see :func:`_check_tau`.
 TAU_MIN = float(torch.finfo(torch.float32).tiny)
+#: The temperature τ of every contrastive loss and teaching figure unless given one: 0.1 (Paper 01's τ,
+#: SupCon's default; ``loss.tau``). The one place it is written.
+DEFAULT_TAU: float = 0.1
+#: τ on hyperbolic geometries (``loss.tau_hyperbolic``): 1.0, chosen on the validation split of
+#: 20 Newsgroups (docs/results/radius-20news); SupCon scores -d/τ there, so the head's radius grows with τ.
+DEFAULT_TAU_HYPERBOLIC: float = 1.0
 
 
 def _compiling() -> bool:
-    """True while ``torch.compile`` traces the caller (issue 25).
+    """True while ``torch.compile`` traces the caller.
 
     Value checks (finiteness, label ranges, points on the manifold) read tensor values on the
     host; a compiled training step must not, so they are skipped while tracing and run in
@@ -52,7 +58,7 @@ _NOT_GIVEN: Any = type("_NotGiven", (), {"__repr__": lambda self: "<not given>"}
 def _renamed_kwarg(value: Any, old_value: Any, *, new: str, old: str, who: str, default: Any) -> Any:
     """The value of keyword ``new``, or of its old name ``old`` with a DeprecationWarning.
 
-    τ is ``tau`` in every loss (issue 23): ``HMLCLoss(temperature=...)`` still works, and warns.
+    τ is ``tau`` in every loss (one name for one quantity): ``HMLCLoss(temperature=...)`` still works, and warns.
 
     Raises
     ------
@@ -70,7 +76,7 @@ def _renamed_kwarg(value: Any, old_value: Any, *, new: str, old: str, who: str, 
 
 
 def _check_tau(value: Any, name: str = "tau") -> float:
-    """Return the temperature ``value`` after checking ``TAU_MIN <= value`` and finite (issue 27 #6).
+    """Return the temperature ``value`` after checking ``TAU_MIN <= value`` and finite.
 
     Raises
     ------
@@ -190,7 +196,7 @@ def _check_embeddings(z: Any, geometry: Any, *, min_views: int, who: str) -> tup
     if B * V < 2:
         raise ValueError(f"z holds {B * V} embedding(s); {who} needs at least 2 (z of shape (B, V, d))")
     flat = z.transpose(0, 1).reshape(V * B, d)
-    if not _compiling():  # value checks read the tensor on the host: eager only (issue 25)
+    if not _compiling():  # value checks read the tensor on the host: eager only (no sync when compiled)
         if not bool(torch.isfinite(z).all()):
             n_bad = int((~torch.isfinite(z)).sum())
             raise ValueError(f"z contains NaN or inf ({n_bad} entries); check the encoder output")
@@ -220,7 +226,7 @@ def _check_labels(labels: Any, batch: int, num_leaves: int | None, device: torch
     if labels.shape != (batch,):
         raise ValueError(f"labels must have shape (B,) = ({batch},) to match z, got {tuple(labels.shape)}")
     labels = labels.to(device=device, dtype=torch.long)
-    if _compiling():  # the range check reads the labels on the host: eager only (issue 25)
+    if _compiling():  # the range check reads the labels on the host: eager only (no sync when compiled)
         return labels
     lo, hi = int(labels.min()), int(labels.max())
     if lo < 0 or (num_leaves is not None and hi >= num_leaves):

@@ -17,7 +17,7 @@ from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import UninitializedParameter
 
-from ._validation import _NOT_GIVEN, _check_embeddings, _renamed_kwarg, _upcast
+from ._validation import _NOT_GIVEN, DEFAULT_TAU, _check_embeddings, _renamed_kwarg, _upcast
 from .hmlc import HMLCLoss
 
 __all__ = ["LevelAttention", "AHMLCLoss"]
@@ -172,7 +172,7 @@ class AHMLCLoss(nn.Module):
         *,
         levels: int | None = None,
         dim: int | None = None,
-        tau: float = 0.1,
+        tau: float = DEFAULT_TAU,
         loss_type: str = "hmce",
         layer_penalty: str = "linear",
         order: str = "class",
@@ -181,7 +181,7 @@ class AHMLCLoss(nn.Module):
         temperature: Any = _NOT_GIVEN,
     ):
         super().__init__()
-        tau = _renamed_kwarg(tau, temperature, new="tau", old="temperature", who="AHMLCLoss", default=0.1)
+        tau = _renamed_kwarg(tau, temperature, new="tau", old="temperature", who="AHMLCLoss", default=DEFAULT_TAU)
         if not (features is None or callable(features)):
             raise TypeError(f"features must be None or a callable z -> z', got {type(features).__name__}")
         self.features = features
@@ -202,7 +202,7 @@ class AHMLCLoss(nn.Module):
             Scalar ≥ 0, differentiable w.r.t. ``z`` and the attention heads.
         """
         _check_embeddings(z, None, min_views=1, who="AHMLCLoss")
-        z = _upcast(z)  # float16/bfloat16 -> float32: the attention heads are float32 (issue 27 #16)
+        z = _upcast(z)  # float16/bfloat16 -> float32: the attention heads are float32 (half inputs fail there)
         if self.features is not None:
             z = self.features(z)
         y = self.hmlc.level_labels_of(labels, z.shape[0])

@@ -1,4 +1,4 @@
-"""A training objective run through ``torch.compile(fullgraph=True)`` (issue 25, ``train.compile_loss``).
+"""A training objective run through ``torch.compile(fullgraph=True)`` (``train.compile_loss``).
 
 Every registered objective is written without host reads in its training step (no
 ``.item()``, boolean-mask indexing, ``nonzero`` or Python ``if`` on tensor values; value

@@ -5,8 +5,8 @@ Pearson correlation between the tree distance :math:`d_T(u, v)` of two tree node
 the path between them) and the embedding distance of their prototypes. HypStructure (Sinha et
 al. 2024) trains it as a batch regulariser, :math:`1 - \mathrm{CPCC}`, over the prototypes of
 the batch's classes at every level, with hyperbolic distances; together with its centring
-term (:class:`hierviz.losses.CentringLoss`) it is the "optional" third depth regulariser of
-issue 22.
+term (:class:`hierviz.losses.CentringLoss`) it is the "optional" third depth regulariser of a
+hyperbolic head (docs/hyperbolic-fidelity.md).
 
 How hierviz reads it (:class:`CPCCLoss`):
 

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validation import _NOT_GIVEN, _check_embeddings, _check_real, _compiling, _renamed_kwarg, _upcast
+from ._validation import _NOT_GIVEN, DEFAULT_TAU, _check_embeddings, _check_real, _compiling, _renamed_kwarg, _upcast
 from .hmlc import HMLCLoss
 
 __all__ = ["GMM1D", "GMM2D", "fit_gmm_1d", "fit_gmm_2d", "gmm_feature_masks", "GHMLCLoss"]
@@ -464,7 +464,7 @@ class GHMLCLoss(nn.Module):
         self,
         tree: Any = None,
         *,
-        tau: float = 0.1,
+        tau: float = DEFAULT_TAU,
         loss_type: str = "hmce",
         layer_penalty: str = "linear",
         order: str = "class",
@@ -477,7 +477,7 @@ class GHMLCLoss(nn.Module):
         gmm_dims: int = 2,
     ):
         super().__init__()
-        tau = _renamed_kwarg(tau, temperature, new="tau", old="temperature", who="GHMLCLoss", default=0.1)
+        tau = _renamed_kwarg(tau, temperature, new="tau", old="temperature", who="GHMLCLoss", default=DEFAULT_TAU)
         if not (features is None or callable(features)):
             raise TypeError(f"features must be None or a callable z -> z', got {type(features).__name__}")
         self.features = features

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from ._core import _PairwiseContrastive, _reduce, contrastive_log_prob
-from ._validation import _check_real
+from ._validation import DEFAULT_TAU, _check_real
 
 __all__ = ["OutsideSoftmaxHCLoss", "HierarchicalContrastiveLoss"]
 
@@ -77,7 +77,7 @@ class OutsideSoftmaxHCLoss(_PairwiseContrastive):
         tree: Any,
         geometry: Any,
         *,
-        tau: float = 0.1,
+        tau: float = DEFAULT_TAU,
         alpha: float = 0.5,
         reduction: str = "pairs",
         similarity: Any = None,

@@ -167,7 +167,7 @@ class _HeadLoss(nn.Module):
     def _inputs(self, z: torch.Tensor, labels: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """``z`` (B, V, d) -> flat (B*V, d) rows and their labels (each view is a sample)."""
         _check_embeddings(z, self.geometry, min_views=1, who=self.who)
-        z = _upcast(z)  # float16/bfloat16 -> float32: the head's weights are float32 (issue 27 #16)
+        z = _upcast(z)  # float16/bfloat16 -> float32: the head's weights are float32 (half inputs fail there)
         B, V, _ = z.shape
         y = _check_labels(labels, B, self.tree.num_leaves, z.device)
         return z.reshape(B * V, z.shape[-1]), y.repeat_interleave(V)

@@ -24,6 +24,7 @@ from hierviz.hierarchy.levels import LEVEL_ORDERS, level_label_matrix
 
 from ._validation import (
     _NOT_GIVEN,
+    DEFAULT_TAU,
     _check_choice,
     _check_embeddings,
     _check_labels,
@@ -215,7 +216,7 @@ class HMLCLoss(nn.Module):
         self,
         loss_type: str = "hmce",
         layer_penalty: str = "exp",
-        tau: float = 0.1,
+        tau: float = DEFAULT_TAU,
         base_tau: float | None = None,
         mode: str = "paper",
         *,
@@ -226,7 +227,7 @@ class HMLCLoss(nn.Module):
         base_temperature: Any = _NOT_GIVEN,
     ):
         super().__init__()
-        tau = _renamed_kwarg(tau, temperature, new="tau", old="temperature", who="HMLCLoss", default=0.1)
+        tau = _renamed_kwarg(tau, temperature, new="tau", old="temperature", who="HMLCLoss", default=DEFAULT_TAU)
         base_tau = _renamed_kwarg(
             base_tau, base_temperature, new="base_tau", old="base_temperature", who="HMLCLoss", default=None
         )

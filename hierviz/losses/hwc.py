@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from ._core import _PairwiseContrastive, _reduce, contrastive_log_prob
-from ._validation import _check_choice, _check_labels, _check_real
+from ._validation import DEFAULT_TAU, _check_choice, _check_labels, _check_real
 
 __all__ = ["OMEGA_MODES", "HWCLoss", "hwc_omega", "hwc_logit_gradient"]
 
@@ -202,7 +202,7 @@ class HWCLoss(_PairwiseContrastive):
         tree: Any,
         geometry: Any,
         *,
-        tau: float = 0.1,
+        tau: float = DEFAULT_TAU,
         alpha: float = 0.5,
         gamma: float = 0.5,
         alpha_max: float | None = None,

@@ -518,7 +518,7 @@ def hyilr_contrastive_loss(d: Tensor, targets: Tensor, negatives: Tensor, tau: f
     tau = _check_tau(tau)
     if not isinstance(d, Tensor) or not torch.is_floating_point(d) or d.ndim != 2:
         raise ValueError(f"d must be a floating (B, c) tensor of distances, got {getattr(d, 'shape', type(d))}")
-    if not _compiling() and not bool(torch.isfinite(d).all()):  # a host read: eager only (issue 25)
+    if not _compiling() and not bool(torch.isfinite(d).all()):  # a host read: eager only (no sync when compiled)
         raise ValueError(f"d contains NaN or inf ({int((~torch.isfinite(d)).sum())} entries); check the encoder output")
     targets = targets.to(torch.bool)
     negatives = negatives.to(torch.bool)

@@ -266,7 +266,7 @@ class LAMLoss(nn.Module):
             self.to(z.device)
         lab = _check_labels(labels, B, int(self.tree.num_leaves), z.device)
         flat = z.transpose(0, 1).reshape(V * B, D)
-        if not _compiling():  # value checks read the tensor on the host: eager only (issue 25)
+        if not _compiling():  # value checks read the tensor on the host: eager only (no sync when compiled)
             if not bool(torch.isfinite(z).all()):
                 n_bad = int((~torch.isfinite(z)).sum())
                 raise ValueError(f"z contains NaN or inf ({n_bad} entries); check the encoder output")

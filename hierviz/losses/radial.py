@@ -312,7 +312,7 @@ def node_prototypes(
     """
     member = ancestors.to(x.device)[labels]  # (n, N)
     N = member.shape[1]
-    if paths is not None and torch.compiler.is_compiling():  # fixed shapes: no graph break (issue 25)
+    if paths is not None and torch.compiler.is_compiling():  # fixed shapes: no graph break in a compiled step
         pairs = paths.to(x.device)[labels]  # (n, L + 1)
         node = pairs.reshape(-1)
         protos, _ = geometry.group_mean(x.repeat_interleave(pairs.shape[1], 0), node, N, steps=steps, allow_empty=True)
@@ -497,8 +497,8 @@ class RadialOrderLoss(nn.Module):
     the mean of the batch). A parent with one child present has that child's prototype; its
     edge says nothing and is left out, as the metric ``edge_order`` contracts single-child
     chains. Where the cone term asks for a child inside its parent's cone (direction and
-    radius), this term asks for the radius order alone, the quantity the issue-22 targets
-    measure; a hyperbolic mean of angularly spread children already falls inward of them,
+    radius), this term asks for the radius order alone, the quantity the depth targets
+    (``edge_order``) measure; a hyperbolic mean of angularly spread children already falls inward of them,
     so the hinge mostly acts on edges whose children cluster.
 
     Parameters
@@ -520,8 +520,8 @@ class RadialOrderLoss(nn.Module):
     -----
     Calling convention: ``loss(z, labels)``: ``z`` (B, V, D) or (B, D) on the manifold,
     ``labels`` (B,) leaf indices → scalar ≥ 0 (0 when ``labels`` is None or no edge has two
-    different ends in the batch). Not from a paper: the hinge form of the order targets in
-    issue 22 (docs/hyperbolic-fidelity.md).
+    different ends in the batch). Not from a paper: the hinge form of the order targets of
+    docs/hyperbolic-fidelity.md.
 
     Examples
     --------

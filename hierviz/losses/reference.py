@@ -2,7 +2,7 @@
 
 :func:`supcon_reference_per_anchor` is the per-anchor ``L_out`` of the original SupContrast code
 (Khosla et al. 2020, ``HobbitLong/SupContrast`` ``losses.py``) **before** the fix of its PR #142:
-an anchor without a positive divides 0 by 0 and returns NaN (the repository's issue #141).
+an anchor without a positive divides 0 by 0 and returns NaN (HobbitLong/SupContrast#141).
 Notebook 02 §3 runs it beside :class:`hierviz.losses.SupConLoss`, which leaves such an anchor out.
 Do not train with it.
 """

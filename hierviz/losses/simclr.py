@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from ._core import _PairwiseContrastive, _reduce, contrastive_log_prob
+from ._validation import DEFAULT_TAU
 
 __all__ = ["SimCLRLoss"]
 
@@ -60,7 +61,7 @@ class SimCLRLoss(_PairwiseContrastive):
 
     _min_views = 2
 
-    def __init__(self, tree: Any, geometry: Any, *, tau: float = 0.1, similarity: Any = None):
+    def __init__(self, tree: Any, geometry: Any, *, tau: float = DEFAULT_TAU, similarity: Any = None):
         super().__init__(tree, geometry, tau=tau, reduction="pairs", similarity=similarity)
 
     def forward(self, z: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from ._core import _PairwiseContrastive, _reduce, contrastive_log_prob
+from ._validation import DEFAULT_TAU
 
 __all__ = ["SupConLoss"]
 
@@ -64,7 +65,7 @@ class SupConLoss(_PairwiseContrastive):
     """
 
     def __init__(
-        self, tree: Any, geometry: Any, *, tau: float = 0.1, reduction: str = "anchor", similarity: Any = None
+        self, tree: Any, geometry: Any, *, tau: float = DEFAULT_TAU, reduction: str = "anchor", similarity: Any = None
     ):
         super().__init__(tree, geometry, tau=tau, reduction=reduction, similarity=similarity)
 

@@ -307,7 +307,7 @@ class HyILRObjective(Objective):
         self.terms["hyilr"].set_label_prior(labels)
 
     def attach_encoder(self, encoder: nn.Module) -> None:
-        """See :meth:`HyILRLoss.attach_encoder` (``compare``'s ``build_model`` calls it, issue 23)."""
+        """See :meth:`HyILRLoss.attach_encoder` (``compare``'s ``build_model`` calls it)."""
         self.terms["hyilr"].attach_encoder(encoder)
 
     def learned(self) -> dict[str, float]:
@@ -319,7 +319,7 @@ class HyILRObjective(Objective):
     def predict_proba(self, features: torch.Tensor | Mapping[str, torch.Tensor]) -> torch.Tensor:
         """The classifier's label probabilities ``sigmoid(ℓ)`` (Eq. 9) for encoder features.
 
-        What :func:`hierviz.evaluation.multilabel.evaluate_classifier` thresholds (issue 23:
+        What :func:`hierviz.evaluation.multilabel.evaluate_classifier` thresholds (for
         the classifier's micro/macro F1 and Hi-MiF1/Hi-MaF1 in ``compare``'s table).
 
         Parameters

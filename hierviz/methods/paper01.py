@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hierviz.losses import HWCLoss, HXELoss, LAMLoss, Objective, SimCLRLoss, SoftLabelLoss, SupConLoss
+from hierviz.losses import DEFAULT_TAU, HWCLoss, HXELoss, LAMLoss, Objective, SimCLRLoss, SoftLabelLoss, SupConLoss
 from hierviz.losses import hc_outside as _hc_outside
 from hierviz.losses._validation import _check_real
 from hierviz.methods.registry import Needs, register_hparam, register_method
@@ -37,7 +37,7 @@ __all__: list[str] = []
 _PAPER = "Paper 01 (HWC + LAM)"
 
 for _name, _default, _doc in (
-    ("tau", 0.1, "temperature τ of every contrastive loss (> 0)"),
+    ("tau", DEFAULT_TAU, "temperature τ of every contrastive loss (> 0)"),
     ("alpha", 0.5, "HWC/outside-softmax α: weight of the hierarchy term in ω (Eqs. 5-6, >= 0)"),
     ("gamma", 0.5, "HWC γ: sharpness of ω in ρ (Eq. 6, >= 0)"),
     ("alpha_max", None, "upper clamp of ω (None = no clamp)"),

@@ -87,7 +87,7 @@ def _hmlc(loss_type: str, default_penalty: str):
 
 
 _NEEDS = Needs(level_labels=True)
-#: paper 02 §4: linear evaluation on the encoder features for every method (issue 24)
+#: paper 02 §4: linear evaluation on the encoder features for every method (one probe input, so the methods compare)
 _PROBE = "features"
 
 register_method("hmc", display_name="HMC", hparams=_HMLC, needs=_NEEDS, embedding=_PROBE, paper=_PAPER)(

@@ -10,7 +10,7 @@ and the retrieval protocol (:mod:`hierviz.evaluation.retrieval`):
 
 * ``hyper-dino``: HCL with one view per row, evaluated by ``retrieval`` (MAP@k by the run
   geometry's distance);
-* ``cosine-mapper``: the cosine control of issue 24, HCL on the unit-sphere directions
+* ``cosine-mapper``: the cosine control, HCL on the unit-sphere directions
   ``log_0(z)/‖log_0(z)‖`` (Euclidean chordal distance), evaluated by ``retrieval-cosine``:
   supervised metric learning on the same labels without the ball.
 
@@ -86,7 +86,8 @@ class DirectionLoss(nn.Module):
     """A loss on the unit-sphere directions of the tangent vectors at the origin: ``loss(dir(log_0 z), y)``.
 
     ``dir(v) = v / ‖v‖``; for the Euclidean geometry ``log_0`` is the identity, so on the
-    sphere this is the wrapped loss itself. The cosine control of Paper 03's mapper (issue 24).
+    sphere this is the wrapped loss itself. The cosine control of Paper 03's mapper: it separates "hyperbolic" from
+    "supervised metric learning on the same labels".
 
     Parameters
     ----------
@@ -124,7 +125,7 @@ class DirectionLoss(nn.Module):
     paper=_PAPER,
 )
 def cosine_mapper(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
-    """Issue 24's control: HCL on the unit-sphere directions, ranked by cosine distance."""
+    """The cosine control: HCL on the unit-sphere directions, ranked by cosine distance."""
     return Objective("cosine-mapper", {"hcl": DirectionLoss(geometry, _hcl(get_geometry("euclidean"), tree, hp))})
 
 

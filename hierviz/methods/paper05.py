@@ -217,8 +217,8 @@ HTC_PRESETS: dict[str, dict[str, Any]] = {
     "medium": dict(epochs=6, h=64, layers=1, heads=4, max_len=64, vocab=8000, max_train=2000, max_test=1000,
                    batch_size=32, lr=2e-3, patience=2, threads=1),
     "full": dict(epochs=20, h=128, layers=2, heads=4, max_len=256, vocab=30000, seeds=(0, 1, 2), patience=6),
-    # issue 24: HyILR against w/o CL, five seeds of the whole 20news corpus, for the GPU machine; through
-    # compare (train.device auto, AMP) it trains on that machine's GPU (issue 23; not measured there)
+    # HyILR against w/o CL, five seeds of the whole 20news corpus, for the GPU machine; through
+    # compare (train.device auto, AMP) it trains on that machine's GPU (not measured there)
     "paper05-gpu": dict(epochs=12, h=128, layers=2, heads=4, max_len=256, vocab=30000, seeds=(0, 1, 2, 3, 4),
                         methods=("hyilr", "hyilr-no-cl"), batch_size=64, patience=4, threads=16),
 }  # fmt: skip
@@ -405,7 +405,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def frequency_prior_scores(data: HTCData) -> dict[str, float]:
-    """Micro/macro F1 and Hi-MiF1/Hi-MaF1 (fractions) of the frequency prior on the test split (issue 24).
+    """Micro/macro F1 and Hi-MiF1/Hi-MaF1 (fractions) of the frequency prior on the test split: the floor a model must beat.
 
     Every test document gets the train split's most frequent label set
     (:func:`hierviz.metrics.baselines.frequency_prior_targets`), scored by

@@ -52,7 +52,15 @@ from typing import Any
 from hierviz._registry import Registry
 from hierviz.geometry import get_geometry
 from hierviz.geometry.registry import GEOMETRIES
-from hierviz.losses import CentringLoss, CPCCLoss, EntailmentConeLoss, Objective, RadialDepthLoss, RadialOrderLoss
+from hierviz.losses import (
+    DEFAULT_TAU_HYPERBOLIC,
+    CentringLoss,
+    CPCCLoss,
+    EntailmentConeLoss,
+    Objective,
+    RadialDepthLoss,
+    RadialOrderLoss,
+)
 
 __all__ = [
     "Needs",
@@ -355,7 +363,7 @@ def register_hparam(name: str, default: Any, doc: str = "") -> HParam:
     return hp
 
 
-#: issue 22: the depth regularisers every method gets on a hyperbolic geometry
+#: The depth regularisers every method gets on a hyperbolic geometry
 #: (:mod:`hierviz.losses.radial`); weight 0 leaves the term out.
 RADIAL_HPARAMS = (
     "cone_weight",
@@ -398,7 +406,7 @@ register_hparam(
 register_hparam("depth_step", 1.0, "geodesic radius per tree level of the radial-depth term (> 0)")
 register_hparam(
     "tau_hyperbolic",
-    1.0,
+    DEFAULT_TAU_HYPERBOLIC,
     "tau of a method that reads loss.tau, on hyperbolic geometries: SupCon scores -d/tau, so the radius the head "
     "settles at grows with tau and the tree needs room (docs/results/radius-20news); null = loss.tau",
 )
@@ -448,7 +456,7 @@ def reads_radial(method: Method | str, geometry: Any) -> bool:
 
 
 def loss_keys(method: Method | str, geometry: Any) -> tuple[str, ...]:
-    """The ``loss.*`` names a run of ``method`` on ``geometry`` reads (issue 23: per-method hyperparameters).
+    """The ``loss.*`` names a run of ``method`` on ``geometry`` reads: its own hyperparameters, never another method's.
 
     ``method.hparams``, then :data:`RADIAL_HPARAMS` where :func:`reads_radial` holds. A run's
     ``config.json``, ``result.json`` and fingerprint hold these keys only, so a key that a run

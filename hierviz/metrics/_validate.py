@@ -1,4 +1,4 @@
-"""One validation layer for embedding matrices passed to the metrics (issue 27 #7/#8).
+"""One validation layer for embedding matrices passed to the metrics.
 
 Every metric that takes embeddings calls :func:`as_embeddings` (float dtype, 2-D ``(n, D)``,
 ``n >= 1``, ``D >= 1``, finite, on the geometry when one is given) and, for two sets used

@@ -57,7 +57,7 @@ __all__ = [
     "frequency_prior_scores",
 ]
 
-#: The columns of a run's multi-label classifier in ``hierviz compare``'s tables (issue 23): the
+#: The columns of a run's multi-label classifier in ``hierviz compare``'s tables: the
 #: keys of :func:`hierarchical_f1` with a ``clf_`` prefix, kept apart from the probe's ``macro_f1``.
 CLASSIFIER_METRICS = ("clf_micro_f1", "clf_macro_f1", "clf_hi_micro_f1", "clf_hi_macro_f1")
 
@@ -122,7 +122,7 @@ def hierarchy_consistent(y_pred: Any, tree: Any) -> np.ndarray:
 
 def _f1(y_true: np.ndarray, y_pred: np.ndarray, average: str) -> float:
     if average == "macro":
-        # macro over the labels that occur in the truth or the prediction (issue 27 #16): a label
+        # macro over the labels that occur in the truth or the prediction: a label
         # absent from both has no true positives, false positives or false negatives, and counting it
         # as F1 = 0 made hierarchical_f1(y, y) score 0.4; scikit-learn's zero_division=1 reading
         present = y_true.any(0) | y_pred.any(0)

@@ -46,7 +46,7 @@ __all__ = [
     "RADIUS_METRICS",
 ]
 
-#: The five hierarchy-in-radius numbers of every run (issue 22), in table order.
+#: The five hierarchy-in-radius numbers of every run, in table order.
 RADIUS_METRICS = ("radius_depth_spearman", "edge_order", "clip_fraction", "radius_gap", "norm_auroc")
 
 #: A point counts as clipped when its radius is within this of :func:`max_radius`.
@@ -224,7 +224,7 @@ def _stats(r: torch.Tensor, prefix: str) -> dict[str, float | None]:
     return {f"{prefix}_mean": float(r.mean()), f"{prefix}_std": std if math.isfinite(std) else None}
 
 
-# ----------------------------------------------------------------------------- issue 22: five numbers
+# ---------------------------------------------------------------- the five hierarchy-in-radius numbers
 def _vec(x: Any, name: str, dtype=float) -> np.ndarray:
     a = np.asarray(x.detach().cpu() if isinstance(x, torch.Tensor) else x, dtype=dtype).reshape(-1)
     if dtype is float and not np.all(np.isfinite(a)):

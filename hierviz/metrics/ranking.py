@@ -20,7 +20,7 @@ Undefined terms (a query whose leaf has no other sample, so no correct answer at
 level; a query with zero relevance to every candidate) are NaN and left out of the means by
 default (``undefined="omit"``, as the authors' ``nanmean``); ``undefined="raise"`` refuses them.
 
-**MNR and the authors' code.** Issue 14 reports that tiianhk/label-metric computed
+**MNR and the authors' code.** tiianhk/label-metric computed
 ``same_label_ranks / num_samples - 1``, which by operator precedence is
 :math:`r/N_s - 1 \in [-1, 0)`: every "rank" is negative. A later version of that code (the
 fork frdysf/label-metric, ``lightning_modules.py``, ``_compute_mnr``) divides by

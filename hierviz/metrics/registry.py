@@ -183,7 +183,7 @@ for _name, _label, _hib in (
 ):
     register_metric(_name, _label, higher_is_better=_hib, source="Paper 01 (HWC + LAM) §3.5, §4.4")
 
-for _name, _label in (("bal_acc", "Bal-Acc"), ("macro_f1", "Macro-F1")):  # issue 24: imbalance-aware
+for _name, _label in (("bal_acc", "Bal-Acc"), ("macro_f1", "Macro-F1")):  # imbalance-aware
     register_metric(_name, _label, source="scikit-learn balanced_accuracy_score / f1_score(average='macro')")
 
 for _name, _label, _hib in (  # Paper 04: the seen/unseen protocol (hierviz.evaluation.unseen)

@@ -310,7 +310,7 @@ def map_at_k(
 
     * ``"min_k_r"`` (default): :math:`n_i = \min(k, R_i)`, so a ranking that puts all (or
       the first k) relevant items on top scores 1 (the usual AP@k of information
-      retrieval, Manning et al. 2008; the definition issue 13 names for Paper 03
+      retrieval, Manning et al. 2008; the definition this package uses for Paper 03
       (Hyper-DINO) §3.1, whose MAP@k cites Łażewski & Cyganek 2025 without a formula);
     * ``"r"`` (alias ``"pytorch-metric-learning"``): :math:`n_i = R_i`, as
       ``pytorch_metric_learning``'s ``mean_average_precision`` with ``k`` neighbours

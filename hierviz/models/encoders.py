@@ -202,7 +202,7 @@ def _load_state_dict_file(module: nn.Module, path: str | Path) -> None:
             f"pretrained: no tensor in {str(path)!r} matches the encoder's parameter names and shapes "
             f"(file keys e.g. {list(state)[:3]}, model keys e.g. {list(own)[:3]})"
         )
-    # issue 27 #20: a file matching only some of the encoder's tensors is said (few: refused)
+    # a file matching only some of the encoder's tensors is said (few: refused)
     n_own, n_used = len(own), len(usable)
     if n_used < MIN_PRETRAINED_FRACTION * n_own:
         raise ValueError(

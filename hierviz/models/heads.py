@@ -371,7 +371,7 @@ class HyperbolicHead(nn.Module):
         else:
             self.register_buffer("log_scale", log_s)
         self.register_buffer("scale_initialised", torch.tensor(mode != "auto"))
-        # the flag's value on the host, so that a training step reads no device tensor (issue 25)
+        # the flag's value on the host, so that a training step reads no device tensor (no sync, compilable)
         self._scale_ready = mode != "auto"
         if mode == "batch":  # running median of the raw norms, used in eval mode (0: not yet seen)
             self.register_buffer("running_norm", torch.tensor(0.0, dtype=torch.float64))

@@ -35,7 +35,7 @@ _TABLE4 = (
 def classifier_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Table 4's rows from typed run records: one per method × λ, mean ± std over seeds, percent.
 
-    A table kind of ``compare``'s records (issue 23): it reads ``method``, ``method_display``,
+    A table kind of ``compare``'s records: it reads ``method``, ``method_display``,
     ``seed``, ``hparams["hyilr_lambda"]`` and ``classifier_metrics`` only, never the code that
     made them. Records without ``classifier_metrics`` (methods without a classifier) are left out.
 

@@ -32,7 +32,7 @@ _COLS = (
     "Radius gap",
     "Norm AUROC",
 )
-#: issue 22's radius metrics, in the table's order (clip fraction has its own column above)
+#: The hierarchy-in-radius metrics, in the table's order (clip fraction has its own column above)
 _METRIC_KEYS = ("radius_depth_spearman", "edge_order", "radius_gap", "norm_auroc")
 
 

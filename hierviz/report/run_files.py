@@ -1,4 +1,4 @@
-"""Reading the files of a run folder, naming the file in every error (issue 27 #12).
+"""Reading the files of a run folder, naming the file in every error.
 
 The one reader of a run folder's ``config.json``, ``result.json``, ``compare.json``,
 ``tree.json`` and ``embeddings.npz``. It lives in the report layer so that the report (which reads

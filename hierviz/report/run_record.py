@@ -4,7 +4,7 @@
 :meth:`RunRecord.to_dict`); :func:`hierviz.experiments.load_records` reads each one back through
 :meth:`RunRecord.from_dict`, and the tables and the report read nothing else about a run: its
 display names, geometry, metrics and the ``loss.*`` values it read are in the record, so a folder
-made with a user module is reported without importing that module (issue 23).
+made with a user module is reported without importing that module.
 """
 
 from __future__ import annotations
@@ -48,15 +48,15 @@ class RunRecord:
         The curvature magnitude c at the end of training (learned with ``model.learn_curvature``).
     classifier_metrics : dict or None
         The scores of the method's own multi-label classifier on the test split (the HyILR
-        family: :data:`hierviz.metrics.htc.CLASSIFIER_METRICS`, issue 23); None for methods
+        family: :data:`hierviz.metrics.htc.CLASSIFIER_METRICS`); None for methods
         without one and for records written before it.
     early_stopping : dict or None
         With ``train.patience``: ``best_epoch`` (0-based, the epoch evaluated), ``epochs``
         (trained), ``val_scores`` (classifier micro + macro F1 on the validation split per
-        epoch), ``patience`` (issue 23); None otherwise.
+        epoch), ``patience``; None otherwise.
     learned : dict or None
         Learned scalars of the objective, when it has ``learned()`` (HyILR: ``c``, ``alpha_t``,
-        ``alpha_l`` of Eq. 12; issue 23).
+        ``alpha_l`` of Eq. 12).
     depth_terms : dict or None
         The depth regularisers added to the method's loss on a hyperbolic geometry,
         ``{term: weight}`` (``cone``, ``center``, ``order``, ``cpcc``;

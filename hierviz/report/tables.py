@@ -54,7 +54,7 @@ __all__ = [
 METRICS = tuple(METRIC_INFO.names()[:5])
 #: Paper 04 (Generalised triplets) Table I columns, from the unseen protocol (:mod:`hierviz.evaluation.unseen`).
 UNSEEN_METRICS = ("leaf_f1", "rp5", "mnr", "ndcg_sum", "ndcg_max", "acc_blind", "acc_aware")
-#: Imbalance-aware columns (issue 24): balanced accuracy and macro-F1 of the probe's predictions.
+#: Imbalance-aware columns (a majority-class guess scores well on accuracy alone): balanced accuracy and macro-F1 of the probe's predictions.
 IMBALANCE_METRICS = ("bal_acc", "macro_f1")
 #: Paper 03 (Hyper-DINO) §3.1 columns, from the retrieval protocols (:mod:`hierviz.evaluation.retrieval`).
 RETRIEVAL_METRICS = ("map@1", "map@5", "map@10", "map@20", "p@1", "r_precision")
@@ -155,7 +155,7 @@ def method_label(name: str, rows: Iterable[Mapping[str, Any]] | None = None) -> 
     rows : iterable of dict, optional
         Run records or rows; the first with ``method == name`` and a ``method_display`` gives
         the label. A report read from the records needs no registry, so a method a user
-        module registered is named right without importing that module (issue 23).
+        module registered is named right without importing that module.
 
     Examples
     --------

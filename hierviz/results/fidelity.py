@@ -19,7 +19,7 @@ drift from its per-run ones (``docs/results/make_tables.py --check``). Table kin
 * ``csv CSV [align=lrr...]``: a transcribed table (the page's own numbers where no per-run rows
   exist), the CSV's header as the table's header, cells as stored.
 
-Depth targets (issue 22): ``edge_order`` ≥ 0.9 and ``radius_depth_spearman`` ≥ 0.8 in one run;
+Depth targets (docs/hyperbolic-fidelity.md): ``edge_order`` ≥ 0.9 and ``radius_depth_spearman`` ≥ 0.8 in one run;
 those two cells are set in **bold** in the per-run tables.
 """
 

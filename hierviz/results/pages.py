@@ -3,7 +3,7 @@
 :func:`results_tables` returns the generated tables of one results page, each rebuilt from the
 committed CSVs by :func:`hierviz.results.tables.table_markdown`, the function
 ``docs/results/make_tables.py`` writes (and ``--check``-s) the page with. A course notebook that
-shows them therefore shows the page's numbers by construction (issue 26), at every notebook size:
+shows them therefore shows the page's numbers by construction, at every notebook size:
 it reads CSVs, it trains nothing.
 
 .. code-block:: python
@@ -156,7 +156,7 @@ def results_tables(
 
     Each table is rebuilt by :func:`hierviz.results.tables.table_markdown`, the function
     ``docs/results/make_tables.py`` writes the page with (``--check`` in the tests keeps the committed
-    page equal to it), so what a notebook shows is what the page shows (issue 26). It reads CSVs
+    page equal to it), so what a notebook shows is what the page shows. It reads CSVs
     only (no training), so it costs the same at every notebook size.
 
     Parameters

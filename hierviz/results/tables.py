@@ -5,7 +5,7 @@ Every table of a results page sits between ``<!-- table: SPEC -->`` and ``<!-- /
 and :func:`render` rewrites every block of a page. ``docs/results/make_tables.py`` (which rewrites
 or ``--check``-s the pages) and :func:`hierviz.results.pages.results_tables` (which shows a page's
 tables in a notebook) both call these functions, so a notebook and its results page show the same numbers
-by construction (issue 26). ``SPEC`` is one of
+by construction. ``SPEC`` is one of
 
 * ``FOLDER [baseline=METHOD]`` (papers 01, 02): ``hierviz compare``'s ``FOLDER/results.csv`` (one
   row per run) with the Majority row of ``FOLDER/baselines.csv``
@@ -460,7 +460,7 @@ def _htc_rows(folder: Path) -> tuple[list[dict[str, Any]], bool]:
     if (folder / "seeds.csv").is_file():
         runs = _read_csv(folder / "seeds.csv")
         for r in runs:
-            r.setdefault("c", r.get("k"))  # the learned curvature: "k" in seeds.csv before issue 23
+            r.setdefault("c", r.get("k"))  # the learned curvature: "k" in seeds.csv before 0.3
         names = {str(r["method"]): HTC_METHODS.get(r["method"]).display_name for r in runs}
         return summarise_runs(runs, names), True
     rows = _read_csv(folder / "results.csv")
@@ -476,7 +476,7 @@ def _lam_cell(lam: Any) -> str:
 
 def _htc_prior(folder: Path) -> dict[str, float] | None:
     """The frequency prior's four F1s: ``frequency_prior`` (the token driver's ``baselines.csv``) or the
-    classifier columns (``clf_*``) of compare's ``majority`` row (``hierviz htc`` since issue 23)."""
+    classifier columns (``clf_*``) of compare's ``majority`` row (``hierviz htc`` since 0.3)."""
     b = read_baselines(folder)
     if "frequency_prior" in b:
         return b["frequency_prior"]

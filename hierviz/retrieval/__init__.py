@@ -6,7 +6,7 @@
   :mod:`.faiss_backend`: ``ReferenceIndex(backend="faiss", kind="flat" | "ivf" | "hnsw")``,
   also ``eval.index`` of ``hierviz compare --protocol retrieval``;
 * :mod:`.protocol`: :func:`run_retrieval`, the grid over 5 grouped folds as one
-  :func:`hierviz.experiments.compare` plan (issue 23: ``hierviz retrieval`` is an alias of
+  :func:`hierviz.experiments.compare` plan (``hierviz retrieval`` is an alias of
   ``compare``); :mod:`.grid`: the grid's variants as ``compare`` methods (PCA(N)/NCA(N)/scaled,
   the mapper, the cosine control), each fold a run of the ``retrieval-folds`` protocol;
 * :mod:`.config`: :class:`RetrievalConfig`, :data:`RETRIEVAL_PRESETS`; :mod:`.tables`: Table 2

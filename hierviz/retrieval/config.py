@@ -34,7 +34,7 @@ class RetrievalConfig:
         How the reference embeddings are stored (:data:`hierviz.retrieval.STORAGES`).
     cosine_control : bool
         Also train the same mapper onto the unit sphere with HCL on the Euclidean (chordal,
-        i.e. cosine) distance at d = 32 and rank by cosine distance (issue 24): it separates
+        i.e. cosine) distance at d = 32 and rank by cosine distance: it separates
         "hyperbolic" from "supervised metric learning on the reference labels".
     float16_base : bool
         Round the base features through float16 (§2.1).
@@ -81,7 +81,7 @@ RETRIEVAL_PRESETS: dict[str, RetrievalConfig] = {
     "smoke": RetrievalConfig(reducers=("pca",), n_grid=(8,), folds=2, epochs=2, limit=300, nca_fit_rows=300),
     "quick": RetrievalConfig(n_grid=(16, 32, 64), epochs=10),
     "paper": RetrievalConfig(n_grid=(5, 10, 20, 40, 60, 80, 100, 120), dim_out=(32, "in"), epochs=100),
-    # issue 24: Paper 03's 100 mapper epochs on one GPU over the N that Table 2 reports (estimated, not
+    # Paper 03's 100 mapper epochs on one GPU over the N that Table 2 reports (estimated, not
     # measured: <= 10 min on one H100 for HAM10000's 10,015 feature rows)
     "paper03-gpu": RetrievalConfig(n_grid=(20, 40, 80), dim_out=(32, "in"), epochs=100, batch_size=128, device="cuda"),
 }

@@ -1,6 +1,6 @@
 """Paper 03 (Hyper-DINO)'s retrieval grid as ``compare`` methods: PCA(N)/NCA(N)/scaled, the mapper, the control.
 
-``hierviz retrieval`` is an alias of ``hierviz compare`` (issue 23): :func:`register_grid`
+``hierviz retrieval`` is an alias of ``hierviz compare``: :func:`register_grid`
 registers one method per variant of the grid, each one building its own model from the fold's
 training rows (``method.build.model``, read by :func:`hierviz.experiments.run_one`):
 
@@ -14,7 +14,7 @@ training rows (``method.build.model``, read by :func:`hierviz.experiments.run_on
   method's ``train`` and ``feature_dropout = 0``), ranked through a
   :class:`~hierviz.retrieval.ReferenceIndex` (float16 ``log_0`` tangents: the Table 2 numbers;
   the other storages as ``fp32_map@k`` ...).
-* ``cosine-mapper-pca16`` (``Cosine-mapper(PCA(16), 32)``): the cosine control of issue 24, the
+* ``cosine-mapper-pca16`` (``Cosine-mapper(PCA(16), 32)``): the cosine control, the
   mapper onto the unit sphere, HCL on the chordal distance, ranked by cosine distance.
 
 Every fold is a run (the ``retrieval-folds`` protocol: run seed ``s`` is fold ``s``), so the

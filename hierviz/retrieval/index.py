@@ -81,7 +81,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from hierviz.geometry import PoincareBall
+from hierviz.geometry import DEFAULT_CURVATURE, PoincareBall
 
 __all__ = [
     "STORAGES",
@@ -255,7 +255,7 @@ def augment_queries(q: torch.Tensor) -> torch.Tensor:
     return torch.cat([q.pow(2).sum(-1, keepdim=True), q, one], dim=1)
 
 
-def augment_references(x: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+def augment_references(x: torch.Tensor, c: float = DEFAULT_CURVATURE) -> torch.Tensor:
     r"""The reference side of the Poincaré score: ``[a, −2a·x, a‖x‖²]`` with ``a = 1/(1 − c‖x‖²)``.
 
     Parameters
@@ -284,7 +284,7 @@ def augment_references(x: torch.Tensor, c: float = 1.0) -> torch.Tensor:
     return torch.cat([a, -2.0 * a * x, a * n2], dim=1)
 
 
-def mips_references(x: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+def mips_references(x: torch.Tensor, c: float = DEFAULT_CURVATURE) -> torch.Tensor:
     """``−augment_references(x, c)``: the nearest references have the *largest* inner product with the queries.
 
     The vectors a maximum-inner-product engine (FAISS ``METRIC_INNER_PRODUCT``) stores.
@@ -292,7 +292,7 @@ def mips_references(x: torch.Tensor, c: float = 1.0) -> torch.Tensor:
     return -augment_references(x, c)
 
 
-def poincare_scores(q: torch.Tensor, x: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+def poincare_scores(q: torch.Tensor, x: torch.Tensor, c: float = DEFAULT_CURVATURE) -> torch.Tensor:
     r"""The exact score :math:`\|q - x\|^2 / (1 - c\|x\|^2)` of matching rows, float64, from differences.
 
     Parameters

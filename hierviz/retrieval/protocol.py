@@ -8,7 +8,7 @@ come from the held-out fold, references from the training folds, ranked by Poinc
 MAP@k for k ∈ {1, 5, 10, 20} (§3.1), plus P@1 and R-precision. The base features alone
 (ranked by Euclidean distance) are the baseline.
 
-Issue 23: :func:`run_retrieval` is an alias of :func:`hierviz.experiments.compare`. It registers
+:func:`run_retrieval` is an alias of :func:`hierviz.experiments.compare`. It registers
 one ``compare`` method per variant of the grid (:mod:`.grid`), and runs them on the features
 file with ``seeds = folds`` and the ``retrieval-folds`` protocol (run seed ``s`` is grouped fold
 ``s``): the one loop (:func:`hierviz.training.fit`) trains the mappers, every fold of every variant
@@ -81,7 +81,7 @@ def run_retrieval(
         ``table2.csv`` (mean ± std over folds per variant and storage), ``table2.md``,
         ``retrieval.json`` (the settings). None: a temporary folder, removed after.
     tree : None
-        Must stay None (0.2's tree NDCG@20 is not computed since issue 23).
+        Must stay None (0.2's tree NDCG@20 is no longer computed).
     progress, verbose : bool
         ``tqdm.auto`` bars; compare's line per run (variant × fold) and tables.
 
@@ -111,7 +111,7 @@ def run_retrieval(
 def _checked(data: FeaturesData, cfg: RetrievalConfig) -> FeaturesData:
     """The rows to run (``cfg.limit``: a stratified subset), or one error line when they are too few."""
     y = data.labels
-    # issue 27 #14: too little data is one message with the minimum, not scikit-learn's / a k-range error
+    # too little data is one message with the minimum, not scikit-learn's / a k-range error
     k_max = max(cfg.ks) if cfg.ks else 1
     n_classes = len(np.unique(y))
     need = max(n_classes, math.ceil(k_max * cfg.folds / (cfg.folds - 1)), cfg.folds)
@@ -194,7 +194,7 @@ def _write_flat_tree(path: Path, classes: list[str]) -> None:
 
 def _run_retrieval(data, cfg, out, tree, progress, verbose):
     if tree is not None:
-        raise ValueError("tree: hierviz retrieval no longer adds tree NDCG@20 (issue 23); leave tree unset")
+        raise ValueError("tree: hierviz retrieval no longer adds tree NDCG@20 (since 0.3); leave tree unset")
     data = _checked(data, cfg)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) if out is None else Path(out)

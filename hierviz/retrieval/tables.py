@@ -277,7 +277,7 @@ def table2_markdown(summary: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 
                 cell(by.get((base, n, "in")), k),
             ] + ([cell(cos.get((base, n)), k)] if cos else [])
         lines.append(f"| {base.upper()} | {n} | " + " | ".join(cells) + " |")
-    if chance is not None:  # issue 24: what a random ranking of the references scores
+    if chance is not None:  # chance level: what a random ranking of the references scores
         cells = []
         for k in ks:
             cells += [cell(chance, k)] + ["–"] * (per - 1)

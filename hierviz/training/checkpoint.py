@@ -264,7 +264,7 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         if hashlib.sha256(payload).hexdigest().encode("ascii") != line[7:]:
             raise _corrupt(path, "sha256 mismatch: the file changed after it was written")
     else:
-        payload = data  # hierviz 0.1: a bare torch.save, no digest: say so (issue 27 #21), once per read
+        payload = data  # hierviz 0.1: a bare torch.save, no digest: say so (never silently), once per read
         warnings.warn(
             f"{path}: a hierviz 0.1 checkpoint without a sha256 digest, read unverified (damage shows only if "
             "torch cannot unpickle it); the next checkpoint written adds the digest",

@@ -70,7 +70,7 @@ class TrainConfig:
         effect in one process.
     compile_loss : bool, default False
         Run the objective through ``torch.compile(fullgraph=True)`` after one eager step
-        (:class:`hierviz.losses.CompiledLoss`; issue 25). Falls back to eager with a warning
+        (:class:`hierviz.losses.CompiledLoss`). Falls back to eager with a warning
         if compiling fails.
     """
 

@@ -2,7 +2,7 @@
 
 ``go.Figure(data, layout)`` validates and coerces every property of every trace: for the course's
 panels (a disk of a few dozen traces beside a second plot) that was 60–80 % of a redraw's kernel
-time (profiled for notebooks 01 and 04, issue 26). :func:`fast_figure` builds the same figure from
+time (profiled for notebooks 01 and 04). :func:`fast_figure` builds the same figure from
 plain dicts with validation switched off (plotly's own ``_validate=False`` switch, which
 ``plotly.express`` uses too), so a figure function costs its arithmetic plus the JSON.
 

@@ -729,8 +729,8 @@ def run_disk_panel(results: Mapping[str, Any], geometry: str = "poincare", seed:
     if not runs:
         raise ValueError(f"no {geometry} run in results; the disk needs hyperbolic runs (geometries={geometry})")
     methods = sorted({m for ms in runs.values() for m in ms}, key=lambda m: [*_METHOD, m].index(m))
-    # Every (dataset, method) figure is drawn here, once: a move only sends a stored figure (issue 26:
-    # drawing one on the first visit put the Fréchet means and the 2-D reduction in the redraw, 0.6 s).
+    # Every (dataset, method) figure is drawn here, once: a move only sends a stored figure (drawing
+    # one on the first visit put the Fréchet means and the 2-D reduction in the redraw, 0.6 s).
     figures: dict[tuple[str, str], Any] = {}
     for data, ms in runs.items():
         res = results[data]

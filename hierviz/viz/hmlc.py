@@ -17,7 +17,7 @@ import torch
 from plotly.subplots import make_subplots
 from threadpoolctl import threadpool_limits
 
-from hierviz.losses import HMLCLoss, fit_gmm_1d, gmm_feature_masks
+from hierviz.losses import DEFAULT_TAU, HMLCLoss, fit_gmm_1d, gmm_feature_masks
 from hierviz.losses.hmlc import layer_penalty_weights
 from hierviz.viz._fast import fast_figure, subplots_layout
 
@@ -107,7 +107,9 @@ def level_positives_figure(level_labels: Any, column_names: Sequence[str] | None
     return fig
 
 
-def hmlc_terms(z: Any, level_labels: Any, tau: float = 0.1, layer_penalty: str = "exp") -> dict[str, np.ndarray]:
+def hmlc_terms(
+    z: Any, level_labels: Any, tau: float = DEFAULT_TAU, layer_penalty: str = "exp"
+) -> dict[str, np.ndarray]:
     """Per-level terms of HMC, HCE and HMCE on one batch (``HMLCLoss.level_terms``, paper mode).
 
     Parameters
@@ -134,7 +136,7 @@ def hmlc_terms(z: Any, level_labels: Any, tau: float = 0.1, layer_penalty: str =
 def hmlc_terms_figure(
     z: Any,
     level_labels: Any,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     layer_penalty: str = "exp",
     column_names: Sequence[str] | None = None,
 ) -> go.Figure:
@@ -171,7 +173,7 @@ def hmlc_terms_figure(
 def hmlc_panel(
     z: Any,
     level_labels: Any,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     layer_penalty: str = "exp",
     column_names: Sequence[str] | None = None,
 ):

@@ -24,7 +24,7 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from hierviz.geometry import Lorentz, get_geometry
+from hierviz.geometry import DEFAULT_CURVATURE, Lorentz, get_geometry
 from hierviz.geometry._checks import scalar
 from hierviz.losses.hyilr import label_relations, negative_sets
 from hierviz.viz.disk import geodesic, reduce_to_disk
@@ -93,7 +93,7 @@ def label_disk_figure(
     points: Any,
     names: Sequence[str],
     tree: Any,
-    c: float = 1.0,
+    c: float = DEFAULT_CURVATURE,
     geometry: Any = "lorentz",
     title: str = "",
     *,
@@ -170,7 +170,7 @@ def label_disk_figure(
 
 
 def hyperboloid_figure(
-    c: float = 1.0, tangent: Any = None, extent: float = 1.6, *, k: float | None = None
+    c: float = DEFAULT_CURVATURE, tangent: Any = None, extent: float = 1.6, *, k: float | None = None
 ) -> go.Figure:
     """The Lorentz sheet of curvature ``−c`` with points ``φ(e)`` (Eq. 11) and their distances (Eq. 4).
 
@@ -373,7 +373,7 @@ def text_attention(model: Any, tokenizer: Any, text: str, max_len: int) -> tuple
     return att[:, :n], ["[CLS]", *words]
 
 
-def hyperboloid_panel(c: float = 1.0, *, k: float | None = None) -> Any:
+def hyperboloid_panel(c: float = DEFAULT_CURVATURE, *, k: float | None = None) -> Any:
     """A :class:`~hierviz.viz.widgets.Panel`: slider ``c`` redrawing :func:`hyperboloid_figure`.
 
     Parameters

@@ -20,7 +20,10 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from hierviz.losses import hwc_omega  # the one definition of ω (Eqs. 5–6 and the §3.4 clamp)
+from hierviz.losses import (
+    DEFAULT_TAU,
+    hwc_omega,  # the one definition of ω (Eqs. 5–6 and the §3.4 clamp)
+)
 from hierviz.viz.tree import _TEMPLATE, _check_positive, _leaf_labels, _to_numpy
 
 __all__ = ["omega_matrix", "plot_omega", "plot_rho", "hwc_forces", "plot_forces"]
@@ -204,7 +207,7 @@ def plot_omega(tree, alpha: float, gamma: float, alpha_max: float | None = None,
     return fig
 
 
-def hwc_forces(similarities: Any, omega: Any, positive: Any, tau: float = 0.1) -> dict[str, np.ndarray]:
+def hwc_forces(similarities: Any, omega: Any, positive: Any, tau: float = DEFAULT_TAU) -> dict[str, np.ndarray]:
     """Per-candidate gradient of the HWC loss of one anchor w.r.t. its logits (paper 01 Eq. 8).
 
     With logits s_q = sim_q / τ (Eq. 1) and π = softmax(ω ⊙ s) over all candidates q ≠ i,
@@ -281,7 +284,7 @@ def plot_forces(
     similarities: Any,
     alpha: float = 0.5,
     gamma: float = 0.5,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     alpha_max: float | None = None,
     compare_supcon: bool = True,
     title: str | None = None,

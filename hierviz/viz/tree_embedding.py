@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from hierviz.geometry import get_geometry
+from hierviz.geometry import DEFAULT_CURVATURE, get_geometry
 from hierviz.geometry.tree_embedding import sarkar_embedding
 from hierviz.hierarchy.synthetic import node_tree_distance
 from hierviz.metrics.tree_likeness import embedding_distortion
@@ -125,7 +125,9 @@ def tree_embedding_stats(tree: Any, c: float, D_tree: Any = None, edge: float = 
     return {"x": x, "D": D, "D_tree": T, "distortion": distortion, "scale": scale}
 
 
-def curvature_figure(tree: Any, c: float = 1.0, name: str = "", D_tree: Any = None, seed: int = 0) -> go.Figure:
+def curvature_figure(
+    tree: Any, c: float = DEFAULT_CURVATURE, name: str = "", D_tree: Any = None, seed: int = 0
+) -> go.Figure:
     """The tree embedded at curvature −c (left) and its distances ``d_c`` against ``d_T`` (right).
 
     Left: :func:`hierviz.viz.plot_poincare_disk` of the leaves, the internal nodes as prototypes and the

@@ -1,4 +1,4 @@
-"""``"20news-text"``: 20 Newsgroups as token sequences, a text dataset of ``hierviz compare`` (issue 23).
+"""``"20news-text"``: 20 Newsgroups as token sequences, a text dataset of ``hierviz compare``.
 
 The same messages, groups and tree as ``"20news"`` (:mod:`hierviz.data.loaders.newsgroups`),
 but each sample is the message's word tokens, ``[CLS] w1 … w_{s−1}`` right-padded to ``s``

@@ -108,9 +108,9 @@ def load_npz(path: str | PathLike, name: str | None = None) -> ArrayDataset:
         files = set(z.files)
         if "train_images" in files:
             return load_medmnist(path, name=name)
-        if "features" in files and "images" not in files:  # issue 23: a features file (hierviz.features)
+        if "features" in files and "images" not in files:  # a features file (hierviz.features)
             return _features_dataset(path, z, files, name)
-        if "tokens" in files and "images" not in files:  # issue 23: a text file (hierviz htc's corpora)
+        if "tokens" in files and "images" not in files:  # a text file (hierviz htc's corpora)
             return _tokens_dataset(path, z, files, name)
         label_key = "label" if "label" in files else "labels" if "labels" in files else None
         if "images" not in files or label_key is None:

@@ -24,7 +24,7 @@ import geoopt
 import numpy as np
 import torch
 
-from hierviz.geometry._checks import full_precision, scalar
+from hierviz.geometry._checks import DEFAULT_CURVATURE, full_precision, scalar
 from hierviz.geometry.base import (
     Geometry,
     Tensor,
@@ -150,7 +150,7 @@ class Lorentz(Geometry):
             )
             c = k
         super().__init__(validate=validate)
-        c0 = check_curvature(1.0 if c is None else c, "c")
+        c0 = check_curvature(DEFAULT_CURVATURE if c is None else c, "c")
         self.learnable = bool(learnable)
         self.manifold = geoopt.Lorentz(k=torch.tensor(1.0 / c0, dtype=torch.float64), learnable=self.learnable)
         self._c = c0
@@ -392,7 +392,7 @@ class Lorentz(Geometry):
             raise ValueError("v must have shape (..., d), got a scalar")
         if t.shape[-1] == 0:  # geoopt's TorchScript map failed with a traceback
             raise ValueError(f"v must have d >= 1 spatial coordinates, got shape {tuple(t.shape)}")
-        if self.validate and t.numel() and not torch.compiler.is_compiling():  # host read: eager only (issue 25)
+        if self.validate and t.numel() and not torch.compiler.is_compiling():  # host read: eager only, no sync compiled
             with torch.no_grad():
                 top = float(t.detach().double().norm(dim=-1).max())
             if not math.isfinite(top):

@@ -27,7 +27,7 @@ from typing import Any
 import geoopt
 import torch
 
-from hierviz.geometry._checks import scalar
+from hierviz.geometry._checks import DEFAULT_CURVATURE, scalar
 from hierviz.geometry.base import (
     Geometry,
     Tensor,
@@ -94,7 +94,7 @@ class PoincareBall(Geometry):
     hyperbolic = True
     display_name = "Poincaré ball"
 
-    def __init__(self, c: float = 1.0, validate: bool = True, *, learnable: bool = False) -> None:
+    def __init__(self, c: float = DEFAULT_CURVATURE, validate: bool = True, *, learnable: bool = False) -> None:
         super().__init__(validate=validate)
         c0 = check_curvature(c, "c")
         self.learnable = bool(learnable)

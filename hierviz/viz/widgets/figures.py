@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from hierviz.geometry import PoincareBall
+from hierviz.geometry import DEFAULT_CURVATURE, PoincareBall
 from hierviz.losses import LAMLoss
 from hierviz.viz._fast import fast_figure, merge, subplots_layout
 from hierviz.viz.disk import _poincare_disk_spec, check_in_ball, plot_poincare_disk
@@ -180,7 +180,7 @@ def lam_terms(
     tree,
     margins: Mapping[int, float] | Any,
     level_weights: Mapping[int, float] | Any | None = None,
-    c: float = 1.0,
+    c: float = DEFAULT_CURVATURE,
 ) -> dict[str, Any]:
     """Every number of the LAM panels, read off one :class:`hierviz.losses.LAMLoss` (paper 01 Eqs. 3, 11).
 
@@ -273,7 +273,7 @@ def _lam_terms_again(loss, zt: torch.Tensor, yt: torch.Tensor, m: dict, w: dict)
 
 
 def lam_hinges(
-    points: Any, labels: Any, tree, margins: Mapping[int, float] | Any, c: float = 1.0
+    points: Any, labels: Any, tree, margins: Mapping[int, float] | Any, c: float = DEFAULT_CURVATURE
 ) -> dict[int, np.ndarray]:
     """Per-sample LAM hinge [d⁺ − d⁻ + m_ℓ]₊ at every level ℓ = 1..L−1 (paper 01 Eq. 11).
 
@@ -309,7 +309,9 @@ def lam_hinges(
     return lam_terms(points, labels, tree, margins, None, c)["hinges"]
 
 
-def margin_figure(points: Any, labels: Any, tree, margins: Mapping[int, float] | Any, c: float = 1.0) -> go.Figure:
+def margin_figure(
+    points: Any, labels: Any, tree, margins: Mapping[int, float] | Any, c: float = DEFAULT_CURVATURE
+) -> go.Figure:
     """Poincaré disk with the samples that violate the LAM margins circled (paper 01 Eq. 11).
 
     Parameters
@@ -381,7 +383,7 @@ def lam_figure(
     tree,
     margins: Mapping[int, float] | Any,
     level_weights: Mapping[int, float] | Any | None = None,
-    c: float = 1.0,
+    c: float = DEFAULT_CURVATURE,
 ) -> go.Figure:
     """The LAM hinge with margins m_ℓ and level weights λ_ℓ: violators on the disk, per-level bars (Eq. 11).
 

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from hierviz.losses import LAMLoss, default_margins
+from hierviz.geometry import DEFAULT_CURVATURE
+from hierviz.losses import DEFAULT_TAU, LAMLoss, default_margins
 from hierviz.viz.disk import _poincare_disk_spec, check_in_ball
 from hierviz.viz.tree import _as_points, _check_nonneg, _check_positive, _leaf_labels
 from hierviz.viz.widgets.figures import (
@@ -28,7 +29,11 @@ __all__ = ["curvature_panel", "omega_panel", "margin_panel", "lam_panel", "tau_p
 
 
 def curvature_panel(
-    tree, points: Any = None, labels: Any = None, c: float = 1.0, c_range: tuple[float, float] = (0.1, 4.0)
+    tree,
+    points: Any = None,
+    labels: Any = None,
+    c: float = DEFAULT_CURVATURE,
+    c_range: tuple[float, float] = (0.1, 4.0),
 ) -> Panel:
     """Slider for the curvature c over :func:`curvature_figure`.
 
@@ -110,7 +115,9 @@ def _panel_points(tree, points: Any, labels: Any, c: float) -> tuple[np.ndarray,
     return Z, _leaf_labels(labels, tree, Z.shape[0])
 
 
-def margin_panel(tree, points: Any = None, labels: Any = None, c: float = 1.0, margins: Any = None) -> Panel:
+def margin_panel(
+    tree, points: Any = None, labels: Any = None, c: float = DEFAULT_CURVATURE, margins: Any = None
+) -> Panel:
     """One slider m_ℓ ∈ [0, 2] per level ℓ = 1..L−1 over :func:`margin_figure` (paper 01 Eq. 11).
 
     Parameters
@@ -156,7 +163,7 @@ def lam_panel(
     tree,
     points: Any = None,
     labels: Any = None,
-    c: float = 1.0,
+    c: float = DEFAULT_CURVATURE,
     margins: Any = None,
     level_weights: Any = None,
 ) -> Panel:
@@ -218,7 +225,7 @@ def lam_panel(
 
 def tau_panel(
     tree,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     alpha: float = 0.5,
     gamma: float = 0.5,
     anchor: str | int | None = None,

@@ -29,9 +29,9 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from hierviz.geometry import PoincareBall
+from hierviz.geometry import DEFAULT_CURVATURE, PoincareBall
 from hierviz.geometry.poincare import math as pmath
-from hierviz.losses import CentringLoss, EntailmentConeLoss, SupConLoss
+from hierviz.losses import DEFAULT_TAU, CentringLoss, EntailmentConeLoss, SupConLoss
 from hierviz.losses.radial import cone_energy
 from hierviz.metrics.radius import (
     clip_fraction,
@@ -123,7 +123,7 @@ def train_toy_head(
     tree,
     head,
     *,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     cone_weight: float = 0.0,
     center_weight: float = 0.0,
     steps: int = 200,
@@ -552,7 +552,7 @@ def radius_figure(
     protos = grid.node_z[grid._index[out["setting"]]][nodes].numpy()
     # the tangent-mean prototypes are given, so the disk computes no Fréchet means on a slider move
     fig = plot_poincare_disk(
-        z, grid.labels.numpy(), tree, prototypes=protos, proto_nodes=[tree.nodes[n] for n in nodes], c=1.0
+        z, grid.labels.numpy(), tree, prototypes=protos, proto_nodes=[tree.nodes[n] for n in nodes], c=DEFAULT_CURVATURE
     )
     n_disk = len(fig.data)
     add_radius_traces(fig, rep["radius_by_depth"])
@@ -594,7 +594,7 @@ def radius_panel(
     kind: str = "clip",
     clip_r: float = 3.0,
     log10_scale: float = 0.0,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     cone: float = 0.0,
 ) -> Panel:
     """Sliders for the bound ρ, the initial scale, τ and the cone weight, and a head dropdown, over :func:`radius_figure`.
