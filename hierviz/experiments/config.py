@@ -51,11 +51,11 @@ from hierviz.data import DATASETS
 from hierviz.evaluation import PROTOCOLS
 from hierviz.evaluation.retrieval import RETRIEVAL_INDEXES
 
-# split out (issue 23: no module over 700 lines) and re-exported here, the public import path
+# split out (to keep each module short) and re-exported here, the public import path
 from hierviz.experiments.parsing import ConfigError, _coerce, _coerce_loss, _parse_value, flatten
 from hierviz.experiments.preset_files import PRESETS, load_preset, preset_names
 from hierviz.experiments.run_names import check_run_names
-from hierviz.geometry import GEOMETRIES
+from hierviz.geometry import DEFAULT_CURVATURE, GEOMETRIES
 from hierviz.geometry._checks import C_MAX, C_MIN
 from hierviz.methods import LOSS_HPARAMS, METHODS, loss_keys
 from hierviz.metrics.projection import PROJECTIONS
@@ -101,7 +101,7 @@ class DataConfig:
     split : {"grouped", "official"}, default "grouped"
         ``"official"``: the dataset's own train/test split (``ArrayDataset.official_split``;
         e.g. 20news bydate), 10 % of train held out as val with ``split_seed``
-        (:func:`hierviz.data.splits.official_split`, ``hierviz htc``'s split; issue 23).
+        (:func:`hierviz.data.splits.official_split`, ``hierviz htc``'s split).
     image_size : int or None
         Training/evaluation image side; None = the data's own.
     workers : int, default 0
@@ -183,7 +183,7 @@ class ModelConfig:
     embed_dim: int = 128
     hidden_dim: int | None = None
     pretrained: str | None = None
-    curvature: float = 1.0
+    curvature: float = DEFAULT_CURVATURE
     clip_r: float | None = 3.0
     head_bound: str = "tanh"
     scale_init: str | float = "auto"
@@ -202,7 +202,7 @@ class TrainSection:
     ``ema_decay`` 0 = off; ``threads`` None = torch's default; ``sync_bn``: batch norm over
     all ranks' batch under ``torchrun`` (no effect in one process).
 
-    Speed (issue 11; none changes a CPU run at its defaults):
+    Speed (none changes a CPU run at its defaults):
 
     ``augment_on`` ``"auto"`` | ``"cpu"`` | ``"device"``: where the training views are drawn.
     ``"cpu"``: :class:`hierviz.data.TwoViewTransform` per image in the DataLoader (the
@@ -212,10 +212,10 @@ class TrainSection:
     (``nn.Module.compile``) and the fused Poincaré kernels
     (:func:`hierviz.geometry._kernels.compile_kernels`); off by default (slow to start on a
     CPU, never required). ``compile_loss``: the objective through ``torch.compile(fullgraph=True)``
-    (:class:`hierviz.losses.CompiledLoss`, issue 25; on in the ``gpu`` preset).
+    (:class:`hierviz.losses.CompiledLoss`; on in the ``gpu`` preset).
 
     ``patience`` None = off; an integer: early stopping for methods with a multi-label
-    classifier (HyILR, issue 23): after each epoch the classifier's micro + macro F1 on the
+    classifier (HyILR): after each epoch the classifier's micro + macro F1 on the
     validation split is scored, the best epoch's weights are kept and evaluated, and training
     stops after ``patience`` epochs without gain (``hierviz htc``'s rule).
     """
@@ -352,8 +352,8 @@ class ExperimentConfig:
 
         Its ``loss`` section holds only the keys that run reads (:func:`hierviz.methods.loss_keys`:
         the method's ``hparams``, plus the depth-regulariser keys on a hyperbolic geometry), so
-        its fingerprint ignores every other method's keys and any key a user module adds
-        (issue 23). Keys declared after this config was made take their defaults. A method that
+        its fingerprint ignores every other method's keys and any key a user module adds.
+        Keys declared after this config was made take their defaults. A method that
         declares training overrides, its own model builder, views or hooks
         (:meth:`hierviz.methods.Method.declared`) adds a ``method`` section holding them, so the
         run's ``config.json`` states the optimiser it trained with and its fingerprint covers it.
@@ -411,7 +411,7 @@ def _unknown_key(key: str, where: str) -> ConfigError:
 
 #: Keys renamed since they were written to run folders: old key -> new key. The old key is read
 #: (``--set``, presets, a run's config.json) with a DeprecationWarning; fingerprints use the new one.
-RENAMED_KEYS = {"loss.base_temperature": "loss.base_tau"}  # τ is ``tau`` in every method (issue 23)
+RENAMED_KEYS = {"loss.base_temperature": "loss.base_tau"}  # τ is ``tau`` in every method
 
 
 def _set_key(cfg: ExperimentConfig, key: str, value: Any, where: str) -> None:
