@@ -131,3 +131,25 @@ def test_cpcc_of_a_tree_embedding_and_of_random_points():
     assert fig.layout.title.text.startswith(f"toy: CPCC (Pearson) {kept['pearson']:.3f}")
     with pytest.raises(ValueError, match="three or more"):
         leaf_prototype_cpcc(z[:20], y[:20], tree, ball)
+
+
+def test_sweep_figure_and_panel_read_each_setting(tmp_path):
+    from hierviz.report.radius_study import sweep_figure, sweep_panel
+
+    head = "label,overrides," + HEAD
+    rows = [head]
+    for label, hf1, rad in (("off", 0.80, 0.5), ("tau 1, cone+centre+cpcc 1", 0.82, 2.4), ("only supcon", 0.7, 1.0)):
+        for method in ("supcon", "hwc+lam") if label != "only supcon" else ("supcon",):
+            rows.append(f'"{label}","",{method},poincare,0,{hf1},0.7,0.2,{rad},0.3,0.01,0.9,1.0,1.2,0.7')
+    (tmp_path / "sweep.csv").write_text("\n".join(rows) + "\n")
+    fig = sweep_figure(tmp_path, "tau 1, cone+centre+cpcc 1", "hwc+lam")
+    assert [b.name for b in fig.data] == ["off", "tau 1, cone+centre+cpcc 1"]
+    assert fig.data[1].y[0] == pytest.approx(0.82) and fig.data[0].y[0] == pytest.approx(0.80)
+    assert "d(0, z) 2.40 ± 0.30, clip 0.010" in fig.layout.title.text
+    with pytest.raises(ValueError, match=r"method='hwc\+lam' has no sweep run at \['only supcon'\]"):
+        sweep_figure(tmp_path, "only supcon", "hwc+lam")
+    panel = sweep_panel(tmp_path)
+    assert list(panel.controls["label"].options) == ["off", "tau 1, cone+centre+cpcc 1"]  # both methods only
+    assert panel.controls["label"].value == "tau 1, cone+centre+cpcc 1"
+    panel.controls["label"].value = "off"
+    assert panel.figure.data[0].name == "off" and len(panel.figure.data) == 1  # the reference alone

@@ -272,3 +272,107 @@ def study_disk(folder: str | Path, tree: Any, method: str = "supcon", title: str
         c=float(f["c"]) if "c" in f else 1.0,
         title=title or f"docs/results/{name}: {_NAMES.get(method, method)} (Poincaré, seed 0), test messages",
     )
+
+
+#: The sweep's numbers the panel draws, (``sweep.csv`` column, bar label).
+_SWEEP_BARS = (
+    ("hf1", "HF1"),
+    ("radius_depth_spearman", "Spearman"),
+    ("edge_order", "edge order"),
+    ("radius_gap", "radius gap"),
+    ("clip_fraction", "clip fraction"),
+    ("norm_auroc", "norm AUROC"),
+)
+
+
+def sweep_figure(folder: str | Path, label: str, method: str = "supcon", reference: str = "off"):
+    """One sweep setting's HF1 and radius metrics beside a reference setting, as grouped bars.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The study's folder (holding ``sweep.csv``).
+    label : str
+        The setting to show (a ``label`` of ``sweep.csv``).
+    method : str, default "supcon"
+        The method whose run to show.
+    reference : str, default "off"
+        The setting drawn beside it (``off``: no depth terms).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Two bar groups (reference, setting); the title gives the setting's mean radius d(0, z)
+        ± its spread, the numbers the bars must be read beside.
+
+    Raises
+    ------
+    FileNotFoundError
+        No ``sweep.csv``.
+    ValueError
+        ``method`` has no run at ``label`` or at ``reference`` (the message lists the settings it has).
+    """
+    import plotly.graph_objects as go  # heavy: plotly, imported when a figure is drawn
+
+    folder = study_folder(folder, needs="sweep.csv")
+    rows = [r for r in _read(folder / "sweep.csv") if r["method"] == method]
+    by_label = {r["label"]: r for r in rows}
+    missing = [x for x in (label, reference) if x not in by_label]
+    if missing:
+        raise ValueError(f"method={method!r} has no sweep run at {missing}; it has {list(by_label)}")
+    fig = go.Figure()
+    for name in dict.fromkeys((reference, label)):
+        r = by_label[name]
+        fig.add_bar(x=[t for _, t in _SWEEP_BARS], y=[_num(r[k]) for k, _ in _SWEEP_BARS], name=name)
+    r = by_label[label]
+    fig.update_layout(
+        height=360,
+        barmode="group",
+        yaxis_title="value (validation split, seed 0)",
+        title=(
+            f"{_NAMES.get(method, method)}, Poincaré: {label} — d(0, z) {_num(r['radius_mean']):.2f} ± "
+            f"{_num(r['radius_std']):.2f}, clip {_num(r['clip_fraction']):.3f}"
+        ),
+    )
+    return fig
+
+
+def sweep_panel(folder: str | Path):
+    """A dropdown over the sweep's settings and a method toggle, redrawing :func:`sweep_figure`.
+
+    Returns
+    -------
+    hierviz.viz.widgets.Panel
+
+    Raises
+    ------
+    FileNotFoundError
+        No ``sweep.csv``.
+    ValueError
+        No setting of the sweep has a run of every method.
+    """
+    import ipywidgets as widgets  # heavy: ipywidgets, imported when a panel is built
+
+    from hierviz.viz.widgets import Panel
+
+    folder = study_folder(folder, needs="sweep.csv")
+    rows = _read(folder / "sweep.csv")
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    labels = [
+        x
+        for x in dict.fromkeys(r["label"] for r in rows)
+        if set(methods) <= {r["method"] for r in rows if r["label"] == x}
+    ]
+    if not labels:
+        raise ValueError(f"{folder / 'sweep.csv'}: no setting has a run of every method {methods}")
+    controls = {
+        "label": widgets.Dropdown(
+            options=labels, value=next((x for x in labels if x.startswith("tau 1,")), labels[-1]), description="setting"
+        ),
+        "method": widgets.ToggleButtons(options=[(_NAMES.get(m, m), m) for m in methods], value=methods[0]),
+    }
+    return Panel(
+        controls,
+        lambda label, method: sweep_figure(folder, label, method),
+        title="The 20 Newsgroups sweep (validation split): each setting beside the run without depth terms",
+    )
