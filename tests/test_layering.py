@@ -71,6 +71,15 @@ def test_contributing_layout_table_is_current():
     assert proc.returncode == 0, proc.stdout
 
 
+def test_architecture_page_is_generated_from_the_code():
+    """docs/architecture.md is the output of docs/scripts/architecture.py: the layers, registries and steps of today."""
+    proc = _run([str(SCRIPTS / "architecture.py"), "--check"])
+    assert proc.returncode == 0, proc.stdout
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert "hierviz.hierarchy" in page and "`@register_method`, `METHODS`" in page
+    assert "`_run_one`: Train + evaluate one method" in page and "`fit`: Train ``model``" in page
+
+
 #: The comment an import inside a function carries, on its line or the line above: why it is not at the
 #: top of the module (CONTRIBUTING.md, "The direction of imports"). ``heavy``/``optional``: a dependency
 #: imported on first use; ``alias``: a deprecated name resolved on first use; ``cycle``: the last resort.

@@ -353,7 +353,7 @@ def sweep_panel(folder: str | Path):
     """
     import ipywidgets as widgets  # heavy: ipywidgets, imported when a panel is built
 
-    from hierviz.viz.widgets import Panel
+    from hierviz.viz.widgets import Panel  # heavy: ipywidgets, as above
 
     folder = study_folder(folder, needs="sweep.csv")
     rows = _read(folder / "sweep.csv")
