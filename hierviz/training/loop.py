@@ -494,7 +494,7 @@ def _progress_bar(config: TrainConfig, total_steps: int, initial: int) -> Any:
     )
 
 
-@dataclass
+@dataclass(eq=False)
 class _Run:
     """What one :func:`fit` call trains and checkpoints, and its epoch loop.
 
@@ -529,6 +529,7 @@ class _Run:
     prior_seconds: float = 0.0
     t0: float = 0.0
     bar: Any = None
+    steps_per_epoch: int = field(init=False)  # len(loader), read once: the schedule and the bar count on it
 
     def __post_init__(self) -> None:
         self.steps_per_epoch = len(self.loader)
