@@ -27,7 +27,7 @@ from hierviz.data import DEFAULT_TREE, grouped_split
 from hierviz.data.splits import official_split
 from hierviz.evaluation import PROTOCOLS
 from hierviz.experiments.config import ConfigError, ExperimentConfig, validate
-from hierviz.experiments.header import _header, _px  # noqa: F401 (split out by issue 23, re-exported here)
+from hierviz.experiments.header import _header, _px  # noqa: F401 (moved to header.py, re-exported here)
 from hierviz.experiments.inputs import _check_writable, _option_named, limit_indices, load_data
 from hierviz.experiments.rebuild import report
 from hierviz.experiments.records import (
@@ -191,22 +191,14 @@ def compare(
         torch.set_num_threads(saved_threads)  # compare() may run in a notebook's process
 
 
-def _compare(
-    cfg: ExperimentConfig,
-    resume: bool,
-    progress: bool,
-    verbose: bool,
-    callbacks: Mapping[str, Sequence[Callable]],
-    argv: Sequence[str] | None,
-) -> CompareResult:
-    main = hd.is_main_process()  # under torchrun rank 0 alone evaluates, prints and writes
-    say = print if verbose and main else (lambda *a, **k: None)
-    progress = progress and main
-    t_start = time.perf_counter()
-    out = Path(cfg.out)
-    _check_writable(out)
-    ds, tree, n_all = load_data(cfg)
+def _complete_data_config(cfg: ExperimentConfig, ds: Any) -> None:
+    """Fill the data settings the dataset decides (``data.image_size``, ``data.tree``) and check the encoder reads it.
 
+    Raises
+    ------
+    ConfigError
+        If the dataset holds feature vectors and ``model.encoder`` encodes images.
+    """
     if getattr(ds, "is_vector", False) and not getattr(ENCODERS.get(cfg.model.encoder), "vectors", False):
         raise ConfigError(
             f"model.encoder: {cfg.model.encoder!r} encodes images, but the dataset holds feature vectors "
@@ -217,7 +209,17 @@ def _compare(
         cfg.data.image_size = int(ds.images.shape[1])
     if cfg.data.tree is None:
         cfg.data.tree = DEFAULT_TREE.get(cfg.data.dataset)
-    if cfg.data.split == "official":  # issue 23: the dataset's own train/test (hierviz htc's split)
+
+
+def _default_split(cfg: ExperimentConfig, ds: Any) -> dict[str, np.ndarray]:
+    """The train/val/test split of every run whose protocol brings none: the dataset's own, or grouped.
+
+    Raises
+    ------
+    ConfigError
+        ``data.split=official`` on a dataset without one, or an empty train or test split.
+    """
+    if cfg.data.split == "official":  # the dataset's own train/test (the split of ``hierviz htc``)
         if ds.official_split is None:
             raise ConfigError(f"data.split: dataset {ds.name!r} has no official split; use data.split=grouped")
         split = official_split(ds.official_split, val=0.1, seed=cfg.data.split_seed)
@@ -226,7 +228,7 @@ def _compare(
             np.asarray(ds.labels), None if ds.groups is None else np.asarray(ds.groups), seed=cfg.data.split_seed
         )
     empty = [k for k in ("train", "test") if len(split[k]) == 0]
-    if empty:  # issue 27 #22: say why here, not "dataset is empty: nothing to embed" after training
+    if empty:  # say why here, not "dataset is empty: nothing to embed" after training
         counts = np.bincount(np.asarray(ds.labels))
         raise ConfigError(
             f"the {' and '.join(empty)} split is empty: {len(ds)} {'samples' if ds.is_vector else 'images'} over "
@@ -234,119 +236,195 @@ def _compare(
             f"{len(split['train'])}/{len(split['val'])}/{len(split['test'])}; the grouped split needs about 3 or more "
             "per class (more images, fewer classes, or a larger data.limit)"
         )
+    return split
 
-    splits: dict[tuple, tuple] = {}
 
-    def data_for(protocol_name: str, seed: int) -> tuple:
+def _check_resumable(cfg_file: Path, run_cfg: dict[str, Any]) -> None:
+    """Refuse to resume a run folder whose ``config.json`` differs from ``run_cfg`` in a key that changes results.
+
+    Raises
+    ------
+    ConfigError
+        Naming the keys that differ.
+    """
+    saved = read_run_file(cfg_file)
+    saved.pop("fingerprint", None)
+    saved = loss_read_by(saved, run_cfg["loss"])  # a 0.2 config.json holds every loss key
+    saved = declared_read_by(saved, run_cfg)  # a config.json before 0.4 has no method section
+    if fingerprint(saved, _RESUME_FREE_KEYS) != fingerprint(run_cfg, _RESUME_FREE_KEYS):
+        keys = diff_keys(saved, run_cfg, _RESUME_FREE_KEYS)
+        raise ConfigError(
+            f"--resume: {cfg_file} was made with different settings ({', '.join(keys)}); "
+            "use the same preset and --set values, or another --out"
+        )
+
+
+class _Runs:
+    """The runs of one :func:`compare`: every method × geometry × seed, each trained or reused.
+
+    Holds the loaded data, the default split and the splits made so far by the protocols'
+    own ``make_split`` (one per protocol, or per protocol and seed).
+    """
+
+    def __init__(
+        self,
+        cfg: ExperimentConfig,
+        ds: Any,
+        tree: Any,
+        split: dict[str, np.ndarray],
+        *,
+        resume: bool,
+        progress: bool,
+        callbacks: Mapping[str, Sequence[Callable]],
+        say: Callable[..., Any],
+    ) -> None:
+        self.cfg, self.ds, self.tree, self.split = cfg, ds, tree, split
+        self.resume, self.progress, self.callbacks, self.say = resume, progress, callbacks, say
+        self.main = hd.is_main_process()
+        self.splits: dict[tuple, tuple] = {}
+
+    def data_for(self, protocol_name: str, seed: int) -> tuple:
         """(split, train, test) of a protocol: its own ``make_split`` (e.g. unseen leaves) or the default split.
 
         A ``make_split`` marked ``per_seed`` (``retrieval-folds``) makes fold ``seed`` of ``cfg.seeds`` folds."""
+        cfg, ds = self.cfg, self.ds
         maker = getattr(PROTOCOLS.get(protocol_name), "make_split", None)
         per_seed = getattr(maker, "per_seed", False)
         key = (protocol_name, seed if per_seed else None)
-        if key not in splits:
-            sp = split
+        if key not in self.splits:
+            sp = self.split
             if maker is not None:
                 fold = seed if per_seed else cfg.eval.fold
                 with _option_named("eval.fold", "fold", value=fold):
                     sp = maker(
                         np.asarray(ds.labels),
                         None if ds.groups is None else np.asarray(ds.groups),
-                        num_leaves=tree.num_leaves,
+                        num_leaves=self.tree.num_leaves,
                         seed=cfg.data.split_seed,
                         fold=fold,
                         **({"folds": cfg.seeds} if per_seed else {}),
                     )
-            splits[key] = (sp, ds.subset(sp["train"]), ds.subset(sp[cfg.eval.split]))
-        return splits[key]
+            self.splits[key] = (sp, ds.subset(sp["train"]), ds.subset(sp[cfg.eval.split]))
+        return self.splits[key]
 
-    if main:
-        atomic_write_text(
-            out / "config.json", json.dumps(recorded_config(cfg.to_dict()), indent=1, default=json_default)
-        )
-        write_tree_json(out / "tree.json", tree)
+    def run_all(self, out: Path) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
+        """Train (or, under ``resume``, reuse) every run in plan order.
 
-    if main:
-        warn_mixed_protocols(cfg, say)
-    plan = [(m, g, s) for m in cfg.methods for g in cfg.geometries for s in range(cfg.seeds)]
-    records, header_split = [], split
-    for i, (method, geo, seed) in enumerate(plan, 1):
-        run_split, train_ds, test_ds = data_for(cfg.eval.protocol or get_method(method).protocol, seed)
-        if i == 1:
-            header_split = run_split  # the header describes the first run's split
-        run_dir = out / "runs" / run_name(method, geo, seed)
-        run_cfg = cfg.run_config(method, geo, seed)
-        run_cfg["run"].update(_launch(cfg, train_ds, hd.get_world_size()))  # recorded, not fingerprinted
-        fp = fingerprint(run_cfg)
-        tag = f"[{i}/{len(plan)}] {method} · {geo} · seed {seed}"
-        hd.barrier()  # rank 0's files of the previous run are on disk: every rank decides alike
-        res_file, cfg_file = run_dir / "result.json", run_dir / "config.json"
-        if resume and cfg_file.is_file():
-            saved = read_run_file(cfg_file)
-            saved.pop("fingerprint", None)
-            saved = loss_read_by(saved, run_cfg["loss"])  # a 0.2 config.json holds every loss key
-            saved = declared_read_by(saved, run_cfg)  # a config.json before 0.4 has no method section
-            if fingerprint(saved, _RESUME_FREE_KEYS) != fingerprint(run_cfg, _RESUME_FREE_KEYS):
-                keys = diff_keys(saved, run_cfg, _RESUME_FREE_KEYS)
-                raise ConfigError(
-                    f"--resume: {cfg_file} was made with different settings ({', '.join(keys)}); "
-                    "use the same preset and --set values, or another --out"
-                )
-        if resume and res_file.is_file():
-            rec = read_run_file(res_file, required=RECORD_KEYS)
-            say(f"{tag}: finished earlier, reusing {res_file}", flush=True)
-        else:
-            if main:
-                if not resume and run_dir.exists():
-                    shutil.rmtree(run_dir)
-                run_dir.mkdir(parents=True, exist_ok=True)
-                atomic_write_text(
-                    cfg_file,
-                    json.dumps({**recorded_config(run_cfg), "fingerprint": fp}, indent=1, default=json_default),
-                )
-            hd.barrier()
-            rec = _run_one(
-                cfg,
-                method,
-                geo,
-                seed,
-                tree,
-                train_ds,
-                test_ds,
-                run_dir,
-                resume=resume,
-                progress=progress,
-                callbacks=callbacks.get(run_dir.name, ()),
-                # issue 23: train.patience stops on the validation split (methods with a classifier)
-                val_ds=ds.subset(run_split["val"]) if cfg.train.patience and len(run_split.get("val", ())) else None,
+        Returns
+        -------
+        records : list of dict
+            One per run, its folder, embeddings file and run config added (empty on ranks
+            other than 0, which train and leave evaluation to rank 0).
+        header_split : dict
+            The first run's split, which the report header describes.
+        """
+        cfg = self.cfg
+        plan = [(m, g, s) for m in cfg.methods for g in cfg.geometries for s in range(cfg.seeds)]
+        records, header_split = [], self.split
+        for i, (method, geo, seed) in enumerate(plan, 1):
+            run_split, train_ds, test_ds = self.data_for(cfg.eval.protocol or get_method(method).protocol, seed)
+            if i == 1:
+                header_split = run_split  # the header describes the first run's split
+            run_dir = out / "runs" / run_name(method, geo, seed)
+            run_cfg = cfg.run_config(method, geo, seed)
+            run_cfg["run"].update(_launch(cfg, train_ds, hd.get_world_size()))  # recorded, not fingerprinted
+            tag = f"[{i}/{len(plan)}] {method} · {geo} · seed {seed}"
+            hd.barrier()  # rank 0's files of the previous run are on disk: every rank decides alike
+            res_file, cfg_file = run_dir / "result.json", run_dir / "config.json"
+            if self.resume and cfg_file.is_file():
+                _check_resumable(cfg_file, run_cfg)
+            if self.resume and res_file.is_file():
+                rec = read_run_file(res_file, required=RECORD_KEYS)
+                self.say(f"{tag}: finished earlier, reusing {res_file}", flush=True)
+            else:
+                rec = self._train((method, geo, seed), run_dir, run_cfg, run_split, train_ds, test_ds, tag)
+                if rec is None:  # a rank other than 0: it trained, rank 0 evaluates and writes
+                    continue
+            rec["embeddings"] = str(run_dir / "embeddings.npz")
+            rec["config"], rec["folder"] = run_cfg, str(run_dir)
+            records.append(rec)
+        return records, header_split
+
+    def _train(
+        self,
+        run: tuple[str, str, int],
+        run_dir: Path,
+        run_cfg: dict[str, Any],
+        run_split: dict[str, np.ndarray],
+        train_ds: Any,
+        test_ds: Any,
+        tag: str,
+    ) -> dict[str, Any] | None:
+        """Train and evaluate one ``(method, geometry, seed)`` run in a fresh (or, under ``resume``, kept) folder.
+
+        Returns its record on rank 0 and None on the other ranks.
+        """
+        cfg, ds = self.cfg, self.ds
+        if self.main:
+            if not self.resume and run_dir.exists():
+                shutil.rmtree(run_dir)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            config_text = json.dumps(
+                {**recorded_config(run_cfg), "fingerprint": fingerprint(run_cfg)}, indent=1, default=json_default
             )
-            if rec is None:  # a rank other than 0: it trained, rank 0 evaluates and writes
-                continue
-            m = rec["metrics"]
-            say(
-                f"{tag}: train {rec['train_seconds']:.1f} s, eval {rec['eval_seconds']:.1f} s | "
-                + ", ".join(f"{k} {v:.3f}" for k, v in m.items()),
-                flush=True,
-            )
-        rec["embeddings"] = str(run_dir / "embeddings.npz")
-        rec["config"], rec["folder"] = run_cfg, str(run_dir)
-        records.append(rec)
-
-    if not main:
-        hd.barrier()  # rank 0 writes the tables and the report
-
-        paths = {"csv": out / "results.csv", "markdown": out / "results.md", "html": out / "report.html"}
-        return CompareResult(
-            rows=read_results_csv(paths["csv"]),
-            records=load_records(out),
-            markdown=paths["markdown"].read_text(encoding="utf-8"),
-            paths=paths,
-            out=out,
-            config=cfg,
-            tree=tree,
+            atomic_write_text(run_dir / "config.json", config_text)
+        hd.barrier()
+        method, geo, seed = run
+        rec = _run_one(
+            cfg,
+            method,
+            geo,
+            seed,
+            self.tree,
+            train_ds,
+            test_ds,
+            run_dir,
+            resume=self.resume,
+            progress=self.progress,
+            callbacks=self.callbacks.get(run_dir.name, ()),
+            # train.patience stops on the validation split (methods with a classifier)
+            val_ds=ds.subset(run_split["val"]) if cfg.train.patience and len(run_split.get("val", ())) else None,
         )
-    total = time.perf_counter() - t_start
-    header = _header(cfg, argv, ds, tree, n_all, header_split, records, total)
+        if rec is None:
+            return None
+        m = rec["metrics"]
+        self.say(
+            f"{tag}: train {rec['train_seconds']:.1f} s, eval {rec['eval_seconds']:.1f} s | "
+            + ", ".join(f"{k} {v:.3f}" for k, v in m.items()),
+            flush=True,
+        )
+        return rec
+
+
+def _written_result(out: Path, cfg: ExperimentConfig, tree: Any) -> CompareResult:
+    """The :class:`CompareResult` read back from the tables rank 0 wrote in ``out`` (the other ranks' result)."""
+    paths = {"csv": out / "results.csv", "markdown": out / "results.md", "html": out / "report.html"}
+    return CompareResult(
+        rows=read_results_csv(paths["csv"]),
+        records=load_records(out),
+        markdown=paths["markdown"].read_text(encoding="utf-8"),
+        paths=paths,
+        out=out,
+        config=cfg,
+        tree=tree,
+    )
+
+
+def _write_tables(
+    out: Path,
+    cfg: ExperimentConfig,
+    argv: Sequence[str] | None,
+    records: list[dict[str, Any]],
+    tree: Any,
+    header: dict[str, Any],
+) -> dict[str, Path]:
+    """Write ``compare.json`` (command, config, runs, header), then the tables and the report.
+
+    Returns
+    -------
+    dict of str to pathlib.Path
+        :func:`hierviz.report.build_report`'s paths (``"csv"``, ``"markdown"``, ``"html"``, ...).
+    """
     atomic_write_text(
         out / "compare.json",
         json.dumps(
@@ -360,7 +438,7 @@ def _compare(
             indent=1,
         ),
     )
-    paths = build_report(
+    return build_report(
         out,
         records,
         tree,
@@ -371,6 +449,39 @@ def _compare(
         title="hierviz compare",
         baseline=cfg.report.baseline,
     )
+
+
+def _compare(
+    cfg: ExperimentConfig,
+    resume: bool,
+    progress: bool,
+    verbose: bool,
+    callbacks: Mapping[str, Sequence[Callable]],
+    argv: Sequence[str] | None,
+) -> CompareResult:
+    """:func:`compare` on a validated config: data and splits, every run, then the tables and the report."""
+    main = hd.is_main_process()  # under torchrun rank 0 alone evaluates, prints and writes
+    say = print if verbose and main else (lambda *a, **k: None)
+    progress = progress and main
+    t_start = time.perf_counter()
+    out = Path(cfg.out)
+    _check_writable(out)
+    ds, tree, n_all = load_data(cfg)
+    _complete_data_config(cfg, ds)
+    runs = _Runs(cfg, ds, tree, _default_split(cfg, ds), resume=resume, progress=progress, callbacks=callbacks, say=say)
+    if main:
+        atomic_write_text(
+            out / "config.json", json.dumps(recorded_config(cfg.to_dict()), indent=1, default=json_default)
+        )
+        write_tree_json(out / "tree.json", tree)
+        warn_mixed_protocols(cfg, say)
+    records, header_split = runs.run_all(out)
+    if not main:
+        hd.barrier()  # rank 0 writes the tables and the report
+        return _written_result(out, cfg, tree)
+    total = time.perf_counter() - t_start
+    header = _header(cfg, argv, ds, tree, n_all, header_split, records, total)
+    paths = _write_tables(out, cfg, argv, records, tree, header)
     markdown = paths["markdown"].read_text(encoding="utf-8")
     say(markdown)
     say(

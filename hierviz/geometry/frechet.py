@@ -61,6 +61,65 @@ def riemannian_grad_norm(geometry, mu: Tensor, vbar: Tensor) -> Tensor:
         return geometry._dist_rows(m64, geometry._exp(m64, vbar.detach().double())).to(mu.dtype)
 
 
+def _iteration_limits(steps: int | None, tol: float | None, max_steps: int) -> tuple[int, float | None]:
+    """``(steps, tol)`` of :func:`group_mean`'s iteration.
+
+    ``steps=None`` (the default) iterates to convergence: at most ``max_steps`` steps,
+    stopping once the gradient norm is at most ``tol`` (default :data:`DEFAULT_TOL`); a
+    given ``steps`` runs that many unless ``tol`` is given too.
+
+    Raises
+    ------
+    ValueError
+        A negative or non-integer ``steps``/``max_steps``, or ``tol < 0``.
+    """
+    if steps is None:  # iterate to convergence (the default): tol on the gradient norm, max_steps cap
+        steps = _check_steps(max_steps, "max_steps")
+        if tol is None:
+            tol = DEFAULT_TOL
+    else:
+        steps = _check_steps(steps)
+    if tol is not None and not (float(tol) >= 0):
+        raise ValueError(f"tol must be >= 0 (or None to run every step), got {tol!r}")
+    return steps, tol
+
+
+def _checked_init(geometry, init: Any, K: int, D: int, xt: Tensor) -> Tensor:
+    """``init`` as points of ``geometry`` on ``xt``'s device and dtype, shape (K, D).
+
+    Raises
+    ------
+    ValueError
+        Points off the manifold, or another shape.
+    """
+    init_t = geometry._points(init, "init", min_dim=2).to(device=xt.device, dtype=xt.dtype)
+    if tuple(init_t.shape) != (K, D):
+        raise ValueError(f"init must have shape ({K}, {D}), got {tuple(init_t.shape)}")
+    return init_t
+
+
+def _refuse_empty_groups(empty: Tensor) -> None:
+    """Raise the ValueError of :func:`group_mean` naming its empty groups (the first 20) when ``empty`` (K,) has any."""
+    missing = torch.nonzero(empty).flatten().tolist()
+    shown = missing[:20]
+    more = "" if len(missing) <= 20 else f" (+{len(missing) - 20} more)"
+    raise ValueError(
+        f"group_mean: group(s) {shown}{more} have no members (index never takes these "
+        f"values or their weights sum to 0); pass init= to keep a previous estimate "
+        f"or allow_empty=True to get the origin and a mask"
+    )
+
+
+def _empty_fill(geometry, mu: Tensor, init_t: Tensor | None, xt: Tensor, K: int) -> Tensor:
+    """What an empty group's mean is: its ``init`` row, else the origin (zero in a flat geometry); (K, D) as ``mu``."""
+    if init_t is not None:
+        return init_t
+    if geometry._flat:
+        return torch.zeros_like(mu)
+    D = xt.shape[1]
+    return geometry.origin(geometry._tangent_dim(D), dtype=xt.dtype, device=xt.device).expand(K, D)
+
+
 def group_mean(
     geometry,
     x: Any,
@@ -115,25 +174,14 @@ def group_mean(
         raise ValueError("x is empty (n=0): a mean needs at least one point")
     K = _check_num_groups(num_groups)
     idx = _check_index(index, n, K, xt.device)
-    if steps is None:  # iterate to convergence (the default): tol on the gradient norm, max_steps cap
-        steps = _check_steps(max_steps, "max_steps")
-        if tol is None:
-            tol = DEFAULT_TOL
-    else:
-        steps = _check_steps(steps)
-    if tol is not None and not (float(tol) >= 0):
-        raise ValueError(f"tol must be >= 0 (or None to run every step), got {tol!r}")
+    steps, tol = _iteration_limits(steps, tol, max_steps)
     # fixed steps (tol None): no host synchronisation in the loop (compiled training steps)
     sync = tol is not None
     # on the CPU a host synchronisation costs nothing: the line search may stop early there (the
     # same result, about half the trial steps; karcher_step), also with a fixed number of steps
     host_sync_free = xt.device.type == "cpu" and not torch.compiler.is_compiling()
     w = _check_weights(weights, n, xt)
-    init_t = None
-    if init is not None:
-        init_t = geometry._points(init, "init", min_dim=2).to(device=xt.device, dtype=xt.dtype)
-        if tuple(init_t.shape) != (K, D):
-            raise ValueError(f"init must have shape ({K}, {D}), got {tuple(init_t.shape)}")
+    init_t = None if init is None else _checked_init(geometry, init, K, D, xt)
 
     out_dtype = xt.dtype
     if sync and not geometry._flat and xt.dtype != torch.float64:
@@ -146,14 +194,7 @@ def group_mean(
     empty = counts <= 0
     # the only sync of the fixed-step path (skipped while torch.compile traces: no graph break there)
     if init_t is None and not allow_empty and not torch.compiler.is_compiling() and bool(empty.any()):
-        missing = torch.nonzero(empty).flatten().tolist()
-        shown = missing[:20]
-        more = "" if len(missing) <= 20 else f" (+{len(missing) - 20} more)"
-        raise ValueError(
-            f"group_mean: group(s) {shown}{more} have no members (index never takes these "
-            f"values or their weights sum to 0); pass init= to keep a previous estimate "
-            f"or allow_empty=True to get the origin and a mask"
-        )
+        _refuse_empty_groups(empty)
     denom = _segment_sum(w, idx, K).clamp_min(torch.finfo(xt.dtype).tiny).unsqueeze(-1)
     wcol = w.unsqueeze(-1)
 
@@ -174,13 +215,7 @@ def group_mean(
             mu = geometry._karcher_step(mu, vbar, xt, idx, w, K, beta, sync=sync or host_sync_free)
 
     if init_t is not None or allow_empty:  # else no group is empty (checked above); no sync: a where
-        if init_t is not None:
-            fill = init_t
-        elif geometry._flat:
-            fill = torch.zeros_like(mu)
-        else:
-            fill = geometry.origin(geometry._tangent_dim(D), dtype=xt.dtype, device=xt.device).expand(K, D)
-        mu = torch.where(empty.unsqueeze(-1), fill, mu)
+        mu = torch.where(empty.unsqueeze(-1), _empty_fill(geometry, mu, init_t, xt, K), mu)
     mu = mu.to(out_dtype)
     if allow_empty:
         return mu, ~empty

@@ -220,8 +220,8 @@ def majority_baseline(records: Sequence[Mapping[str, Any]], tree, classifier: bo
 
     Every run of the classification protocol shares the split, so one run's labels give
     the row (:func:`hierviz.metrics.baselines.majority_class_report`). None when no run
-    saved both label arrays. With ``classifier=True`` (a run has a multi-label classifier,
-    issue 23) the row also holds :data:`hierviz.metrics.htc.CLASSIFIER_METRICS` of the
+    saved both label arrays. With ``classifier=True`` (a run has its own multi-label
+    classifier) the row also holds :data:`hierviz.metrics.htc.CLASSIFIER_METRICS` of the
     frequency prior (:func:`hierviz.metrics.htc.frequency_prior_scores`: the most frequent
     training label set, i.e. the majority leaf's path).
     """
@@ -261,6 +261,229 @@ def write_baselines_csv(baselines: Mapping[str, Mapping[str, float]], path: str 
         for name, vals in baselines.items():
             w.writerow({"baseline": name, **{k: ("" if v != v else f"{v:.6g}") for k, v in vals.items()}})
     return path
+
+
+def _result_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``results.csv`` row of one run record: run, display names, metrics, timings and radius columns."""
+    row = {"method": r["method"], "geometry": r["geometry"], "seed": int(r["seed"])}
+    row.update({k: r[k] for k in DISPLAY_KEYS if r.get(k)})  # the record's names: no registry needed
+    if r.get("metric_info"):  # titles of metrics a user module computed (not a results.csv column)
+        row["metric_info"] = r["metric_info"]
+    row.update({m: float(r["metrics"][m]) for m in METRICS if m in r["metrics"]})
+    row.update({m: float(v) for m, v in r["metrics"].items() if m not in METRICS and _is_number(v)})
+    # the method's own multi-label classifier (RunRecord.classifier_metrics), beside the probe's
+    row.update({m: float(v) for m, v in (r.get("classifier_metrics") or {}).items() if _is_number(v)})
+    for k in ("curvature", "epochs", "train_seconds", "eval_seconds", "eval_embedding"):
+        if k in r:
+            row[k] = r[k]
+    rad = r.get("radius") or {}
+    if rad.get("clip_fraction") is not None:  # hyperbolic runs: radius columns in results.csv
+        row["radius_mean"], row["clip_fraction"] = float(rad["radius_mean"]), float(rad["clip_fraction"])
+    if rad.get("radius_std") is not None:  # every run's radius spread, whatever its geometry
+        row["radius_std"] = float(rad["radius_std"])
+    for k in ("radius_depth_spearman", "edge_order", "radius_gap", "norm_auroc"):
+        if _is_number(rad.get(k)):
+            row[k] = float(rad[k])
+    return row
+
+
+def _table_baselines(recs: Sequence[Mapping[str, Any]], tree, shown: Sequence[str]) -> dict[str, dict[str, float]]:
+    """The input-free rows of the tables with metrics ``shown``: ``{"chance": ...}`` or ``{"majority": ...}``.
+
+    Retrieval tables (first metric ``map@1``) get the random-ranking row; every other
+    table except the unseen protocol's gets the majority-class row (with the frequency
+    prior's classifier metrics when a classifier column is shown). Empty when the runs
+    saved no labels to compute it from.
+    """
+    baselines: dict[str, dict[str, float]] = {}
+    if shown and shown[0] == "map@1":  # retrieval runs get the random-ranking row
+        chance = chance_baseline(recs)
+        if chance is not None:
+            baselines["chance"] = chance
+    elif shown[: len(UNSEEN_METRICS)] != UNSEEN_METRICS:  # the chance line of every classification table
+        maj = majority_baseline(recs, tree, classifier=any(m in CLASSIFIER_METRICS for m in shown))
+        if maj is not None:
+            baselines["majority"] = maj
+    return baselines
+
+
+def _results_md(
+    rows: list[dict[str, Any]],
+    recs: Sequence[Mapping[str, Any]],
+    title_md: str,
+    baselines: Mapping[str, Mapping[str, float]],
+    baseline: str | None,
+    shown: Sequence[str],
+    methods: Sequence[str] | None,
+    geometries: Sequence[str] | None,
+) -> tuple[str, str]:
+    """The text of ``results.md`` (results table, paired differences, radius table) and the paired-difference part alone."""
+    from hierviz.report.radius import radius_markdown  # heavy: plotly (hierviz.report.radius imports it)
+
+    md = results_markdown(rows, methods=methods, geometries=geometries, title=title_md, baselines=baselines)
+    paired = paired_markdown(rows, baseline, shown, methods=methods, geometries=geometries)
+    if paired:
+        md += "\n" + paired
+    rad_md = radius_markdown(recs)
+    if rad_md:
+        md += "\n" + rad_md
+    return md, paired
+
+
+def _summary_figures(
+    rows: list[dict[str, Any]],
+    recs: Sequence[Mapping[str, Any]],
+    tree,
+    shown: Sequence[str],
+    figures: list,
+    notes: list[str],
+) -> None:
+    """The figures over every run: metric bars (mean ± std over seeds), the label tree, radius by depth."""
+    from hierviz.report.radius import plot_runs_radius_by_depth, radius_rows  # heavy: plotly
+    from hierviz.viz import plot_tree  # heavy: plotly
+    from hierviz.viz.curves import plot_metric_bars  # heavy: plotly
+
+    summary = summarise(rows, shown)
+    bar_rows = []
+    for (meth, geo), vals in summary.items():
+        br: dict[str, Any] = {"method": f"{method_label(meth, recs)} ({geometry_label(geo, recs)})"}
+        for m in shown:  # a column the run lacks (e.g. a classifier's): NaN, no bar
+            br[m], br[f"{m}_std"] = vals[m][:2] if m in vals else (math.nan, 0.0)
+        bar_rows.append(br)
+    bars_title = (
+        "Metrics per method (paper 04 Table I columns; MNR: lower is better)"
+        if shown[: len(UNSEEN_METRICS)] == UNSEEN_METRICS
+        else "Metrics per method"
+    )
+    _figure_or_note(
+        "Metrics (mean ± std over seeds)",
+        lambda: plot_metric_bars(bar_rows, metrics=list(shown), title=bars_title),
+        figures,
+        notes,
+    )
+    _figure_or_note("Label tree", lambda: plot_tree(tree), figures, notes)
+    if radius_rows(recs):
+        _figure_or_note(
+            "Radius by tree depth: prototypes should move outwards with depth",
+            lambda: plot_runs_radius_by_depth(recs),
+            figures,
+            notes,
+        )
+
+
+def _run_figures(
+    recs: Sequence[Mapping[str, Any]],
+    tree,
+    methods: Sequence[str] | None,
+    geometries: Sequence[str] | None,
+    projection: str,
+    max_points: int,
+    figures: list,
+    notes: list[str],
+) -> None:
+    """The figures of one representative run (lowest seed) per method x geometry, then their loss curves."""
+    from hierviz.viz import plot_loss_curves  # heavy: plotly
+
+    firsts: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for r in sorted(recs, key=lambda r: int(r["seed"])):
+        firsts.setdefault((r["method"], r["geometry"]), r)
+    order_m = _ordered((k[0] for k in firsts), methods)
+    order_g = _ordered((k[1] for k in firsts), geometries)
+    losses: dict[str, list[float]] = {}
+    for meth in order_m:
+        for geo in order_g:
+            r = firsts.get((meth, geo))
+            if r is None:
+                continue
+            label = f"{method_label(meth, recs)} ({geometry_label(geo, recs)}, seed {r['seed']})"
+            hist = r.get("step_history") or {}
+            if hist.get("loss"):
+                losses[label] = list(hist["loss"])
+            _embedding_figures(r, label, tree, projection, max_points, figures, notes)
+    if losses:
+        _figure_or_note(
+            "Training loss per step (lowest seed of each run)",
+            lambda: plot_loss_curves(losses, title="Training loss", xlabel="step"),
+            figures,
+            notes,
+        )
+
+
+def _embedding_figures(
+    r: Mapping[str, Any], label: str, tree, projection: str, max_points: int, figures: list, notes: list[str]
+) -> None:
+    """The maps of one run's saved test embeddings: its Poincaré disk (hyperbolic runs) and its 2-D projection.
+
+    A run without saved embeddings, with a geometry this process has not registered, or
+    whose embeddings collapsed gets a note instead.
+
+    Raises
+    ------
+    ValueError
+        If the saved embeddings file lacks ``y_test``, ``prototypes`` or ``proto_nodes``.
+    """
+    from hierviz.viz import plot_poincare_disk, plot_projection  # heavy: plotly
+
+    geo = r["geometry"]
+    emb = r.get("embeddings")
+    f = read_run_file(emb, what="saved embeddings") if emb and Path(emb).is_file() else {}
+    if "z_test" not in f:  # no file, or a protocol that saved its labels only (retrieval-folds)
+        notes.append(f"{label}: no saved test embeddings, figures skipped")
+        return
+    require_keys(emb, f, ("y_test", "prototypes", "proto_nodes"), "saved embeddings")
+    z, y = f["z_test"], f["y_test"]
+    protos, pnodes = f["prototypes"], f["proto_nodes"]
+    try:
+        geom = get_geometry(**r["geometry_config"]) if r.get("geometry_config") else get_geometry(geo)
+    except (KeyError, ValueError):  # a geometry a user module registered, not imported in this process
+        notes.append(
+            f"{label}: geometry {geo!r} is not registered in this process, so its disk and "
+            f"{projection.upper()} map are not drawn; the tables above come from the run records "
+            "(hierviz report --import MODULE draws them)."
+        )
+        return
+    what = "encoder features" if r.get("eval_embedding") == "features" else "embeddings"
+    note = collapsed_note(z)
+    if note:
+        notes.append(f"{label}: {note}; its disk and {projection.upper()} map are not drawn.")
+        return
+    if getattr(geom, "hyperbolic", False):
+        if hasattr(geom, "to_ball"):
+            zb = geom.to_ball(torch.as_tensor(z)).numpy()
+            pb = geom.to_ball(torch.as_tensor(protos)).numpy() if len(protos) else protos
+        else:
+            zb, pb = z, protos
+        names = [tree.nodes[int(i)] for i in pnodes]
+        _figure_or_note(
+            f"{label}: Poincaré disk of test {what} and parent prototypes",
+            lambda c=geom.c: plot_poincare_disk(
+                zb,
+                y,
+                tree,
+                prototypes=pb if len(pb) else None,
+                proto_nodes=names if len(pb) else None,
+                c=c,
+                max_points=max_points,
+                title=f"{label}: test {what} (Poincaré disk)",
+            ),
+            figures,
+            notes,
+        )
+    _figure_or_note(
+        f"{label}: {projection.upper()} of test {what} with the tree drawn over it",
+        lambda: plot_projection(
+            z,
+            y,
+            tree,
+            method=projection,
+            geometry=geom,
+            overlay="centroids",
+            max_points=max_points,
+            title=f"{label}: {projection.upper()} of test {what}",
+        ),
+        figures,
+        notes,
+    )
 
 
 def build_report(
@@ -315,15 +538,7 @@ def build_report(
         No records, or an unknown ``projection``.
     """
     # heavy: plotly (report.radius and hierviz.viz import it), imported only when a report is built
-    from hierviz.report.radius import (
-        plot_runs_radius_by_depth,
-        radius_flags,
-        radius_html_table,
-        radius_markdown,
-        radius_rows,
-    )
-    from hierviz.viz import plot_loss_curves, plot_poincare_disk, plot_projection, plot_tree  # heavy: plotly
-    from hierviz.viz.curves import plot_metric_bars  # heavy: plotly
+    from hierviz.report.radius import radius_flags, radius_html_table, radius_rows
     from hierviz.viz.projection import PROJECTIONS  # heavy: plotly
 
     if projection not in PROJECTIONS:
@@ -332,51 +547,15 @@ def build_report(
     recs = [dict(r) for r in records]
     if not recs:
         raise ValueError("records is empty: there are no finished runs to report")
-    rows = []
-    for r in recs:
-        row = {"method": r["method"], "geometry": r["geometry"], "seed": int(r["seed"])}
-        row.update({k: r[k] for k in DISPLAY_KEYS if r.get(k)})  # the record's names: no registry needed
-        if r.get("metric_info"):  # titles of metrics a user module computed (not a results.csv column)
-            row["metric_info"] = r["metric_info"]
-        row.update({m: float(r["metrics"][m]) for m in METRICS if m in r["metrics"]})
-        row.update({m: float(v) for m, v in r["metrics"].items() if m not in METRICS and _is_number(v)})
-        # issue 23: the method's own multi-label classifier (RunRecord.classifier_metrics), beside the probe's
-        row.update({m: float(v) for m, v in (r.get("classifier_metrics") or {}).items() if _is_number(v)})
-        for k in ("curvature", "epochs", "train_seconds", "eval_seconds", "eval_embedding"):
-            if k in r:
-                row[k] = r[k]
-        rad = r.get("radius") or {}
-        if rad.get("clip_fraction") is not None:  # hyperbolic runs: radius columns in results.csv
-            row["radius_mean"], row["clip_fraction"] = float(rad["radius_mean"]), float(rad["clip_fraction"])
-        if rad.get("radius_std") is not None:  # issue 22: the radius metrics of every run
-            row["radius_std"] = float(rad["radius_std"])
-        for k in ("radius_depth_spearman", "edge_order", "radius_gap", "norm_auroc"):
-            if _is_number(rad.get(k)):
-                row[k] = float(rad[k])
-        rows.append(row)
+    rows = [_result_row(r) for r in recs]
     paths = {"csv": write_results_csv(rows, out_dir / "results.csv")}
     first = lambda key: str(header.get(key, "")).splitlines()[0] if header.get(key) else ""  # noqa: E731
     title_md = " — ".join(t for t in (f"**{title}**", first("Dataset"), first("Tree")) if t)
     shown = default_metrics(rows)  # paper 04 Table I's columns for unseen-protocol runs, as the tables
-    baselines: dict[str, dict[str, float]] = {}
-    if shown and shown[0] == "map@1":  # issue 23: retrieval runs get the random-ranking row
-        chance = chance_baseline(recs)
-        if chance is not None:
-            baselines["chance"] = chance
-            paths["baselines"] = write_baselines_csv(baselines, out_dir / "baselines.csv")
-    elif shown[: len(UNSEEN_METRICS)] != UNSEEN_METRICS:  # issue 24: the chance line of every classification table
-        maj = majority_baseline(recs, tree, classifier=any(m in CLASSIFIER_METRICS for m in shown))
-        if maj is not None:
-            baselines["majority"] = maj
-            paths["baselines"] = write_baselines_csv(baselines, out_dir / "baselines.csv")
-    md = results_markdown(rows, methods=methods, geometries=geometries, title=title_md, baselines=baselines)
-
-    paired = paired_markdown(rows, baseline, shown, methods=methods, geometries=geometries)
-    if paired:
-        md += "\n" + paired
-    rad_md = radius_markdown(recs)
-    if rad_md:
-        md += "\n" + rad_md
+    baselines = _table_baselines(recs, tree, shown)
+    if baselines:
+        paths["baselines"] = write_baselines_csv(baselines, out_dir / "baselines.csv")
+    md, paired = _results_md(rows, recs, title_md, baselines, baseline, shown, methods, geometries)
     paths["markdown"] = out_dir / "results.md"
     paths["markdown"].write_text(md, encoding="utf-8")
 
@@ -386,115 +565,8 @@ def build_report(
         notes.insert(0, baseline_note(baselines).replace("*", ""))
     if paired:
         notes.append(" ".join(ln for ln in paired.splitlines() if ln and not ln.startswith("|")).replace("**", ""))
-    summary = summarise(rows, shown)
-    bar_rows = []
-    for (meth, geo), vals in summary.items():
-        br: dict[str, Any] = {"method": f"{method_label(meth, recs)} ({geometry_label(geo, recs)})"}
-        for m in shown:  # a column the run lacks (e.g. a classifier's): NaN, no bar
-            br[m], br[f"{m}_std"] = vals[m][:2] if m in vals else (math.nan, 0.0)
-        bar_rows.append(br)
-    bars_title = (
-        "Metrics per method (paper 04 Table I columns; MNR: lower is better)"
-        if shown[: len(UNSEEN_METRICS)] == UNSEEN_METRICS
-        else "Metrics per method"
-    )
-    _figure_or_note(
-        "Metrics (mean ± std over seeds)",
-        lambda: plot_metric_bars(bar_rows, metrics=list(shown), title=bars_title),
-        figures,
-        notes,
-    )
-    _figure_or_note("Label tree", lambda: plot_tree(tree), figures, notes)
-    if radius_rows(recs):
-        _figure_or_note(
-            "Radius by tree depth: prototypes should move outwards with depth",
-            lambda: plot_runs_radius_by_depth(recs),
-            figures,
-            notes,
-        )
-
-    # one representative run (lowest seed) per method x geometry
-    firsts: dict[tuple[str, str], dict] = {}
-    for r in sorted(recs, key=lambda r: int(r["seed"])):
-        firsts.setdefault((r["method"], r["geometry"]), r)
-    order_m = _ordered((k[0] for k in firsts), methods)
-    order_g = _ordered((k[1] for k in firsts), geometries)
-    losses: dict[str, list[float]] = {}
-    for meth in order_m:
-        for geo in order_g:
-            r = firsts.get((meth, geo))
-            if r is None:
-                continue
-            label = f"{method_label(meth, recs)} ({geometry_label(geo, recs)}, seed {r['seed']})"
-            hist = r.get("step_history") or {}
-            if hist.get("loss"):
-                losses[label] = list(hist["loss"])
-            emb = r.get("embeddings")
-            f = read_run_file(emb, what="saved embeddings") if emb and Path(emb).is_file() else {}
-            if "z_test" not in f:  # no file, or a protocol that saved its labels only (retrieval-folds)
-                notes.append(f"{label}: no saved test embeddings, figures skipped")
-                continue
-            require_keys(emb, f, ("y_test", "prototypes", "proto_nodes"), "saved embeddings")
-            z, y = f["z_test"], f["y_test"]
-            protos, pnodes = f["prototypes"], f["proto_nodes"]
-            try:
-                geom = get_geometry(**r["geometry_config"]) if r.get("geometry_config") else get_geometry(geo)
-            except (KeyError, ValueError):  # a geometry a user module registered, not imported in this process
-                notes.append(
-                    f"{label}: geometry {geo!r} is not registered in this process, so its disk and "
-                    f"{projection.upper()} map are not drawn; the tables above come from the run records "
-                    "(hierviz report --import MODULE draws them)."
-                )
-                continue
-            what = "encoder features" if r.get("eval_embedding") == "features" else "embeddings"
-            note = collapsed_note(z)
-            if note:
-                notes.append(f"{label}: {note}; its disk and {projection.upper()} map are not drawn.")
-                continue
-            if getattr(geom, "hyperbolic", False):
-                if hasattr(geom, "to_ball"):
-                    zb = geom.to_ball(torch.as_tensor(z)).numpy()
-                    pb = geom.to_ball(torch.as_tensor(protos)).numpy() if len(protos) else protos
-                else:
-                    zb, pb = z, protos
-                names = [tree.nodes[int(i)] for i in pnodes]
-                _figure_or_note(
-                    f"{label}: Poincaré disk of test {what} and parent prototypes",
-                    lambda zb=zb, y=y, pb=pb, names=names, c=geom.c, label=label, what=what: plot_poincare_disk(
-                        zb,
-                        y,
-                        tree,
-                        prototypes=pb if len(pb) else None,
-                        proto_nodes=names if len(pb) else None,
-                        c=c,
-                        max_points=max_points,
-                        title=f"{label}: test {what} (Poincaré disk)",
-                    ),
-                    figures,
-                    notes,
-                )
-            _figure_or_note(
-                f"{label}: {projection.upper()} of test {what} with the tree drawn over it",
-                lambda z=z, y=y, geom=geom, label=label, what=what: plot_projection(
-                    z,
-                    y,
-                    tree,
-                    method=projection,
-                    geometry=geom,
-                    overlay="centroids",
-                    max_points=max_points,
-                    title=f"{label}: {projection.upper()} of test {what}",
-                ),
-                figures,
-                notes,
-            )
-    if losses:
-        _figure_or_note(
-            "Training loss per step (lowest seed of each run)",
-            lambda: plot_loss_curves(losses, title="Training loss", xlabel="step"),
-            figures,
-            notes,
-        )
+    _summary_figures(rows, recs, tree, shown, figures, notes)
+    _run_figures(recs, tree, methods, geometries, projection, max_points, figures, notes)
     paths["html"] = write_report_html(
         out_dir / "report.html",
         title=title,

@@ -343,9 +343,9 @@ def _iter_deferring_sigint(loader: Any) -> Any:
 
     Starting DataLoader workers forks; a SIGINT that lands while CPython runs its at-fork
     hooks (logging's re-initialises its locks there) raises inside the hook, where the
-    exception is printed as "ignored" and lost: the run went on to the end and exited 0
-    (issue 27 #17). Here the signal only records itself while the workers start, and the
-    interrupt is raised right after, at the epoch boundary (the last checkpoint is kept).
+    exception is printed as "ignored" and lost: the run went on to the end and exited 0.
+    Here the signal only records itself while the workers start, and the interrupt is
+    raised right after, at the epoch boundary (the last checkpoint is kept).
     Only in the main thread with Python's default handler installed; otherwise plain ``iter``.
     """
     if threading.current_thread() is not threading.main_thread() or (
@@ -362,6 +362,354 @@ def _iter_deferring_sigint(loader: Any) -> Any:
         del batches  # shut the workers down before leaving
         raise KeyboardInterrupt
     return batches
+
+
+def _requires_logits(objective: nn.Module, model: nn.Module) -> bool:
+    """Whether ``objective`` reads class logits (``objective.requires_logits``).
+
+    Raises
+    ------
+    ValueError
+        If it does and ``model.classifier`` is None.
+    """
+    requires_logits = bool(getattr(objective, "requires_logits", False))
+    if requires_logits and getattr(model, "classifier", True) is None:
+        raise ValueError(
+            "objective requires logits (e.g. 'hxe') but the model has no classifier; "
+            "build it with num_classes=tree.num_leaves"
+        )
+    return requires_logits
+
+
+def _place_model(
+    model: nn.Module, objective: nn.Module, config: TrainConfig, device: torch.device, channels_last: bool
+) -> tuple[nn.Module, nn.Module, bool]:
+    """Move ``model`` and ``objective`` to ``device``; under torchrun, wrap the model for DDP.
+
+    Returns
+    -------
+    model : torch.nn.Module
+        The model whose parameters are optimised (its batch norms converted when
+        ``config.sync_bn`` under torchrun).
+    train_model : torch.nn.Module
+        The module called on each batch: ``model``, or its DistributedDataParallel wrapper.
+    sync_bn : bool
+        Whether batch norms were converted (:func:`fit` converts them back at the end).
+    """
+    model.to(device)
+    if channels_last:
+        model.to(memory_format=torch.channels_last)
+    objective.to(device)
+    distributed = _dist.is_distributed()
+    train_model: nn.Module = model
+    sync_bn = distributed and config.sync_bn
+    if distributed:  # DDP averages gradients; the loss is computed on the gathered batch (distributed.py)
+        if sync_bn:  # batch statistics of the global batch (SyncBatchNorm on CUDA, AllReduceBatchNorm else)
+            model = _dist.convert_batchnorm(model, device.type)
+        # static_graph: parameters the loss never reaches (the projection head under HXE's
+        # logits-only loss) are found on the first step instead of stalling the reduction
+        train_model = nn.parallel.DistributedDataParallel(
+            model,
+            device_ids=[device.index] if device.type == "cuda" and device.index is not None else None,
+            static_graph=True,
+        )
+    return model, train_model, sync_bn
+
+
+def _make_optimizer(model: nn.Module, objective: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    """AdamW (``config.optimizer == "adamw"``) or Adam over the trainable parameters, in groups.
+
+    Groups, empty ones left out: ``"backbone"`` (``model.backbone_parameters()``, LR
+    ``lr_backbone``), ``"head"`` (the model's other parameters, LR ``lr_head``) and
+    ``"objective"`` (the objective's own parameters, LR ``lr_head``).
+
+    Raises
+    ------
+    ValueError
+        If neither model nor objective has a trainable parameter.
+    """
+    if hasattr(model, "backbone_parameters"):
+        backbone = list(model.backbone_parameters())
+    else:
+        backbone = []
+    ids = {id(p) for p in backbone}
+    head = [p for p in model.parameters() if id(p) not in ids]
+    groups = [
+        g
+        for g in (
+            {"params": [p for p in backbone if p.requires_grad], "lr": config.lr_backbone, "name": "backbone"},
+            {"params": [p for p in head if p.requires_grad], "lr": config.lr_head, "name": "head"},
+        )
+        if g["params"]
+    ]
+    obj_params = [p for p in objective.parameters() if p.requires_grad]
+    if obj_params:
+        groups.append({"params": obj_params, "lr": config.lr_head, "name": "objective"})
+    if not groups:
+        raise ValueError("model has no trainable parameters")
+    opt_class = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam  # Adam: L2 decay
+    return opt_class(groups, weight_decay=config.weight_decay)
+
+
+def _make_scheduler(
+    optimizer: torch.optim.Optimizer, config: TrainConfig, steps_per_epoch: int
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """The per-step LR multiplier: 1 (``schedule="constant"``) or :func:`warmup_cosine` over every epoch's steps."""
+    total_steps = steps_per_epoch * config.epochs
+    warmup_steps = min(int(round(config.warmup_epochs * steps_per_epoch)), max(0, total_steps - 1))
+    if config.schedule == "constant":
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_cosine(s, warmup_steps, total_steps))
+
+
+def _compiled_loss(config: TrainConfig, objective: nn.Module) -> Callable[..., Any] | None:
+    """``objective`` compiled by :class:`hierviz.losses.CompiledLoss` under ``config.compile_loss``; else None.
+
+    Only objectives with ``loss_from_output`` are compiled; the others run eagerly.
+    """
+    if not (getattr(config, "compile_loss", False) and hasattr(objective, "loss_from_output")):
+        return None
+    from hierviz.losses.compiled import CompiledLoss  # heavy: hierviz.losses (geoopt, scipy), on first use
+
+    return CompiledLoss(objective)
+
+
+def _make_ema(model: nn.Module, config: TrainConfig) -> AveragedModel | None:
+    """The weight EMA of ``model`` (decay ``config.ema_decay``, buffers included); None when the decay is 0."""
+    if not config.ema_decay:
+        return None
+    return AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(config.ema_decay), use_buffers=True)
+
+
+def _progress_bar(config: TrainConfig, total_steps: int, initial: int) -> Any:
+    """The ``tqdm`` bar over every step of the run, shown on rank 0 under ``config.progress``."""
+    return tqdm(
+        total=total_steps,
+        initial=initial,
+        disable=not (config.progress and _dist.is_main_process()),
+        desc="train",
+        unit="step",
+        leave=False,
+        dynamic_ncols=True,
+    )
+
+
+@dataclass(eq=False)
+class _Run:
+    """What one :func:`fit` call trains and checkpoints, and its epoch loop.
+
+    Holds what :func:`fit` set up (model, optimiser, schedule, grad-scaler, EMA, loader and
+    its generator) and what advances while training (the step counter, the per-epoch and
+    per-step history, the wall time); the checkpoint written after every epoch saves it
+    all and :meth:`resume_or_seed` restores it.
+    """
+
+    config: TrainConfig
+    model: nn.Module
+    train_model: nn.Module
+    objective: nn.Module
+    train_data: Dataset
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    scaler: torch.amp.GradScaler
+    ema: AveragedModel | None
+    gen: torch.Generator
+    loader: DataLoader
+    device: torch.device
+    ckpt_path: Path | None
+    amp: tuple[bool, torch.dtype]
+    requires_logits: bool
+    batch_sampler: Any = None
+    device_augment: Callable[[torch.Tensor, int], torch.Tensor] | None = None
+    loss_fn: Callable[..., Any] | None = None
+    history: dict[str, list[float]] = field(default_factory=dict)
+    step_history: dict[str, list[float]] = field(default_factory=dict)
+    start_epoch: int = 0
+    global_step: int = 0
+    prior_seconds: float = 0.0
+    t0: float = 0.0
+    bar: Any = None
+    steps_per_epoch: int = field(init=False)  # len(loader), read once: the schedule and the bar count on it
+
+    def __post_init__(self) -> None:
+        self.steps_per_epoch = len(self.loader)
+
+    def resume_or_seed(self) -> None:
+        """Restore the checkpoint's state under ``config.resume`` when there is one; else seed a fresh run.
+
+        Raises
+        ------
+        ValueError
+            If the checkpoint was written with different settings (:func:`check_resume_config`).
+        """
+        config, ckpt_path = self.config, self.ckpt_path
+        if not (config.resume and ckpt_path is not None and ckpt_path.is_file()):
+            seed_everything(config.seed)
+            return
+        state = load_checkpoint(ckpt_path, map_location=self.device)
+        check_resume_config(state["config"], config, ckpt_path)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.scaler.load_state_dict(state["scaler"])
+        if self.ema is not None and state.get("ema") is not None:
+            self.ema.load_state_dict(state["ema"])
+        self.objective.load_state_dict(state["objective"])
+        set_rng_state(state["rng"], self.gen)
+        self.history, self.step_history = state["history"], state["step_history"]
+        self.start_epoch, self.global_step = int(state["epoch"]), int(state["global_step"])
+        self.prior_seconds = float(state["train_seconds"])
+
+    def elapsed(self) -> float:
+        """Seconds trained: in this call (since ``t0``) plus in the calls it resumed."""
+        return self.prior_seconds + (time.perf_counter() - self.t0)
+
+    def train(self, callbacks: Sequence[Callable[[int, dict[str, Any]], None]]) -> int:
+        """Train the epochs from ``start_epoch`` on; return the epochs done.
+
+        After each epoch: its means go to ``history``, the checkpoint is written, then the
+        callbacks run; one raising :class:`StopTraining` makes that epoch the last.
+        """
+        for epoch in range(self.start_epoch, self.config.epochs):
+            self._train_epoch(epoch)
+            self._save_checkpoint(epoch)
+            if self._run_callbacks(epoch, callbacks):
+                return epoch + 1
+        return self.config.epochs
+
+    def _train_epoch(self, epoch: int) -> None:
+        """Every step of one epoch; record each step's values and the epoch's means and head LR."""
+        if self.batch_sampler is not None and hasattr(self.batch_sampler, "set_epoch"):
+            self.batch_sampler.set_epoch(epoch)
+        if hasattr(self.train_data, "set_epoch"):  # per-sample augmentation seeds (ContrastiveDataset(seed=...))
+            self.train_data.set_epoch(epoch)
+        self.model.train()
+        self.objective.train()
+        sums: dict[str, float] = {}
+        # a Ctrl-C while the loader's workers fork is raised here rather than lost in an at-fork hook
+        batches = _iter_deferring_sigint(self.loader)
+        for step in range(self.steps_per_epoch):
+            with _augment_threads(self.config.num_workers == 0):
+                batch = next(batches)
+            values = self._step(epoch, step, batch)
+            for k, v in values.items():
+                self.step_history.setdefault(k, []).append(v)
+                sums[k] = sums.get(k, 0.0) + v
+            self.bar.update(1)
+            self.bar.set_postfix(epoch=epoch + 1, loss=f"{values['loss']:.4f}")
+        n = max(1, self.steps_per_epoch)
+        for k, v in sums.items():
+            self.history.setdefault(k, []).append(v / n)
+        self.history.setdefault("lr_head", []).append(float(self.optimizer.param_groups[-1]["lr"]))
+
+    def _step(self, epoch: int, step: int, batch: Sequence[Any]) -> dict[str, float]:
+        """One optimiser step on ``batch``; returns the loss and each term's batch mean.
+
+        Raises
+        ------
+        NonFiniteLossError
+            If the loss or a term is NaN/inf (before any parameter is updated).
+        """
+        loss, terms = self._loss(batch)
+        values = {"loss": float(loss.detach())}
+        values.update({k: float(torch.as_tensor(v).detach().float().mean()) for k, v in terms.items() if k != "loss"})
+        if not all(math.isfinite(v) for v in values.values()):
+            raise NonFiniteLossError(epoch, step, self.global_step, values, self.ckpt_path)
+        self._update(loss)
+        self.global_step += 1
+        return values
+
+    def _loss(self, batch: Sequence[Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Move ``batch`` to the device (drawing its views there if asked), run the model, return the objective's loss and terms."""
+        device = self.device
+        x, y = batch[0], batch[1]
+        x = x.to(device, non_blocking=True)
+        if self.device_augment is not None:  # views drawn on the device, seeded by (seed, rank, step)
+            from hierviz.data.gpu_augment import batch_seed  # heavy: torchvision (hierviz.data)
+
+            x = self.device_augment(x, batch_seed(int(self.config.seed) + 7919 * _dist.get_rank(), self.global_step))
+        y = torch.as_tensor(y).to(device, non_blocking=True).long()
+        use_amp, amp_dtype = self.amp
+        with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=use_amp):
+            out = self.train_model(x)
+        if _dist.is_distributed():  # negatives from every rank: the objective sees the global batch
+            out, y = _dist.gather_batch(out, y, shared=getattr(self.model, "shared_outputs", ()))
+        if self.loss_fn is not None:  # train.compile_loss: the objective compiled once
+            return self.loss_fn(out, y)
+        return _objective_loss(self.objective, out, y, self.requires_logits)
+
+    def _update(self, loss: torch.Tensor) -> None:
+        """Back-propagate ``loss``, clip, step optimiser, schedule and scaler; share objective buffers; update the EMA."""
+        optimizer, scaler = self.optimizer, self.scaler
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        if self.config.grad_clip is not None:
+            scaler.unscale_(optimizer)
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        scaler.step(optimizer)
+        scaler.update()
+        self.scheduler.step()
+        _dist.broadcast_buffers(self.objective)  # e.g. LAM prototypes: rank 0's on every rank
+        if self.ema is not None:
+            self.ema.update_parameters(self.model)
+
+    def _save_checkpoint(self, epoch: int) -> None:
+        """Write the state after ``epoch`` atomically (rank 0 alone); every rank waits for it."""
+        elapsed = self.elapsed()
+        if self.ckpt_path is not None and _dist.is_main_process():  # rank 0 alone writes
+            atomic_save(
+                {
+                    "epoch": epoch + 1,
+                    "global_step": self.global_step,
+                    "config": self.config.to_dict(),
+                    "model": self.model.state_dict(),
+                    "optimizer": self.optimizer.state_dict(),
+                    "scheduler": self.scheduler.state_dict(),
+                    "scaler": self.scaler.state_dict(),
+                    "ema": None if self.ema is None else self.ema.state_dict(),
+                    "objective": self.objective.state_dict(),
+                    "rng": rng_state(self.gen),
+                    "history": self.history,
+                    "step_history": self.step_history,
+                    "train_seconds": elapsed,
+                },
+                self.ckpt_path,
+            )
+        _dist.barrier()  # the checkpoint is on disk before any rank goes on
+
+    def result(self, epochs_done: int) -> FitResult:
+        """The :class:`FitResult` of this run after ``epochs_done`` epochs (wall time read now)."""
+        return FitResult(
+            model=self.model,
+            ema=self.ema,
+            history=self.history,
+            step_history=self.step_history,
+            epochs_done=epochs_done,
+            resumed_from=self.start_epoch,
+            train_seconds=self.elapsed(),
+            checkpoint=self.ckpt_path,
+            device=self.device,
+        )
+
+    def _run_callbacks(self, epoch: int, callbacks: Sequence[Callable[[int, dict[str, Any]], None]]) -> bool:
+        """Call every callback on ``epoch``; True when one raised :class:`StopTraining` (the others still ran)."""
+        stop = False
+        for cb in callbacks:
+            try:
+                cb(
+                    epoch,
+                    {
+                        "history": self.history,
+                        "step_history": self.step_history,
+                        "model": self.model,
+                        "checkpoint": self.ckpt_path,
+                        "optimizer": self.optimizer,
+                        "scheduler": self.scheduler,
+                    },
+                )
+            except StopTraining:  # early stopping: this epoch is the last
+                stop = True
+        return stop
 
 
 def fit(
@@ -444,225 +792,38 @@ def fit(
     device = resolve_device(config.device)
     use_amp, amp_dtype = _amp_setup(config, device)
     ckpt_path = None if config.checkpoint_dir is None else Path(config.checkpoint_dir) / CHECKPOINT_NAME
-    requires_logits = bool(getattr(objective, "requires_logits", False))
-    if requires_logits and getattr(model, "classifier", True) is None:
-        raise ValueError(
-            "objective requires logits (e.g. 'hxe') but the model has no classifier; "
-            "build it with num_classes=tree.num_leaves"
-        )
-
-    model.to(device)
-    if channels_last:
-        model.to(memory_format=torch.channels_last)
-    objective.to(device)
-    distributed = _dist.is_distributed()
-    main = _dist.is_main_process()
-    train_model: nn.Module = model
-    sync_bn = distributed and config.sync_bn
-    if distributed:  # DDP averages gradients; the loss is computed on the gathered batch (distributed.py)
-        if sync_bn:  # batch statistics of the global batch (SyncBatchNorm on CUDA, AllReduceBatchNorm else)
-            model = _dist.convert_batchnorm(model, device.type)
-        # static_graph: parameters the loss never reaches (the projection head under HXE's
-        # logits-only loss) are found on the first step instead of stalling the reduction
-        train_model = nn.parallel.DistributedDataParallel(
-            model,
-            device_ids=[device.index] if device.type == "cuda" and device.index is not None else None,
-            static_graph=True,
-        )
-
-    # parameter groups: backbone vs head (10x LR)
-    if hasattr(model, "backbone_parameters"):
-        backbone = list(model.backbone_parameters())
-    else:
-        backbone = []
-    ids = {id(p) for p in backbone}
-    head = [p for p in model.parameters() if id(p) not in ids]
-    groups = [
-        g
-        for g in (
-            {"params": [p for p in backbone if p.requires_grad], "lr": config.lr_backbone, "name": "backbone"},
-            {"params": [p for p in head if p.requires_grad], "lr": config.lr_head, "name": "head"},
-        )
-        if g["params"]
-    ]
-    obj_params = [p for p in objective.parameters() if p.requires_grad]
-    if obj_params:
-        groups.append({"params": obj_params, "lr": config.lr_head, "name": "objective"})
-    if not groups:
-        raise ValueError("model has no trainable parameters")
-    opt_class = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam  # Adam: L2 decay
-    optimizer = opt_class(groups, weight_decay=config.weight_decay)
-
+    requires_logits = _requires_logits(objective, model)
+    model, train_model, sync_bn = _place_model(model, objective, config, device, channels_last)
+    optimizer = _make_optimizer(model, objective, config)
     gen = torch.Generator()
     gen.manual_seed(int(config.seed))
     loader = _make_loader(train_data, config, gen, device, batch_sampler, loader_options)
-    steps_per_epoch = len(loader)
-    total_steps = steps_per_epoch * config.epochs
-    warmup_steps = min(int(round(config.warmup_epochs * steps_per_epoch)), max(0, total_steps - 1))
-    if config.schedule == "constant":
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
-    else:
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_cosine(s, warmup_steps, total_steps))
+    scheduler = _make_scheduler(optimizer, config, len(loader))
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp and amp_dtype == torch.float16)
-
-    ema = None
-    if config.ema_decay:
-        ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(config.ema_decay), use_buffers=True)
-
-    history: dict[str, list[float]] = {}
-    step_history: dict[str, list[float]] = {}
-    start_epoch, global_step, prior_seconds = 0, 0, 0.0
-
-    if config.resume and ckpt_path is not None and ckpt_path.is_file():
-        state = load_checkpoint(ckpt_path, map_location=device)
-        check_resume_config(state["config"], config, ckpt_path)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        scaler.load_state_dict(state["scaler"])
-        if ema is not None and state.get("ema") is not None:
-            ema.load_state_dict(state["ema"])
-        objective.load_state_dict(state["objective"])
-        set_rng_state(state["rng"], gen)
-        history, step_history = state["history"], state["step_history"]
-        start_epoch, global_step = int(state["epoch"]), int(state["global_step"])
-        prior_seconds = float(state["train_seconds"])
-    else:
-        seed_everything(config.seed)
-    resumed_from = start_epoch
-
-    bar = tqdm(
-        total=total_steps,
-        initial=global_step,
-        disable=not (config.progress and main),
-        desc="train",
-        unit="step",
-        leave=False,
-        dynamic_ncols=True,
-    )
-    t0 = time.perf_counter()
+    ema = _make_ema(model, config)
+    run = _Run(
+        config=config, model=model, train_model=train_model, objective=objective, train_data=train_data,
+        optimizer=optimizer, scheduler=scheduler, scaler=scaler, ema=ema, gen=gen, loader=loader, device=device,
+        ckpt_path=ckpt_path, amp=(use_amp, amp_dtype), requires_logits=requires_logits,
+        batch_sampler=batch_sampler, device_augment=device_augment,
+    )  # fmt: skip
+    run.resume_or_seed()
+    run.bar = _progress_bar(config, run.steps_per_epoch * config.epochs, run.global_step)
+    run.t0 = time.perf_counter()
     # geoopt's TorchScript functions switch to JIT-optimised graphs after warm-up calls, whose
     # float rounding differs from the first calls: the first run in a process would then differ
     # from later ones and a resumed run from an uninterrupted one.  Run them unoptimised.
     jit_guard = torch.jit.optimized_execution(False)
-    loss_fn = None
-    if getattr(config, "compile_loss", False) and hasattr(objective, "loss_from_output"):
-        from hierviz.losses.compiled import CompiledLoss  # heavy: hierviz.losses (geoopt, scipy), on first use
-
-        loss_fn = CompiledLoss(objective)
+    run.loss_fn = _compiled_loss(config, objective)
     jit_guard.__enter__()
     try:
-        epochs_done = config.epochs
-        for epoch in range(start_epoch, config.epochs):
-            if batch_sampler is not None and hasattr(batch_sampler, "set_epoch"):
-                batch_sampler.set_epoch(epoch)
-            if hasattr(train_data, "set_epoch"):  # per-sample augmentation seeds (ContrastiveDataset(seed=...))
-                train_data.set_epoch(epoch)
-            model.train()
-            objective.train()
-            sums: dict[str, float] = {}
-            batches = _iter_deferring_sigint(loader)  # issue 27 #17: Ctrl-C while workers fork is kept
-            for step in range(steps_per_epoch):
-                with _augment_threads(config.num_workers == 0):
-                    batch = next(batches)
-                x, y = batch[0], batch[1]
-                x = x.to(device, non_blocking=True)
-                if device_augment is not None:  # views drawn on the device, seeded by (seed, rank, step)
-                    from hierviz.data.gpu_augment import batch_seed  # heavy: torchvision (hierviz.data)
-
-                    x = device_augment(x, batch_seed(int(config.seed) + 7919 * _dist.get_rank(), global_step))
-                y = torch.as_tensor(y).to(device, non_blocking=True).long()
-                with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=use_amp):
-                    out = train_model(x)
-                if distributed:  # negatives from every rank: the objective sees the global batch
-                    out, y = _dist.gather_batch(out, y, shared=getattr(model, "shared_outputs", ()))
-                if loss_fn is not None:  # train.compile_loss (issue 25)
-                    loss, terms = loss_fn(out, y)
-                else:
-                    loss, terms = _objective_loss(objective, out, y, requires_logits)
-                values = {"loss": float(loss.detach())}
-                values.update(
-                    {k: float(torch.as_tensor(v).detach().float().mean()) for k, v in terms.items() if k != "loss"}
-                )
-                if not all(math.isfinite(v) for v in values.values()):
-                    raise NonFiniteLossError(epoch, step, global_step, values, ckpt_path)
-                optimizer.zero_grad(set_to_none=True)
-                scaler.scale(loss).backward()
-                if config.grad_clip is not None:
-                    scaler.unscale_(optimizer)
-                    nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-                scaler.step(optimizer)
-                scaler.update()
-                scheduler.step()
-                _dist.broadcast_buffers(objective)  # e.g. LAM prototypes: rank 0's on every rank
-                if ema is not None:
-                    ema.update_parameters(model)
-                global_step += 1
-                for k, v in values.items():
-                    step_history.setdefault(k, []).append(v)
-                    sums[k] = sums.get(k, 0.0) + v
-                bar.update(1)
-                bar.set_postfix(epoch=epoch + 1, loss=f"{values['loss']:.4f}")
-            n = max(1, steps_per_epoch)
-            for k, v in sums.items():
-                history.setdefault(k, []).append(v / n)
-            history.setdefault("lr_head", []).append(float(optimizer.param_groups[-1]["lr"]))
-            elapsed = prior_seconds + (time.perf_counter() - t0)
-            if ckpt_path is not None and main:  # rank 0 alone writes
-                atomic_save(
-                    {
-                        "epoch": epoch + 1,
-                        "global_step": global_step,
-                        "config": config.to_dict(),
-                        "model": model.state_dict(),
-                        "optimizer": optimizer.state_dict(),
-                        "scheduler": scheduler.state_dict(),
-                        "scaler": scaler.state_dict(),
-                        "ema": None if ema is None else ema.state_dict(),
-                        "objective": objective.state_dict(),
-                        "rng": rng_state(gen),
-                        "history": history,
-                        "step_history": step_history,
-                        "train_seconds": elapsed,
-                    },
-                    ckpt_path,
-                )
-            _dist.barrier()  # the checkpoint is on disk before any rank goes on
-            stop = False
-            for cb in callbacks:
-                try:
-                    cb(
-                        epoch,
-                        {
-                            "history": history,
-                            "step_history": step_history,
-                            "model": model,
-                            "checkpoint": ckpt_path,
-                            "optimizer": optimizer,
-                            "scheduler": scheduler,
-                        },
-                    )
-                except StopTraining:  # early stopping: this epoch is the last
-                    stop = True
-            if stop:
-                epochs_done = epoch + 1
-                break
+        epochs_done = run.train(callbacks)
     finally:
         jit_guard.__exit__(None, None, None)
-        bar.close()
+        run.bar.close()
         if sync_bn:  # the caller's batch-norm classes again (same parameters and buffers)
-            model = _dist.revert_batchnorm(model)
+            run.model = _dist.revert_batchnorm(run.model)
             if ema is not None:
                 ema.module = _dist.revert_batchnorm(ema.module)
-    model.eval()
-    return FitResult(
-        model=model,
-        ema=ema,
-        history=history,
-        step_history=step_history,
-        epochs_done=epochs_done,
-        resumed_from=resumed_from,
-        train_seconds=prior_seconds + (time.perf_counter() - t0),
-        checkpoint=ckpt_path,
-        device=device,
-    )
+    run.model.eval()
+    return run.result(epochs_done)

@@ -440,19 +440,27 @@ def plot_poincare_disk(
     )
 
 
-def _poincare_disk_spec(
-    z: Any,
-    labels: Any,
-    tree,
-    prototypes: Any = None,
-    proto_nodes: Any = None,
-    c: float = 1.0,
-    title: str | None = None,
-    max_points: int = 5000,
-    show_tree: bool = True,
-    seed: int = 0,
-) -> tuple[list[dict], dict]:
-    """:func:`plot_poincare_disk` as plain ``(data, layout)`` dicts (for figures that compose it)."""
+def _disk_inputs(
+    z: Any, labels: Any, tree, prototypes: Any, proto_nodes: Any, c: float, max_points: int
+) -> tuple[float, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Check the inputs of :func:`plot_poincare_disk`.
+
+    Returns
+    -------
+    c : float
+    Z : numpy.ndarray, float64, (N, d)
+        The points, inside the ball.
+    y : numpy.ndarray, int, (N,)
+        Leaf indices.
+    given : dict of str to numpy.ndarray (d,)
+        The prototypes by node name (empty without prototypes).
+
+    Raises
+    ------
+    ValueError
+        ``c <= 0``, ``max_points < 1``, points outside the ball, ``d < 2``, bad labels,
+        prototypes of another dimension, ``proto_nodes`` without prototypes.
+    """
     c = _check_positive(c, "c")
     if isinstance(max_points, bool) or not isinstance(max_points, (int, np.integer)) or max_points < 1:
         raise ValueError(f"max_points must be a positive integer, got {max_points!r}")
@@ -461,8 +469,6 @@ def _poincare_disk_spec(
     if d < 2:
         raise ValueError(f"z must have at least 2 columns, got shape {Z.shape}")
     y = _leaf_labels(labels, tree, N)
-    R = 1.0 / np.sqrt(c)
-
     given: dict[str, np.ndarray] = {}
     if prototypes is not None:
         Pm = check_in_ball(prototypes, c, "prototypes")
@@ -472,29 +478,32 @@ def _poincare_disk_spec(
         given = {nm: Pm[i] for i, nm in enumerate(names)}
     elif proto_nodes is not None:
         raise ValueError("proto_nodes was given without prototypes")
+    return c, Z, y, given
 
+
+def _disk_points_and_nodes(
+    Z: np.ndarray, y: np.ndarray, tree, c: float, given: dict[str, np.ndarray], show_tree: bool, seed: int
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The 2-D disk coordinates of the points and of the tree's nodes (``{}`` without ``show_tree``).
+
+    Nodes sit at their given prototype, else at the Fréchet mean of their points; ``d > 2``
+    is reduced to the disk by :func:`reduce_to_disk` (points and nodes alike).
+    """
     pos: dict[str, np.ndarray] = {}
     if show_tree:
         pos = _disk_node_positions(Z, y, tree, c, skip=given)
         pos.update({k: v for k, v in given.items() if k != tree.root})
-    reduced = d > 2
-    if reduced:
-        keys = list(pos)
-        others = [np.stack([pos[k] for k in keys])] if keys else []
-        Z2, P2 = reduce_to_disk(Z, c, others, seed=seed)
-        pos = {k: P2[0][i] for i, k in enumerate(keys)}
-    else:
-        Z2 = Z
+    if Z.shape[1] <= 2:
+        return Z, pos
+    keys = list(pos)
+    others = [np.stack([pos[k] for k in keys])] if keys else []
+    Z2, P2 = reduce_to_disk(Z, c, others, seed=seed)
+    return Z2, {k: P2[0][i] for i, k in enumerate(keys)}
 
-    shown = np.arange(N)
-    if N > max_points:
-        shown = np.sort(np.random.default_rng(seed).choice(N, max_points, replace=False))
 
+def _disk_point_traces(Z2: np.ndarray, y: np.ndarray, shown: np.ndarray, tree, R: float) -> list[dict]:
+    """The boundary circle of radius ``R``, then one scatter of the ``shown`` points per leaf (legend-grouped by parent)."""
     lcol = leaf_colors(tree)
-    ncol = node_colors(tree)
-    # Plain trace dicts and one unvalidated go.Figure at the end (fast_figure): the panels of
-    # notebooks 01 and 04 redraw this disk on every slider move, and plotly's per-property
-    # validation was most of their kernel time. tests/test_widgets.py checks the result validates.
     bx, by = _circle(R)
     data: list[dict] = [
         dict(
@@ -533,92 +542,95 @@ def _poincare_disk_spec(
         if first:
             trace["legendgrouptitle"] = dict(text=par)
         data.append(trace)
+    return data
 
-    if show_tree:
-        ex: list[float | None] = []
-        ey: list[float | None] = []
-        origin = np.zeros(2)
-        for node in tree.nodes:
-            par = tree.parent(node)
-            if par is None or node not in pos:
-                continue
-            start = origin if par == tree.root else pos.get(par)
-            if start is None:
-                continue
-            arc = geodesic(start, pos[node], c, n=48)
-            ex += arc[:, 0].tolist() + [None]
-            ey += arc[:, 1].tolist() + [None]
-        data.append(
-            dict(
-                type="scatter",
-                x=ex,
-                y=ey,
-                mode="lines",
-                name="tree edges",
-                line=dict(color="rgba(40,40,40,0.75)", width=1.6),
-                hoverinfo="skip",
-            )
-        )
-        leaves = [n for n in dfs_leaves(tree) if n in pos]
-        data.append(
-            dict(
-                type="scatter",
-                x=[float(pos[n][0]) for n in leaves],
-                y=[float(pos[n][1]) for n in leaves],
-                mode="markers",
-                name="leaf centroids",
-                text=leaves,
-                marker=dict(
-                    symbol="diamond", size=11, color=[lcol[n] for n in leaves], line=dict(color="black", width=1.2)
-                ),
-                hovertemplate="<b>%{text}</b><br>leaf centroid (Fréchet mean)<extra></extra>",
-            )
-        )
-        inner = [n for n in tree.nodes if n in pos and not tree.is_leaf(n) and n != tree.root]
-        kind = ["prototype" if n in given else "Fréchet mean of its points" for n in inner]
-        data.append(
-            dict(
-                type="scatter",
-                x=[float(pos[n][0]) for n in inner],
-                y=[float(pos[n][1]) for n in inner],
-                mode="markers+text",
-                name="prototypes",
-                text=inner,
-                textposition="top center",
-                customdata=kind,
-                textfont=dict(size=12, color="#111111"),
-                marker=dict(
-                    symbol="star", size=18, color=[ncol[n] for n in inner], line=dict(color="black", width=1.2)
-                ),
-                hovertemplate="<b>%{text}</b><br>%{customdata}<extra></extra>",
-            )
-        )
-        data.append(
-            dict(
-                type="scatter",
-                x=[0.0],
-                y=[0.0],
-                mode="markers+text",
-                name="root",
-                text=[tree.root],
-                textposition="bottom center",
-                marker=dict(symbol="circle", size=10, color="#555555", line=dict(color="black", width=1)),
-                hovertemplate=f"<b>{tree.root}</b><br>root (origin)<extra></extra>",
-            )
-        )
 
+def _disk_tree_traces(pos: dict[str, np.ndarray], given: dict[str, np.ndarray], tree, c: float) -> list[dict]:
+    """The tree over the disk: geodesic edges, leaf centroids, inner nodes (prototype or Fréchet mean), the root."""
+    lcol = leaf_colors(tree)
+    ncol = node_colors(tree)
+    ex: list[float | None] = []
+    ey: list[float | None] = []
+    origin = np.zeros(2)
+    for node in tree.nodes:
+        par = tree.parent(node)
+        if par is None or node not in pos:
+            continue
+        start = origin if par == tree.root else pos.get(par)
+        if start is None:
+            continue
+        arc = geodesic(start, pos[node], c, n=48)
+        ex += arc[:, 0].tolist() + [None]
+        ey += arc[:, 1].tolist() + [None]
+    leaves = [n for n in dfs_leaves(tree) if n in pos]
+    inner = [n for n in tree.nodes if n in pos and not tree.is_leaf(n) and n != tree.root]
+    kind = ["prototype" if n in given else "Fréchet mean of its points" for n in inner]
+    return [
+        dict(
+            type="scatter",
+            x=ex,
+            y=ey,
+            mode="lines",
+            name="tree edges",
+            line=dict(color="rgba(40,40,40,0.75)", width=1.6),
+            hoverinfo="skip",
+        ),
+        dict(
+            type="scatter",
+            x=[float(pos[n][0]) for n in leaves],
+            y=[float(pos[n][1]) for n in leaves],
+            mode="markers",
+            name="leaf centroids",
+            text=leaves,
+            marker=dict(
+                symbol="diamond", size=11, color=[lcol[n] for n in leaves], line=dict(color="black", width=1.2)
+            ),
+            hovertemplate="<b>%{text}</b><br>leaf centroid (Fréchet mean)<extra></extra>",
+        ),
+        dict(
+            type="scatter",
+            x=[float(pos[n][0]) for n in inner],
+            y=[float(pos[n][1]) for n in inner],
+            mode="markers+text",
+            name="prototypes",
+            text=inner,
+            textposition="top center",
+            customdata=kind,
+            textfont=dict(size=12, color="#111111"),
+            marker=dict(symbol="star", size=18, color=[ncol[n] for n in inner], line=dict(color="black", width=1.2)),
+            hovertemplate="<b>%{text}</b><br>%{customdata}<extra></extra>",
+        ),
+        dict(
+            type="scatter",
+            x=[0.0],
+            y=[0.0],
+            mode="markers+text",
+            name="root",
+            text=[tree.root],
+            textposition="bottom center",
+            marker=dict(symbol="circle", size=10, color="#555555", line=dict(color="black", width=1)),
+            hovertemplate=f"<b>{tree.root}</b><br>root (origin)<extra></extra>",
+        ),
+    ]
+
+
+def _disk_layout(Z: np.ndarray, c: float, title: str | None, n_shown: int) -> dict:
+    """The layout of the disk figure: square axes over the ball, the default title and the radius caption."""
+    N, d = Z.shape
+    R = 1.0 / np.sqrt(c)
+    reduced = d > 2
     radius_note = disk_radius_caption(Z, c)
     if title is None:
         title = f"Poincaré disk, curvature −{c:g} (radius 1/√c = {R:.3g})"
         notes = []
         if reduced:
             notes.append(f"d = {d} shown via logmap₀ → PCA(2) directions, each point at its own radius")
-        if len(shown) < N:
-            notes.append(f"{len(shown)} of {N} points shown")
+        if n_shown < N:
+            notes.append(f"{n_shown} of {N} points shown")
         if notes:
             title += "<br><sup>" + "; ".join(notes) + "</sup>"
     lim = 1.06 * R
-    layout = dict(
+    return dict(
         template=_TEMPLATE,
         title=dict(text=title),
         height=650,
@@ -632,7 +644,7 @@ def _poincare_disk_spec(
             "radius": R,
             "reduced": bool(reduced),
             "n_points": int(N),
-            "n_shown": int(len(shown)),
+            "n_shown": int(n_shown),
             "caption": radius_note,
         },
         annotations=[
@@ -648,7 +660,34 @@ def _poincare_disk_spec(
             )
         ],
     )
-    return data, layout
+
+
+def _poincare_disk_spec(
+    z: Any,
+    labels: Any,
+    tree,
+    prototypes: Any = None,
+    proto_nodes: Any = None,
+    c: float = 1.0,
+    title: str | None = None,
+    max_points: int = 5000,
+    show_tree: bool = True,
+    seed: int = 0,
+) -> tuple[list[dict], dict]:
+    """:func:`plot_poincare_disk` as plain ``(data, layout)`` dicts (for figures that compose it)."""
+    c, Z, y, given = _disk_inputs(z, labels, tree, prototypes, proto_nodes, c, max_points)
+    N = Z.shape[0]
+    Z2, pos = _disk_points_and_nodes(Z, y, tree, c, given, show_tree, seed)
+    shown = np.arange(N)
+    if N > max_points:
+        shown = np.sort(np.random.default_rng(seed).choice(N, max_points, replace=False))
+    # Plain trace dicts and one unvalidated go.Figure at the end (fast_figure): the panels of
+    # notebooks 01 and 04 redraw this disk on every slider move, and plotly's per-property
+    # validation was most of their kernel time. tests/test_widgets.py checks the result validates.
+    data = _disk_point_traces(Z2, y, shown, tree, 1.0 / np.sqrt(c))
+    if show_tree:
+        data += _disk_tree_traces(pos, given, tree, c)
+    return data, _disk_layout(Z, c, title, len(shown))
 
 
 def disk_radius_caption(z: Any, c: float = 1.0, boundary_tol: float = 1e-2) -> str:

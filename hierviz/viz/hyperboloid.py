@@ -96,6 +96,90 @@ def hyperboloid_to_disk(x: Any, k: float = 1.0) -> np.ndarray:
     return X[:, 1:] / (1.0 + np.sqrt(k) * X[:, :1])
 
 
+def _sheet_surface(X: np.ndarray, k: float) -> go.Surface:
+    """The hyperboloid sheet x₀ = √(1/k + r²) as a translucent surface, out to past the farthest point."""
+    rk = 1.0 / np.sqrt(k)
+    rmax = max(1.5 * rk, 1.1 * float(np.max(np.linalg.norm(X[:, 1:], axis=1))))
+    r, th = np.meshgrid(np.linspace(0, rmax, 40), np.linspace(0, 2 * np.pi, 73))
+    return go.Surface(
+        x=r * np.cos(th),
+        y=r * np.sin(th),
+        z=np.sqrt(1.0 / k + r**2),
+        name="hyperboloid",
+        opacity=0.25,
+        showscale=False,
+        colorscale=[[0, "#c9d6ea"], [1, "#7f97c2"]],
+        hoverinfo="skip",
+    )
+
+
+def _point_groups(labels: Any, tree, N: int) -> list[tuple[str, np.ndarray, str, str]]:
+    """The point groups drawn as one trace each: ``(name, mask (N,) bool, colour, hover text)``.
+
+    One per leaf present (with ``tree``), per integer label (without it), or a single
+    ``"points"`` group (without labels).
+
+    Raises
+    ------
+    ValueError
+        ``labels`` length ≠ N, out of range or negative.
+    TypeError
+        Non-integer ``labels`` without a tree.
+    """
+    groups: list[tuple[str, np.ndarray, str, str]] = []
+    if labels is None:
+        groups.append(("points", np.ones(N, bool), "#1f77b4", "point"))
+    elif tree is not None:
+        y = _leaf_labels(labels, tree, N)
+        col = leaf_colors(tree)
+        for leaf in dfs_leaves(tree):
+            m = y == tree.leaf_index[leaf]
+            if m.any():
+                groups.append((leaf, m, col[leaf], f"<b>{leaf}</b><br>parent: {leaf_parent(tree, leaf)}"))
+    else:
+        y = np.asarray(labels.detach().cpu() if hasattr(labels, "detach") else labels)
+        if y.ndim != 1 or y.shape[0] != N:
+            raise ValueError(f"labels must have shape ({N},), got {y.shape}")
+        if y.dtype.kind not in "iu":
+            raise TypeError(f"labels must be integers, got dtype {y.dtype}")
+        for j, v in enumerate(np.unique(y)):
+            groups.append((f"label {int(v)}", y == v, _PALETTE[j % len(_PALETTE)], f"label {int(v)}"))
+    return groups
+
+
+def _add_disk(fig: go.Figure, X: np.ndarray, k: float, groups: list[tuple[str, np.ndarray, str, str]]) -> None:
+    """The Poincaré disk in the plane x₀ = 0: its boundary and the points' stereographic images, coloured as their group."""
+    rk = 1.0 / np.sqrt(k)
+    N = X.shape[0]
+    t = np.linspace(0, 2 * np.pi, 181)
+    fig.add_trace(
+        go.Scatter3d(
+            x=rk * np.cos(t),
+            y=rk * np.sin(t),
+            z=np.zeros_like(t),
+            mode="lines",
+            name="disk boundary",
+            line=dict(color="#333333", width=3),
+            hoverinfo="skip",
+        )
+    )
+    P = hyperboloid_to_disk(X, k)
+    colors = np.empty(N, dtype=object)
+    for _, m, color, _ in groups:
+        colors[m] = color
+    fig.add_trace(
+        go.Scatter3d(
+            x=P[:, 0],
+            y=P[:, 1],
+            z=np.zeros(N),
+            mode="markers",
+            name="disk points",
+            marker=dict(size=2.5, color=list(colors), opacity=0.8),
+            hoverinfo="skip",
+        )
+    )
+
+
 def plot_hyperboloid(
     x: Any,
     labels: Any = None,
@@ -136,40 +220,8 @@ def plot_hyperboloid(
     """
     k = _check_positive(k, "k")
     X = check_on_hyperboloid(x, k)
-    N = X.shape[0]
-    rk = 1.0 / np.sqrt(k)
-    rmax = max(1.5 * rk, 1.1 * float(np.max(np.linalg.norm(X[:, 1:], axis=1))))
-    r, th = np.meshgrid(np.linspace(0, rmax, 40), np.linspace(0, 2 * np.pi, 73))
-    fig = go.Figure(
-        go.Surface(
-            x=r * np.cos(th),
-            y=r * np.sin(th),
-            z=np.sqrt(1.0 / k + r**2),
-            name="hyperboloid",
-            opacity=0.25,
-            showscale=False,
-            colorscale=[[0, "#c9d6ea"], [1, "#7f97c2"]],
-            hoverinfo="skip",
-        )
-    )
-    groups: list[tuple[str, np.ndarray, str, str]] = []  # (name, mask, colour, hover)
-    if labels is None:
-        groups.append(("points", np.ones(N, bool), "#1f77b4", "point"))
-    elif tree is not None:
-        y = _leaf_labels(labels, tree, N)
-        col = leaf_colors(tree)
-        for leaf in dfs_leaves(tree):
-            m = y == tree.leaf_index[leaf]
-            if m.any():
-                groups.append((leaf, m, col[leaf], f"<b>{leaf}</b><br>parent: {leaf_parent(tree, leaf)}"))
-    else:
-        y = np.asarray(labels.detach().cpu() if hasattr(labels, "detach") else labels)
-        if y.ndim != 1 or y.shape[0] != N:
-            raise ValueError(f"labels must have shape ({N},), got {y.shape}")
-        if y.dtype.kind not in "iu":
-            raise TypeError(f"labels must be integers, got dtype {y.dtype}")
-        for j, v in enumerate(np.unique(y)):
-            groups.append((f"label {int(v)}", y == v, _PALETTE[j % len(_PALETTE)], f"label {int(v)}"))
+    fig = go.Figure(_sheet_surface(X, k))
+    groups = _point_groups(labels, tree, X.shape[0])
     for name, m, color, hover in groups:
         idx = np.flatnonzero(m)
         fig.add_trace(
@@ -185,33 +237,7 @@ def plot_hyperboloid(
             )
         )
     if show_disk:
-        t = np.linspace(0, 2 * np.pi, 181)
-        fig.add_trace(
-            go.Scatter3d(
-                x=rk * np.cos(t),
-                y=rk * np.sin(t),
-                z=np.zeros_like(t),
-                mode="lines",
-                name="disk boundary",
-                line=dict(color="#333333", width=3),
-                hoverinfo="skip",
-            )
-        )
-        P = hyperboloid_to_disk(X, k)
-        colors = np.empty(N, dtype=object)
-        for _, m, color, _ in groups:
-            colors[m] = color
-        fig.add_trace(
-            go.Scatter3d(
-                x=P[:, 0],
-                y=P[:, 1],
-                z=np.zeros(N),
-                mode="markers",
-                name="disk points",
-                marker=dict(size=2.5, color=list(colors), opacity=0.8),
-                hoverinfo="skip",
-            )
-        )
+        _add_disk(fig, X, k, groups)
     fig.update_layout(
         template=_TEMPLATE,
         height=650,

@@ -103,6 +103,116 @@ def _rgba(hex_color: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
+def _projection_geometry(geometry, c: float | None):
+    """The geometry ``z`` lives in: a name resolved at curvature ``c``; an object checked against ``c``.
+
+    Raises
+    ------
+    ValueError
+        If ``c`` disagrees with a hyperbolic geometry object's own curvature.
+    """
+    if isinstance(geometry, str):
+        return get_geometry(geometry, c=c)  # a name: curvature c (default 1)
+    if c is not None and geometry is not None and getattr(geometry, "hyperbolic", False):
+        own = -float(geometry.curvature)
+        if abs(own - float(c)) > 1e-12 * max(1.0, abs(own)):
+            raise ValueError(f"c={c!r} disagrees with the geometry's own c={own:g}; pass one of them")
+    return geometry
+
+
+def _add_leaf_traces(fig: go.Figure, XY: np.ndarray, y: np.ndarray, index: np.ndarray, tree) -> None:
+    """One scatter per leaf present, coloured by leaf and legend-grouped by parent."""
+    lcol = leaf_colors(tree)
+    seen: set[str] = set()
+    for leaf in dfs_leaves(tree):
+        m = y == tree.leaf_index[leaf]
+        if not np.any(m):
+            continue
+        par = leaf_parent(tree, leaf)
+        fig.add_trace(
+            go.Scatter(
+                x=XY[m, 0],
+                y=XY[m, 1],
+                mode="markers",
+                name=leaf,
+                legendgroup=par,
+                legendgrouptitle_text=None if par in seen else par,
+                marker=dict(size=6, color=lcol[leaf], opacity=0.75, line=dict(width=0)),
+                customdata=index[m],
+                hovertemplate=f"<b>{leaf}</b><br>parent: {par}<br>point #%{{customdata}}<extra></extra>",
+            )
+        )
+        seen.add(par)
+
+
+def _add_centroid_tree(fig: go.Figure, XY: np.ndarray, y: np.ndarray, tree) -> None:
+    """The ``"centroids"`` overlay: every non-root node at the mean 2-D position of its points, straight edges."""
+    paths = tree.leaf_paths.numpy()[y]
+    depth = tree.node_depth.numpy()
+    cent: dict[str, np.ndarray] = {}
+    for lvl in range(1, paths.shape[1]):
+        idx = paths[:, lvl]
+        for node in np.unique(idx[depth[idx] == lvl]):
+            cent[tree.nodes[int(node)]] = XY[(idx == node) & (depth[idx] == lvl)].mean(axis=0)
+    ex: list[float | None] = []
+    ey: list[float | None] = []
+    for node, p in cent.items():
+        par = tree.parent(node)
+        if par is None or par == tree.root or par not in cent:
+            continue
+        ex += [cent[par][0], p[0], None]
+        ey += [cent[par][1], p[1], None]
+    fig.add_trace(
+        go.Scatter(
+            x=ex,
+            y=ey,
+            mode="lines",
+            name="tree edges",
+            line=dict(color="rgba(40,40,40,0.7)", width=1.5),
+            hoverinfo="skip",
+        )
+    )
+    ncol = node_colors(tree)
+    names = [n for n in tree.nodes if n in cent]
+    fig.add_trace(
+        go.Scatter(
+            x=[cent[n][0] for n in names],
+            y=[cent[n][1] for n in names],
+            mode="markers+text",
+            name="node centroids",
+            text=names,
+            textposition="top center",
+            textfont=dict(size=11, color="#111111"),
+            marker=dict(
+                symbol=["diamond" if tree.is_leaf(n) else "star" for n in names],
+                size=[11 if tree.is_leaf(n) else 17 for n in names],
+                color=[ncol[n] for n in names],
+                line=dict(color="black", width=1.2),
+            ),
+            hovertemplate="<b>%{text}</b><br>mean 2-D position of its points<extra></extra>",
+        )
+    )
+
+
+def _add_parent_hulls(fig: go.Figure, XY: np.ndarray, y: np.ndarray, tree) -> None:
+    """The ``"hulls"`` overlay: a translucent convex hull per leaf-parent (:func:`parent_hulls`)."""
+    fcol = family_colors(tree)
+    for par, poly in parent_hulls(XY, y, tree).items():
+        fig.add_trace(
+            go.Scatter(
+                x=poly[:, 0],
+                y=poly[:, 1],
+                mode="lines",
+                name=f"hull: {par}",
+                fill="toself",
+                fillcolor=_rgba(fcol[par], 0.12),
+                line=dict(color=fcol[par], width=1.5),
+                legendgroup=par,
+                hovertemplate=f"<b>{par}</b> (convex hull)<extra></extra>",
+            )
+        )
+
+
 def plot_projection(
     z: Any,
     labels: Any,
@@ -179,101 +289,17 @@ def plot_projection(
     index = np.arange(N)
     if N > max_points:
         index = np.sort(np.random.default_rng(seed).choice(N, max_points, replace=False))
-    if isinstance(geometry, str):
-        geometry = get_geometry(geometry, c=c)  # a name: curvature c (default 1)
-    elif c is not None and geometry is not None and getattr(geometry, "hyperbolic", False):
-        own = -float(geometry.curvature)
-        if abs(own - float(c)) > 1e-12 * max(1.0, abs(own)):
-            raise ValueError(f"c={c!r} disagrees with the geometry's own c={own:g}; pass one of them")
+    geometry = _projection_geometry(geometry, c)
     hyperbolic = bool(getattr(geometry, "hyperbolic", False))  # the capability, never the name
     XY = project_2d(Z[index], method=method, geometry=geometry, seed=seed, options=options)
     y = y_all[index]
 
-    lcol = leaf_colors(tree)
     fig = go.Figure()
-    seen: set[str] = set()
-    for leaf in dfs_leaves(tree):
-        m = y == tree.leaf_index[leaf]
-        if not np.any(m):
-            continue
-        par = leaf_parent(tree, leaf)
-        fig.add_trace(
-            go.Scatter(
-                x=XY[m, 0],
-                y=XY[m, 1],
-                mode="markers",
-                name=leaf,
-                legendgroup=par,
-                legendgrouptitle_text=None if par in seen else par,
-                marker=dict(size=6, color=lcol[leaf], opacity=0.75, line=dict(width=0)),
-                customdata=index[m],
-                hovertemplate=f"<b>{leaf}</b><br>parent: {par}<br>point #%{{customdata}}<extra></extra>",
-            )
-        )
-        seen.add(par)
-
+    _add_leaf_traces(fig, XY, y, index, tree)
     if overlay == "centroids":
-        paths = tree.leaf_paths.numpy()[y]
-        depth = tree.node_depth.numpy()
-        cent: dict[str, np.ndarray] = {}
-        for lvl in range(1, paths.shape[1]):
-            idx = paths[:, lvl]
-            for node in np.unique(idx[depth[idx] == lvl]):
-                cent[tree.nodes[int(node)]] = XY[(idx == node) & (depth[idx] == lvl)].mean(axis=0)
-        ex: list[float | None] = []
-        ey: list[float | None] = []
-        for node, p in cent.items():
-            par = tree.parent(node)
-            if par is None or par == tree.root or par not in cent:
-                continue
-            ex += [cent[par][0], p[0], None]
-            ey += [cent[par][1], p[1], None]
-        fig.add_trace(
-            go.Scatter(
-                x=ex,
-                y=ey,
-                mode="lines",
-                name="tree edges",
-                line=dict(color="rgba(40,40,40,0.7)", width=1.5),
-                hoverinfo="skip",
-            )
-        )
-        ncol = node_colors(tree)
-        names = [n for n in tree.nodes if n in cent]
-        fig.add_trace(
-            go.Scatter(
-                x=[cent[n][0] for n in names],
-                y=[cent[n][1] for n in names],
-                mode="markers+text",
-                name="node centroids",
-                text=names,
-                textposition="top center",
-                textfont=dict(size=11, color="#111111"),
-                marker=dict(
-                    symbol=["diamond" if tree.is_leaf(n) else "star" for n in names],
-                    size=[11 if tree.is_leaf(n) else 17 for n in names],
-                    color=[ncol[n] for n in names],
-                    line=dict(color="black", width=1.2),
-                ),
-                hovertemplate="<b>%{text}</b><br>mean 2-D position of its points<extra></extra>",
-            )
-        )
+        _add_centroid_tree(fig, XY, y, tree)
     elif overlay == "hulls":
-        fcol = family_colors(tree)
-        for par, poly in parent_hulls(XY, y, tree).items():
-            fig.add_trace(
-                go.Scatter(
-                    x=poly[:, 0],
-                    y=poly[:, 1],
-                    mode="lines",
-                    name=f"hull: {par}",
-                    fill="toself",
-                    fillcolor=_rgba(fcol[par], 0.12),
-                    line=dict(color=fcol[par], width=1.5),
-                    legendgroup=par,
-                    hovertemplate=f"<b>{par}</b> (convex hull)<extra></extra>",
-                )
-            )
+        _add_parent_hulls(fig, XY, y, tree)
 
     label = PROJECTION_LABELS.get(method, method)
     if title is None:
