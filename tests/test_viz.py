@@ -531,7 +531,7 @@ def test_hyperboloid_traces_and_disk_isometry(breakhis_tree, k):
     v = rng.standard_normal((16, 2))
     x = lift(v, k)
     y = np.repeat(np.arange(8), 2)
-    fig = plot_hyperboloid(x, y, breakhis_tree, k=k, show_disk=True)
+    fig = plot_hyperboloid(x, y, breakhis_tree, c=k, show_disk=True)
     assert trace_names(fig) == ["hyperboloid"] + BREAKHIS_LEAVES + ["disk boundary", "disk points"]
     s = fig.data[0]
     np.testing.assert_allclose(np.asarray(s.z) ** 2 - np.asarray(s.x) ** 2 - np.asarray(s.y) ** 2, 1 / k, atol=1e-9)
@@ -547,7 +547,7 @@ def test_hyperboloid_matches_lorentz_geometry():
 
     g = Lorentz(c=4.0)
     x = g.expmap0(torch.randn(20, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0)))
-    check_on_hyperboloid(x, k=4.0)
+    check_on_hyperboloid(x, c=4.0)
     np.testing.assert_allclose(hyperboloid_to_disk(x, 4.0), g.to_ball(x).numpy(), atol=1e-12)
 
 
@@ -561,13 +561,27 @@ def test_hyperboloid_without_tree_and_bad_input():
         "label 2",
     ]
     with pytest.raises(ValueError, match="off the hyperboloid"):
-        check_on_hyperboloid(x, k=2.0)
+        check_on_hyperboloid(x, c=2.0)
     with pytest.raises(ValueError, match="upper sheet"):
         plot_hyperboloid(-x)
     with pytest.raises(ValueError, match="3 columns"):
         plot_hyperboloid(x[:, :2])
-    with pytest.raises(ValueError, match="k must"):
-        plot_hyperboloid(x, k=0)
+    with pytest.raises(ValueError, match="c must"):
+        plot_hyperboloid(x, c=0)
+
+
+def test_hyperboloid_curvature_is_c_and_k_is_deprecated():
+    from hierviz.geometry import Lorentz
+
+    x = Lorentz(c=4.0).expmap0(torch.randn(10, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(1)))
+    with pytest.warns(DeprecationWarning, match=r"hyperboloid_to_disk\(k=\.\.\.\) is deprecated; the curvature is c"):
+        old = hyperboloid_to_disk(x, k=4.0)
+    np.testing.assert_array_equal(old, hyperboloid_to_disk(x, c=4.0))
+    with pytest.warns(DeprecationWarning, match="plot_hyperboloid"):
+        fig = plot_hyperboloid(x, k=4.0)
+    assert "curvature −4" in fig.layout.title.text
+    with pytest.warns(DeprecationWarning, match="check_on_hyperboloid"):
+        check_on_hyperboloid(x, k=4.0)
 
 
 # ----------------------------------------------------------------------------- curves

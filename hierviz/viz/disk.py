@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from hierviz.geometry import PoincareBall
+from hierviz.geometry import DEFAULT_CURVATURE, PoincareBall
 from hierviz.viz._fast import fast_figure
 from hierviz.viz.tree import (
     _TEMPLATE,
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-def check_in_ball(x: Any, c: float = 1.0, name: str = "z") -> np.ndarray:
+def check_in_ball(x: Any, c: float = DEFAULT_CURVATURE, name: str = "z") -> np.ndarray:
     """Validate points of the Poincaré ball of curvature −c.
 
     Parameters
@@ -79,7 +79,7 @@ def check_in_ball(x: Any, c: float = 1.0, name: str = "z") -> np.ndarray:
     return arr
 
 
-def geodesic(p: Any, q: Any, c: float = 1.0, n: int = 64) -> np.ndarray:
+def geodesic(p: Any, q: Any, c: float = DEFAULT_CURVATURE, n: int = 64) -> np.ndarray:
     """Sample the Poincaré-ball geodesic from ``p`` to ``q``.
 
     Uses geoopt's closed form ``γ(t) = p ⊕_c (t ⊗_c ((−p) ⊕_c q))`` (Möbius addition and
@@ -130,7 +130,7 @@ def _geometry(c: float):
 
 def reduce_to_disk(
     z: Any,
-    c: float = 1.0,
+    c: float = DEFAULT_CURVATURE,
     others: Sequence[Any] = (),
     max_fit: int = 20000,
     seed: int = 0,
@@ -363,7 +363,7 @@ def plot_poincare_disk(
     tree,
     prototypes: Any = None,
     proto_nodes: Any = None,
-    c: float = 1.0,
+    c: float = DEFAULT_CURVATURE,
     title: str | None = None,
     max_points: int = 5000,
     show_tree: bool = True,
@@ -668,7 +668,7 @@ def _poincare_disk_spec(
     tree,
     prototypes: Any = None,
     proto_nodes: Any = None,
-    c: float = 1.0,
+    c: float = DEFAULT_CURVATURE,
     title: str | None = None,
     max_points: int = 5000,
     show_tree: bool = True,
@@ -690,7 +690,7 @@ def _poincare_disk_spec(
     return data, _disk_layout(Z, c, title, len(shown))
 
 
-def disk_radius_caption(z: Any, c: float = 1.0, boundary_tol: float = 1e-2) -> str:
+def disk_radius_caption(z: Any, c: float = DEFAULT_CURVATURE, boundary_tol: float = 1e-2) -> str:
     """One line on how the points use the radial direction, for a disk figure's caption.
 
     The geodesic radius ``d(0, z) = 2/√c · artanh(√c‖z‖)`` of the points: mean ± std, and
