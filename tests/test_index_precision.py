@@ -85,3 +85,12 @@ def test_a_lorentz_geometry_is_refused_at_build():
     pts = lor.expmap0(0.3 * torch.randn(5, 3, dtype=torch.float64))
     with pytest.raises(ValueError, match="Poincaré ball only.*to_ball"):
         ReferenceIndex(pts, geometry=lor)
+
+
+@pytest.mark.parametrize("device", ["tpu", 3.5])
+def test_a_bad_device_is_one_line_naming_the_argument_and_the_choices(device):
+    ref = PoincareBall(1.0).expmap0(0.3 * torch.randn(20, 4, generator=torch.Generator().manual_seed(0)))
+    with pytest.raises(ValueError, match=r"^device must be 'cpu', 'cuda', 'cuda:N' or a torch.device .*got") as err:
+        ReferenceIndex(ref, device=device)
+    assert "\n" not in str(err.value)
+    assert repr(device) in str(err.value)

@@ -460,6 +460,10 @@ def test_cli_features_reduce_pca(tmp_path, capsys):
             "--checkpoint {tmp}/none.pt: no such file",
         ),
         (["features", "--run", "{tmp}/none", "--out", "{tmp}/f.npz"], "--run {tmp}/none: no such folder"),
+        (
+            ["retrieval", "--features", "{tmp}/raw.npz", "--preset", "smoke", "--limit", "1", "--out", "{tmp}/o"],
+            "--limit 1 is too few rows for retrieval: 2 folds with MAP@20 need at least 40",
+        ),
     ],
 )
 def test_cli_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, message):

@@ -114,6 +114,20 @@ def _geometry(geometry: Any):
     return geometry
 
 
+def _device(device: Any, name: str = "device") -> torch.device:
+    """``device`` as a torch.device, or one ValueError line naming the argument and the valid choices."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(
+            f"{name} must be 'cpu', 'cuda', 'cuda:N' or a torch.device (another torch device type such as 'mps' "
+            f"where torch has it), got {device!r}"
+        ) from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{name}={device!r}: CUDA is not available here; use device='cpu'")
+    return dev
+
+
 #: Candidates kept per query before the exact re-rank: ``k + max(k, RERANK_MARGIN)``.
 RERANK_MARGIN = 16
 #: Search engines of :class:`ReferenceIndex`.
@@ -469,7 +483,7 @@ class ReferenceIndex:
             raise ValueError(f"kind={kind!r} needs backend='faiss' (the torch backend is exact: kind='flat')")
         self.geometry.check_point(x, name="points")
         self.storage = storage
-        self.device = torch.device(device)
+        self.device = _device(device)
         self.stored = encode_points(x, storage, self.geometry).to(self.device)
         if storage == "fp16":
             self._check_fp16(x)
@@ -809,7 +823,7 @@ class ReferenceIndex:
             meta = json.loads(str(f["meta"]))
         self = cls.__new__(cls)
         self.geometry = PoincareBall(meta["c"])
-        self.storage, self.device = meta["storage"], torch.device(device)
+        self.storage, self.device = meta["storage"], _device(device)
         self.stored = stored.to(self.device)
         self.labels = labels
         self.query_batch, self.ref_chunk = int(meta["query_batch"]), int(meta["ref_chunk"])
