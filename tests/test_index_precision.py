@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from hierviz.geometry import PoincareBall, get_geometry
+from hierviz.geometry import PoincareBall
 from hierviz.retrieval import ReferenceIndex, decode_points
 
 
@@ -94,13 +94,6 @@ def test_the_origin_is_stored_by_fp16():
     index = ReferenceIndex(ref, storage="fp16")
     d, i = index.search(torch.full((1, 4), 1e-3, dtype=torch.float64), k=1)
     assert i.tolist() == [[0]] and abs(float(d) - 2 * math.atanh(2e-3)) < 1e-12
-
-
-def test_a_lorentz_geometry_is_refused_at_build():
-    lor = get_geometry("lorentz")
-    pts = lor.expmap0(0.3 * torch.randn(5, 3, dtype=torch.float64))
-    with pytest.raises(ValueError, match="Poincaré ball only.*to_ball"):
-        ReferenceIndex(pts, geometry=lor)
 
 
 @pytest.mark.parametrize("device", ["tpu", 3.5])

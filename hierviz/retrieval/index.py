@@ -31,8 +31,13 @@ dimensions plus a top-k, the work of a Euclidean search. Negating the reference 
 (:func:`mips_references`) turns it into the *largest* inner product, the form of a
 maximum-inner-product engine (FAISS's ``METRIC_INNER_PRODUCT``). The Lorentz model has the
 same form with no augmentation: :math:`\cosh(\sqrt c\,d) = -c\langle q, x\rangle_L`, so
-the nearest points maximise :math:`\langle [-q_0, \vec q], [x_0, \vec x]\rangle`; the index
-takes ball points (map hyperboloid points with ``hierviz.geometry.lorentz.math.to_ball``).
+the nearest points maximise :math:`\langle [-q_0, \vec q], [x_0, \vec x]\rangle`.
+:class:`ReferenceIndex` takes hyperboloid points too (``geometry=Lorentz(c)``, points and
+queries of shape (·, d + 1), time first): it maps them with the isometry
+:math:`p = \vec x/(1 + \sqrt c\,x_0)` to the ball of the same curvature in float64 and searches
+there, so the returned distances are the Lorentz distances (equal by the isometry, to float64
+rounding). The float64 ball reaches about :math:`37.4/\sqrt c` from the origin; Lorentz points
+beyond it are refused with that figure.
 
 ``"fp16"`` storage keeps :math:`v = \log_0 x` as its norm :math:`\nu = \|v\|` (float32) and its
 direction :math:`w = \operatorname{round}(32767\,v/\max_i|v_i|)` (int16: 16-bit fixed point
@@ -90,7 +95,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from hierviz.geometry import PoincareBall
+from hierviz.geometry import Lorentz, PoincareBall
+from hierviz.geometry.lorentz import math as lorentz_math
 
 __all__ = [
     "STORAGES",
@@ -112,15 +118,26 @@ __all__ = [
 STORAGES = ("fp32", "fp16", "fp16-ball", "fp64")
 
 
-def _geometry(geometry: Any):
+def _geometry(geometry: Any, index: bool = False):
     if geometry is None:
         return PoincareBall(1.0)
     if not isinstance(geometry, PoincareBall):
+        if index:
+            raise ValueError(
+                "the reference index works in the Poincaré ball or the Lorentz model, got "
+                f"geometry={type(geometry).__name__}"
+            )
         raise ValueError(
-            f"the reference index works in the Poincaré ball only, got geometry={type(geometry).__name__}; "
-            "map Lorentz points to the ball first (hierviz.geometry.lorentz.math.to_ball) and pass a PoincareBall"
+            f"this function works in the Poincaré ball only, got geometry={type(geometry).__name__}; "
+            "map Lorentz points to the ball first (Lorentz.to_ball) and pass a PoincareBall "
+            "(ReferenceIndex takes Lorentz points itself)"
         )
     return geometry
+
+
+def _scalar_c(c: Any) -> float:
+    """A geometry's curvature magnitude as a float (a learnable one is a 0-d tensor)."""
+    return float(c.detach()) if isinstance(c, torch.Tensor) else float(c)
 
 
 def _device(device: Any, name: str = "device") -> torch.device:
@@ -441,8 +458,10 @@ class ReferenceIndex:
         Reference points inside the ball.
     labels : array-like of int, shape (G,), optional
         Kept for the caller (``index.labels``).
-    geometry : PoincareBall, optional
-        Default ``PoincareBall(1.0)``.
+    geometry : PoincareBall or Lorentz, optional
+        Default ``PoincareBall(1.0)``. With ``Lorentz(c)`` the points, queries and ``refine``
+        rows are hyperboloid points (d + 1 coordinates, time first), searched through their
+        float64 images in ``PoincareBall(c)`` (:attr:`geometry`); distances are Lorentz distances.
     storage : {"fp32", "fp16", "fp16-ball", "fp64"}, default "fp16"
         See the module docstring; ``"fp16"`` stores ``log_0`` tangents as a 16-bit direction
         and a float32 norm (2·d + 4 bytes).
@@ -462,9 +481,25 @@ class ReferenceIndex:
     faiss_options : dict, optional
         ``nlist``, ``nprobe`` (IVF), ``hnsw_m``, ``ef_construction``, ``ef_search`` (HNSW),
         ``seed``.
+    keep_full : bool, default False
+        Keep a float64 copy of the points (8·d bytes a reference more, on ``device``) and
+        re-rank the candidates against it, as :meth:`search`'s ``refine`` does: the returned
+        distances are then the float64 distances of the points given, not of their codes.
+        Without it a compressed storage returns the exact distances *of the stored codes*,
+        whose own rounding moves a point near the boundary by up to ~1e-3 (fp16) or ~1e-5
+        (fp32) in hyperbolic distance there: the relative error of a tiny distance (a query
+        next to its reference) is unbounded.
 
     Attributes
     ----------
+    geometry : PoincareBall
+        The ball the index searches in (that of ``Lorentz(c)`` for hyperboloid points).
+    input_geometry : PoincareBall or Lorentz
+        The geometry given.
+    lorentz : bool
+        Whether the points are hyperboloid points.
+    full : torch.Tensor or None, shape (G, d), float64
+        The float64 ball points (``keep_full=True``).
     stored : torch.Tensor, shape (G, d), or (G, d + 2) int16 for ``"fp16"``
         The codes (:func:`encode_points`: float32/float64 coordinates, the tangents' int16
         directions and float32 norms, or float16 coordinates).
@@ -480,7 +515,8 @@ class ReferenceIndex:
     ------
     ValueError
         Bad shapes, points outside the ball, unknown ``storage``/``backend``/``kind``,
-        non-positive batch sizes, a geometry other than the Poincaré ball, or a ``device``
+        non-positive batch sizes, a geometry other than the Poincaré ball or the Lorentz model,
+        Lorentz points off the hyperboloid or beyond ~37.4/√c from the origin, or a ``device``
         torch does not know (``"cuda"`` where CUDA is absent).
     ImportError
         ``backend="faiss"`` without ``faiss-cpu`` (``pip install 'hierviz[faiss]'``).
@@ -511,11 +547,16 @@ class ReferenceIndex:
         backend: str = "torch",
         kind: str = "flat",
         faiss_options: dict[str, Any] | None = None,
+        keep_full: bool = False,
     ) -> None:
-        self.geometry = _geometry(geometry)
+        self.lorentz = isinstance(geometry, Lorentz)
+        self.input_geometry = geometry if self.lorentz else _geometry(geometry, index=True)
+        self.geometry = PoincareBall(_scalar_c(geometry.c)) if self.lorentz else self.input_geometry
         x = points if isinstance(points, torch.Tensor) else torch.as_tensor(np.asarray(points))
         if x.ndim != 2 or x.shape[0] == 0:
             raise ValueError(f"points must be a non-empty (G, d) array, got shape {tuple(x.shape)}")
+        if not isinstance(keep_full, bool):
+            raise ValueError(f"keep_full must be True or False, got {keep_full!r}")
         for name, v in (("query_batch", query_batch), ("ref_chunk", ref_chunk)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -525,10 +566,12 @@ class ReferenceIndex:
             raise ValueError(f"kind must be one of {list(FAISS_KINDS)}, got {kind!r}")
         if backend == "torch" and kind != "flat":
             raise ValueError(f"kind={kind!r} needs backend='faiss' (the torch backend is exact: kind='flat')")
+        x = self._as_ball(x, "points")
         self.geometry.check_point(x, name="points")
         self.storage = storage
         self.device = _device(device)
         self.stored = encode_points(x, storage, self.geometry).to(self.device)
+        self.full = x.detach().to(self.device, torch.float64) if keep_full else None
         self.labels = None if labels is None else np.asarray(labels)
         self.query_batch, self.ref_chunk = query_batch, ref_chunk
         self.backend, self.kind = backend, kind
@@ -540,6 +583,26 @@ class ReferenceIndex:
 
             self.faiss = FaissEngine.build(self, kind, **self.faiss_options)
             self.faiss_options = dict(self.faiss.options)  # with the defaults it chose (saved by save())
+
+    def _as_ball(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        """Lorentz points → their float64 images in the ball (``x_s/(1 + √c x_0)``); ball points unchanged."""
+        if not self.lorentz:
+            return x
+        if x.ndim != 2:
+            raise ValueError(f"{name} must have shape (n, d + 1) (Lorentz points, time first), got {tuple(x.shape)}")
+        x64 = x.detach().to(torch.float64)
+        self.input_geometry.check_point(x64, name=name)
+        c = self._c()
+        p = lorentz_math.to_ball(x64, c)
+        far = c * p.pow(2).sum(-1) >= 1.0
+        if bool(far.any()):
+            rad = torch.acosh((c**0.5 * x64[:, 0]).clamp_min(1.0)) / c**0.5
+            raise ValueError(
+                f"{name}: {int(far.sum())} Lorentz point(s) lie as far as {float(rad[far].max()):.4g} from the origin; "
+                f"the index searches their images in the Poincaré ball in float64, which reach "
+                f"~{37.4 / c**0.5:.3g} (ball radius 1/sqrt(c) less float64 rounding); rescale the embeddings closer to the origin"
+            )
+        return p
 
     def _decode64(self, rows: torch.Tensor | slice) -> torch.Tensor:
         """The stored points of ``rows`` in float64 (the points the index searches exactly)."""
@@ -588,14 +651,21 @@ class ReferenceIndex:
 
     @property
     def bytes_per_reference(self) -> int:
-        """Codes + scalars + the FAISS index (its vectors, ids, graph or lists), per reference."""
+        """Codes + scalars + the float64 copy (``keep_full=True``: 8·d) + the FAISS index, per reference."""
         extra = 0 if self.faiss is None else self.faiss.nbytes / len(self)
-        return int(round(self.bytes_per_item + self.scalar_bytes_per_item + extra))
+        full = 0 if self.full is None else 8 * self.dim
+        return int(round(self.bytes_per_item + self.scalar_bytes_per_item + full + extra))
+
+    @property
+    def point_dim(self) -> int:
+        """Coordinates of an input point: d in the ball, d + 1 on the hyperboloid (time first)."""
+        return self.dim + (1 if self.lorentz else 0)
 
     def _queries(self, queries: Any) -> torch.Tensor:
         q = queries if isinstance(queries, torch.Tensor) else torch.as_tensor(np.asarray(queries))
-        if q.ndim != 2 or q.shape[1] != self.dim:
-            raise ValueError(f"queries must have shape (Q, {self.dim}), got {tuple(q.shape)}")
+        if q.ndim != 2 or q.shape[1] != self.point_dim:
+            raise ValueError(f"queries must have shape (Q, {self.point_dim}), got {tuple(q.shape)}")
+        q = self._as_ball(q, "queries")
         self.geometry.check_point(q, name="queries")
         return q.detach().to(self.device, torch.float64)
 
@@ -605,8 +675,7 @@ class ReferenceIndex:
         return torch.float64 if dt in (torch.float64, np.float64) or self.storage == "fp64" else torch.float32
 
     def _c(self) -> float:
-        c = self.geometry.c
-        return float(c.detach()) if isinstance(c, torch.Tensor) else float(c)
+        return _scalar_c(self.geometry.c)
 
     def distances(self, queries: Any) -> torch.Tensor:
         """All query-reference distances, shape (Q, G), on the index's device.
@@ -766,14 +835,15 @@ class ReferenceIndex:
             raise ValueError(f"candidates must be an integer >= k = {k}, got {candidates!r}")
         kc = min(kc, len(self))
         q = self._queries(queries)
-        ref_full = None
+        ref_full = self.full
         if refine is not None:
             ref_full = refine if isinstance(refine, torch.Tensor) else torch.as_tensor(np.asarray(refine))
-            if tuple(ref_full.shape) != (len(self), self.dim):
+            if tuple(ref_full.shape) != (len(self), self.point_dim):
                 raise ValueError(
-                    f"refine must hold the {len(self)} references at full precision, shape ({len(self)}, {self.dim}); "
-                    f"got {tuple(ref_full.shape)}"
+                    f"refine must hold the {len(self)} references at full precision, shape ({len(self)}, "
+                    f"{self.point_dim}); got {tuple(ref_full.shape)}"
                 )
+            ref_full = self._as_ball(ref_full, "refine")
         c = self._c()
         if self.faiss is None:
             scores, cand = self._torch_candidates(q, kc)
@@ -826,11 +896,14 @@ class ReferenceIndex:
         meta = {
             "storage": self.storage, "c": self._c(), "query_batch": self.query_batch, "ref_chunk": self.ref_chunk,
             "backend": self.backend, "kind": self.kind, "faiss_options": self.faiss_options,
+            "model": "lorentz" if self.lorentz else "poincare",
         }  # fmt: skip
 
         arrays = {"stored": self.stored.cpu().numpy(), "meta": np.array(json.dumps(meta))}
         if self.labels is not None:
             arrays["labels"] = self.labels
+        if self.full is not None:
+            arrays["full"] = self.full.cpu().numpy()
         np.savez(folder / "index.npz", **arrays)
         if self.faiss is not None:
             self.faiss.save(folder / "faiss.index")
@@ -851,13 +924,17 @@ class ReferenceIndex:
         with np.load(folder / "index.npz") as f:
             stored = torch.from_numpy(f["stored"])
             labels = f["labels"] if "labels" in f.files else None
+            full = torch.from_numpy(f["full"]) if "full" in f.files else None
             meta = json.loads(str(f["meta"]))
         self = cls.__new__(cls)
         self.geometry = PoincareBall(meta["c"])
+        self.lorentz = meta.get("model") == "lorentz"
+        self.input_geometry = Lorentz(meta["c"]) if self.lorentz else self.geometry
         self.storage, self.device = meta["storage"], _device(device)
         if meta["storage"] == "fp16" and stored.dtype == torch.float16:  # hierviz <= 0.3: float16 log0 tangents
             stored = _pack_fp16(stored.to(torch.float64))
         self.stored = stored.to(self.device)
+        self.full = None if full is None else full.to(self.device)
         self.labels = labels
         self.query_batch, self.ref_chunk = int(meta["query_batch"]), int(meta["ref_chunk"])
         self.backend, self.kind, self.faiss_options = meta["backend"], meta["kind"], dict(meta["faiss_options"])
