@@ -122,3 +122,32 @@ def test_an_fp16_index_saved_by_hierviz_03_loads(tmp_path):
         decode_points(loaded.stored, "fp16", dtype=torch.float64), want, rtol=0, atol=2e-5
     )  # 16-bit directions
     assert torch.equal(loaded.search(ref[:5], k=1)[1].flatten(), torch.arange(5))
+
+
+def _near_duplicates() -> tuple[torch.Tensor, torch.Tensor]:
+    """References in one cap at radius 0.997-0.99999 and queries a relative 1e-7 inside ten of them."""
+    g = torch.Generator().manual_seed(22)
+    e1 = torch.tensor([1.0, 0, 0, 0], dtype=torch.float64)
+    u = torch.nn.functional.normalize(e1 + 0.02 * torch.randn(100, 4, generator=g, dtype=torch.float64), dim=-1)
+    ref = u * torch.linspace(0.997, 0.99999, 100, dtype=torch.float64)[:, None]
+    return ref, ref[::10] * (1 - 1e-7)
+
+
+@pytest.mark.parametrize("storage", ["fp16", "fp32"])
+def test_keep_full_returns_the_distances_of_the_points_given_next_to_the_boundary(storage):
+    ref, q = _near_duplicates()
+    want_d, want_i = _exact_topk(ref, q, 3)
+    assert float(want_d[:, 0].max()) < 1e-3  # each query's nearest reference is its own point
+    for index, kw in ((ReferenceIndex(ref, storage=storage, keep_full=True), {}),
+                      (ReferenceIndex(ref, storage=storage), {"refine": ref})):  # fmt: skip
+        d, i = index.search(q, k=3, **kw)
+        assert torch.equal(i, want_i)
+        torch.testing.assert_close(d, want_d, rtol=1e-9, atol=0)  # open case's tolerance: 0.05 (fp16), 1e-3 (fp32)
+    index = ReferenceIndex(ref, storage=storage, keep_full=True)
+    assert index.bytes_per_reference == {"fp16": 2 * 6 + 8 * 4, "fp32": 4 * 4 + 8 + 8 * 4}[storage]
+    # without the copy: the exact distances of the stored codes (the documented contract), not of the points given
+    index = ReferenceIndex(ref, storage=storage)
+    d, i = index.search(q, k=3)
+    codes = decode_points(index.stored, storage, dtype=torch.float64)
+    want_codes = PoincareBall().dist(q[:, None], codes[i])
+    torch.testing.assert_close(d, want_codes, rtol=1e-9, atol=0)

@@ -814,7 +814,12 @@ class ReferenceIndex:
         -------
         distances : torch.Tensor, shape (Q, k), float32 (float64 for float64 queries or ``"fp64"`` storage)
             Ascending per row: the exact float64 distances to the stored points (to the
-            ``refine`` rows when given), rounded to the output dtype.
+            ``refine`` rows when given, else to the float64 copy with ``keep_full=True``),
+            rounded to the output dtype. The stored points of a compressed storage are the
+            codes' points: next to the boundary they sit up to ~1e-3 (fp16) or ~1e-5 (fp32)
+            away from the points given, so a query right next to its reference gets a
+            distance of that size, not the tiny true one; pass ``refine`` or build with
+            ``keep_full=True`` where such distances matter.
         indices : torch.Tensor, shape (Q, k), int64
             Reference rows; equal distances by the smaller row.
 
