@@ -282,7 +282,8 @@ def test_faiss_option_errors():
 
 
 # --------------------------------------------------------------------------- hierviz compare --protocol retrieval
-def test_compare_records_the_index_and_its_recall(tmp_path):
+@pytest.mark.parametrize("geometry", ["poincare", "lorentz"])
+def test_compare_records_the_index_and_its_recall(tmp_path, geometry):
     _faiss()
     import json
 
@@ -297,7 +298,7 @@ def test_compare_records_the_index_and_its_recall(tmp_path):
     tree = tmp_path / "tree.json"
     tree.write_text(json.dumps({"root": {"a": ["a1", "a2"], "b": ["b1", "b2"]}}), encoding="utf-8")
     sets = [f"data.path={path}", f"data.tree={tree}", "model.encoder=mapper", "model.width=4", "model.embed_dim=8"]
-    sets += ["methods=hyper-dino", "geometries=poincare", "seeds=1", "eval.protocol=retrieval", "train.epochs=1"]
+    sets += ["methods=hyper-dino", f"geometries={geometry}", "seeds=1", "eval.protocol=retrieval", "train.epochs=1"]
     sets += ["train.batch_size=32", "train.threads=1", "eval.projection=pca"]
     with pytest.raises(ConfigError, match="eval.index"):
         resolve_config("quick-ham10000", [*sets, "eval.index=faiss-lsh"])
