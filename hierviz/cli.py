@@ -57,6 +57,7 @@ from hierviz.features import FeaturesData, export_checkpoint, load_features, red
 from hierviz.methods import LOSS_HPARAMS
 from hierviz.metrics.retrieval import _check_denominator
 from hierviz.retrieval import RETRIEVAL_PRESETS, run_retrieval
+from hierviz.retrieval.protocol import limit_error
 from hierviz.training import NonFiniteLossError
 
 __all__ = ["main", "build_parser"]
@@ -329,6 +330,9 @@ def _run_retrieval_command(args: argparse.Namespace) -> int:
             f"--features {args.features}: no such file; make one with 'hierviz features --run RUN_DIR'"
         )
     data = load_features(args.features)
+    message = limit_error(data.labels, replace(cfg, **changes), "--limit")
+    if message is not None:
+        raise ConfigError(message)
     result = run_retrieval(data, replace(cfg, **changes), out=args.out, progress=not args.quiet)
     print(result["markdown"])
     print(f"wrote {', '.join(str(p) for p in result['paths'].values())}")

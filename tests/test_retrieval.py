@@ -169,7 +169,8 @@ def test_index_search_equals_brute_force_sort(storage):
     ref_d, _ = torch.sort(D, dim=1)
     assert torch.allclose(d, ref_d[:, :7])
     assert torch.allclose(D.gather(1, i), d)
-    assert index.bytes_per_item == (128 if storage == "fp32" else 64) and index.nbytes == 500 * index.bytes_per_item
+    assert index.bytes_per_item == {"fp32": 128, "fp16": 68, "fp16-ball": 64}[storage]
+    assert index.nbytes == 500 * index.bytes_per_item
 
 
 def test_index_fp32_distances_equal_the_geometry():
@@ -320,7 +321,7 @@ def test_run_retrieval_writes_tables_and_hyperbolic_beats_chance(tmp_path):
     cos = next(s for s in res["summary"] if s["storage"] == "cosine")
     assert cos["map@20_mean"] > 0.5 and cos["dim_out"] == 32  # 4 separable classes: the control learns too
     hd = {s["storage"]: s for s in res["summary"] if s["variant"].startswith("Hyper")}
-    assert hd["fp16"]["bytes"] == 64 and hd["fp32"]["bytes"] == 128
+    assert hd["fp16"]["bytes"] == 68 and hd["fp32"]["bytes"] == 128  # 2·32 direction + a float32 norm
     assert hd["fp16"]["map@20_mean"] > 0.5  # 4 well-separated classes: a random ranking scores ~0.1
     assert abs(hd["fp16"]["map@20_mean"] - hd["fp32"]["map@20_mean"]) < 0.02
     assert "| PCA | 6 |" in res["markdown"] and len(res["rows"]) == 3 * 5
@@ -460,6 +461,10 @@ def test_cli_features_reduce_pca(tmp_path, capsys):
             "--checkpoint {tmp}/none.pt: no such file",
         ),
         (["features", "--run", "{tmp}/none", "--out", "{tmp}/f.npz"], "--run {tmp}/none: no such folder"),
+        (
+            ["retrieval", "--features", "{tmp}/raw.npz", "--preset", "smoke", "--limit", "1", "--out", "{tmp}/o"],
+            "--limit 1 is too few rows for retrieval: 2 folds with MAP@20 need at least 40",
+        ),
     ],
 )
 def test_cli_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, message):

@@ -12,7 +12,7 @@ import torch
 
 import hierviz.retrieval.index as index_mod
 from hierviz.geometry import PoincareBall
-from hierviz.retrieval import ReferenceIndex
+from hierviz.retrieval import ReferenceIndex, decode_points
 from hierviz.retrieval.index import augment_queries, augment_references, merge_results, mips_references
 
 
@@ -117,14 +117,14 @@ def test_fp16_recall_on_codes_and_refine_to_full_precision(c):
     q = _near_boundary(100, 16, c, 6)
     want_d, want_i = _brute(q, ref, c, 20)
     index = ReferenceIndex(ref, storage="fp16", geometry=PoincareBall(c))
-    assert index.bytes_per_item == 32 and index.bytes_per_reference == 44  # 2·16 code + 3 float32 scalars
+    assert index.bytes_per_item == 36 and index.bytes_per_reference == 36  # 2·16 direction + a float32 norm
     _, i = index.search(q, k=20)
     assert _recall(i, want_i) >= 0.999
     d, i = index.search(q, k=20, refine=ref)
     assert torch.equal(i, want_i)
     torch.testing.assert_close(d.double(), want_d, rtol=1e-6, atol=0)
     # without refine: exactly the top-k of the decoded codes
-    decoded = PoincareBall(c).expmap0(index.stored.double())
+    decoded = decode_points(index.stored, "fp16", PoincareBall(c), dtype=torch.float64)
     dd, di = _brute(q, decoded, c, 20)
     d, i = index.search(q.double(), k=20)
     assert torch.equal(i, di)
@@ -172,7 +172,7 @@ def test_every_query_through_the_fallbacks_gives_the_same_answer(monkeypatch):
 def test_bytes_per_reference_with_the_scalars():
     ref = PoincareBall().expmap0(0.5 * torch.randn(10, 32, generator=torch.Generator().manual_seed(0)))
     fp16, fp32 = ReferenceIndex(ref, storage="fp16"), ReferenceIndex(ref, storage="fp32")
-    assert (fp16.bytes_per_item, fp16.scalar_bytes_per_item, fp16.bytes_per_reference) == (64, 12, 76)
+    assert (fp16.bytes_per_item, fp16.scalar_bytes_per_item, fp16.bytes_per_reference) == (68, 0, 68)
     assert (fp32.bytes_per_item, fp32.scalar_bytes_per_item, fp32.bytes_per_reference) == (128, 8, 136)
 
 
@@ -282,7 +282,8 @@ def test_faiss_option_errors():
 
 
 # --------------------------------------------------------------------------- hierviz compare --protocol retrieval
-def test_compare_records_the_index_and_its_recall(tmp_path):
+@pytest.mark.parametrize("geometry", ["poincare", "lorentz"])
+def test_compare_records_the_index_and_its_recall(tmp_path, geometry):
     _faiss()
     import json
 
@@ -297,7 +298,7 @@ def test_compare_records_the_index_and_its_recall(tmp_path):
     tree = tmp_path / "tree.json"
     tree.write_text(json.dumps({"root": {"a": ["a1", "a2"], "b": ["b1", "b2"]}}), encoding="utf-8")
     sets = [f"data.path={path}", f"data.tree={tree}", "model.encoder=mapper", "model.width=4", "model.embed_dim=8"]
-    sets += ["methods=hyper-dino", "geometries=poincare", "seeds=1", "eval.protocol=retrieval", "train.epochs=1"]
+    sets += ["methods=hyper-dino", f"geometries={geometry}", "seeds=1", "eval.protocol=retrieval", "train.epochs=1"]
     sets += ["train.batch_size=32", "train.threads=1", "eval.projection=pca"]
     with pytest.raises(ConfigError, match="eval.index"):
         resolve_config("quick-ham10000", [*sets, "eval.index=faiss-lsh"])

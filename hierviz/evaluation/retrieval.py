@@ -14,7 +14,7 @@
   distance of the directions ``log_0(z)/‖log_0(z)‖`` (the cosine control's ranking).
   ``hierviz compare --protocol retrieval`` puts any method in the table; the report adds the
   expected scores of a random ranking as a *chance* row (:func:`chance_scores`).
-  ``eval.index`` (:data:`RETRIEVAL_INDEXES`) chooses how a Poincaré run's top-20 is found:
+  ``eval.index`` (:data:`RETRIEVAL_INDEXES`) chooses how a Poincaré or Lorentz run's top-20 is found:
   ``"exact"`` (the full distance matrix) or a FAISS index of :class:`hierviz.retrieval.ReferenceIndex`
   (``"faiss-flat"``, ``"faiss-ivf"``, ``"faiss-hnsw"``; registered in :data:`INDEXES` by
   :mod:`hierviz.retrieval`); the run's metrics then add ``index_recall@20`` against the exact top-20.
@@ -446,7 +446,7 @@ def _retrieve(
             D = torch.cat([geometry.pairwise_dist(qb, g) for qb in q.split(1024)])
     ks = tuple(k for k in RETRIEVAL_KS if k <= len(y_tr))
     metrics = retrieval_metrics(D, y_te, y_tr, ks=ks)
-    if index != "exact" and distance == "geometry" and type(geometry).__name__ == "PoincareBall":
+    if index != "exact" and distance == "geometry" and type(geometry).__name__ in ("PoincareBall", "Lorentz"):
         metrics.update(_index_metrics(index, D, q, g, geometry, y_te, y_tr, ks))
     with torch.jit.optimized_execution(False):  # the classification protocol's prototypes (report figures)
         protos, nodes = parent_prototypes(
@@ -479,7 +479,7 @@ def retrieval_protocol(
     MAP@k (k ∈ {1, 5, 10, 20}, AP@k normalised by ``min(k, R)``), P@1 and R-precision of
     the frozen embeddings (``embedding``: ``"z"`` or ``"features"``).
 
-    ``index`` (``eval.index``, :data:`RETRIEVAL_INDEXES`): on a Poincaré run other than
+    ``index`` (``eval.index``, :data:`RETRIEVAL_INDEXES`): on a Poincaré or Lorentz run other than
     ``"exact"``, MAP@k and P@1 come from the top-20 that index finds (its candidates
     re-ranked by the exact distance), R-precision from the exact ranking (it reads past the
     20), and the metrics add ``index_recall@20`` (the fraction of the exact top-20 found) and

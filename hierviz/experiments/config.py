@@ -265,7 +265,7 @@ class EvalConfig:
         §4), or ``"z"``, the projection head's output. None: each method's own choice (``z``;
         encoder features for CE, HXE and paper 02's methods). The report header names it.
     index : {"exact", "faiss-flat", "faiss-ivf", "faiss-hnsw"}, default "exact"
-        How the ``retrieval`` protocol finds each query's top-20 on a Poincaré run
+        How the ``retrieval`` protocol finds each query's top-20 on a Poincaré or Lorentz run
         (:data:`hierviz.evaluation.retrieval.RETRIEVAL_INDEXES`): the exact distance matrix or
         a FAISS index of :class:`hierviz.retrieval.ReferenceIndex` (``pip install
         'hierviz[faiss]'``); the FAISS ones add ``index_recall@20`` to the run's metrics.

@@ -162,11 +162,15 @@ def paper03_paired(root: Path, args: list[str], opts: dict[str, str]) -> str:
 
 
 def paper03_storage(root: Path, args: list[str], opts: dict[str, str]) -> str:
-    """MAP@20 of each Hyper-DINO variant with float32 ball coordinates against float16 log₀ tangents."""
+    """MAP@20 of each Hyper-DINO variant with float32 ball coordinates against 16-bit log₀ tangents (bytes from the rows)."""
     rows = _paper03_summary(root, args, opts)
     by = {(r["variant"], r["storage"]): r for r in rows}
+    size = {st: next((int(float(r["bytes"])) for r in rows if r["storage"] == st and r["dim_out"] == 32
+                      and r.get("bytes")), None) for st in ("fp32", "fp16")}  # fmt: skip
+    fp32_b, fp16_b = size["fp32"] or 128, size["fp16"] or 64  # the records' own sizes
+    fp16_name = "float16 log₀ tangents" if fp16_b == 64 else "16-bit log₀ tangents"  # 0.3's codes: 64 B float16
     lines = [
-        "| variant | float32 ball coordinates (128 B): MAP@20 | float16 log₀ tangents (64 B): MAP@20 |",
+        f"| variant | float32 ball coordinates ({fp32_b} B): MAP@20 | {fp16_name} ({fp16_b} B): MAP@20 |",
         "|---|---:|---:|",
     ]
     for v in dict.fromkeys(r["variant"] for r in rows if r["dim_out"] == 32):

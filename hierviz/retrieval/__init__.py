@@ -1,8 +1,9 @@
 """Hyperbolic retrieval (Paper 03 (Hyper-DINO) §2.4, §3): the reference index and the protocol.
 
 * :mod:`.index`: :class:`ReferenceIndex` (exact Poincaré k-NN as one GEMM on augmented
-  vectors, in batches on CPU or GPU, float16 ``log_0`` tangent storage: 64 bytes per image at
-  d = 32 plus 12 bytes of scalars), :func:`storage_distance_error`, :func:`merge_results`;
+  vectors, in batches on CPU or GPU, ``log_0`` tangent storage in 16 bits a coordinate: 64 bytes
+  per image at d = 32 plus a 4-byte norm; Poincaré or Lorentz points), :func:`storage_distance_error`,
+  :func:`merge_results`;
   :mod:`.faiss_backend`: ``ReferenceIndex(backend="faiss", kind="flat" | "ivf" | "hnsw")``,
   also ``eval.index`` of ``hierviz compare --protocol retrieval``;
 * :mod:`.protocol`: :func:`run_retrieval`, the grid over 5 grouped folds as one

@@ -4,8 +4,9 @@ Paper 03 (Hyper-DINO) §2.4 ranks the reference (training) images by Poincaré d
 each query; its §4 stresses the size: 32 float16 numbers, 64 bytes per image. Storing
 *ball coordinates* in float16 loses the points near the boundary (float16 keeps ~3
 digits, and :math:`1 - \|x\|` is what the distance depends on), so :class:`ReferenceIndex`
-stores :math:`\log_0` *tangent vectors* in float16 (``DESIGN.md``, "fp16 storage of
-hyperbolic points"; :func:`storage_distance_error` measures both).
+stores :math:`\log_0` *tangent vectors* (``DESIGN.md``, "fp16 storage of hyperbolic
+points"; :func:`storage_distance_error` measures both): the direction in 16 bits a
+coordinate and the norm as one float32, 2·d + 4 bytes (68 at d = 32).
 
 **Ranking as a maximum-inner-product search.** On the ball of curvature :math:`-c`
 
@@ -30,15 +31,27 @@ dimensions plus a top-k, the work of a Euclidean search. Negating the reference 
 (:func:`mips_references`) turns it into the *largest* inner product, the form of a
 maximum-inner-product engine (FAISS's ``METRIC_INNER_PRODUCT``). The Lorentz model has the
 same form with no augmentation: :math:`\cosh(\sqrt c\,d) = -c\langle q, x\rangle_L`, so
-the nearest points maximise :math:`\langle [-q_0, \vec q], [x_0, \vec x]\rangle`; the index
-takes ball points (map hyperboloid points with ``hierviz.geometry.lorentz.math.to_ball``).
+the nearest points maximise :math:`\langle [-q_0, \vec q], [x_0, \vec x]\rangle`.
+:class:`ReferenceIndex` takes hyperboloid points too (``geometry=Lorentz(c)``, points and
+queries of shape (·, d + 1), time first): it maps them with the isometry
+:math:`p = \vec x/(1 + \sqrt c\,x_0)` to the ball of the same curvature in float64 and searches
+there, so the returned distances are the Lorentz distances (equal by the isometry, to float64
+rounding). The float64 ball reaches about :math:`37.4/\sqrt c` from the origin; Lorentz points
+beyond it are refused with that figure.
 
-float16 storage keeps :math:`v = \log_0 x` and :math:`x = s_x v` with
-:math:`s_x = \tanh(\sqrt c\|v\|)/(\sqrt c\|v\|)`, so the reference side is
-:math:`[a_x, (-2a_x s_x)\,v, a_x\|x\|^2]`: a GEMM on the upcast tangents scaled by three
-float32 scalars per reference kept beside them (12 bytes; 64 + 12 = 76 bytes per
-reference at d = 32). fp32 storage keeps :math:`a_x` and :math:`a_x\|x\|^2` (8 bytes:
-136 at d = 32). No chunk is decoded through :math:`\exp_0` at search time.
+``"fp16"`` storage keeps :math:`v = \log_0 x` as its norm :math:`\nu = \|v\|` (float32) and its
+direction :math:`w = \operatorname{round}(32767\,v/\max_i|v_i|)` (int16: 16-bit fixed point
+scaled by the largest coordinate, an absolute error below :math:`2^{-16}` of that
+coordinate, where float16 has :math:`2^{-11}` of each coordinate: on the benchmark's clustered
+data at d = 32 and G = 10^6 the top-20 of the codes holds 0.9996 of the true top-20, against
+0.9984 for float16 tangents). The stored point is :math:`x = r\,w/\|w\|` with :math:`r = \tanh(\sqrt c\,\nu)/\sqrt c`,
+so :math:`a_x = \cosh^2(\sqrt c\,\nu)`, :math:`a_x\|x\|^2 = \sinh^2(\sqrt c\,\nu)/c` and the
+reference side is :math:`[a_x, (-2a_x r/\|w\|)\,w, a_x\|x\|^2]`: a GEMM on the upcast codes,
+with the three scalars computed per chunk from :math:`\nu` (no stored scalars: 2·d + 4
+bytes, 68 at d = 32). Tiny tangent norms lose nothing (:math:`\nu = 10^{-9}` is a float32
+like any other; float16 tangents flushed them to zero), and the origin is the zero code.
+fp32 storage keeps :math:`a_x` and :math:`a_x\|x\|^2` beside the coordinates (8 bytes: 136
+at d = 32). No chunk is decoded through :math:`\exp_0` at search time.
 
 **Exactness.** The scores are computed in float32, and near the boundary the three terms
 of :math:`s` cancel. A float32 dot product of :math:`n = d + 2` terms is off by at most
@@ -61,7 +74,8 @@ stored points, computed for the returned top-k only.
 Storage modes (``storage=``; bytes at d = 32, codes + scalars):
 
 * ``"fp32"``: ball coordinates, float32 (4·d + 8 bytes: 136);
-* ``"fp16"``: :math:`\log_0` tangents, float16 (2·d + 12 bytes: 76; Paper 03's 64-byte code);
+* ``"fp16"``: :math:`\log_0` tangents, a 16-bit direction and a float32 norm (2·d + 4 bytes: 68;
+  Paper 03's 64-byte code plus the norm);
 * ``"fp16-ball"``: ball coordinates, float16 (2·d + 8 bytes; the naive choice, for comparison);
 * ``"fp64"``: ball coordinates, float64 (8·d + 16 bytes), searched in float64.
 
@@ -81,7 +95,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from hierviz.geometry import DEFAULT_CURVATURE, PoincareBall
+from hierviz.geometry import DEFAULT_CURVATURE, Lorentz, PoincareBall
+from hierviz.geometry.lorentz import math as lorentz_math
 
 __all__ = [
     "STORAGES",
@@ -103,15 +118,40 @@ __all__ = [
 STORAGES = ("fp32", "fp16", "fp16-ball", "fp64")
 
 
-def _geometry(geometry: Any):
+def _geometry(geometry: Any, index: bool = False):
     if geometry is None:
         return PoincareBall(1.0)
     if not isinstance(geometry, PoincareBall):
+        if index:
+            raise ValueError(
+                "the reference index works in the Poincaré ball or the Lorentz model, got "
+                f"geometry={type(geometry).__name__}"
+            )
         raise ValueError(
-            f"the reference index works in the Poincaré ball only, got geometry={type(geometry).__name__}; "
-            "map Lorentz points to the ball first (hierviz.geometry.lorentz.math.to_ball) and pass a PoincareBall"
+            f"this function works in the Poincaré ball only, got geometry={type(geometry).__name__}; "
+            "map Lorentz points to the ball first (Lorentz.to_ball) and pass a PoincareBall "
+            "(ReferenceIndex takes Lorentz points itself)"
         )
     return geometry
+
+
+def _scalar_c(c: Any) -> float:
+    """A geometry's curvature magnitude as a float (a learnable one is a 0-d tensor)."""
+    return float(c.detach()) if isinstance(c, torch.Tensor) else float(c)
+
+
+def _device(device: Any, name: str = "device") -> torch.device:
+    """``device`` as a torch.device, or one ValueError line naming the argument and the valid choices."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(
+            f"{name} must be 'cpu', 'cuda', 'cuda:N' or a torch.device (another torch device type such as 'mps' "
+            f"where torch has it), got {device!r}"
+        ) from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{name}={device!r}: CUDA is not available here; use device='cpu'")
+    return dev
 
 
 #: Candidates kept per query before the exact re-rank: ``k + max(k, RERANK_MARGIN)``.
@@ -120,8 +160,32 @@ RERANK_MARGIN = 16
 BACKENDS = ("torch", "faiss")
 #: FAISS index kinds (``backend="faiss"``).
 FAISS_KINDS = ("flat", "ivf", "hnsw")
-#: Smallest non-zero tangent norm float16 storage keeps (relative error <= 1e-2 beyond it).
-FP16_MIN_NORM = 1e-3
+#: Largest magnitude of the 16-bit direction codes of ``"fp16"`` storage (the largest coordinate of each).
+CODE_SCALE = 32767
+
+
+def _pack_fp16(v: torch.Tensor) -> torch.Tensor:
+    """float64 tangents (n, d) → (n, d + 2) int16: the direction in 16-bit fixed point, then the float32 norm's bits."""
+    nu = v.norm(dim=-1, keepdim=True)
+    m = v.abs().amax(dim=-1, keepdim=True) if v.shape[-1] else nu
+    w = torch.where(m > 0, torch.round(v / m.clamp_min(torch.finfo(torch.float64).tiny) * CODE_SCALE), 0.0)
+    bits = nu.to(torch.float32).contiguous().view(torch.int16)  # (n, 2): the float32 norm, bit for bit
+    return torch.cat([w.to(torch.int16), bits], dim=1)
+
+
+def _unpack_fp16(code: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(n, d + 2) int16 codes → directions ``w`` (n, d) float64, their norms ``‖w‖`` (n,) and tangent norms ``ν`` (n,)."""
+    w = code[:, :-2].to(torch.float64)
+    nu = code[:, -2:].contiguous().view(torch.float32).to(torch.float64).squeeze(-1)
+    return w, w.norm(dim=-1), nu
+
+
+def _fp16_points(code: torch.Tensor, c: float) -> torch.Tensor:
+    """The ball points of ``"fp16"`` codes, float64: ``tanh(√c ν)/√c · w/‖w‖`` (the origin where ν or w is 0)."""
+    w, wn, nu = _unpack_fp16(code)
+    r = torch.tanh(c**0.5 * nu) / c**0.5
+    scale = torch.where(wn > 0, r / wn.clamp_min(1.0), torch.zeros_like(r))
+    return w * scale[:, None]
 
 
 def _exact_dist(x: torch.Tensor, y: torch.Tensor, c: float) -> torch.Tensor:
@@ -138,20 +202,23 @@ def _exact_dist(x: torch.Tensor, y: torch.Tensor, c: float) -> torch.Tensor:
 
 
 def encode_points(x: torch.Tensor, storage: str, geometry: Any = None) -> torch.Tensor:
-    """Ball points → the stored tensor of a storage mode (see the module docstring).
+    r"""Ball points → the stored tensor of a storage mode (see the module docstring).
 
     Parameters
     ----------
     x : torch.Tensor, shape (n, d)
         Points inside the ball.
-    storage : {"fp32", "fp16", "fp16-ball"}
+    storage : {"fp32", "fp16", "fp16-ball", "fp64"}
     geometry : PoincareBall, optional
         Default ``PoincareBall(1.0)``.
 
     Returns
     -------
-    torch.Tensor, shape (n, d)
-        float32 coordinates, float16 tangents or float16 coordinates.
+    torch.Tensor
+        ``"fp32"``/``"fp64"``: the coordinates, shape (n, d), float32/float64; ``"fp16-ball"``:
+        float16 coordinates, (n, d); ``"fp16"``: int16 codes, shape (n, d + 2): the direction
+        of :math:`v = \log_0 x` in 16-bit fixed point (``round(v / max_i |v_i| · 32767)``), then
+        the two int16 halves of the float32 norm :math:`\|v\|` (2·d + 4 bytes a point).
 
     Raises
     ------
@@ -166,23 +233,26 @@ def encode_points(x: torch.Tensor, storage: str, geometry: Any = None) -> torch.
     if storage == "fp64":
         return x.detach().to(torch.float64)
     if storage == "fp16":
-        return g.logmap0(x.detach().to(torch.float64)).to(torch.float16)
+        return _pack_fp16(g.logmap0(x.detach().to(torch.float64)))
     return x.detach().to(torch.float16)
 
 
 def decode_points(
     stored: torch.Tensor, storage: str, geometry: Any = None, dtype: torch.dtype = torch.float32
 ) -> torch.Tensor:
-    """The stored tensor → ball points (``exp_0`` of fp16 tangents; a cast otherwise).
+    r"""The stored tensor → ball points, shape (n, d) (``exp_0`` of the fp16 tangent codes; a cast otherwise).
 
     Parameters
     ----------
-    stored : torch.Tensor, shape (n, d)
-    storage : {"fp32", "fp16", "fp16-ball"}
+    stored : torch.Tensor, shape (n, d), or (n, d + 2) int16 for ``"fp16"``
+        What :func:`encode_points` returned.
+    storage : {"fp32", "fp16", "fp16-ball", "fp64"}
     geometry : PoincareBall, optional
     dtype : torch.dtype, default torch.float32
-        Arithmetic of ``exp_0``. In float32 geoopt keeps points at radius
-        ``<= (1 - 4e-3)/sqrt(c)``; points stored beyond that (e.g. r = 0.9999) need float64.
+        Dtype of the points. ``"fp16"`` codes decode in float64
+        (:math:`\tanh(\sqrt c\,\|v\|)/\sqrt c` times the unit direction) and are then
+        cast; in float32 geoopt keeps points at radius ``<= (1 - 4e-3)/sqrt(c)``, so points
+        stored beyond that (e.g. r = 0.9999) need float64.
 
     Raises
     ------
@@ -193,7 +263,9 @@ def decode_points(
     if storage not in STORAGES:
         raise ValueError(f"storage must be one of {list(STORAGES)}, got {storage!r}")
     if storage == "fp16":
-        return g.expmap0(stored.to(dtype))
+        c = g.c
+        x = _fp16_points(stored, float(c.detach()) if isinstance(c, torch.Tensor) else float(c))
+        return x if dtype == torch.float64 else g.proj(x.to(dtype))
     x = stored.to(dtype)
     if storage == "fp64":
         return x
@@ -386,10 +458,13 @@ class ReferenceIndex:
         Reference points inside the ball.
     labels : array-like of int, shape (G,), optional
         Kept for the caller (``index.labels``).
-    geometry : PoincareBall, optional
-        Default ``PoincareBall(1.0)``.
+    geometry : PoincareBall or Lorentz, optional
+        Default ``PoincareBall(1.0)``. With ``Lorentz(c)`` the points, queries and ``refine``
+        rows are hyperboloid points (d + 1 coordinates, time first), searched through their
+        float64 images in ``PoincareBall(c)`` (:attr:`geometry`); distances are Lorentz distances.
     storage : {"fp32", "fp16", "fp16-ball", "fp64"}, default "fp16"
-        See the module docstring; ``"fp16"`` stores float16 ``log_0`` tangents.
+        See the module docstring; ``"fp16"`` stores ``log_0`` tangents as a 16-bit direction
+        and a float32 norm (2·d + 4 bytes).
     device : str or torch.device, default "cpu"
         Where the index lives and distances are computed (``"cuda"`` for a GPU; the torch backend).
     query_batch : int, default 256
@@ -406,24 +481,45 @@ class ReferenceIndex:
     faiss_options : dict, optional
         ``nlist``, ``nprobe`` (IVF), ``hnsw_m``, ``ef_construction``, ``ef_search`` (HNSW),
         ``seed``.
+    keep_full : bool, default False
+        Keep a float64 copy of the points (8·d bytes a reference more, on ``device``) and
+        re-rank the candidates against it, as :meth:`search`'s ``refine`` does: the returned
+        distances are then the float64 distances of the points given, not of their codes.
+        Without it a compressed storage returns the exact distances *of the stored codes*,
+        whose own rounding moves each point by a hyperbolic distance that grows like
+        1/(1 − √c‖x‖) (99th percentile at d = 32: 1e-2 for fp16 and 1e-5 for fp32 at radius
+        0.997, 0.3 and 3.5e-4 at 0.9999): harmless for the ranking and for the distances to
+        queries elsewhere (:func:`storage_error_curve`), but the distance from a query right
+        next to its reference comes out at that size, not at the tiny true one.
 
     Attributes
     ----------
-    stored : torch.Tensor, shape (G, d)
-        The codes (float32/float64 coordinates, float16 tangents or float16 coordinates).
+    geometry : PoincareBall
+        The ball the index searches in (that of ``Lorentz(c)`` for hyperboloid points).
+    input_geometry : PoincareBall or Lorentz
+        The geometry given.
+    lorentz : bool
+        Whether the points are hyperboloid points.
+    full : torch.Tensor or None, shape (G, d), float64
+        The float64 ball points (``keep_full=True``).
+    stored : torch.Tensor, shape (G, d), or (G, d + 2) int16 for ``"fp16"``
+        The codes (:func:`encode_points`: float32/float64 coordinates, the tangents' int16
+        directions and float32 norms, or float16 coordinates).
     nbytes : int
         Bytes of the stored codes.
     bytes_per_item : int
-        Code bytes per reference (64 for fp16 at d = 32: Paper 03's figure).
+        Code bytes per reference (68 for fp16 at d = 32: Paper 03's 64 and a 4-byte norm).
     bytes_per_reference : int
-        Code, scalars and FAISS index bytes per reference (76 for fp16 at d = 32 with the torch backend).
+        Code, scalars and FAISS index bytes per reference (68 for fp16 at d = 32 with the torch
+        backend, 136 for fp32).
 
     Raises
     ------
     ValueError
         Bad shapes, points outside the ball, unknown ``storage``/``backend``/``kind``,
-        non-positive batch sizes, a geometry other than the Poincaré ball, or (``"fp16"``)
-        non-zero points with a tangent norm below float16's reach (~1e-3: use ``"fp32"``).
+        non-positive batch sizes, a geometry other than the Poincaré ball or the Lorentz model,
+        Lorentz points off the hyperboloid or beyond ~37.4/√c from the origin, or a ``device``
+        torch does not know (``"cuda"`` where CUDA is absent).
     ImportError
         ``backend="faiss"`` without ``faiss-cpu`` (``pip install 'hierviz[faiss]'``).
 
@@ -434,7 +530,7 @@ class ReferenceIndex:
     >>> ref = PoincareBall(1.0).expmap0(torch.randn(100, 32, generator=torch.Generator().manual_seed(0)))
     >>> index = ReferenceIndex(ref, storage="fp16")
     >>> index.bytes_per_item, index.bytes_per_reference
-    (64, 76)
+    (68, 68)
     >>> d, i = index.search(ref[:3], k=1)
     >>> i.flatten().tolist()
     [0, 1, 2]
@@ -453,11 +549,16 @@ class ReferenceIndex:
         backend: str = "torch",
         kind: str = "flat",
         faiss_options: dict[str, Any] | None = None,
+        keep_full: bool = False,
     ) -> None:
-        self.geometry = _geometry(geometry)
+        self.lorentz = isinstance(geometry, Lorentz)
+        self.input_geometry = geometry if self.lorentz else _geometry(geometry, index=True)
+        self.geometry = PoincareBall(_scalar_c(geometry.c)) if self.lorentz else self.input_geometry
         x = points if isinstance(points, torch.Tensor) else torch.as_tensor(np.asarray(points))
         if x.ndim != 2 or x.shape[0] == 0:
             raise ValueError(f"points must be a non-empty (G, d) array, got shape {tuple(x.shape)}")
+        if not isinstance(keep_full, bool):
+            raise ValueError(f"keep_full must be True or False, got {keep_full!r}")
         for name, v in (("query_batch", query_batch), ("ref_chunk", ref_chunk)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -467,12 +568,12 @@ class ReferenceIndex:
             raise ValueError(f"kind must be one of {list(FAISS_KINDS)}, got {kind!r}")
         if backend == "torch" and kind != "flat":
             raise ValueError(f"kind={kind!r} needs backend='faiss' (the torch backend is exact: kind='flat')")
+        x = self._as_ball(x, "points")
         self.geometry.check_point(x, name="points")
         self.storage = storage
-        self.device = torch.device(device)
+        self.device = _device(device)
         self.stored = encode_points(x, storage, self.geometry).to(self.device)
-        if storage == "fp16":
-            self._check_fp16(x)
+        self.full = x.detach().to(self.device, torch.float64) if keep_full else None
         self.labels = None if labels is None else np.asarray(labels)
         self.query_batch, self.ref_chunk = query_batch, ref_chunk
         self.backend, self.kind = backend, kind
@@ -485,43 +586,46 @@ class ReferenceIndex:
             self.faiss = FaissEngine.build(self, kind, **self.faiss_options)
             self.faiss_options = dict(self.faiss.options)  # with the defaults it chose (saved by save())
 
-    def _check_fp16(self, x: torch.Tensor) -> None:
-        """Refuse points whose float16 tangent loses their direction or norm (tiny norms)."""
-        t = self.geometry.logmap0(x.detach().to(torch.float64))
-        n = t.norm(dim=-1)
-        back = self.stored.to("cpu", torch.float64)
-        err = (back - t).norm(dim=-1) / n.clamp_min(1e-300)
-        bad = (n > 0) & (err > 1e-2)
-        if bool(bad.any()):
+    def _as_ball(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        """Lorentz points → their float64 images in the ball (``x_s/(1 + √c x_0)``); ball points unchanged."""
+        if not self.lorentz:
+            return x
+        if x.ndim != 2:
+            raise ValueError(f"{name} must have shape (n, d + 1) (Lorentz points, time first), got {tuple(x.shape)}")
+        x64 = x.detach().to(torch.float64)
+        self.input_geometry.check_point(x64, name=name)
+        c = self._c()
+        p = lorentz_math.to_ball(x64, c)
+        far = c * p.pow(2).sum(-1) >= 1.0
+        if bool(far.any()):
+            rad = torch.acosh((c**0.5 * x64[:, 0]).clamp_min(1.0)) / c**0.5
             raise ValueError(
-                f"points: {int(bad.sum())} point(s) have a tangent norm as small as {float(n[bad].min()):.3g}, "
-                f"below what float16 storage keeps (~{FP16_MIN_NORM:g}): their ranking would be arbitrary; "
-                "use storage='fp32' (or 'fp64') for such points"
+                f"{name}: {int(far.sum())} Lorentz point(s) lie as far as {float(rad[far].max()):.4g} from the origin; "
+                f"the index searches their images in the Poincaré ball in float64, which reach "
+                f"~{37.4 / c**0.5:.3g} (ball radius 1/sqrt(c) less float64 rounding); rescale the embeddings closer to the origin"
             )
+        return p
 
     def _decode64(self, rows: torch.Tensor | slice) -> torch.Tensor:
         """The stored points of ``rows`` in float64 (the points the index searches exactly)."""
         return decode_points(self.stored[rows], self.storage, self.geometry, dtype=torch.float64)
 
     def _scalars(self) -> None:
-        """Per-reference scalars of the score, in the compute dtype: ``a``, ``a‖x‖²`` and (fp16) ``−2a·s``."""
+        """Per-reference scalars of the score in the compute dtype, ``a`` and ``a‖x‖²`` (none for ``"fp16"``:
+        its chunks compute them from the stored norm), and the largest radius."""
         c = self._c()
-        cdt = torch.float64 if self.storage == "fp64" else torch.float32
-        a, an2, beta, rmax = [], [], [], 0.0
+        self._cdt = torch.float64 if self.storage == "fp64" else torch.float32
+        a, an2, rmax = [], [], 0.0
         for s in range(0, len(self), self.ref_chunk):
             x = self._decode64(slice(s, s + self.ref_chunk))
             n2 = x.pow(2).sum(-1)
-            ax = 1.0 / (1.0 - c * n2)
-            a.append(ax.to(cdt))
-            an2.append((ax * n2).to(cdt))
             rmax = max(rmax, float(n2.max().sqrt()))
-            if self.storage == "fp16":  # x = s·v, s = tanh(√c‖v‖)/(√c‖v‖)
-                nv = self.stored[s : s + self.ref_chunk].to(torch.float64).norm(dim=-1)
-                t = c**0.5 * nv
-                scale = torch.where(t > 0, torch.tanh(t) / t.clamp_min(1e-300), torch.ones_like(t))
-                beta.append((-2.0 * ax * scale).to(cdt))
-        self._a, self._an2 = torch.cat(a), torch.cat(an2)
-        self._beta = torch.cat(beta) if beta else None
+            if self.storage != "fp16":
+                ax = 1.0 / (1.0 - c * n2)
+                a.append(ax.to(self._cdt))
+                an2.append((ax * n2).to(self._cdt))
+        self._a = torch.cat(a) if a else None
+        self._an2 = torch.cat(an2) if an2 else None
         self._rmax = rmax
 
     def __len__(self) -> int:
@@ -530,7 +634,7 @@ class ReferenceIndex:
     @property
     def dim(self) -> int:
         """Embedding dimension d."""
-        return int(self.stored.shape[1])
+        return int(self.stored.shape[1]) - (2 if self.storage == "fp16" else 0)
 
     @property
     def nbytes(self) -> int:
@@ -539,25 +643,31 @@ class ReferenceIndex:
 
     @property
     def bytes_per_item(self) -> int:
-        """Code bytes per reference (64 for d = 32 in float16)."""
-        return int(self.stored.element_size() * self.dim)
+        """Code bytes per reference (``"fp16"``: 2·d + 4, 68 at d = 32: the 16-bit direction and the float32 norm)."""
+        return int(self.stored.element_size() * self.stored.shape[1])
 
     @property
     def scalar_bytes_per_item(self) -> int:
-        """Bytes of the per-reference scalars of the score (fp16: 12, fp32 and fp16-ball: 8, fp64: 16)."""
-        n = 3 if self._beta is not None else 2
-        return int(n * self._a.element_size())
+        """Bytes of the per-reference scalars of the score (fp16: 0, fp32 and fp16-ball: 8, fp64: 16)."""
+        return 0 if self._a is None else int(2 * self._a.element_size())
 
     @property
     def bytes_per_reference(self) -> int:
-        """Codes + scalars + the FAISS index (its vectors, ids, graph or lists), per reference."""
+        """Codes + scalars + the float64 copy (``keep_full=True``: 8·d) + the FAISS index, per reference."""
         extra = 0 if self.faiss is None else self.faiss.nbytes / len(self)
-        return int(round(self.bytes_per_item + self.scalar_bytes_per_item + extra))
+        full = 0 if self.full is None else 8 * self.dim
+        return int(round(self.bytes_per_item + self.scalar_bytes_per_item + full + extra))
+
+    @property
+    def point_dim(self) -> int:
+        """Coordinates of an input point: d in the ball, d + 1 on the hyperboloid (time first)."""
+        return self.dim + (1 if self.lorentz else 0)
 
     def _queries(self, queries: Any) -> torch.Tensor:
         q = queries if isinstance(queries, torch.Tensor) else torch.as_tensor(np.asarray(queries))
-        if q.ndim != 2 or q.shape[1] != self.dim:
-            raise ValueError(f"queries must have shape (Q, {self.dim}), got {tuple(q.shape)}")
+        if q.ndim != 2 or q.shape[1] != self.point_dim:
+            raise ValueError(f"queries must have shape (Q, {self.point_dim}), got {tuple(q.shape)}")
+        q = self._as_ball(q, "queries")
         self.geometry.check_point(q, name="queries")
         return q.detach().to(self.device, torch.float64)
 
@@ -567,14 +677,17 @@ class ReferenceIndex:
         return torch.float64 if dt in (torch.float64, np.float64) or self.storage == "fp64" else torch.float32
 
     def _c(self) -> float:
-        c = self.geometry.c
-        return float(c.detach()) if isinstance(c, torch.Tensor) else float(c)
+        return _scalar_c(self.geometry.c)
 
     def distances(self, queries: Any) -> torch.Tensor:
         """All query-reference distances, shape (Q, G), on the index's device.
 
-        Computed in float64 from the stored points (the values :meth:`search` returns) and
-        returned in float32 (float64 for float64 queries or ``"fp64"`` storage).
+        Computed in float64 by the geometry's ``pairwise_dist`` from the stored points, or
+        from the float64 copy with ``keep_full=True``, and returned in float32 (float64 for
+        float64 queries or ``"fp64"`` storage). ``pairwise_dist`` works from a Gram matrix:
+        for near-duplicate points next to the boundary (a distance of 1e-5 at radius
+        0.9999) it is off by up to ~2 % relative, where :meth:`search` computes its top-k
+        from differences, exactly.
 
         Raises
         ------
@@ -584,7 +697,8 @@ class ReferenceIndex:
         q = self._queries(queries)
         cols = []
         for s in range(0, len(self), self.ref_chunk):
-            ref = self._decode64(slice(s, s + self.ref_chunk))
+            rows = slice(s, s + self.ref_chunk)
+            ref = self._decode64(rows) if self.full is None else self.full[rows]
             cols.append(torch.cat([self.geometry.pairwise_dist(qb, ref) for qb in q.split(self.query_batch)]))
         return torch.cat(cols, dim=1).to(self._out_dtype(queries))
 
@@ -601,11 +715,18 @@ class ReferenceIndex:
         -------
         torch.Tensor, shape (stop − start, d + 2)
         """
-        cdt = dtype or self._a.dtype
+        cdt = dtype or self._cdt
+        if self.storage == "fp16":  # x = r·w/‖w‖, r = tanh(√c ν)/√c: a = cosh²(√c ν), a‖x‖² = sinh²(√c ν)/c
+            code = self.stored[start:stop]
+            _, wn, nu = _unpack_fp16(code)
+            c = self._c()
+            t = c**0.5 * nu
+            a64 = torch.cosh(t).pow(2)
+            beta = torch.where(wn > 0, -2.0 * a64 * (torch.tanh(t) / c**0.5) / wn.clamp_min(1.0), torch.zeros_like(t))
+            a, an2 = a64.to(cdt), (torch.sinh(t).pow(2) / c).to(cdt)
+            return torch.cat([a[:, None], code[:, :-2].to(cdt) * beta.to(cdt)[:, None], an2[:, None]], dim=1)
         a, an2 = self._a[start:stop].to(cdt), self._an2[start:stop].to(cdt)
-        if self.storage == "fp16":
-            mid = self.stored[start:stop].to(cdt) * self._beta[start:stop].to(cdt)[:, None]
-        elif self.storage in ("fp32", "fp64"):
+        if self.storage in ("fp32", "fp64"):
             mid = self.stored[start:stop].to(cdt) * (-2.0 * a)[:, None]
         else:  # fp16-ball: the projected float16 coordinates
             mid = self._decode64(slice(start, stop)).to(cdt) * (-2.0 * a)[:, None]
@@ -616,7 +737,7 @@ class ReferenceIndex:
 
         ``exact64``: the augmented vectors from the stored points decoded in float64 and a float64 GEMM.
         """
-        cdt = torch.float64 if exact64 else self._a.dtype
+        cdt = torch.float64 if exact64 else self._cdt
         qa = augment_queries(q).to(cdt)
         batches = list(qa.split(self.query_batch))
         vals: list[list[torch.Tensor]] = [[] for _ in batches]
@@ -700,7 +821,12 @@ class ReferenceIndex:
         -------
         distances : torch.Tensor, shape (Q, k), float32 (float64 for float64 queries or ``"fp64"`` storage)
             Ascending per row: the exact float64 distances to the stored points (to the
-            ``refine`` rows when given), rounded to the output dtype.
+            ``refine`` rows when given, else to the float64 copy with ``keep_full=True``),
+            rounded to the output dtype. The stored points of a compressed storage are the
+            codes' points, which next to the boundary sit a small hyperbolic distance from
+            the points given (``keep_full`` says how far), so a query right next to its
+            reference gets a distance of that size, not the tiny true one; pass ``refine``
+            or build with ``keep_full=True`` where such distances matter.
         indices : torch.Tensor, shape (Q, k), int64
             Reference rows; equal distances by the smaller row.
 
@@ -721,18 +847,19 @@ class ReferenceIndex:
             raise ValueError(f"candidates must be an integer >= k = {k}, got {candidates!r}")
         kc = min(kc, len(self))
         q = self._queries(queries)
-        ref_full = None
+        ref_full = self.full
         if refine is not None:
             ref_full = refine if isinstance(refine, torch.Tensor) else torch.as_tensor(np.asarray(refine))
-            if tuple(ref_full.shape) != (len(self), self.dim):
+            if tuple(ref_full.shape) != (len(self), self.point_dim):
                 raise ValueError(
-                    f"refine must hold the {len(self)} references at full precision, shape ({len(self)}, {self.dim}); "
-                    f"got {tuple(ref_full.shape)}"
+                    f"refine must hold the {len(self)} references at full precision, shape ({len(self)}, "
+                    f"{self.point_dim}); got {tuple(ref_full.shape)}"
                 )
+            ref_full = self._as_ball(ref_full, "refine")
         c = self._c()
         if self.faiss is None:
             scores, cand = self._torch_candidates(q, kc)
-            u = _unit_roundoff(self._a.dtype, self.device)
+            u = _unit_roundoff(self._cdt, self.device)
         else:
             scores, cand = self.faiss.candidates(q, kc, k)
             u = 2.0**-24
@@ -781,11 +908,14 @@ class ReferenceIndex:
         meta = {
             "storage": self.storage, "c": self._c(), "query_batch": self.query_batch, "ref_chunk": self.ref_chunk,
             "backend": self.backend, "kind": self.kind, "faiss_options": self.faiss_options,
+            "model": "lorentz" if self.lorentz else "poincare",
         }  # fmt: skip
 
         arrays = {"stored": self.stored.cpu().numpy(), "meta": np.array(json.dumps(meta))}
         if self.labels is not None:
             arrays["labels"] = self.labels
+        if self.full is not None:
+            arrays["full"] = self.full.cpu().numpy()
         np.savez(folder / "index.npz", **arrays)
         if self.faiss is not None:
             self.faiss.save(folder / "faiss.index")
@@ -806,11 +936,17 @@ class ReferenceIndex:
         with np.load(folder / "index.npz") as f:
             stored = torch.from_numpy(f["stored"])
             labels = f["labels"] if "labels" in f.files else None
+            full = torch.from_numpy(f["full"]) if "full" in f.files else None
             meta = json.loads(str(f["meta"]))
         self = cls.__new__(cls)
         self.geometry = PoincareBall(meta["c"])
-        self.storage, self.device = meta["storage"], torch.device(device)
+        self.lorentz = meta.get("model") == "lorentz"
+        self.input_geometry = Lorentz(meta["c"]) if self.lorentz else self.geometry
+        self.storage, self.device = meta["storage"], _device(device)
+        if meta["storage"] == "fp16" and stored.dtype == torch.float16:  # hierviz <= 0.3: float16 log0 tangents
+            stored = _pack_fp16(stored.to(torch.float64))
         self.stored = stored.to(self.device)
+        self.full = None if full is None else full.to(self.device)
         self.labels = labels
         self.query_batch, self.ref_chunk = int(meta["query_batch"]), int(meta["ref_chunk"])
         self.backend, self.kind, self.faiss_options = meta["backend"], meta["kind"], dict(meta["faiss_options"])

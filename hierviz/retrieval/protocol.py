@@ -108,19 +108,53 @@ def run_retrieval(
     return _run_retrieval(data, replace(config), out, tree, progress, verbose)
 
 
+def limit_error(labels: Any, cfg: RetrievalConfig, name: str = "limit") -> str | None:
+    """The one-line message when ``cfg.limit`` keeps too few rows for ``cfg``'s folds and ks, else None.
+
+    Parameters
+    ----------
+    labels : array-like of int, shape (n,)
+        The features file's labels (their classes count towards the minimum).
+    cfg : RetrievalConfig
+    name : str, default "limit"
+        How the message names the setting (the command line passes ``"--limit"``).
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> from hierviz.retrieval import RETRIEVAL_PRESETS
+    >>> from dataclasses import replace
+    >>> cfg = replace(RETRIEVAL_PRESETS["smoke"], limit=1)
+    >>> limit_error([0, 1, 2, 3, 4] * 20, cfg, "--limit").split(":")[0]
+    '--limit 1 is too few rows for retrieval'
+    """
+    if cfg.limit is None:
+        return None
+    k_max = max(cfg.ks) if cfg.ks else 1
+    n_classes = len(np.unique(np.asarray(labels)))
+    need = max(n_classes, math.ceil(k_max * cfg.folds / (cfg.folds - 1)), cfg.folds)
+    if int(cfg.limit) >= need:
+        return None
+    sep = " " if name.startswith("-") else "="
+    return (
+        f"{name}{sep}{cfg.limit} is too few rows for retrieval: {cfg.folds} folds with MAP@{k_max} need at least "
+        f"{need} (every held-out query ranks >= {k_max} references; {n_classes} classes); raise {name} or lower "
+        f"{'--folds' if name.startswith('-') else 'folds / ks'}"
+    )
+
+
 def _checked(data: FeaturesData, cfg: RetrievalConfig) -> FeaturesData:
     """The rows to run (``cfg.limit``: a stratified subset), or one error line when they are too few."""
     y = data.labels
     # too little data is one message with the minimum, not scikit-learn's / a k-range error
     k_max = max(cfg.ks) if cfg.ks else 1
-    n_classes = len(np.unique(y))
-    need = max(n_classes, math.ceil(k_max * cfg.folds / (cfg.folds - 1)), cfg.folds)
-    if cfg.limit is not None and int(cfg.limit) < need:
-        raise ValueError(
-            f"limit={cfg.limit} is too few rows for retrieval: {cfg.folds} folds with MAP@{k_max} need at least "
-            f"{need} (every held-out query ranks >= {k_max} references; {n_classes} classes); raise limit or lower "
-            "folds / ks"
-        )
+    need = max(len(np.unique(y)), math.ceil(k_max * cfg.folds / (cfg.folds - 1)), cfg.folds)
+    message = limit_error(y, cfg)
+    if message is not None:
+        raise ValueError(message)
     if cfg.limit is not None:
         keep = _stratified_subset(y, int(cfg.limit), cfg.seed)
         data = FeaturesData(

@@ -168,7 +168,7 @@ def storage_error_figure(curve: dict[str, list[float]]) -> go.Figure:
     -------
     plotly.graph_objects.Figure
     """
-    labels = {"fp32": "float32 coordinates", "fp16": "float16 log₀ tangents", "fp16-ball": "float16 coordinates"}
+    labels = {"fp32": "float32 coordinates", "fp16": "16-bit log₀ tangents", "fp16-ball": "float16 coordinates"}
     fig = go.Figure()
     x = [1 - r for r in curve["radius"]]
     for i, s in enumerate(k for k in labels if k in curve):
