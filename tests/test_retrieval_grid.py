@@ -87,15 +87,16 @@ def test_grid_methods_cut_n_and_name_the_variants():
     names = register_grid(v[:2], GridOptions())
     try:
         assert METHODS.get("pca4").protocol == "retrieval-folds" and METHODS.get("hyper-dino-pca4-32").needs.views == 1
-        assert METHODS.get("hyper-dino-pca4-32").build.train == {"optimizer": "adam", "schedule": "constant"}
+        assert METHODS.get("hyper-dino-pca4-32").train.to_dict() == {"optimizer": "adam", "schedule": "constant"}
+        assert METHODS.get("hyper-dino-pca4-32").feature_dropout == 0.0  # declared, not glued onto the build function
         assert METHODS.get("hyper-dino-pca4-32").hparams == ("hcl_m0", "hcl_alpha", "hcl_lambda")
         from hierviz.data import ArrayDataset
         from hierviz.geometry import PoincareBall
 
         f = _blobs(n=40, d=6)
         ds = ArrayDataset(images=f.features, labels=f.labels, classes=[str(c) for c in range(4)])
-        base = METHODS.get("pca4").build.model(ds, PoincareBall(1.0), 0)
-        hd = METHODS.get("hyper-dino-pca4-32").build.model(ds, PoincareBall(1.0), 0)
+        base = METHODS.get("pca4").model(ds, PoincareBall(1.0), 0)
+        hd = METHODS.get("hyper-dino-pca4-32").model(ds, PoincareBall(1.0), 0)
         assert hd.reducer is base.reducer  # one PCA fit per fold for every variant that reads it
         assert not any(p.requires_grad for p in base.parameters()) and hd.mapper.dim_in == 4
     finally:

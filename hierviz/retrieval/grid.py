@@ -2,7 +2,7 @@
 
 ``hierviz retrieval`` is an alias of ``hierviz compare``: :func:`register_grid`
 registers one method per variant of the grid, each one building its own model from the fold's
-training rows (``method.build.model``, read by :func:`hierviz.experiments.run_one`):
+training rows (declared as :attr:`Method.model`, read by :func:`hierviz.experiments.run_one`):
 
 * ``pca16``, ``nca16``, ``scaled`` (display ``PCA(16)``, ``NCA(16)``, ``scaled``): the base
   features alone, :class:`BaseFeatures` (standard scaling, then PCA/NCA fitted by scikit-learn
@@ -250,6 +250,9 @@ def grid_methods(
 #: Paper 03 §3.2's optimiser for the mapper (the run's other settings come from the config).
 MAPPER_TRAIN = {"optimizer": "adam", "schedule": "constant"}
 
+#: Names of the methods :func:`register_grid` registered (it may re-register them, nothing else).
+_GRID_VARIANTS: set[str] = set()
+
 
 def register_grid(variants: Sequence[tuple[str, str, str, int, Any]], options: GridOptions) -> list[str]:
     """Register one ``compare`` method per variant of :func:`grid_methods` (replacing earlier ones).
@@ -272,7 +275,7 @@ def register_grid(variants: Sequence[tuple[str, str, str, int, Any]], options: G
     """
     names, cache = [], {}  # one fitted reduction per (base, N, fold) for all the variants that read it
     for name, display, base, n, d in variants:
-        if name in METHODS and not getattr(METHODS.get(name).build, "grid", False):
+        if name in METHODS and name not in _GRID_VARIANTS:
             raise ValueError(
                 f"method {name!r} is already registered by another module; the retrieval grid names its variants "
                 "pca16, hyper-dino-pca16-32, ...: rename that method"
@@ -291,8 +294,10 @@ def _register_variant(name: str, display: str, base: str, n: int, d: Any, option
         def base_model(train_ds: Any, geometry: Any, seed: int) -> nn.Module:
             return BaseFeatures(_fit_reducer(base, n, train_ds, options, cache), options)
 
-        build_base.model, build_base.grid = base_model, True  # type: ignore[attr-defined]
-        register_method(name, display_name=display, protocol="retrieval-folds", paper=paper, replace=True)(build_base)
+        register_method(
+            name, display_name=display, protocol="retrieval-folds", paper=paper, model=base_model, replace=True
+        )(build_base)
+        _GRID_VARIANTS.add(name)
         return name
 
     cos = d == "cos"
@@ -307,13 +312,11 @@ def _register_variant(name: str, display: str, base: str, n: int, d: Any, option
         mapper = CosineMapper(reducer.dim_out, d_out) if cos else MapperModel(reducer.dim_out, d_out, geometry)
         return MapperRun(reducer, mapper, options, reducer.dim_out)
 
-    build_mapper.model, build_mapper.grid = mapper_model, True  # type: ignore[attr-defined]
-    build_mapper.train = MAPPER_TRAIN  # type: ignore[attr-defined]
-    build_mapper.feature_dropout = 0.0  # type: ignore[attr-defined]
     register_method(
         name, display_name=display, hparams=HCL_HPARAMS, needs=Needs(views=1), protocol="retrieval-folds", paper=paper,
-        replace=True,
+        model=mapper_model, train=MAPPER_TRAIN, feature_dropout=0.0, replace=True,
     )(build_mapper)  # fmt: skip
+    _GRID_VARIANTS.add(name)
     return name
 
 
@@ -321,3 +324,4 @@ def unregister_grid(names: Sequence[str]) -> None:
     """Remove the methods of :func:`register_grid`."""
     for name in names:
         METHODS.unregister(name)
+        _GRID_VARIANTS.discard(name)
