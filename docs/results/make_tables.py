@@ -29,8 +29,8 @@ from hierviz.results.tables import render as render_page
 HERE = Path(__file__).resolve().parent
 PAGES = ["paper01.md", "paper02.md", "paper03.md", "paper04.md", "paper05.md"]
 #: Other pages whose tables come from CSVs under ``docs/results/`` (paths relative to it): the radius
-#: tables of the hyperbolic-fidelity page and the README's quick-run paired table, from ``fidelity/``.
-OTHER_PAGES = ["../hyperbolic-fidelity.md", "../../README.md"]
+#: tables of the hyperbolic-fidelity page, the README's quick-run tables and the platform-noise page (docs/results/README.md).
+OTHER_PAGES = ["../hyperbolic-fidelity.md", "../../README.md", "README.md"]
 #: Folders whose runs used the whole HAM10000 file, lesion-grouped split seed 0 (for --baselines).
 FULL_HAM = ["ham10000-cpu", "ham10000-medium-cpu", "ham10000-medium-cpu-new-head"]
 #: Other folders: the ``quick``-preset overrides that load their data and split (for --baselines).
