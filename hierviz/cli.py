@@ -241,6 +241,18 @@ def _add_retrieval_commands(sub: Any) -> None:
     r.add_argument("--limit", type=int, help="a stratified subset of this many rows")
     r.add_argument("--denominator", help="AP@k normaliser: min_k_r (default), r, k, hits")
     r.add_argument("--device", help="auto, cpu, cuda")
+    r.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
+        help="a key of the compare config the grid runs, as in 'hierviz compare' (e.g. eval.index=faiss-flat)",
+    )
+    r.add_argument(
+        "--import", action="append", default=[], metavar="MODULE", dest="imports", help="import a module first"
+    )
+    r.add_argument("--resume", action="store_true", help="reuse the finished runs in --out")
     r.add_argument("--out", required=True, help="output folder")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.add_argument("--debug", action="store_true", help="print full tracebacks")
@@ -333,7 +345,14 @@ def _run_retrieval_command(args: argparse.Namespace) -> int:
     message = limit_error(data.labels, replace(cfg, **changes), "--limit")
     if message is not None:
         raise ConfigError(message)
-    result = run_retrieval(data, replace(cfg, **changes), out=args.out, progress=not args.quiet)
+    result = run_retrieval(
+        data,
+        replace(cfg, **changes),
+        out=args.out,
+        progress=not args.quiet,
+        overrides=args.overrides,
+        resume=args.resume,
+    )
     print(result["markdown"])
     print(f"wrote {', '.join(str(p) for p in result['paths'].values())}")
     return 0

@@ -410,6 +410,19 @@ def test_cli_features_then_retrieval_end_to_end(tmp_path, capsys):
     )
     assert "| PCA | 4 |" in out and (tmp_path / "ret" / "table2.md").is_file()
     assert (tmp_path / "ret" / "report.html").is_file()  # compare's report of the same runs
+    # --set, --import and --resume as in 'hierviz compare': a compare key of the grid's config, reused runs
+    again = ["retrieval", "--features", str(tmp_path / "f.npz"), "--preset", "smoke", "--n-grid", "4"]
+    again += ["--folds", "2", "--epochs", "1", "--out", str(tmp_path / "ret2"), "--quiet"]
+    again += ["--set", "eval.mean_steps=3", "--import", "json"]
+    _cli(capsys, again, 0)
+    import json
+
+    cfg2 = json.loads((tmp_path / "ret2" / "config.json").read_text())
+    assert cfg2["eval"]["mean_steps"] == 3
+    out, _ = _cli(capsys, [*again, "--resume"], 0)
+    assert out.count("finished earlier, reusing") >= 2  # every variant × fold
+    _, err = _cli(capsys, [*again[:-4], "--set", "eval.mean_steps=5", "--resume"], 2)
+    assert "--resume" in err and "different settings" in err
 
 
 def test_cli_features_from_a_checkpoint_with_pca(tmp_path, capsys):

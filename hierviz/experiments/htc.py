@@ -517,6 +517,14 @@ def add_htc_parser(sub: Any) -> Any:
     h.add_argument("--epochs", type=int)
     h.add_argument("--bert", help=argparse.SUPPRESS)  # refused with a one-line error (hierviz 0.3)
     h.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any HTCConfig field")
+    h.add_argument(
+        "--import",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        dest="imports",
+        help="import a module first (a user method, dataset or encoder)",
+    )
     h.add_argument("--out", default="hierviz-htc", help="output folder")
     h.add_argument("--resume", action="store_true", help="reuse finished runs in --out (the default)")
     h.add_argument("--fresh", action="store_true", help="retrain runs already in --out")

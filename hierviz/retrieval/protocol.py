@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import tempfile
+from collections.abc import Sequence
 from dataclasses import replace
 from os import PathLike
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from hierviz.evaluation.retrieval import grouped_folds, retrieval_metrics
-from hierviz.experiments import compare, resolve_config
+from hierviz.experiments import apply_overrides, compare, resolve_config
 from hierviz.experiments.config import ConfigError
 from hierviz.features.io import FeaturesData, save_features
 from hierviz.retrieval.config import RANDOM_RANKING, RETRIEVAL_PRESETS, RetrievalConfig, cosine_name, variant_name
@@ -65,6 +66,8 @@ def run_retrieval(
     tree: Any = None,
     progress: bool = True,
     verbose: bool = True,
+    overrides: Sequence[str] = (),
+    resume: bool = False,
 ) -> dict[str, Any]:
     """The grid of Paper 03 (Hyper-DINO) §3 over grouped folds; writes the tables when ``out`` is given.
 
@@ -84,6 +87,13 @@ def run_retrieval(
         Must stay None (0.2's tree NDCG@20 is no longer computed).
     progress, verbose : bool
         ``tqdm.auto`` bars; compare's line per run (variant × fold) and tables.
+    overrides : sequence of str, default ()
+        ``KEY=VALUE`` settings of the ``compare`` config the grid runs (:func:`retrieval_plan`),
+        applied last, as ``hierviz compare --set`` (e.g. ``train.batch_size=64``,
+        ``eval.index=faiss-flat``).
+    resume : bool, default False
+        Reuse the finished runs in ``out`` (``compare``'s ``--resume``); a run made with other
+        settings is refused.
 
     Returns
     -------
@@ -105,7 +115,7 @@ def run_retrieval(
                 f"--preset {config!r}: unknown retrieval preset; choose one of {sorted(RETRIEVAL_PRESETS)}"
             )
         config = RETRIEVAL_PRESETS[config]
-    return _run_retrieval(data, replace(config), out, tree, progress, verbose)
+    return _run_retrieval(data, replace(config), out, tree, progress, verbose, tuple(overrides), resume)
 
 
 def limit_error(labels: Any, cfg: RetrievalConfig, name: str = "limit") -> str | None:
@@ -226,7 +236,7 @@ def _write_flat_tree(path: Path, classes: list[str]) -> None:
     path.write_text(json.dumps({"root": list(classes)}), encoding="utf-8")
 
 
-def _run_retrieval(data, cfg, out, tree, progress, verbose):
+def _run_retrieval(data, cfg, out, tree, progress, verbose, overrides=(), resume=False):
     if tree is not None:
         raise ValueError("tree: hierviz retrieval no longer adds tree NDCG@20 (since 0.3); leave tree unset")
     data = _checked(data, cfg)
@@ -249,8 +259,8 @@ def _run_retrieval(data, cfg, out, tree, progress, verbose):
         variants = grid_methods(cfg.reducers, cfg.n_grid, cfg.dim_out, cosine=cfg.cosine_control, dim=data.dim)
         names = register_grid(variants, options)
         try:
-            plan = retrieval_plan(cfg, features, folder, names)
-            result = compare(plan, progress=progress, verbose=verbose)
+            plan = apply_overrides(retrieval_plan(cfg, features, folder, names), list(overrides))
+            result = compare(plan, resume=resume, progress=progress, verbose=verbose)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         finally:
