@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +12,9 @@ from hierviz.data import ArrayDataset
 from hierviz.evaluation import (
     PROTOCOLS,
     ClassificationRecord,
+    EvalContext,
     EvalResult,
+    ProtocolSpec,
     classification_protocol,
     embed_dataset,
     evaluate_model,
@@ -45,7 +49,11 @@ def _model(geometry):
 
 def test_protocol_registry():
     assert "classification" in PROTOCOLS and "classification" in PROTOCOLS.names()
-    assert PROTOCOLS.get("classification") is classification_protocol
+    spec = PROTOCOLS.get("classification")
+    assert isinstance(spec, ProtocolSpec) and spec.evaluate is classification_protocol
+    assert (spec.name, spec.make_split, spec.per_seed, spec.refines, spec.takes_index) == (
+        "classification", None, False, None, False)  # fmt: skip
+    assert spec.doc == "Paper 01 §4.4: a balanced linear probe on frozen embeddings + the hierarchy metrics."
     assert EvalResult is ClassificationRecord  # 0.1 name kept
     with pytest.raises(ValueError, match=r"unknown evaluation protocol 'clasification'; did you mean 'classification'"):
         PROTOCOLS.get("clasification")
@@ -94,11 +102,12 @@ def test_protocol_call_and_features_embedding(data):
     train, test = data
     geo = get_geometry("euclidean")
     model = _model(geo)
-    a = classification_protocol(model, train, test, TREE, geo, embedding="z", image_size=16, batch_size=7)
+    ctx = EvalContext(model=model, train_data=train, test_data=test, tree=TREE, geometry=geo, image_size=16)
+    a = classification_protocol(EvalContext(**{**vars(ctx), "batch_size": 7}))
     b = evaluate_model(model, train, test, TREE, geo, image_size=16)
     np.testing.assert_allclose(a.z_test, b.z_test, atol=1e-6)  # batch size does not change embeddings
     assert a.metrics == b.metrics
-    f = classification_protocol(model, train, test, TREE, geo, embedding="features", image_size=16)
+    f = PROTOCOLS.get("classification").evaluate(EvalContext(**{**vars(ctx), "embedding": "features"}))
     assert f.use == "features" and f.z_test.shape == (20, 32)  # small_cnn width 4 -> 32 features
     np.testing.assert_allclose(np.linalg.norm(f.z_test, axis=1), 1.0, atol=1e-5)  # mapped into the geometry
 
@@ -116,13 +125,100 @@ def test_embed_dataset_input_errors(data):
         embed_dataset(model, train.subset(np.zeros(0, np.int64)), 16)
 
 
+def test_the_built_in_protocols_declare_their_extras():
+    from hierviz.evaluation.retrieval import grouped_fold_split
+    from hierviz.evaluation.unseen import unseen_split
+
+    got = {n: (s.make_split, s.per_seed, s.refines, s.takes_index) for n, s in PROTOCOLS.items()}
+    assert got == {
+        "classification": (None, False, None, False),
+        "retrieval": (None, False, None, True),
+        "retrieval-cosine": (None, False, "retrieval", False),
+        "retrieval-folds": (grouped_fold_split, True, None, False),
+        "unseen": (unseen_split, False, None, False),
+    }
+    assert all(not hasattr(s.evaluate, k) for _, s in PROTOCOLS.items() for k in ("make_split", "refines"))
+
+
 def test_a_new_protocol_is_one_registered_function():
-    @register_protocol("toy-protocol")
-    def toy(model, train_data, test_data, tree, geometry, **kw):
-        return "ran"
+    seen = []
+
+    @register_protocol("Toy-Protocol", refines="classification", doc="Counts the test rows.")
+    def toy(ctx):
+        seen.append(ctx)
+        return len(ctx.test_data)
 
     try:
-        assert PROTOCOLS.get("toy-protocol")(None, None, None, TREE, None) == "ran"
+        spec = PROTOCOLS.get("toy-protocol")
+        assert (spec.name, spec.refines, spec.doc, spec.evaluate) == ("toy-protocol", "classification",
+                                                                      "Counts the test rows.", toy)  # fmt: skip
+        ctx = EvalContext(model=None, train_data=[1], test_data=[1, 2, 3], tree=TREE, geometry=None, image_size=4)
+        assert spec.evaluate(ctx) == 3 and seen == [ctx]
+        register_protocol("toy-protocol", refines="classification")(toy)  # the same function again: kept
+        with pytest.raises(ValueError, match=r"^evaluation protocol 'toy-protocol' is already registered"):
+            register_protocol("toy-protocol")(lambda ctx: None)
     finally:
         PROTOCOLS.unregister("toy-protocol")
     assert "toy-protocol" not in PROTOCOLS
+
+
+def test_an_old_style_protocol_function_works_through_an_adapter_with_a_warning():
+    calls = []
+
+    with pytest.warns(DeprecationWarning, match=r"protocol 'old-toy': a protocol function taking \(model, "):
+
+        @register_protocol("old-toy", takes_index=True)
+        def old(model, train_data, test_data, tree, geometry, **kw):
+            calls.append((model, train_data, test_data, tree, geometry, kw))
+            return "ran"
+
+    try:
+        spec = PROTOCOLS.get("old-toy")
+        assert spec.function is old and spec.evaluate is not old and spec.takes_index
+        ctx = EvalContext(model="m", train_data="tr", test_data="te", tree=TREE, geometry="g", image_size=16,
+                          embedding="features", seed=3, num_workers=1, batch_size=8, mean_steps=2, index="faiss-flat")  # fmt: skip
+        assert spec.evaluate(ctx) == "ran"
+        assert calls == [("m", "tr", "te", TREE, "g", {"embedding": "features", "seed": 3, "image_size": 16,
+                          "device": None, "num_workers": 1, "batch_size": 8, "mean_steps": 2, "index": "faiss-flat"})]  # fmt: skip
+    finally:
+        PROTOCOLS.unregister("old-toy")
+
+
+def test_extras_set_as_function_attributes_are_read_once_with_a_warning():
+    def split(labels, groups=None, *, num_leaves=0, seed=0, fold=0, folds=5):
+        return {"train": np.arange(1), "val": np.arange(0), "test": np.arange(1)}
+
+    split.per_seed = True
+
+    @register_protocol("attr-toy")
+    def toy(ctx):
+        return ctx.index
+
+    toy.make_split = split
+    toy.takes_index = True
+    try:
+        with pytest.warns(DeprecationWarning, match=r"make_split, per_seed, takes_index set as attributes"):
+            spec = PROTOCOLS.get("attr-toy")
+        assert (spec.make_split, spec.per_seed, spec.takes_index, spec.evaluate) == (split, True, True, toy)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # read once: the registry now holds the declared spec
+            assert PROTOCOLS.get("attr-toy") is spec
+    finally:
+        PROTOCOLS.unregister("attr-toy")
+
+
+def test_spec_and_context_errors():
+    with pytest.raises(ValueError, match=r"^protocol 'p': per_seed needs a make_split"):
+        ProtocolSpec("p", lambda ctx: None, per_seed=True)
+    with pytest.raises(ValueError, match=r"^protocol 'p': evaluate must be callable, got 3$"):
+        ProtocolSpec("p", 3)
+    with pytest.raises(ValueError, match=r"^protocol 'p': make_split must be callable or None, got 'x'$"):
+        ProtocolSpec("p", lambda ctx: None, make_split="x")
+    with pytest.raises(ValueError, match=r"^protocol 'p': takes_index must be a bool, got 1$"):
+        ProtocolSpec("p", lambda ctx: None, takes_index=1)
+    with pytest.raises(ValueError, match=r"^protocol 'p': refines must be a protocol name or None, got ''$"):
+        ProtocolSpec("p", lambda ctx: None, refines="")
+    with pytest.raises(ValueError, match=r"^EvalContext: num_workers must be an integer >= 0, got -1$"):
+        EvalContext(model=None, train_data=None, test_data=None, tree=None, geometry=None, image_size=8, num_workers=-1)
+    with pytest.raises(TypeError):  # keyword-only: no positional mix-ups
+        EvalContext(None, None, None, None, None, 8)

@@ -513,6 +513,7 @@ def test_lsa_accuracies_hand_case():
 
 
 def test_unseen_protocol_on_a_toy_model():
+    from hierviz.evaluation import EvalContext
     from hierviz.evaluation.unseen import UnseenRecord, unseen_protocol
 
     rng = np.random.default_rng(0)
@@ -533,7 +534,9 @@ def test_unseen_protocol_on_a_toy_model():
         def embed(self, x, use="z"):
             return torch.nn.functional.normalize(x.flatten(1), dim=-1)
 
-    rec = unseen_protocol(Identity(), train, test, TREE4, get_geometry("euclidean"), image_size=8)
+    geo = get_geometry("euclidean")
+    rec = unseen_protocol(EvalContext(model=Identity(), train_data=train, test_data=test, tree=TREE4, geometry=geo,
+                                      image_size=8))  # fmt: skip
     assert isinstance(rec, UnseenRecord)
     m = rec.metrics
     # well separated clusters: perfect leaf F1; 3 test samples per leaf, so at most 2 of the top 5 match
@@ -747,6 +750,7 @@ def test_unseen_and_ranking_figures():
 
 
 def test_unseen_protocol_hierarchy_columns_equal_hierarchy_report():
+    from hierviz.evaluation import EvalContext
     from hierviz.evaluation.unseen import unseen_protocol
     from hierviz.metrics import hierarchy_report
 
@@ -767,7 +771,8 @@ def test_unseen_protocol_hierarchy_columns_equal_hierarchy_report():
             return torch.nn.functional.normalize(x.flatten(1), dim=-1)
 
     g = get_geometry("euclidean")
-    rec = unseen_protocol(Norm(), train, test, TREE4, g, image_size=8, mean_steps=10)
+    ctx = EvalContext(model=Norm(), train_data=train, test_data=test, tree=TREE4, geometry=g, image_size=8)
+    rec = unseen_protocol(ctx)
     zn = lambda d: torch.nn.functional.normalize(torch.as_tensor(d.images), dim=-1)  # noqa: E731
     want = hierarchy_report(zn(train), train.labels, zn(test), test.labels, TREE4, g, seed=0)
     for k, v in want.items():

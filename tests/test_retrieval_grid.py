@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from hierviz.evaluation import PROTOCOLS
 from hierviz.evaluation.retrieval import grouped_fold_split, grouped_folds, retrieval_metrics
 from hierviz.features import FeaturesData
 from hierviz.features.reduce import reduce_features
@@ -152,7 +153,8 @@ def test_fold_split_is_the_runs_fold_and_refuses_a_fold_past_the_last():
     y, g = np.arange(40) % 4, np.arange(40) // 2
     tests = [grouped_fold_split(y, g, fold=f, folds=4)["test"] for f in range(4)]
     assert sorted(np.concatenate(tests).tolist()) == list(range(40))
-    assert grouped_fold_split.per_seed is True
+    spec = PROTOCOLS.get("retrieval-folds")  # compare makes fold s of len(seeds) folds for run seed s
+    assert spec.make_split is grouped_fold_split and spec.per_seed is True
     s = grouped_fold_split(y, g, fold=1, folds=4)
     assert not set(g[s["train"]]) & set(g[s["test"]])  # no pair of rows split across train and test
     with pytest.raises(ValueError, match=r"fold must be in \[0, 3\] \(one run seed per fold\), got 4"):

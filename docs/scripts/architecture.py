@@ -119,9 +119,18 @@ def _steps(path: Path, function: str) -> list[str]:
     }
     seen, out = set(), []
     for node in ast.walk(defs[function]):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        if not isinstance(node, ast.Call):
             continue
-        name = node.func.id
+        if isinstance(node.func, ast.Name):
+            name = node.func.id
+        elif (
+            isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "self"
+        ):
+            name = node.func.attr  # a method of the same class (``_Runs``)
+        else:
+            continue
         if name == function or name in seen or name[:1].isupper() or not (name in defs or name in imported):
             continue
         seen.add(name)
@@ -145,6 +154,14 @@ def run_core_part() -> list[str]:
         "body calls them (`hierviz/experiments/compare.py`):",
         "",
         *_steps(compare_py, "_compare"),
+        "",
+        "The runs, in plan order (`_Runs.run_all`):",
+        "",
+        *_steps(compare_py, "run_all"),
+        "",
+        "Each run not reused under `--resume` (`_Runs._train`):",
+        "",
+        *_steps(compare_py, "_train"),
         "",
         "One run (`_run_one`, `hierviz/experiments/run_one.py`): the method's declared fields (a",
         "`hierviz.methods.Method`) give the model, the objective, the views, the training overrides and the",

@@ -76,13 +76,15 @@ def block() -> str:
 
 
 def _source(obj) -> str | None:
-    """The repository path of the file that defines ``obj`` (a function, class, Method, spec or path)."""
+    """The repository path of the file that defines ``obj`` (a function, class, Method, spec or path).
+
+    A ``ProtocolSpec``'s file is its function's (``.function``, behind an adapter if any)."""
     import inspect
 
     if isinstance(obj, Path):
         target = obj
     else:
-        for attr in ("build", "loader"):  # a Method's builder, a DatasetSpec's loader
+        for attr in ("build", "loader", "function"):  # a Method's builder, a DatasetSpec's loader, a ProtocolSpec
             obj = getattr(obj, attr, obj)
         try:
             target = Path(inspect.getsourcefile(obj if callable(obj) else type(obj)) or "")

@@ -4,22 +4,22 @@
 balanced linear probe, compute the hierarchy metrics and parent prototypes
 (:class:`ClassificationRecord`). ``unseen`` (paper 04 §III): seen/unseen leaves, leaf F1,
 ranking metrics, Acc_blind / Acc_aware on the lowest seen ancestor (:class:`UnseenRecord`).
-A method names its protocol (:attr:`hierviz.methods.Method.protocol`); a new protocol is one
-function registered with :func:`register_protocol`; ``retrieval`` / ``retrieval-cosine`` (paper 03
-§3.1): MAP@k of test rows querying the training rows (:class:`RetrievalRecord`,
-:mod:`hierviz.evaluation.retrieval`, with Paper 03's mapper trained by ``fit``); a protocol function with a
-``make_split`` attribute also chooses the train/test split (``unseen`` does).
+``retrieval`` / ``retrieval-cosine`` (paper 03 §3.1): MAP@k of test rows querying the training
+rows (:class:`RetrievalRecord`, :mod:`hierviz.evaluation.retrieval`, with Paper 03's mapper
+trained by ``fit``). A method names its protocol (:attr:`hierviz.methods.Method.protocol`); a new
+protocol is one function ``evaluate(ctx: EvalContext)`` registered with :func:`register_protocol`,
+which declares its extras as the typed fields of a :class:`ProtocolSpec` (``make_split``: its own
+train/test split, as ``unseen`` has; ``per_seed``, ``refines``, ``takes_index``).
 """
 
 from hierviz.evaluation.classification import (
-    PROTOCOLS,
     ClassificationRecord,
     EvalResult,
     classification_protocol,
     embed_dataset,
     evaluate_model,
-    register_protocol,
 )
+from hierviz.evaluation.protocols import PROTOCOLS, EvalContext, ProtocolSpec, register_protocol
 from hierviz.evaluation.radius import run_radius
 from hierviz.evaluation.retrieval import (  # registers "retrieval" and "retrieval-cosine"
     CosineMapper,
@@ -40,6 +40,8 @@ from hierviz.evaluation.unseen import (  # registers "unseen"
 __all__ = [
     "PROTOCOLS",
     "register_protocol",
+    "ProtocolSpec",
+    "EvalContext",
     "ClassificationRecord",
     "EvalResult",
     "classification_protocol",

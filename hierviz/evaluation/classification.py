@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from hierviz._registry import Registry
+from hierviz.evaluation.protocols import PROTOCOLS, EvalContext, register_protocol
 from hierviz.metrics import hierarchy_report, parent_prototypes
 from hierviz.training.loop import _augment_threads
 
@@ -34,16 +34,6 @@ __all__ = [
     "evaluate_model",
     "classification_protocol",
 ]
-
-#: Evaluation protocols: name -> ``protocol(model, train_data, test_data, tree, geometry, *, embedding,
-#: seed, image_size, device, num_workers, batch_size, mean_steps) -> record`` with ``.metrics``
-#: (dict of floats), ``.arrays()`` (what to save in ``embeddings.npz``) and ``.seconds``.
-PROTOCOLS: Registry = Registry("evaluation protocol")
-
-
-def register_protocol(name: str):
-    """Decorator registering an evaluation protocol under ``name`` (see :data:`PROTOCOLS`)."""
-    return PROTOCOLS.register(name)
 
 
 @dataclass
@@ -307,36 +297,22 @@ def evaluate_model(
 
 
 @register_protocol("classification")
-def classification_protocol(
-    model: nn.Module,
-    train_data: Any,
-    test_data: Any,
-    tree: Any,
-    geometry: Any,
-    *,
-    embedding: str = "z",
-    seed: int = 0,
-    image_size: int,
-    device: Any = None,
-    num_workers: int = 0,
-    batch_size: int = 256,
-    mean_steps: int = 10,
-) -> ClassificationRecord:
+def classification_protocol(ctx: EvalContext) -> ClassificationRecord:
     """Paper 01 §4.4: a balanced linear probe on frozen embeddings + the hierarchy metrics.
 
-    See :func:`evaluate_model` (``embedding`` is its ``use``).
+    See :func:`evaluate_model` (``ctx.embedding`` is its ``use``).
     """
     return evaluate_model(
-        model,
-        train_data,
-        test_data,
-        tree,
-        geometry,
-        image_size=image_size,
-        use=embedding,
-        seed=seed,
-        batch_size=batch_size,
-        device=device,
-        num_workers=num_workers,
-        mean_steps=mean_steps,
+        ctx.model,
+        ctx.train_data,
+        ctx.test_data,
+        ctx.tree,
+        ctx.geometry,
+        image_size=ctx.image_size,
+        use=ctx.embedding,
+        seed=ctx.seed,
+        batch_size=ctx.batch_size,
+        device=ctx.device,
+        num_workers=ctx.num_workers,
+        mean_steps=ctx.mean_steps,
     )

@@ -39,7 +39,8 @@ from torch import nn
 from torch.utils.data import TensorDataset
 
 from hierviz._registry import Registry
-from hierviz.evaluation.classification import ClassificationRecord, embed_dataset, register_protocol
+from hierviz.evaluation.classification import ClassificationRecord, embed_dataset
+from hierviz.evaluation.protocols import EvalContext, register_protocol
 from hierviz.geometry import get_geometry
 from hierviz.losses import HCLLoss, Objective
 from hierviz.metrics import parent_prototypes
@@ -457,23 +458,8 @@ def _retrieve(
     return RetrievalRecord(metrics, z_tr, y_tr, z_te, y_te, protos, nodes, distance, time.perf_counter() - t0)
 
 
-@register_protocol("retrieval")
-def retrieval_protocol(
-    model: nn.Module,
-    train_data: Any,
-    test_data: Any,
-    tree: Any,
-    geometry: Any,
-    *,
-    embedding: str = "z",
-    seed: int = 0,
-    image_size: int,
-    device: Any = None,
-    num_workers: int = 0,
-    batch_size: int = 256,
-    mean_steps: int = 10,
-    index: str = "exact",
-) -> RetrievalRecord:
+@register_protocol("retrieval", takes_index=True)
+def retrieval_protocol(ctx: EvalContext) -> RetrievalRecord:
     """Paper 03 §3.1: test rows query the training rows, ranked by the run geometry's distance.
 
     MAP@k (k ∈ {1, 5, 10, 20}, AP@k normalised by ``min(k, R)``), P@1 and R-precision of
@@ -486,41 +472,21 @@ def retrieval_protocol(
     ``index_seconds`` (build and search). Other geometries rank exactly.
     """
     return _retrieve(
-        model, train_data, test_data, tree, geometry, distance="geometry", embedding=embedding,
-        image_size=image_size, device=device, batch_size=batch_size, num_workers=num_workers, mean_steps=mean_steps,
-        index=index,
-    )  # fmt: skip
-
-
-#: ``run_one`` passes ``eval.index`` to protocols that take it.
-retrieval_protocol.takes_index = True  # type: ignore[attr-defined]
-
-
-@register_protocol("retrieval-cosine")
-def cosine_retrieval_protocol(
-    model: nn.Module,
-    train_data: Any,
-    test_data: Any,
-    tree: Any,
-    geometry: Any,
-    *,
-    embedding: str = "z",
-    seed: int = 0,
-    image_size: int,
-    device: Any = None,
-    num_workers: int = 0,
-    batch_size: int = 256,
-    mean_steps: int = 10,
-) -> RetrievalRecord:
-    """As :func:`retrieval_protocol`, ranked by the cosine distance of ``log_0(z)`` (the cosine control)."""
-    return _retrieve(
-        model, train_data, test_data, tree, geometry, distance="cosine", embedding=embedding,
-        image_size=image_size, device=device, batch_size=batch_size, num_workers=num_workers, mean_steps=mean_steps,
+        ctx.model, ctx.train_data, ctx.test_data, ctx.tree, ctx.geometry, distance="geometry",
+        embedding=ctx.embedding, image_size=ctx.image_size, device=ctx.device, batch_size=ctx.batch_size,
+        num_workers=ctx.num_workers, mean_steps=ctx.mean_steps, index=ctx.index,
     )  # fmt: skip
 
 
 #: ``hierviz compare --protocol retrieval`` keeps this ranking for the methods that name it (``cosine-mapper``).
-cosine_retrieval_protocol.refines = "retrieval"  # type: ignore[attr-defined]
+@register_protocol("retrieval-cosine", refines="retrieval")
+def cosine_retrieval_protocol(ctx: EvalContext) -> RetrievalRecord:
+    """As :func:`retrieval_protocol`, ranked by the cosine distance of ``log_0(z)`` (the cosine control)."""
+    return _retrieve(
+        ctx.model, ctx.train_data, ctx.test_data, ctx.tree, ctx.geometry, distance="cosine",
+        embedding=ctx.embedding, image_size=ctx.image_size, device=ctx.device, batch_size=ctx.batch_size,
+        num_workers=ctx.num_workers, mean_steps=ctx.mean_steps,
+    )  # fmt: skip
 
 
 def grouped_folds(labels: Any, groups: Any, folds: int, seed: int = 0) -> list[np.ndarray]:
@@ -586,9 +552,6 @@ def grouped_fold_split(
     return {"train": train, "val": np.array([], dtype=np.int64), "test": test}
 
 
-grouped_fold_split.per_seed = True  # type: ignore[attr-defined]  (compare: run seed s is fold s of `seeds`)
-
-
 @dataclass
 class FoldRetrievalRecord:
     """The typed record of ``retrieval-folds``: the fold's metrics and labels (no embeddings are kept).
@@ -627,22 +590,9 @@ def _embed_rows(model: nn.Module, x: np.ndarray, device: Any) -> torch.Tensor:
         model.train(was)
 
 
-@register_protocol("retrieval-folds")
-def fold_retrieval_protocol(
-    model: nn.Module,
-    train_data: Any,
-    test_data: Any,
-    tree: Any,
-    geometry: Any,
-    *,
-    embedding: str = "z",
-    seed: int = 0,
-    image_size: int = 0,
-    device: Any = None,
-    num_workers: int = 0,
-    batch_size: int = 256,
-    mean_steps: int = 10,
-) -> FoldRetrievalRecord:
+#: compare makes fold s of ``len(seeds)`` folds for run seed s (``per_seed``): every fold is a run.
+@register_protocol("retrieval-folds", make_split=grouped_fold_split, per_seed=True)
+def fold_retrieval_protocol(ctx: EvalContext) -> FoldRetrievalRecord:
     """Paper 03 §3.1 on one grouped fold: the fold's rows query the other folds' rows.
 
     The rows of a vector dataset (``train_data.images``, (n, D) float) are embedded by
@@ -658,6 +608,7 @@ def fold_retrieval_protocol(
         A dataset that does not hold (n, D) float rows.
     """
     t0 = time.perf_counter()
+    model, train_data, test_data, geometry, device = ctx.model, ctx.train_data, ctx.test_data, ctx.geometry, ctx.device
     x_tr, x_te = (np.asarray(d.images) for d in (train_data, test_data))
     if x_tr.ndim != 2 or x_tr.dtype.kind != "f":
         raise ValueError(
@@ -680,6 +631,3 @@ def fold_retrieval_protocol(
     metrics = retrieval_metrics(D.cpu(), y_te, y_tr, ks=ks, denominator=getattr(model, "denominator", "min_k_r"))
     metrics.update({k: float(v) for k, v in extra.items()})
     return FoldRetrievalRecord(metrics, y_tr, y_te, time.perf_counter() - t0)
-
-
-fold_retrieval_protocol.make_split = grouped_fold_split  # type: ignore[attr-defined]

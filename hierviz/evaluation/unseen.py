@@ -36,10 +36,10 @@ from typing import Any
 import numpy as np
 import torch
 from sklearn.metrics import f1_score
-from torch import nn
 
 from hierviz.data.splits import grouped_split
-from hierviz.evaluation.classification import embed_dataset, register_protocol
+from hierviz.evaluation.classification import embed_dataset
+from hierviz.evaluation.protocols import EvalContext, register_protocol
 from hierviz.geometry import Euclidean
 from hierviz.metrics import h_acc, hf1, linear_probe, parent_prototypes, parent_violations, pc_order
 from hierviz.metrics.ranking import ndcg_tree, ranking_report
@@ -467,40 +467,18 @@ def unseen_baselines(
     return {"majority": maj, "chance": chance}
 
 
-@register_protocol("unseen")
-def unseen_protocol(
-    model: nn.Module,
-    train_data: Any,
-    test_data: Any,
-    tree: Any,
-    geometry: Any,
-    *,
-    embedding: str = "z",
-    seed: int = 0,
-    image_size: int,
-    device: Any = None,
-    num_workers: int = 0,
-    batch_size: int = 256,
-    mean_steps: int = 10,
-) -> UnseenRecord:
+@register_protocol("unseen", make_split=unseen_split)
+def unseen_protocol(ctx: EvalContext) -> UnseenRecord:
     """Paper 04 (Generalised triplets) §III-D on a frozen model (see the module docstring).
 
     Parameters
     ----------
-    model : hierviz.models.EmbeddingModel
-    train_data : ArrayDataset
-        The training split (seen leaves only).
-    test_data : ArrayDataset
-        Seen test samples plus the prediction set (leaves absent from ``train_data``).
-    tree : LabelTree
-    geometry : Geometry
-    embedding : {"z", "features"}
-    seed : int
-        Probe seed.
-    image_size, device, num_workers, batch_size
-        See :func:`hierviz.evaluation.embed_dataset`.
-    mean_steps : int
-        Karcher steps of the hyperbolic parent prototypes (the hierarchy report).
+    ctx : EvalContext
+        ``train_data`` is the training split (seen leaves only); ``test_data`` the seen test
+        samples plus the prediction set (leaves absent from ``train_data``); ``seed`` the probe
+        seed; ``mean_steps`` the Karcher steps of the hyperbolic parent prototypes (the
+        hierarchy report); ``image_size``, ``device``, ``num_workers``, ``batch_size``: see
+        :func:`hierviz.evaluation.embed_dataset`.
 
     Returns
     -------
@@ -511,6 +489,9 @@ def unseen_protocol(
     ValueError
         Fewer than two seen leaves in ``train_data``, or errors of the embedding.
     """
+    model, train_data, test_data, tree, geometry = ctx.model, ctx.train_data, ctx.test_data, ctx.tree, ctx.geometry
+    embedding, image_size, device = ctx.embedding, ctx.image_size, ctx.device
+    batch_size, num_workers, seed, mean_steps = ctx.batch_size, ctx.num_workers, ctx.seed, ctx.mean_steps
     t0 = time.perf_counter()
     with torch.jit.optimized_execution(False):
         z_tr, y_tr = embed_dataset(
@@ -541,7 +522,3 @@ def unseen_protocol(
         use=embedding,
         seconds=time.perf_counter() - t0,
     )
-
-
-#: The split the experiment runner uses for this protocol (see :func:`hierviz.experiments.compare`).
-unseen_protocol.make_split = unseen_split  # type: ignore[attr-defined]

@@ -286,10 +286,10 @@ class _Runs:
     def data_for(self, protocol_name: str, seed: int) -> tuple:
         """(split, train, test) of a protocol: its own ``make_split`` (e.g. unseen leaves) or the default split.
 
-        A ``make_split`` marked ``per_seed`` (``retrieval-folds``) makes fold ``seed`` of ``cfg.seeds`` folds."""
+        A protocol declared ``per_seed`` (``retrieval-folds``) makes fold ``seed`` of ``cfg.seeds`` folds."""
         cfg, ds = self.cfg, self.ds
-        maker = getattr(PROTOCOLS.get(protocol_name), "make_split", None)
-        per_seed = getattr(maker, "per_seed", False)
+        protocol = PROTOCOLS.get(protocol_name)
+        maker, per_seed = protocol.make_split, protocol.per_seed
         key = (protocol_name, seed if per_seed else None)
         if key not in self.splits:
             sp = self.split

@@ -507,13 +507,11 @@ def _check(cond: bool, key: str, what: str, value: Any) -> None:
         raise ConfigError(f"{key}: must be {what}, got {value!r}")
 
 
-def validate(cfg: ExperimentConfig) -> ExperimentConfig:
-    """Check names against the registries and ranges of every value.
+def _check_names(cfg: ExperimentConfig) -> None:
+    """Names against the registries, run names, ``out``, and the choices of ``eval.embedding`` and ``data.split``.
 
-    Raises
-    ------
-    ConfigError
-        Naming the key, the value and what is valid.
+    Registries: methods, geometries, ``report.baseline``, ``model.encoder``, ``eval.projection``. Repeated
+    methods and geometries are dropped (the first kept).
     """
     for key, reg in (("methods", METHODS), ("geometries", GEOMETRIES)):
         names = getattr(cfg, key)
@@ -549,6 +547,10 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         raise ConfigError(
             f"eval.projection: unknown projection {cfg.eval.projection!r}; valid: {', '.join(PROJECTIONS)}"
         )
+
+
+def _check_counts(cfg: ExperimentConfig) -> None:
+    """The integers that must be >= 1 (or null where a default applies), across sections."""
     for key, v in (
         ("seeds", cfg.seeds),
         ("model.width", cfg.model.width),
@@ -566,6 +568,10 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         ("train.patience", cfg.train.patience),
     ):
         _check(v is None or v >= 1, key, "an integer >= 1 (or null)", v)
+
+
+def _check_data(cfg: ExperimentConfig) -> None:
+    """The data pipeline: image size, limit, workers, split seed, augmentation seeds and device, prefetching."""
     _check(
         cfg.data.image_size is None or cfg.data.image_size <= MAX_IMAGE_SIZE,
         "data.image_size",
@@ -593,6 +599,10 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         "an integer >= 1 (or null)",
         cfg.data.prefetch_factor,
     )
+
+
+def _check_model(cfg: ExperimentConfig) -> None:
+    """The model head: curvature and its range, clipping, scale, bound, centring and initial radius."""
     _check(
         C_MIN <= cfg.model.curvature <= C_MAX,
         "model.curvature",
@@ -622,6 +632,10 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
             f"< 2 * model.clip_r = {top:g} (the bound's geodesic radius)",
             cfg.model.init_radius,
         )
+
+
+def _check_train(cfg: ExperimentConfig) -> None:
+    """The optimiser: learning rates, warm-up, EMA decay and weight decay."""
     _check(cfg.train.lr_backbone > 0, "train.lr_backbone", "> 0", cfg.train.lr_backbone)
     _check(cfg.train.lr_head is None or cfg.train.lr_head > 0, "train.lr_head", "> 0 (or null)", cfg.train.lr_head)
     _check(
@@ -638,12 +652,10 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     )
     _check(0 <= cfg.train.ema_decay < 1, "train.ema_decay", "in [0, 1) (0 = off)", cfg.train.ema_decay)
     _check(cfg.train.weight_decay >= 0, "train.weight_decay", ">= 0", cfg.train.weight_decay)
-    _check(
-        cfg.data.dataset is not None or cfg.data.path is not None,
-        "data.dataset",
-        "a dataset name when data.path is not set",
-        cfg.data.dataset,
-    )
+
+
+def _check_eval(cfg: ExperimentConfig) -> None:
+    """The evaluation: split, protocol (:data:`hierviz.evaluation.PROTOCOLS`), retrieval index and fold."""
     _check(cfg.eval.split in ("test", "val"), "eval.split", '"test" or "val"', cfg.eval.split)
     if cfg.eval.protocol is not None and cfg.eval.protocol not in PROTOCOLS:
         raise ConfigError(
@@ -657,6 +669,30 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         cfg.eval.index,
     )
     _check(0 <= cfg.eval.fold <= 4, "eval.fold", "an integer in [0, 4] (the unseen protocol's 5 folds)", cfg.eval.fold)
+
+
+def validate(cfg: ExperimentConfig) -> ExperimentConfig:
+    """Check names against the registries and ranges of every value.
+
+    The checks run in this order: names, counts, data, model, train, the dataset, eval, loss.
+
+    Raises
+    ------
+    ConfigError
+        Naming the key, the value and what is valid (the first failing check).
+    """
+    _check_names(cfg)
+    _check_counts(cfg)
+    _check_data(cfg)
+    _check_model(cfg)
+    _check_train(cfg)
+    _check(
+        cfg.data.dataset is not None or cfg.data.path is not None,
+        "data.dataset",
+        "a dataset name when data.path is not set",
+        cfg.data.dataset,
+    )
+    _check_eval(cfg)
     tau = cfg.loss.get("tau")
     _check(tau is None or tau > 0, "loss.tau", "> 0", tau)
     return cfg

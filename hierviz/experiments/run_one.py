@@ -16,7 +16,7 @@ import torch
 
 from hierviz import __version__, methods
 from hierviz.data.text import TokenViews
-from hierviz.evaluation import PROTOCOLS, embed_dataset, run_radius
+from hierviz.evaluation import PROTOCOLS, EvalContext, embed_dataset, run_radius
 from hierviz.evaluation.multilabel import EarlyStopping, evaluate_classifier
 from hierviz.experiments.config import ExperimentConfig
 from hierviz.experiments.inputs import _option_named
@@ -304,6 +304,31 @@ def _metric_info(name: str) -> dict[str, Any]:
     return {"label": info.label, "higher_is_better": info.higher_is_better}
 
 
+def eval_context(cfg: ExperimentConfig, result: FitResult, train_ds, test_ds, tree, geometry, *, seed: int,
+                 embedding: str) -> EvalContext:  # fmt: skip
+    """The :class:`~hierviz.evaluation.EvalContext` of one run: its trained model, splits and ``eval.*`` settings.
+
+    ``model`` and ``device`` come from ``result``; ``image_size`` and ``num_workers`` from ``data.*``;
+    ``batch_size``, ``mean_steps`` and ``index`` from ``eval.*``; ``embedding`` is ``eval.embedding``
+    or the method's own.
+    """
+    return EvalContext(
+        model=result.model,
+        train_data=train_ds,
+        test_data=test_ds,
+        tree=tree,
+        geometry=geometry,
+        image_size=int(cfg.data.image_size),
+        embedding=embedding,
+        seed=int(seed),
+        device=result.device,
+        num_workers=int(cfg.data.workers),
+        batch_size=int(cfg.eval.batch_size),
+        mean_steps=int(cfg.eval.mean_steps),
+        index=cfg.eval.index,
+    )
+
+
 def _evaluate(cfg: ExperimentConfig, method: Method, objective, result: FitResult, train_ds, test_ds, tree, geometry,
               seed: int):  # fmt: skip
     """Run the evaluation protocol, and score the method's classifier head when it declares one.
@@ -317,25 +342,11 @@ def _evaluate(cfg: ExperimentConfig, method: Method, objective, result: FitResul
         with head.recentring():
             embed_dataset(result.model, train_ds, image_size, batch_size=cfg.eval.batch_size, device=result.device)
     protocol_name = cfg.eval.protocol or method.protocol
-    if getattr(PROTOCOLS.get(method.protocol), "refines", None) == protocol_name:  # e.g. retrieval-cosine
+    if PROTOCOLS.get(method.protocol).refines == protocol_name:  # e.g. retrieval-cosine
         protocol_name = method.protocol
-    protocol = PROTOCOLS.get(protocol_name)
     embedding = cfg.eval.embedding or method.embedding  # one probe input for every method
-    ev = protocol(
-        result.model,
-        train_ds,
-        test_ds,
-        tree,
-        geometry,
-        embedding=embedding,
-        seed=seed,
-        image_size=image_size,
-        device=result.device,
-        num_workers=cfg.data.workers,
-        batch_size=cfg.eval.batch_size,
-        mean_steps=cfg.eval.mean_steps,
-        **({"index": cfg.eval.index} if getattr(protocol, "takes_index", False) else {}),
-    )
+    ctx = eval_context(cfg, result, train_ds, test_ds, tree, geometry, seed=seed, embedding=embedding)
+    ev = PROTOCOLS.get(protocol_name).evaluate(ctx)
     arrays = ev.arrays()
     clf = None
     if method.classifier:  # the method's own multi-label classifier (HyILR's F1 columns)
