@@ -56,7 +56,7 @@ from hierviz.experiments.htc import (
 from hierviz.features import FeaturesData, export_checkpoint, load_features, reduce_features, save_features
 from hierviz.methods import LOSS_HPARAMS
 from hierviz.metrics.retrieval import _check_denominator
-from hierviz.retrieval import RETRIEVAL_PRESETS, run_retrieval
+from hierviz.retrieval import RETRIEVAL_PRESETS, rebuild_tables, run_retrieval
 from hierviz.retrieval.protocol import limit_error
 from hierviz.training import NonFiniteLossError
 
@@ -450,6 +450,9 @@ def _run(args: argparse.Namespace, argv: Sequence[str], run_callbacks: dict | No
         return 0
     if args.command == "report":
         report(args.out, projection=args.projection)
+        if (Path(args.out) / "retrieval.json").is_file():  # a 'hierviz retrieval' folder: Table 2 too
+            paths = rebuild_tables(args.out)
+            print(f"wrote {', '.join(str(p) for p in paths.values())}")
         return 0
     cfg = _resolve(args)
     if args.keys:

@@ -423,6 +423,13 @@ def test_cli_features_then_retrieval_end_to_end(tmp_path, capsys):
     assert out.count("finished earlier, reusing") >= 2  # every variant × fold
     _, err = _cli(capsys, [*again[:-4], "--set", "eval.mean_steps=5", "--resume"], 2)
     assert "--resume" in err and "different settings" in err
+    # 'hierviz report' rebuilds Table 2 of a retrieval folder from its records, equal to what the run wrote
+    written = {n: (tmp_path / "ret" / n).read_text() for n in ("table2.md", "table2.csv", "folds.csv")}
+    for n in written:
+        (tmp_path / "ret" / n).unlink()
+    out, _ = _cli(capsys, ["report", "--out", str(tmp_path / "ret")], 0)
+    assert "table2.md" in out
+    assert {n: (tmp_path / "ret" / n).read_text() for n in written} == written
 
 
 def test_cli_features_from_a_checkpoint_with_pca(tmp_path, capsys):

@@ -24,7 +24,7 @@ import json
 import math
 import tempfile
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,8 @@ import numpy as np
 from hierviz.evaluation.retrieval import grouped_folds, retrieval_metrics
 from hierviz.experiments import apply_overrides, compare, resolve_config
 from hierviz.experiments.config import ConfigError
-from hierviz.features.io import FeaturesData, save_features
+from hierviz.experiments.records import load_records
+from hierviz.features.io import FeaturesData, load_features, save_features
 from hierviz.retrieval.config import RANDOM_RANKING, RETRIEVAL_PRESETS, RetrievalConfig, cosine_name, variant_name
 from hierviz.retrieval.grid import GridOptions, _stratified_subset, grid_methods, register_grid, unregister_grid
 from hierviz.retrieval.tables import fold_rows, paired_markdown, summarise, table2_markdown, write_tables
@@ -47,6 +48,7 @@ __all__ = [
     "train_mapper",
     "grouped_folds",
     "run_retrieval",
+    "rebuild_tables",
     "retrieval_plan",
     "summarise",
     "table2_markdown",
@@ -280,3 +282,51 @@ def _run_retrieval(data, cfg, out, tree, progress, verbose, overrides=(), resume
         if out is not None:
             res["paths"] = {**write_tables(folder, rows, summary, md, cfg, data), **result.paths}
         return res
+
+
+def rebuild_tables(out: str | PathLike) -> dict[str, Path]:
+    """Rewrite Table 2 (``folds.csv``, ``table2.csv``, ``table2.md``) of a ``hierviz retrieval`` folder.
+
+    What ``hierviz report --out OUT`` does for a retrieval folder, beside ``compare``'s own tables:
+    the rows are read back from the runs' records (``runs/*/result.json``), the grid's settings
+    from ``retrieval.json`` and the features' source and shape from the ``features.npz`` the
+    grid ran on, in the run order of its ``compare.json``, so the rebuilt tables equal the ones the
+    run wrote.
+
+    Parameters
+    ----------
+    out : str or PathLike
+        The folder of a finished ``hierviz retrieval`` (or :func:`run_retrieval` with ``out``).
+
+    Returns
+    -------
+    dict of str to Path
+        The paths written (``folds``, ``table2``, ``table2_markdown``, ``config``).
+
+    Raises
+    ------
+    FileNotFoundError
+        No ``retrieval.json`` or ``features.npz`` in ``out`` (not a retrieval folder).
+    """
+    folder = Path(out)
+    for name in ("retrieval.json", "features.npz"):
+        if not (folder / name).is_file():
+            raise FileNotFoundError(
+                f"--out {folder}: no {name}; 'hierviz report' rebuilds Table 2 only in a 'hierviz retrieval' folder"
+            )
+    saved = json.loads((folder / "retrieval.json").read_text(encoding="utf-8"))
+    known = {f.name for f in fields(RetrievalConfig)}
+    cfg = RetrievalConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items() if k in known})
+    data = load_features(folder / "features.npz")
+    records = load_records(folder)
+    plan = folder / "compare.json"  # the runs in the order the grid ran them, the order of the tables
+    if plan.is_file():
+        order = {name: i for i, name in enumerate(json.loads(plan.read_text(encoding="utf-8")).get("runs", []))}
+        records.sort(key=lambda r: order.get(r.get("name"), len(order)))
+    rows = fold_rows(records, ks=cfg.ks, denominator=cfg.denominator, float16_base=cfg.float16_base)
+    summary = summarise(rows, cfg.ks)
+    md = table2_markdown(summary, cfg.ks)
+    paired = paired_markdown(rows)
+    if paired:
+        md += "\n" + paired
+    return write_tables(folder, rows, summary, md, cfg, data)
