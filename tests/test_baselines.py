@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+import hierviz.methods  # noqa: F401  (registers the display names the report shows: "SupCon", not "supcon")
 from hierviz.hierarchy import LabelTree
 from hierviz.metrics import map_at_k
 from hierviz.metrics.baselines import (

@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import hierviz.methods  # noqa: F401  (registers the display names the report shows: "SupCon", not "supcon")
 from hierviz.geometry import Lorentz, PoincareBall, get_geometry
 from hierviz.geometry.frechet import riemannian_grad_norm
 from hierviz.hierarchy import LabelTree

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+import hierviz.methods  # noqa: F401  (registers the display names the report shows: "SupCon", not "supcon")
 from hierviz.report import (
     METRICS,
     build_report,
