@@ -122,13 +122,7 @@ def check_curvature(value: Any, name: str = "c") -> float:
         If ``value`` is not finite, ``value <= 0``, or outside ``[C_MIN, C_MAX]`` =
         ``[1e-7, 500]``, where geoopt's maps are wrong.
     """
-    if isinstance(value, Tensor):
-        if value.numel() != 1:
-            raise TypeError(f"{name} must be a scalar, got a tensor of shape {tuple(value.shape)}")
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
+    value = _real_scalar(value, name)
     if not np.isfinite(value) or value <= 0.0:
         raise ValueError(
             f"{name} must be a finite number > 0 (we store {name} > 0 for sectional "
@@ -141,6 +135,17 @@ def check_curvature(value: Any, name: str = "c") -> float:
             f"rescale the embedding instead: curvature -c at radius r is curvature -1 at radius r·sqrt(c)"
         )
     return value
+
+
+def _real_scalar(value: Any, name: str) -> float:
+    """``float(value)`` for a real number or a one-element tensor; ``TypeError`` otherwise (bools too)."""
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise TypeError(f"{name} must be a scalar, got a tensor of shape {tuple(value.shape)}")
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    return float(value)
 
 
 def scalar(v: Any) -> float:
@@ -211,13 +216,7 @@ def _check_weights(weights: Any, n: int, like: Tensor) -> Tensor:
 
 
 def _check_eta(eta: Any) -> float:
-    if isinstance(eta, Tensor):
-        if eta.numel() != 1:
-            raise TypeError(f"eta must be a scalar, got a tensor of shape {tuple(eta.shape)}")
-        eta = eta.item()
-    if isinstance(eta, bool) or not isinstance(eta, numbers.Real):
-        raise TypeError(f"eta must be a real number, got {type(eta).__name__}")
-    eta = float(eta)
+    eta = _real_scalar(eta, "eta")
     if not (0.0 <= eta <= 1.0):
         raise ValueError(f"eta (EMA rate) must lie in [0, 1], got {eta}")
     return eta
