@@ -53,6 +53,22 @@ def _fp32(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def as_tensor_arg(x: Any, name: str, what: str) -> Tensor:
+    """``x`` itself if a tensor, else ``torch.as_tensor(np.asarray(x))`` (dtype and shape unchecked).
+
+    Raises
+    ------
+    TypeError
+        ``x`` cannot be converted; the message reads "{name} must be {what}, got <type>".
+    """
+    if isinstance(x, Tensor):
+        return x
+    try:
+        return torch.as_tensor(np.asarray(x))
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(f"{name} must be {what}, got {type(x).__name__}") from err
+
+
 def as_float_tensor(x: Any, name: str = "x") -> Tensor:
     """Convert ``x`` to a floating tensor of at least float32 precision.
 
@@ -74,13 +90,7 @@ def as_float_tensor(x: Any, name: str = "x") -> Tensor:
     TypeError
         If ``x`` is not numeric (strings, objects) or is complex.
     """
-    if isinstance(x, Tensor):
-        t = x
-    else:
-        try:
-            t = torch.as_tensor(np.asarray(x) if not isinstance(x, np.ndarray) else x)
-        except (TypeError, ValueError, RuntimeError) as err:
-            raise TypeError(f"{name} must be a torch.Tensor or numeric array, got {type(x).__name__}") from err
+    t = as_tensor_arg(x, name, "a torch.Tensor or numeric array")
     if t.is_complex():
         raise TypeError(f"{name} must be real-valued, got complex dtype {t.dtype}")
     if t.dtype in (torch.float16, torch.bfloat16):
@@ -166,13 +176,7 @@ def _check_finite(x: Tensor, name: str) -> None:
 
 
 def _check_index(index: Any, n: int, num_groups: int, device: torch.device, name: str = "index") -> Tensor:
-    if isinstance(index, Tensor):
-        idx = index
-    else:
-        try:
-            idx = torch.as_tensor(np.asarray(index))
-        except (TypeError, ValueError, RuntimeError) as err:
-            raise TypeError(f"{name} must be an integer tensor/array, got {type(index).__name__}") from err
+    idx = as_tensor_arg(index, name, "an integer tensor/array")
     if idx.is_floating_point() or idx.is_complex() or idx.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer group ids, got dtype {idx.dtype}")
     if idx.dim() != 1 or idx.shape[0] != n:
