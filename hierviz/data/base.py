@@ -489,6 +489,15 @@ def _square_resize(img: Any, size: int) -> np.ndarray:
 # Here, below the loaders that register into it (hierviz.data.registry re-exports every name).
 
 
+def _info_field(name: str) -> property:
+    """A read-only property returning ``self.info.<name>`` (a str field of :class:`DatasetInfo`)."""
+
+    def get(self: DatasetSpec) -> str:
+        return getattr(self.info, name)
+
+    return property(get, doc=f"``info.{name}``.")
+
+
 @dataclass(frozen=True)
 class DatasetSpec:
     """One registered dataset.
@@ -515,25 +524,10 @@ class DatasetSpec:
     inputs: str = "images"
 
     # shortcuts, so that ``DATASETS[name].fetch`` reads as before 0.2 (DATASETS held DatasetInfo)
-    @property
-    def filename(self) -> str:
-        """``info.filename``."""
-        return self.info.filename
-
-    @property
-    def kind(self) -> str:
-        """``info.kind``."""
-        return self.info.kind
-
-    @property
-    def fetch(self) -> str:
-        """``info.fetch``."""
-        return self.info.fetch
-
-    @property
-    def description(self) -> str:
-        """``info.description``."""
-        return self.info.description
+    filename = _info_field("filename")
+    kind = _info_field("kind")
+    fetch = _info_field("fetch")
+    description = _info_field("description")
 
     @property
     def takes_image_size(self) -> bool:

@@ -53,6 +53,22 @@ def _fp32(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def as_tensor_arg(x: Any, name: str, what: str) -> Tensor:
+    """``x`` itself if a tensor, else ``torch.as_tensor(np.asarray(x))`` (dtype and shape unchecked).
+
+    Raises
+    ------
+    TypeError
+        ``x`` cannot be converted; the message reads "{name} must be {what}, got <type>".
+    """
+    if isinstance(x, Tensor):
+        return x
+    try:
+        return torch.as_tensor(np.asarray(x))
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(f"{name} must be {what}, got {type(x).__name__}") from err
+
+
 def as_float_tensor(x: Any, name: str = "x") -> Tensor:
     """Convert ``x`` to a floating tensor of at least float32 precision.
 
@@ -74,13 +90,7 @@ def as_float_tensor(x: Any, name: str = "x") -> Tensor:
     TypeError
         If ``x`` is not numeric (strings, objects) or is complex.
     """
-    if isinstance(x, Tensor):
-        t = x
-    else:
-        try:
-            t = torch.as_tensor(np.asarray(x) if not isinstance(x, np.ndarray) else x)
-        except (TypeError, ValueError, RuntimeError) as err:
-            raise TypeError(f"{name} must be a torch.Tensor or numeric array, got {type(x).__name__}") from err
+    t = as_tensor_arg(x, name, "a torch.Tensor or numeric array")
     if t.is_complex():
         raise TypeError(f"{name} must be real-valued, got complex dtype {t.dtype}")
     if t.dtype in (torch.float16, torch.bfloat16):
@@ -122,13 +132,7 @@ def check_curvature(value: Any, name: str = "c") -> float:
         If ``value`` is not finite, ``value <= 0``, or outside ``[C_MIN, C_MAX]`` =
         ``[1e-7, 500]``, where geoopt's maps are wrong.
     """
-    if isinstance(value, Tensor):
-        if value.numel() != 1:
-            raise TypeError(f"{name} must be a scalar, got a tensor of shape {tuple(value.shape)}")
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
+    value = _real_scalar(value, name)
     if not np.isfinite(value) or value <= 0.0:
         raise ValueError(
             f"{name} must be a finite number > 0 (we store {name} > 0 for sectional "
@@ -141,6 +145,17 @@ def check_curvature(value: Any, name: str = "c") -> float:
             f"rescale the embedding instead: curvature -c at radius r is curvature -1 at radius r·sqrt(c)"
         )
     return value
+
+
+def _real_scalar(value: Any, name: str) -> float:
+    """``float(value)`` for a real number or a one-element tensor; ``TypeError`` otherwise (bools too)."""
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise TypeError(f"{name} must be a scalar, got a tensor of shape {tuple(value.shape)}")
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    return float(value)
 
 
 def scalar(v: Any) -> float:
@@ -161,13 +176,7 @@ def _check_finite(x: Tensor, name: str) -> None:
 
 
 def _check_index(index: Any, n: int, num_groups: int, device: torch.device, name: str = "index") -> Tensor:
-    if isinstance(index, Tensor):
-        idx = index
-    else:
-        try:
-            idx = torch.as_tensor(np.asarray(index))
-        except (TypeError, ValueError, RuntimeError) as err:
-            raise TypeError(f"{name} must be an integer tensor/array, got {type(index).__name__}") from err
+    idx = as_tensor_arg(index, name, "an integer tensor/array")
     if idx.is_floating_point() or idx.is_complex() or idx.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer group ids, got dtype {idx.dtype}")
     if idx.dim() != 1 or idx.shape[0] != n:
@@ -211,13 +220,7 @@ def _check_weights(weights: Any, n: int, like: Tensor) -> Tensor:
 
 
 def _check_eta(eta: Any) -> float:
-    if isinstance(eta, Tensor):
-        if eta.numel() != 1:
-            raise TypeError(f"eta must be a scalar, got a tensor of shape {tuple(eta.shape)}")
-        eta = eta.item()
-    if isinstance(eta, bool) or not isinstance(eta, numbers.Real):
-        raise TypeError(f"eta must be a real number, got {type(eta).__name__}")
-    eta = float(eta)
+    eta = _real_scalar(eta, "eta")
     if not (0.0 <= eta <= 1.0):
         raise ValueError(f"eta (EMA rate) must lie in [0, 1], got {eta}")
     return eta

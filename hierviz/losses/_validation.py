@@ -204,6 +204,25 @@ def _check_embeddings(z: Any, geometry: Any, *, min_views: int, who: str) -> tup
     return flat, B, V
 
 
+def _integer_input(x: Any, name: str, required: str, what: str) -> torch.Tensor:
+    """``x`` as a tensor: a tensor as it is, an integer array-like converted (no dtype or shape check on tensors).
+
+    Raises
+    ------
+    TypeError
+        ``x`` is None ("{name} is required{required}"), or an array-like whose dtype is not
+        integer ("{name} must be {what}, got dtype ...").
+    """
+    if x is None:
+        raise TypeError(f"{name} is required{required}")
+    if not isinstance(x, torch.Tensor):
+        arr = np.asarray(x)
+        if arr.dtype == object or arr.dtype.kind not in "iu":
+            raise TypeError(f"{name} must be {what}, got dtype {arr.dtype}")
+        x = torch.as_tensor(arr)
+    return x
+
+
 def _check_labels(labels: Any, batch: int, num_leaves: int | None, device: torch.device) -> torch.Tensor:
     """Validate ``labels`` (B,) integer leaf indices in [0, C-1]; returns a long tensor on ``device``.
 
@@ -214,13 +233,7 @@ def _check_labels(labels: Any, batch: int, num_leaves: int | None, device: torch
     ValueError
         Wrong shape, or a value outside [0, C-1] (C = the tree's number of leaves).
     """
-    if labels is None:
-        raise TypeError("labels is required (LongTensor of leaf indices, shape (B,))")
-    if not isinstance(labels, torch.Tensor):
-        arr = np.asarray(labels)
-        if arr.dtype == object or arr.dtype.kind not in "iu":
-            raise TypeError(f"labels must be integer leaf indices, got dtype {arr.dtype}")
-        labels = torch.as_tensor(arr)
+    labels = _integer_input(labels, "labels", " (LongTensor of leaf indices, shape (B,))", "integer leaf indices")
     if labels.dtype not in _INT_DTYPES:
         raise TypeError(f"labels must hold integer leaf indices, got dtype {labels.dtype}")
     if labels.shape != (batch,):

@@ -30,6 +30,7 @@ from ._validation import (
     _check_labels,
     _check_real,
     _check_tau,
+    _integer_input,
     _renamed_kwarg,
 )
 
@@ -93,13 +94,9 @@ def layer_penalty_weights(layer_penalty: str, levels: int, dtype: torch.dtype = 
 
 
 def _check_level_labels(level_labels: Any, batch: int, device: torch.device) -> torch.Tensor:
-    if level_labels is None:
-        raise TypeError("level_labels is required: (B, L) integer labels, one column per level")
-    if not isinstance(level_labels, torch.Tensor):
-        arr = np.asarray(level_labels)
-        if arr.dtype == object or arr.dtype.kind not in "iu":
-            raise TypeError(f"level_labels must be integers, got dtype {arr.dtype}")
-        level_labels = torch.as_tensor(arr)
+    level_labels = _integer_input(
+        level_labels, "level_labels", ": (B, L) integer labels, one column per level", "integers"
+    )
     if torch.is_floating_point(level_labels) or level_labels.dtype == torch.bool:
         raise TypeError(f"level_labels must be integers, got dtype {level_labels.dtype}")
     if level_labels.ndim != 2 or level_labels.shape[0] != batch or level_labels.shape[1] < 1:

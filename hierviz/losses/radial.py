@@ -365,6 +365,20 @@ def _flatten(
     return z, labels
 
 
+def _register_edge_buffers(module: torch.nn.Module, tree: Any, min_depth: int = 1) -> None:
+    """Register the tree's edges and leaf ancestry on ``module`` (non-persistent buffers).
+
+    ``edge_parent``, ``edge_child`` : (E,) long, the parent and child node of every edge whose
+    child is at depth >= ``min_depth`` (1: all N - 1 edges); ``ancestors`` : (C, N) bool,
+    ``tree.ancestor_matrix``; ``leaf_paths`` : (C, L + 1) long, ``tree.leaf_paths``.
+    """
+    keep = tree.node_depth >= min_depth
+    module.register_buffer("edge_parent", tree.parent_index.clone()[keep], persistent=False)
+    module.register_buffer("edge_child", torch.arange(tree.num_nodes)[keep], persistent=False)
+    module.register_buffer("ancestors", tree.ancestor_matrix.clone(), persistent=False)  # (C, N)
+    module.register_buffer("leaf_paths", tree.leaf_paths.clone(), persistent=False)  # (C, L + 1)
+
+
 class EntailmentConeLoss(nn.Module):
     r"""Entailment cones over batch node prototypes (parent → child) and leaf prototype → sample.
 
@@ -436,14 +450,8 @@ class EntailmentConeLoss(nn.Module):
             raise ValueError(f"apex must be a number in (0, 1] (1/2: halfway to the prototype), got {apex!r}")
         self.tree, self.geometry = tree, geometry
         self.aperture, self.apex, self.steps = float(aperture), float(apex), int(steps)
-        parent = tree.parent_index.clone()
-        depth = tree.node_depth
-        child = torch.arange(tree.num_nodes)
-        keep = depth >= 2  # edges below depth 1: the root's prototype sits at the origin
-        self.register_buffer("edge_parent", parent[keep], persistent=False)
-        self.register_buffer("edge_child", child[keep], persistent=False)
-        self.register_buffer("ancestors", tree.ancestor_matrix.clone(), persistent=False)  # (C, N)
-        self.register_buffer("leaf_paths", tree.leaf_paths.clone(), persistent=False)  # (C, L + 1)
+        # edges below depth 1 only: the root's prototype sits at the origin
+        _register_edge_buffers(self, tree, min_depth=2)
         self.register_buffer("leaf_node", tree.leaf_node.clone(), persistent=False)
         self.root = int(tree.node_index[tree.root])
 
@@ -554,11 +562,7 @@ class RadialOrderLoss(nn.Module):
             raise ValueError(f"margin (loss.order_margin) must be a number >= 0 (geodesic units), got {margin!r}")
         self.tree, self.geometry = tree, geometry
         self.margin, self.steps = float(margin), int(steps)
-        keep = tree.node_depth >= 1
-        self.register_buffer("edge_parent", tree.parent_index.clone()[keep], persistent=False)
-        self.register_buffer("edge_child", torch.arange(tree.num_nodes)[keep], persistent=False)
-        self.register_buffer("ancestors", tree.ancestor_matrix.clone(), persistent=False)  # (C, N)
-        self.register_buffer("leaf_paths", tree.leaf_paths.clone(), persistent=False)  # (C, L + 1)
+        _register_edge_buffers(self, tree)
 
     def forward(self, z: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
         """The radial-order loss of one batch (see the class docstring)."""
@@ -650,12 +654,8 @@ class RadialDepthLoss(nn.Module):
             raise ValueError(f"step (loss.depth_step) must be a number > 0 (geodesic units per level), got {step!r}")
         self.tree, self.geometry = tree, geometry
         self.step, self.steps = float(step), int(steps)
-        keep = tree.node_depth >= 1
-        self.register_buffer("edge_parent", tree.parent_index.clone()[keep], persistent=False)
-        self.register_buffer("edge_child", torch.arange(tree.num_nodes)[keep], persistent=False)
+        _register_edge_buffers(self, tree)
         self.register_buffer("depth", tree.node_depth.clone().to(torch.float64), persistent=False)
-        self.register_buffer("ancestors", tree.ancestor_matrix.clone(), persistent=False)  # (C, N)
-        self.register_buffer("leaf_paths", tree.leaf_paths.clone(), persistent=False)  # (C, L + 1)
 
     def forward(self, z: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
         """The radial-depth loss of one batch (see the class docstring)."""

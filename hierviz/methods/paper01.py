@@ -62,37 +62,25 @@ for _name, _default, _doc in (
 
 _CONTRASTIVE = ("tau", "reduction", "similarity")
 _HWC = (*_CONTRASTIVE, "alpha", "gamma", "alpha_max", "omega")
-_LAM = ("lambda_lam", "margins", "level_weights", "eta", "dim", "mean_steps")
+_LAM_ARGS = ("margins", "level_weights", "eta", "dim", "mean_steps")  # LAMLoss's keyword arguments
+_LAM = ("lambda_lam", *_LAM_ARGS)
+
+
+def _pick(hp: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """The hyperparameters ``names`` of ``hp``, as keyword arguments of the loss of the same names."""
+    return {name: hp[name] for name in names}
 
 
 def _supcon(tree: Any, geometry: Any, hp: dict[str, Any]) -> SupConLoss:
-    return SupConLoss(tree, geometry, tau=hp["tau"], reduction=hp["reduction"], similarity=hp["similarity"])
+    return SupConLoss(tree, geometry, **_pick(hp, _CONTRASTIVE))
 
 
 def _hwc(tree: Any, geometry: Any, hp: dict[str, Any]) -> HWCLoss:
-    return HWCLoss(
-        tree,
-        geometry,
-        tau=hp["tau"],
-        alpha=hp["alpha"],
-        gamma=hp["gamma"],
-        alpha_max=hp["alpha_max"],
-        omega=hp["omega"],
-        reduction=hp["reduction"],
-        similarity=hp["similarity"],
-    )
+    return HWCLoss(tree, geometry, **_pick(hp, _HWC))
 
 
 def _lam(tree: Any, geometry: Any, hp: dict[str, Any]) -> LAMLoss:
-    return LAMLoss(
-        tree,
-        geometry,
-        margins=hp["margins"],
-        level_weights=hp["level_weights"],
-        eta=hp["eta"],
-        dim=hp["dim"],
-        mean_steps=hp["mean_steps"],
-    )
+    return LAMLoss(tree, geometry, **_pick(hp, _LAM_ARGS))
 
 
 @register_method("simclr", display_name="SimCLR", hparams=("tau", "similarity"), paper=_PAPER)
@@ -109,9 +97,7 @@ def supcon(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
     "hc-outside", display_name="Hierarchical Contrastive (outside)", hparams=(*_CONTRASTIVE, "alpha"), paper=_PAPER
 )
 def hc_outside(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
-    loss = _hc_outside.OutsideSoftmaxHCLoss(
-        tree, geometry, tau=hp["tau"], alpha=hp["alpha"], reduction=hp["reduction"], similarity=hp["similarity"]
-    )
+    loss = _hc_outside.OutsideSoftmaxHCLoss(tree, geometry, **_pick(hp, (*_CONTRASTIVE, "alpha")))
     return Objective("hc-outside", {"hc": loss})
 
 

@@ -101,6 +101,16 @@ register_method("hmce", display_name="HMCE", hparams=_HMLC, needs=_NEEDS, embedd
 )
 
 
+def _masking_kwargs(geometry: Any, hp: dict[str, Any]) -> dict[str, Any]:
+    """The arguments G-HMLC and A-HMLC share: temperature, layer penalty (default linear), level order, features."""
+    return {
+        "tau": hp["tau"],
+        "layer_penalty": hp["hmlc_penalty"] or "linear",
+        "order": hp["level_order"],
+        "features": _features(geometry),
+    }
+
+
 @register_method(
     "g-hmlc",
     display_name="G-HMLC",
@@ -110,15 +120,8 @@ register_method("hmce", display_name="HMCE", hparams=_HMLC, needs=_NEEDS, embedd
     paper=_PAPER,
 )
 def g_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
-    loss = GHMLCLoss(
-        tree,
-        tau=hp["tau"],
-        layer_penalty=hp["hmlc_penalty"] or "linear",
-        order=hp["level_order"],
-        max_iter=int(hp["gmm_max_iter"]),
-        features=_features(geometry),
-        gmm_dims=int(hp["gmm_dims"]),
-    )
+    gmm = {"max_iter": int(hp["gmm_max_iter"]), "gmm_dims": int(hp["gmm_dims"])}
+    loss = GHMLCLoss(tree, **_masking_kwargs(geometry, hp), **gmm)
     return Objective("g-hmlc", {"ghmlc": loss})
 
 
@@ -131,13 +134,7 @@ def g_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
     paper=_PAPER,
 )
 def a_hmlc(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
-    loss = AHMLCLoss(
-        tree,
-        tau=hp["tau"],
-        layer_penalty=hp["hmlc_penalty"] or "linear",
-        order=hp["level_order"],
-        features=_features(geometry),
-    )
+    loss = AHMLCLoss(tree, **_masking_kwargs(geometry, hp))
     return Objective("a-hmlc", {"ahmlc": loss})
 
 

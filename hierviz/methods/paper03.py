@@ -69,14 +69,11 @@ def hcl(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
     return Objective("hcl", {"hcl": _hcl(geometry, tree, hp)})
 
 
-@register_method(
-    "hyper-dino",
-    display_name="Hyper-DINO (HCL mapper)",
-    hparams=HCL_HPARAMS,
-    needs=Needs(views=1),
-    protocol="retrieval",
-    paper=_PAPER,
-)
+#: What the two mapper methods declare alike: HCL's hyperparameters, one view per row, Paper 03.
+_MAPPER = {"hparams": HCL_HPARAMS, "needs": Needs(views=1), "paper": _PAPER}
+
+
+@register_method("hyper-dino", display_name="Hyper-DINO (HCL mapper)", protocol="retrieval", **_MAPPER)
 def hyper_dino(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
     """Paper 03 §2.3–3.2: HCL on the mapped rows, one view each; MAP@k by the geometry's distance."""
     return Objective("hyper-dino", {"hcl": _hcl(geometry, tree, hp)})
@@ -116,14 +113,7 @@ class DirectionLoss(nn.Module):
         return self.loss(nn.functional.normalize(self.geometry.logmap0(z), dim=-1), labels)
 
 
-@register_method(
-    "cosine-mapper",
-    display_name="Cosine mapper (control)",
-    hparams=HCL_HPARAMS,
-    needs=Needs(views=1),
-    protocol="retrieval-cosine",
-    paper=_PAPER,
-)
+@register_method("cosine-mapper", display_name="Cosine mapper (control)", protocol="retrieval-cosine", **_MAPPER)
 def cosine_mapper(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
     """The cosine control: HCL on the unit-sphere directions, ranked by cosine distance."""
     return Objective("cosine-mapper", {"hcl": DirectionLoss(geometry, _hcl(get_geometry("euclidean"), tree, hp))})

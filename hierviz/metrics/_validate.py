@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
+
+from hierviz.geometry._checks import as_tensor_arg
 
 __all__ = ["as_embeddings", "same_dim"]
 
@@ -42,18 +43,13 @@ def as_embeddings(z: Any, name: str, geometry: Any = None) -> torch.Tensor:
 
     Examples
     --------
+    >>> import numpy as np
     >>> as_embeddings(np.zeros((3, 0)), "z")
     Traceback (most recent call last):
     ...
     ValueError: z has 0 coordinates per point (shape (3, 0)); embeddings need D >= 1
     """
-    if isinstance(z, torch.Tensor):
-        t = z
-    else:
-        try:
-            t = torch.as_tensor(np.asarray(z))
-        except (TypeError, ValueError, RuntimeError) as err:
-            raise TypeError(f"{name} must be a floating-point array/tensor, got {type(z).__name__}") from err
+    t = as_tensor_arg(z, name, "a floating-point array/tensor")
     if not t.dtype.is_floating_point:
         raise TypeError(f"{name} must be a floating-point array/tensor, got dtype {t.dtype}")
     if t.ndim != 2:

@@ -10,22 +10,10 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from hierviz.viz.tree import _BASE as _PALETTE
 from hierviz.viz.tree import _TEMPLATE
 
 __all__ = ["plot_loss_curves", "plot_metric_bars"]
-
-_PALETTE = [
-    "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#9467bd",
-    "#ff7f0e",
-    "#8c564b",
-    "#e377c2",
-    "#17becf",
-    "#bcbd22",
-    "#7f7f7f",
-]
 
 
 def _series(values: Any, key: str) -> np.ndarray:

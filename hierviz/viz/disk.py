@@ -23,6 +23,7 @@ from hierviz.viz.tree import (
     _TEMPLATE,
     _as_points,
     _check_positive,
+    _edge_lines,
     _leaf_labels,
     dfs_leaves,
     leaf_colors,
@@ -566,15 +567,7 @@ def _disk_tree_traces(pos: dict[str, np.ndarray], given: dict[str, np.ndarray], 
     inner = [n for n in tree.nodes if n in pos and not tree.is_leaf(n) and n != tree.root]
     kind = ["prototype" if n in given else "Fréchet mean of its points" for n in inner]
     return [
-        dict(
-            type="scatter",
-            x=ex,
-            y=ey,
-            mode="lines",
-            name="tree edges",
-            line=dict(color="rgba(40,40,40,0.75)", width=1.6),
-            hoverinfo="skip",
-        ),
+        dict(type="scatter", **_edge_lines(ex, ey, "tree edges", "rgba(40,40,40,0.75)", 1.6)),
         dict(
             type="scatter",
             x=[float(pos[n][0]) for n in leaves],

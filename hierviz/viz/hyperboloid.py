@@ -14,22 +14,10 @@ import numpy as np
 import plotly.graph_objects as go
 
 from hierviz.geometry import DEFAULT_CURVATURE
+from hierviz.viz.tree import _BASE as _PALETTE
 from hierviz.viz.tree import _TEMPLATE, _as_points, _check_positive, _leaf_labels, dfs_leaves, leaf_colors, leaf_parent
 
 __all__ = ["check_on_hyperboloid", "hyperboloid_to_disk", "plot_hyperboloid"]
-
-_PALETTE = [
-    "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#9467bd",
-    "#ff7f0e",
-    "#8c564b",
-    "#e377c2",
-    "#17becf",
-    "#bcbd22",
-    "#7f7f7f",
-]
 
 
 def _curvature(c: float, k: float | None, who: str) -> float:

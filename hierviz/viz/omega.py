@@ -355,29 +355,23 @@ def plot_forces(
     fig.add_trace(
         go.Bar(x=xs, y=f["pull"], name="pull −a/|P|", marker_color="#1f77b4", customdata=custom, hovertemplate=hover)
     )
-    fig.add_trace(
-        go.Scatter(
+
+    def grad_markers(grad: Any, name: str, **marker: Any) -> go.Scatter:
+        return go.Scatter(
             x=xs,
-            y=f["grad"],
+            y=grad,
             mode="markers",
-            name="HWC ∂L/∂s",
-            marker=dict(symbol="diamond", size=12, color="black"),
+            name=name,
+            marker=dict(size=12, **marker),
             customdata=custom,
             hovertemplate=hover,
         )
-    )
+
+    fig.add_trace(grad_markers(f["grad"], "HWC ∂L/∂s", symbol="diamond", color="black"))
     if compare_supcon:
         f0 = hwc_forces(s, np.ones_like(w), pos, tau)
         fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=f0["grad"],
-                mode="markers",
-                name="SupCon ∂L/∂s (ω≡1)",
-                marker=dict(symbol="circle-open", size=12, color="#555555", line=dict(width=2)),
-                customdata=custom,
-                hovertemplate=hover,
-            )
+            grad_markers(f0["grad"], "SupCon ∂L/∂s (ω≡1)", symbol="circle-open", color="#555555", line=dict(width=2))
         )
     fig.update_layout(
         template=_TEMPLATE,

@@ -23,6 +23,7 @@ from hierviz.metrics.projection import (  # the projections are computed there; 
 from hierviz.viz.tree import (
     _TEMPLATE,
     _as_points,
+    _edge_lines,
     _families,
     _leaf_labels,
     dfs_leaves,
@@ -162,16 +163,7 @@ def _add_centroid_tree(fig: go.Figure, XY: np.ndarray, y: np.ndarray, tree) -> N
             continue
         ex += [cent[par][0], p[0], None]
         ey += [cent[par][1], p[1], None]
-    fig.add_trace(
-        go.Scatter(
-            x=ex,
-            y=ey,
-            mode="lines",
-            name="tree edges",
-            line=dict(color="rgba(40,40,40,0.7)", width=1.5),
-            hoverinfo="skip",
-        )
-    )
+    fig.add_trace(go.Scatter(**_edge_lines(ex, ey, "tree edges", "rgba(40,40,40,0.7)", 1.5)))
     ncol = node_colors(tree)
     names = [n for n in tree.nodes if n in cent]
     fig.add_trace(

@@ -39,6 +39,11 @@ _TEMPLATE = "plotly_white"
 
 
 # --------------------------------------------------------------------------- helpers
+def _edge_lines(ex: list, ey: list, name: str, color: str, width: float, **extra: Any) -> dict[str, Any]:
+    """Keyword arguments of one plotly line trace drawing tree edges (``None`` between segments), no hover."""
+    return dict(x=ex, y=ey, mode="lines", name=name, line=dict(color=color, width=width), hoverinfo="skip", **extra)
+
+
 def _check_positive(value: Any, name: str) -> float:
     """A finite float > 0 (curvature, temperature) or ValueError naming it."""
     try:
@@ -318,17 +323,7 @@ def plot_tree(tree, layout: str = "auto", title: str | None = None) -> go.Figure
         ex += [x0, x1, None]
         ey += [y0, y1, None]
     fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=ex,
-            y=ey,
-            mode="lines",
-            name="edges",
-            hoverinfo="skip",
-            line=dict(color="#b0b0b0", width=1.5),
-            showlegend=False,
-        )
-    )
+    fig.add_trace(go.Scatter(**_edge_lines(ex, ey, "edges", "#b0b0b0", 1.5, showlegend=False)))
     levels = tree.levels()
     for lvl, names in enumerate(levels):
         if not names:
