@@ -421,6 +421,10 @@ SUMMARY_TABLES = {
         ["Method", "level order", "seeds", "leaf (100)", "class digit (10)", "category digit (10)"],
         {"class_digit", "category_digit"},
     ),
+    "paper02-hier-mnist-48px-cpu/level_probe.csv": (
+        ["Method", "level order", "seeds", "leaf (100)", "class digit (10)", "category digit (10)"],
+        {"leaf", "class_digit", "category_digit"},
+    ),
     "paper02-hier-mnist-cpu/level_order.csv": (
         ["Method", "order", "Top-1 (100 leaves)", "HF1", "Violations ↓", "class digit", "category digit"],
         set(),
