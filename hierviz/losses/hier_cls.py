@@ -44,7 +44,6 @@ import torch
 from torch import nn
 
 from hierviz.losses._validation import _check_embeddings, _check_labels, _check_tree, _is_hyperbolic, _upcast
-from hierviz.metrics.ranking import mnr_levels
 
 __all__ = [
     "LeafLoss",
@@ -74,7 +73,8 @@ def pl_levels(tree: Any) -> list[int]:
     >>> pl_levels(LabelTree.from_nested({"r": {"a": {"b": ["x", "y"]}}}))
     [3]
     """
-    return mnr_levels(tree)  # the same levels as MNR's
+    paths = tree.leaf_paths
+    return [lv for lv in range(1, tree.height + 1) if torch.unique(paths[:, lv]).numel() > 1]
 
 
 def per_level_targets(tree: Any) -> tuple[torch.Tensor, list[list[int]]]:
