@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 # --doctest-modules collection would import it in every worker, and every run config would then
 # carry loss.toy_scale until a test that cleans it up ran (a torchrun child, which never imports it,
 # then refused --resume). The tests that need it import it themselves.
-collect_ignore = ["toy_method.py", "declared_method.py", "user_metric.py"]
+collect_ignore = ["toy_method.py", "declared_method.py", "declared_protocol.py", "user_metric.py"]
 
 
 @pytest.hookimpl(tryfirst=True)
