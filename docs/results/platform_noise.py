@@ -21,48 +21,41 @@ from pathlib import Path
 
 import numpy as np
 
+from hierviz.report import read_results_csv
+
 METRICS = ("hf1", "top1", "macro_f1", "violations", "radius_depth_spearman", "edge_order")
 
 
-def main(pairs: list[str]) -> str:
+def tables(pairs: list[str]) -> tuple[list[list[str]], list[list[str]]]:
+    """The metric table and the embedding table, each a header row then one row per run (and metric)."""
     names = [p.split("=", 1)[0] for p in pairs]
     folders = [Path(p.split("=", 1)[1]) for p in pairs]
-    tables = [
-        {r["method"] + "-" + r["geometry"] + "-s" + r["seed"]: r for r in csv.DictReader(open(f / "results.csv"))}
-        for f in folders
+    per_folder = [
+        {f"{r['method']}-{r['geometry']}-s{r['seed']}": r for r in read_results_csv(f / "results.csv")} for f in folders
     ]
-    runs = list(tables[0])
-    lines = ["| run | metric | " + " | ".join(names) + " | max − min |", "|---|---|" + "---:|" * (len(names) + 1)]
+    runs = list(per_folder[0])
+    metric_rows = [["run", "metric", *names, "max − min"]]
     for run in runs:
         for m in METRICS:
-            vals = [t[run].get(m, "") for t in tables]
-            if not all(v not in ("", None) for v in vals):
+            if not all(t[run].get(m, "") not in ("", None) for t in per_folder):
                 continue
-            x = np.array([float(v) for v in vals])
-            lines.append(f"| {run} | {m} | " + " | ".join(f"{v:.6f}" for v in x) + f" | {x.max() - x.min():.2g} |")
-    lines += [
-        "",
-        "| run | max abs Δ of a test-embedding coordinate | max abs Δ of the last training loss |",
-        "|---|---:|---:|",
-    ]
+            x = np.array([float(t[run][m]) for t in per_folder])
+            metric_rows.append([run, m, *(f"{v:.6f}" for v in x), f"{x.max() - x.min():.2g}"])
+    embed_rows = [["run", "max abs Δ of a test-embedding coordinate", "max abs Δ of the last training loss"]]
     for run in runs:
         folder = run.replace("+", "_")
         zs = [np.load(f / "runs" / folder / "embeddings.npz")["z_test"].astype(np.float64) for f in folders]
         losses = [json.loads((f / "runs" / folder / "result.json").read_text())["history"]["loss"][-1] for f in folders]
         dz = max(float(np.abs(z - zs[0]).max()) for z in zs)
         dl = max(abs(v - losses[0]) for v in losses)
-        lines.append(f"| {run} | {dz:.2g} | {dl:.2g} |")
-    return "\n".join(lines)
+        embed_rows.append([run, f"{dz:.2g}", f"{dl:.2g}"])
+    return metric_rows, embed_rows
 
 
-def _write_csv(markdown: str, prefix: str) -> None:
-    """The two Markdown tables of :func:`main` as CSV files (header row first)."""
-    for part, suffix in zip(markdown.split("\n\n"), ("metrics", "embeddings"), strict=True):
-        rows = [
-            [c.strip() for c in line.strip("|").split("|")] for line in part.splitlines() if not line.startswith("|---")
-        ]
-        with open(f"{prefix}-{suffix}.csv", "w", newline="", encoding="utf-8") as fh:
-            csv.writer(fh, lineterminator="\n").writerows(rows)
+def markdown(rows: list[list[str]], left: int) -> str:
+    """A Markdown table of ``rows`` (header first); the first ``left`` columns left-aligned, the rest right."""
+    align = "|" + "---|" * left + "---:|" * (len(rows[0]) - left)
+    return "\n".join(["| " + " | ".join(rows[0]) + " |", align, *("| " + " | ".join(r) + " |" for r in rows[1:])])
 
 
 if __name__ == "__main__":
@@ -71,7 +64,9 @@ if __name__ == "__main__":
     if "--csv" in args:
         i = args.index("--csv")
         prefix, args = args[i + 1], args[:i] + args[i + 2 :]
-    text = main(args)
+    metric_rows, embed_rows = tables(args)
     if prefix:
-        _write_csv(text, prefix)
-    print(text)
+        for suffix, rows in (("metrics", metric_rows), ("embeddings", embed_rows)):
+            with open(f"{prefix}-{suffix}.csv", "w", newline="", encoding="utf-8") as fh:
+                csv.writer(fh, lineterminator="\n").writerows(rows)
+    print(markdown(metric_rows, 2) + "\n\n" + markdown(embed_rows, 1))

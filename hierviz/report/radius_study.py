@@ -212,6 +212,17 @@ def radius_by_depth_figure(folder: str | Path, geometry: str = "poincare", title
     return fig
 
 
+def _seed0_file(folder: Path, method: str, geometry: str) -> Path:
+    """``embeddings/<method>-<geometry>-s0.npz`` of the study, or FileNotFoundError listing what is there."""
+    path = folder / "embeddings" / f"{method.replace('+', '_')}-{geometry}-s0.npz"
+    if not path.is_file():
+        have = sorted(p.name for p in (folder / "embeddings").glob("*.npz"))
+        raise FileNotFoundError(
+            f"method={method!r}, geometry={geometry!r}: no {path.name} in {folder / 'embeddings'}; it holds {have}"
+        )
+    return path
+
+
 def study_embeddings(folder: str | Path, method: str = "supcon", geometry: str = "poincare") -> tuple:
     """Seed 0's committed test embeddings of one method and geometry of the study.
 
@@ -232,13 +243,7 @@ def study_embeddings(folder: str | Path, method: str = "supcon", geometry: str =
     FileNotFoundError
         No such file (the message lists the files there).
     """
-    folder = study_folder(folder)
-    path = folder / "embeddings" / f"{method.replace('+', '_')}-{geometry}-s0.npz"
-    if not path.is_file():
-        have = sorted(p.name for p in (folder / "embeddings").glob("*.npz"))
-        raise FileNotFoundError(
-            f"method={method!r}, geometry={geometry!r}: no {path.name} in {folder / 'embeddings'}; it holds {have}"
-        )
+    path = _seed0_file(study_folder(folder), method, geometry)
     with np.load(path) as f:
         geo = get_geometry(geometry, float(f["c"]) if "c" in f else 1.0)
         z = geo.proj(torch.as_tensor(f["z_test"].astype(np.float64))).numpy()
@@ -259,10 +264,7 @@ def study_disk(folder: str | Path, tree: Any, method: str = "supcon", title: str
 
     folder = study_folder(folder)
     name = folder.name
-    path = folder / "embeddings" / f"{method.replace('+', '_')}-poincare-s0.npz"
-    if not path.is_file():
-        have = sorted(p.name for p in (folder / "embeddings").glob("*.npz"))
-        raise FileNotFoundError(f"method={method!r}: no {path.name} in {folder / 'embeddings'}; it holds {have}")
+    path = _seed0_file(folder, method, "poincare")
     f = np.load(path)
     z = f["z_test"].astype(np.float64)
     return plot_poincare_disk(

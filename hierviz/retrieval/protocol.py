@@ -238,6 +238,15 @@ def _write_flat_tree(path: Path, classes: list[str]) -> None:
     path.write_text(json.dumps({"root": list(classes)}), encoding="utf-8")
 
 
+def _table2(records: Sequence[dict[str, Any]], cfg: RetrievalConfig) -> tuple[list[dict], list[dict], str]:
+    """Table 2 of a grid's run records: the per-fold rows, their summary and the Markdown (paired rows included)."""
+    rows = fold_rows(records, ks=cfg.ks, denominator=cfg.denominator, float16_base=cfg.float16_base)
+    summary = summarise(rows, cfg.ks)
+    md = table2_markdown(summary, cfg.ks)
+    paired = paired_markdown(rows)
+    return rows, summary, md + ("\n" + paired if paired else "")
+
+
 def _run_retrieval(data, cfg, out, tree, progress, verbose, overrides=(), resume=False):
     if tree is not None:
         raise ValueError("tree: hierviz retrieval no longer adds tree NDCG@20 (since 0.3); leave tree unset")
@@ -267,12 +276,7 @@ def _run_retrieval(data, cfg, out, tree, progress, verbose, overrides=(), resume
             raise ValueError(str(exc)) from None
         finally:
             unregister_grid(names)
-        rows = fold_rows(result.records, ks=cfg.ks, denominator=cfg.denominator, float16_base=cfg.float16_base)
-        summary = summarise(rows, cfg.ks)
-        md = table2_markdown(summary, cfg.ks)
-        paired = paired_markdown(rows)
-        if paired:
-            md += "\n" + paired
+        rows, summary, md = _table2(result.records, cfg)
         history = {
             r["method_display"]: list((r.get("history") or {}).get("loss", []))
             for r in result.records
@@ -323,10 +327,4 @@ def rebuild_tables(out: str | PathLike) -> dict[str, Path]:
     if plan.is_file():
         order = {name: i for i, name in enumerate(json.loads(plan.read_text(encoding="utf-8")).get("runs", []))}
         records.sort(key=lambda r: order.get(r.get("name"), len(order)))
-    rows = fold_rows(records, ks=cfg.ks, denominator=cfg.denominator, float16_base=cfg.float16_base)
-    summary = summarise(rows, cfg.ks)
-    md = table2_markdown(summary, cfg.ks)
-    paired = paired_markdown(rows)
-    if paired:
-        md += "\n" + paired
-    return write_tables(folder, rows, summary, md, cfg, data)
+    return write_tables(folder, *_table2(records, cfg), cfg, data)
