@@ -240,11 +240,15 @@ class Server:
                 return self.api(path)
             except urllib.error.HTTPError as e:
                 gone = e.code == 404 and not self.root.is_dir()
-                if e.code not in (400, 404) or gone or time.monotonic() - t0 > budget:
+                invalid = [p.name for p in self.root.glob("*.invalid")] if e.code == 404 and not gone else []
+                if e.code not in (400, 404) or gone or invalid or time.monotonic() - t0 > budget:
                     why = (
                         f"; the server's root folder {self.root} was deleted (on a shared machine another "
                         "pytest session's clean-up of old /tmp/pytest-of-<user> folders: pass --basetemp)"
                         if gone
+                        else f"; the server renamed {', '.join(invalid)} aside (its atomic-writing recovery: a read "
+                        "during a save)"
+                        if invalid
                         else ""
                     )
                     raise urllib.error.HTTPError(
@@ -337,6 +341,11 @@ def jupyter_server(tmp: Path, app: str = "lab", timeout: float = 120.0):
         "--IdentityProvider.token=",
         "--ServerApp.password=",
         "--ServerApp.disable_check_xsrf=True",
+        # Saves write the file in place. With atomic writing on, a read that lands mid-write finds the
+        # save's backup copy and "recovers" from it: the half-written file is renamed to .invalid and
+        # the backup moved into place, which the save then deletes, so the notebook is gone (404) for
+        # good. Seen under load; off, such a read answers 400 and read_contents retries it.
+        "--FileContentsManager.use_atomic_writing=False",
     ]
     if app == "lab":
         cmd.append("--LabApp.expose_app_in_browser=True")  # window.jupyterapp: see open_lab
@@ -533,7 +542,8 @@ def save(page, server: Server, name: str, timeout_s: float = 60.0, retry_s: floa
     pending one. Notebook 7 has no such promise: Ctrl+S is pressed again every ``retry_s`` seconds.
     The page's dirty mark is not enough (it clears before the server has written the file), nor is
     a changed ``last_modified`` stamp alone (a copy without outputs was once read back): the copy
-    is read until each code cell has an execution count.
+    is read until each code cell has an execution count, and in Lab only once the save has settled
+    (the stamp changes when the write starts).
 
     The deadline is ``timeout_s`` × :func:`load_factor` (the highest seen during the wait); while
     a Lab save is still pending it is extended up to three times that. The failure message names
@@ -545,17 +555,17 @@ def save(page, server: Server, name: str, timeout_s: float = 60.0, retry_s: floa
     while True:
         elapsed = time.monotonic() - t0
         deadline = max(deadline, timeout_s * load_factor())
+        state = page.evaluate(_SAVE_STATE_JS) if server.app == "lab" else {}
+        pending = tracked and (state.get("save") or {}).get("state") == "pending"
+        failed = tracked and (state.get("save") or {}).get("state") == "failed"
         stamp = server.last_modified(name)
-        if stamp != seen:  # a new copy on the server: read it (once per write)
+        if stamp != seen and not pending:  # a new copy, written: read it (once per write, never mid-save)
             seen = stamp
             saved = server.notebook(name)
             code = [c for c in saved["cells"] if c["cell_type"] == "code"]
             unrun = sum(c.get("execution_count") is None for c in code)
             if not unrun:
                 return saved
-        state = page.evaluate(_SAVE_STATE_JS) if server.app == "lab" else {}
-        pending = tracked and (state.get("save") or {}).get("state") == "pending"
-        failed = tracked and (state.get("save") or {}).get("state") == "failed"
         if elapsed > (3 * deadline if pending else deadline):
             what = "was not saved" if seen == before else f"was saved with {unrun} of {len(code)} code cells not run"
             raise AssertionError(

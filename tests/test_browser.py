@@ -377,3 +377,43 @@ def test_save_waits_on_a_pending_save_and_names_the_last_response(monkeypatch):
 
 def test_load_factor_is_at_least_one():
     assert B.load_factor() >= 1.0
+
+
+def test_save_reads_the_new_copy_only_once_the_save_has_settled(monkeypatch):
+    """The stamp changes when the write starts: a read then can find half a file (and made the server lose it)."""
+    states = iter(["pending"] * 3 + ["saved"] * 10)
+    reads = []
+
+    class Page(_FakePage):
+        def evaluate(self, js, *args):
+            if js == B._SAVE_STATE_JS:
+                return {"save": {"state": next(states), "error": None, "ms": 1}, "dialog": None}
+            return super().evaluate(js, *args)
+
+    class Srv:
+        app, last_response, stamps = "lab", "none yet", iter(["t0", "t0"] + ["t1"] * 20)
+
+        def last_modified(self, name):
+            return next(self.stamps)
+
+        def notebook(self, name):
+            reads.append(name)
+            return {"cells": [{"cell_type": "code", "execution_count": 1}]}
+
+    monkeypatch.setattr(B, "load_factor", lambda: 1.0)
+    saved = B.save(Page(), Srv(), "n.ipynb", timeout_s=30, retry_s=60)
+    assert saved["cells"][0]["execution_count"] == 1 and reads == ["n.ipynb"]
+
+
+def test_the_test_server_answers_400_for_a_half_written_notebook_and_keeps_it(tmp_path):
+    """A read during a save must not trigger the server's atomic-writing recovery (file renamed to .invalid, then lost)."""
+    import urllib.error
+
+    pytest.importorskip("jupyterlab")
+    with B.jupyter_server(tmp_path, "lab") as server:
+        (server.root / "n.ipynb").write_text('{"cells": [')  # mid-write: truncated JSON
+        (server.root / ".~n.ipynb").write_text(json.dumps(nbformat.v4.new_notebook()))  # a save's backup copy
+        with pytest.raises(urllib.error.HTTPError) as e:
+            server.api("/api/contents/n.ipynb?content=1")
+        assert e.value.code == 400
+        assert (server.root / "n.ipynb").read_text() == '{"cells": [' and not list(server.root.glob("*.invalid"))

@@ -44,6 +44,17 @@ def test_encoder_follows_the_dataset_unless_set():
     ).model.encoder == ("resnet18")
 
 
+def test_the_vector_preset_on_an_image_dataset_takes_the_small_cnn_and_the_grouped_split():
+    """``--preset quick --dataset ham10000``: the quick preset's MLP and 20news' official split belong to 20news."""
+    assert default_encoder("ham10000", "mlp") == "small_cnn"
+    assert default_encoder("ham10000-sample", "hyilr-text") == "small_cnn"
+    cfg = resolve_config("quick", {"data.dataset": "ham10000-sample"})
+    assert (cfg.model.encoder, cfg.data.split) == ("small_cnn", "grouped")
+    assert resolve_config("quick").data.split == "official"  # its own dataset keeps it
+    cfg = resolve_config("quick", {"data.dataset": "ham10000-sample", "data.split": "official"})
+    assert cfg.data.split == "official"  # set explicitly: kept (compare then says the dataset has none)
+
+
 def test_a_text_dataset_takes_the_registered_text_encoder():
     @register_dataset("toy-text", inputs="text")
     def toy_text():

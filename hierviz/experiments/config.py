@@ -446,7 +446,9 @@ def apply_overrides(cfg: ExperimentConfig, overrides: Sequence[str] | Mapping[st
     Changing ``data.dataset`` or ``data.path`` without setting ``data.tree`` resets the tree
     to ``None``: the new dataset's default tree (a tree JSON is required with ``data.path``).
     Changing ``data.dataset`` without setting ``model.encoder`` picks an encoder that reads the
-    new dataset's inputs (:func:`default_encoder`: ``mlp`` for a vector dataset such as 20news).
+    new dataset's inputs (:func:`default_encoder`: ``mlp`` for a vector dataset such as 20news,
+    ``small_cnn`` for images after a vector preset). Changing ``data.dataset`` without setting
+    ``data.split`` resets the split to ``"grouped"``: a preset's split belongs to its dataset.
 
     Raises
     ------
@@ -473,6 +475,10 @@ def apply_overrides(cfg: ExperimentConfig, overrides: Sequence[str] | Mapping[st
     if cfg.data.dataset != before[0] and "model.encoder" not in keys:
         # another dataset without an encoder: one that reads its inputs (e.g. --preset quick --dataset 20news)
         cfg.model.encoder = default_encoder(cfg.data.dataset, cfg.model.encoder)
+    if cfg.data.dataset != before[0] and "data.split" not in keys:
+        # a preset's split, like its tree, belongs to its dataset (20news' official bydate split);
+        # another dataset gets the grouped split unless data.split is set
+        cfg.data.split = DataConfig.split
     return cfg
 
 
@@ -482,12 +488,16 @@ def default_encoder(dataset: str | None, encoder: str) -> str:
     A dataset declares what one sample is (``register_dataset(..., inputs=...)``): ``"vectors"``
     → ``"mlp"`` (or ``encoder`` if it takes vectors), ``"text"`` → the first registered encoder
     with a ``text = True`` attribute (else ``encoder``), ``"images"`` or an unregistered name →
-    ``encoder``, the preset's CNN. Returns an encoder name.
+    ``encoder``, the preset's CNN, or ``"small_cnn"`` when ``encoder`` reads vectors or text only
+    (``--preset quick --dataset ham10000``: the quick preset's MLP cannot read images). Returns an
+    encoder name.
 
     Examples
     --------
     >>> default_encoder("20news", "small_cnn"), default_encoder("ham10000-sample", "small_cnn")
     ('mlp', 'small_cnn')
+    >>> default_encoder("ham10000", "mlp")
+    'small_cnn'
     """
     inputs = DATASETS.get(dataset).inputs if isinstance(dataset, str) and dataset in DATASETS else "images"
     current = ENCODERS.get(encoder) if encoder in ENCODERS else None
@@ -495,6 +505,8 @@ def default_encoder(dataset: str | None, encoder: str) -> str:
         return "mlp"
     if inputs == "text" and not getattr(current, "text", False):
         return next((name for name, f in ENCODERS.items() if getattr(f, "text", False)), encoder)
+    if inputs == "images" and (getattr(current, "vectors", False) or getattr(current, "text", False)):
+        return "small_cnn"
     return encoder
 
 
