@@ -237,6 +237,9 @@ def _add_retrieval_commands(sub: Any) -> None:
     r.add_argument("--n-grid", dest="n_grid", help="comma-separated N of PCA(N)/NCA(N), e.g. 16,32,64")
     r.add_argument("--dim-out", dest="dim_out", help="comma-separated mapper outputs: 32 and/or 'in' (= N)")
     r.add_argument("--folds", type=int, help="grouped cross-validation folds (paper: 5)")
+    r.add_argument(
+        "--mapper-seeds", dest="mapper_seeds", type=int, help="seeds of every mapper per fold, averaged in the tables"
+    )
     r.add_argument("--epochs", type=int, help="mapper training epochs (paper: 100)")
     r.add_argument("--limit", type=int, help="a stratified subset of this many rows")
     r.add_argument("--denominator", help="AP@k normaliser: min_k_r (default), r, k, hits")
@@ -323,11 +326,11 @@ def _run_retrieval_command(args: argparse.Namespace) -> int:
             raise ConfigError("--n-grid: every N must be >= 1")
     if args.dim_out:
         changes["dim_out"] = _csv_option(args.dim_out, "dim-out", lambda v: v if v == "in" else int(v))
-    for name in ("folds", "epochs", "limit"):
+    for name in ("folds", "mapper_seeds", "epochs", "limit"):
         value = getattr(args, name)
         if value is not None:
             if value < (2 if name == "folds" else 1):
-                raise ConfigError(f"--{name}: must be >= {2 if name == 'folds' else 1}, got {value}")
+                raise ConfigError(f"--{name.replace('_', '-')}: must be >= {2 if name == 'folds' else 1}, got {value}")
             changes[name] = value
     if args.denominator:
         try:

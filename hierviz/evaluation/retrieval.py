@@ -20,7 +20,8 @@
   :mod:`hierviz.retrieval`); the run's metrics then add ``index_recall@20`` against the exact top-20.
 * The ``retrieval-folds`` protocol (``hierviz retrieval`` is an alias of ``compare``):
   Paper 03's grouped cross-validation, run seed ``s`` of a plan with ``seeds = K`` is fold ``s``
-  of :func:`grouped_folds` (``make_split``, ``per_seed``); a model may rank the rows itself
+  (fold ``s mod eval.folds`` when ``eval.folds`` is set: several seeds per fold) of
+  :func:`grouped_folds` (``make_split``, ``per_seed``); a model may rank the rows itself
   (``model.ranking``: the base features by Euclidean distance, the mapper through its
   float16 reference index), else the run geometry's distance ranks them.
 """
@@ -537,7 +538,8 @@ def grouped_fold_split(
     """``{"train", "val", "test"}`` row indices of fold ``fold`` of :func:`grouped_folds` (``val`` is empty).
 
     The ``make_split`` of the ``retrieval-folds`` protocol: ``compare`` passes the run seed as
-    ``fold`` and its ``seeds`` as ``folds`` (``per_seed``), so every fold is a run.
+    ``fold`` and its ``seeds`` as ``folds`` (``per_seed``), so every fold is a run; with
+    ``eval.folds`` set, ``fold = seed mod eval.folds`` and ``folds = eval.folds``.
 
     Examples
     --------
@@ -590,7 +592,8 @@ def _embed_rows(model: nn.Module, x: np.ndarray, device: Any) -> torch.Tensor:
         model.train(was)
 
 
-#: compare makes fold s of ``len(seeds)`` folds for run seed s (``per_seed``): every fold is a run.
+#: compare makes fold s of ``seeds`` folds for run seed s (``per_seed``): every fold is a run (with
+#: ``eval.folds``: fold s mod eval.folds, several run seeds per fold).
 @register_protocol("retrieval-folds", make_split=grouped_fold_split, per_seed=True)
 def fold_retrieval_protocol(ctx: EvalContext) -> FoldRetrievalRecord:
     """Paper 03 §3.1 on one grouped fold: the fold's rows query the other folds' rows.

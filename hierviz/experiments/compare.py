@@ -286,15 +286,17 @@ class _Runs:
     def data_for(self, protocol_name: str, seed: int) -> tuple:
         """(split, train, test) of a protocol: its own ``make_split`` (e.g. unseen leaves) or the default split.
 
-        A protocol declared ``per_seed`` (``retrieval-folds``) makes fold ``seed`` of ``cfg.seeds`` folds."""
+        A protocol declared ``per_seed`` (``retrieval-folds``) makes fold ``seed mod folds`` of
+        ``folds = eval.folds`` (None: ``cfg.seeds``) folds."""
         cfg, ds = self.cfg, self.ds
         protocol = PROTOCOLS.get(protocol_name)
         maker, per_seed = protocol.make_split, protocol.per_seed
-        key = (protocol_name, seed if per_seed else None)
+        folds = cfg.eval.folds or cfg.seeds
+        key = (protocol_name, seed % folds if per_seed else None)
         if key not in self.splits:
             sp = self.split
             if maker is not None:
-                fold = seed if per_seed else cfg.eval.fold
+                fold = seed % folds if per_seed else cfg.eval.fold
                 with _option_named("eval.fold", "fold", value=fold):
                     sp = maker(
                         np.asarray(ds.labels),
@@ -302,7 +304,7 @@ class _Runs:
                         num_leaves=self.tree.num_leaves,
                         seed=cfg.data.split_seed,
                         fold=fold,
-                        **({"folds": cfg.seeds} if per_seed else {}),
+                        **({"folds": folds} if per_seed else {}),
                     )
             self.splits[key] = (sp, ds.subset(sp["train"]), ds.subset(sp[cfg.eval.split]))
         return self.splits[key]

@@ -259,6 +259,11 @@ class EvalConfig:
         ``"unseen"``, paper 04 §III) instead of the one each method declares.
     fold : int, default 0
         Fold of the ``unseen`` protocol's 5-fold rotation of unseen leaves, in [0, 4].
+    folds : int or None, default None
+        Folds of a protocol that makes its own split per run seed (``retrieval-folds``): run
+        seed ``s`` is fold ``s mod folds``, so ``seeds = folds × r`` trains every fold's models
+        with ``r`` seeds (Paper 03's grid: mapper seeds per fold). None: one fold per seed
+        (``folds = seeds``). An integer >= 2 that divides ``seeds``.
     embedding : {"features", "z"} or None, default None
         What the linear probe reads for *every* method: ``"features"``, the encoder's
         (penultimate) features mapped into the geometry (SimCLR's linear evaluation, paper 02
@@ -277,6 +282,7 @@ class EvalConfig:
     split: str = "test"
     protocol: str | None = None
     fold: int = 0
+    folds: int | None = None
     embedding: str | None = None
     index: str = "exact"
 
@@ -681,6 +687,14 @@ def _check_eval(cfg: ExperimentConfig) -> None:
         cfg.eval.index,
     )
     _check(0 <= cfg.eval.fold <= 4, "eval.fold", "an integer in [0, 4] (the unseen protocol's 5 folds)", cfg.eval.fold)
+    folds = cfg.eval.folds
+    _check(
+        folds is None
+        or (isinstance(folds, int) and not isinstance(folds, bool) and folds >= 2 and cfg.seeds % folds == 0),
+        "eval.folds",
+        f"None or an integer >= 2 that divides seeds ({cfg.seeds})",
+        folds,
+    )
 
 
 def validate(cfg: ExperimentConfig) -> ExperimentConfig:

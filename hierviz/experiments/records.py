@@ -115,6 +115,7 @@ _NEW_KEY_DEFAULTS = {
     "loss.depth_weight": 0.0,  # 0.4: no radial-depth term
     "loss.depth_step": 1.0,
     "loss.tau_hyperbolic": None,  # 0.4: hyperbolic runs used loss.tau
+    "eval.folds": None,  # 0.4: one fold per seed of a per-seed split (retrieval-folds)
     "eval.index": "exact",  # the retrieval protocol's top-20 from the full distance matrix (no FAISS index)
 }
 

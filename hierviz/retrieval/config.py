@@ -22,6 +22,10 @@ class RetrievalConfig:
         Ball dimensions of the mapper: 32 for Hyper-DINO(·, 32), ``"in"`` for Hyper-DINO(·, N).
     folds : int
         Grouped cross-validation folds (the paper: 5).
+    mapper_seeds : int
+        Seeds of every mapper per fold (>= 1): a fold's mappers train ``mapper_seeds`` times
+        (run seed ``s`` is fold ``s mod folds``, ``eval.folds``); the tables average them within
+        the fold, so their spread and paired intervals stay over folds, with less mapper noise.
     epochs, batch_size, lr, weight_decay : int, int, float, float
         Mapper training (the paper: 100, 128, 1e-3, 1e-5).
     m0, alpha, lam : float
@@ -55,6 +59,7 @@ class RetrievalConfig:
     n_grid: tuple[int, ...] = (10, 20, 40, 80)
     dim_out: tuple[Any, ...] = (32,)
     folds: int = 5
+    mapper_seeds: int = 1
     epochs: int = 100
     batch_size: int = 128
     lr: float = 1e-3

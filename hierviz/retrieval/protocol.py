@@ -198,16 +198,21 @@ def retrieval_plan(cfg: RetrievalConfig, features: str | PathLike, out: str | Pa
     Returns
     -------
     hierviz.experiments.ExperimentConfig
-        Geometry ``poincare`` (c = 1), ``seeds = cfg.folds``, the mapper's training (Adam and
-        the constant rate come from the methods), HCL's m0, α, λ, no depth regularisers.
+        Geometry ``poincare`` (c = 1), ``seeds = cfg.folds × cfg.mapper_seeds`` (with
+        ``eval.folds = cfg.folds`` when there are several mapper seeds), the mapper's training
+        (Adam and the constant rate come from the methods), HCL's m0, α, λ, no depth regularisers.
     """
     flat_tree = Path(out) / "flat-tree.json"
+    repeats = int(cfg.mapper_seeds)
+    if isinstance(cfg.mapper_seeds, bool) or repeats < 1:
+        raise ValueError(f"mapper_seeds must be an integer >= 1, got {cfg.mapper_seeds!r}")
     return resolve_config(
         None,
         {
             "methods": methods,
             "geometries": ["poincare"],
-            "seeds": int(cfg.folds),
+            "seeds": int(cfg.folds) * repeats,
+            **({"eval.folds": int(cfg.folds)} if repeats > 1 else {}),
             "out": str(out),
             "data.path": str(features),
             "data.tree": str(flat_tree),
@@ -240,11 +245,12 @@ def _write_flat_tree(path: Path, classes: list[str]) -> None:
 
 def _table2(records: Sequence[dict[str, Any]], cfg: RetrievalConfig) -> tuple[list[dict], list[dict], str]:
     """Table 2 of a grid's run records: the per-fold rows, their summary and the Markdown (paired rows included)."""
-    rows = fold_rows(records, ks=cfg.ks, denominator=cfg.denominator, float16_base=cfg.float16_base)
+    folds = int(cfg.folds) if cfg.mapper_seeds > 1 else None
+    rows = fold_rows(records, ks=cfg.ks, denominator=cfg.denominator, float16_base=cfg.float16_base, folds=folds)
     summary = summarise(rows, cfg.ks)
     md = table2_markdown(summary, cfg.ks)
-    paired = paired_markdown(rows)
-    return rows, summary, md + ("\n" + paired if paired else "")
+    paired = [paired_markdown(rows, against=a) for a in ("base", "cosine")]
+    return rows, summary, md + "".join("\n" + p for p in paired if p)
 
 
 def _run_retrieval(data, cfg, out, tree, progress, verbose, overrides=(), resume=False):

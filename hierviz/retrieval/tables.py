@@ -23,7 +23,7 @@ from hierviz.metrics.baselines import random_ranking_scores
 from hierviz.report.stats import paired_ci
 from hierviz.retrieval.config import RANDOM_RANKING
 
-__all__ = ["fold_rows", "chance_row", "summarise", "table2_markdown", "paired_markdown", "write_tables"]
+__all__ = ["fold_means", "fold_rows", "chance_row", "summarise", "table2_markdown", "paired_markdown", "write_tables"]
 
 #: Paper 03's notation, read back from a run record's display name (:func:`hierviz.retrieval.variant_name`).
 _MAPPER = re.compile(r"^(Hyper-DINO|Cosine-mapper)\((.+), (\d+)\)$")
@@ -46,6 +46,7 @@ def chance_row(fold: int, yq: Any, yg: Any, ks: Sequence[int], denominator: str)
         return None
     row: dict[str, Any] = {
         "fold": fold,
+        "mapper_seed": "",
         "variant": RANDOM_RANKING,
         "base": "chance",
         "n": "",
@@ -78,26 +79,31 @@ def fold_rows(
     ks: Sequence[int] = (1, 5, 10, 20),
     denominator: str = "min_k_r",
     float16_base: bool = True,
+    folds: int | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per fold, variant and storage from ``compare``'s records of a retrieval grid.
+    """One row per fold, mapper seed, variant and storage from ``compare``'s records of a retrieval grid.
 
     Parameters
     ----------
     records : sequence of mapping
         Run records (``result.json``) of the ``retrieval-folds`` protocol: ``seed`` is the
-        fold, ``method_display`` the variant (``PCA(16)``, ``Hyper-DINO(PCA(16), 32)``,
-        ``Cosine-mapper(PCA(16), 32)``); records of other methods are skipped.
+        fold (``seed mod folds`` when ``folds`` is given), ``method_display`` the variant
+        (``PCA(16)``, ``Hyper-DINO(PCA(16), 32)``, ``Cosine-mapper(PCA(16), 32)``); records of
+        other methods are skipped.
     ks, denominator
         Of the chance rows (the random ranking of each fold's references), from the labels
         the fold's runs saved (``embeddings``).
     float16_base : bool, default True
         The storage name of the base rows (``fp16`` or ``fp32``).
+    folds : int or None, default None
+        The grid's folds when it ran several mapper seeds per fold (``eval.folds``): run seed
+        ``s`` is fold ``s mod folds`` and mapper seed ``s // folds``. None: one run per fold.
 
     Returns
     -------
     list of dict
-        The columns of ``folds.csv``: ``fold``, ``variant``, ``base``, ``n``, ``dim_out``,
-        ``storage``, ``bytes``, ``clip_fraction``, ``seconds`` and the metrics.
+        The columns of ``folds.csv``: ``fold``, ``mapper_seed``, ``variant``, ``base``, ``n``,
+        ``dim_out``, ``storage``, ``bytes``, ``clip_fraction``, ``seconds`` and the metrics.
     """
     rows: list[dict[str, Any]] = []
     labels: dict[int, tuple] = {}
@@ -107,14 +113,17 @@ def fold_rows(
         if parsed is None or rec.get("protocol") not in (None, "retrieval-folds"):
             continue
         base, dim_out, kind = parsed
-        fold, met = int(rec["seed"]), dict(rec["metrics"])
+        seed = int(rec["seed"])
+        fold, repeat = (seed % folds, seed // folds) if folds else (seed, 0)
+        met = dict(rec["metrics"])
         emb = rec.get("embeddings")
         if fold not in labels and emb and Path(emb).is_file():
             with np.load(emb) as f:
                 if "y_train" in f.files and "y_test" in f.files:
                     labels[fold] = (f["y_test"], f["y_train"])
         seconds = float(rec.get("train_seconds") or 0.0) + float(rec.get("eval_seconds") or 0.0)
-        common = {"fold": fold, "variant": display, "base": base, "n": int(met.get("n", 0)), "dim_out": dim_out}
+        common = {"fold": fold, "mapper_seed": repeat, "variant": display, "base": base, "n": int(met.get("n", 0)),
+                  "dim_out": dim_out}  # fmt: skip
         plain = {k: v for k, v in met.items() if k.startswith(_METRIC)}
         if kind == "base":
             storage = "fp16" if float16_base else "fp32"
@@ -139,45 +148,102 @@ def fold_rows(
     return chance + rows
 
 
+def fold_means(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of :func:`fold_rows` averaged over mapper seeds: one row per fold, variant and storage.
+
+    A fold's mapper seeds share its queries and references, so the fold is the unit of the
+    spread and of the paired intervals; the seeds only lower each fold's noise. Rows of one
+    mapper seed are returned as they are (``mapper_seed`` dropped).
+
+    Examples
+    --------
+    >>> rows = [{"fold": 0, "mapper_seed": s, "variant": "v", "storage": "fp16", "map@1": m, "clip_fraction": ""}
+    ...         for s, m in ((0, 0.5), (1, 0.7))]
+    >>> [(r["fold"], r["map@1"]) for r in fold_means(rows)]
+    [(0, 0.6)]
+    """
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["variant"], r["storage"], int(r["fold"])), []).append(r)
+    out = []
+    for rs in groups.values():
+        row = {k: v for k, v in rs[0].items() if k != "mapper_seed"}
+        if len(rs) > 1:
+            for k in row:
+                if k.startswith(_METRIC) or k in ("seconds", "clip_fraction"):
+                    vals = [r[k] for r in rs if k in r and r[k] != ""]
+                    row[k] = float(np.mean(vals)) if vals else row[k]
+        out.append(row)
+    return out
+
+
+#: What :func:`paired_markdown` subtracts from Hyper-DINO(V, 32): the base V alone, or the cosine control.
+_AGAINST = {"base": ("V", "fp16"), "cosine": ("Cosine-mapper(V, 32)", "cosine")}
+
+
 def paired_markdown(
-    rows: Sequence[Mapping[str, Any]], *, storage: str = "fp16", metrics: Sequence[str] = ("map@1", "map@5", "map@20")
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    storage: str = "fp16",
+    metrics: Sequence[str] = ("map@1", "map@5", "map@20"),
+    against: str = "base",
 ) -> str:
-    """Hyper-DINO(V, 32) − V per fold (same queries and references): mean and 95 % interval over folds.
+    """Hyper-DINO(V, 32) − V (or − the cosine control) per fold: mean and 95 % interval over folds.
 
     Parameters
     ----------
     rows : sequence of mapping
-        :func:`fold_rows` (or a ``folds.csv`` read back).
+        :func:`fold_rows` (or a ``folds.csv`` read back); several mapper seeds of a fold are
+        averaged first (:func:`fold_means`).
     storage : str, default "fp16"
         The mapper's reference storage.
     metrics : sequence of str
+    against : {"base", "cosine"}, default "base"
+        ``"base"``: V alone (the paper's comparison); ``"cosine"``: Cosine-mapper(V, 32), the same
+        mapper trained on the unit sphere (how much of the gain is the ball).
 
     Returns
     -------
     str
-        A Markdown table (``""`` with fewer than 2 folds: no interval).
+        A Markdown table (``""`` with fewer than 2 folds, or no variant with both sides: no interval).
+
+    Raises
+    ------
+    ValueError
+        ``against`` is not ``"base"`` or ``"cosine"``.
     """
+    if against not in _AGAINST:
+        raise ValueError(f"against must be 'base' or 'cosine', got {against!r}")
+    seeds = len({r["mapper_seed"] for r in rows if r.get("mapper_seed") not in (None, "")}) or 1
+    rows = fold_means(rows)
     by = {(r["variant"], r["storage"], int(r["fold"])): r for r in rows}
     folds = sorted({int(r["fold"]) for r in rows})
     if len(folds) < 2:
         return ""
     bases = list(dict.fromkeys(r["variant"] for r in rows if r["dim_out"] == "" and r["base"] != "chance"))
-    head = "| Hyper-DINO(V, 32) − V | " + " | ".join(f"Δ {k.upper()} (points)" for k in metrics) + " | clip fraction |"
-    lines = [head, "|---|" + "---:|" * (len(metrics) + 1)]
+    other, other_storage = _AGAINST[against]
+    title = f"Hyper-DINO(V, 32) − {other}"
+    lines = [f"| {title} | " + " | ".join(f"Δ {k.upper()} (points)" for k in metrics) + " | clip fraction |"]
+    lines.append("|---|" + "---:|" * (len(metrics) + 1))
     for v in bases:
-        hd = f"Hyper-DINO({v}, 32)"
-        if any((hd, storage, f) not in by or (v, "fp16", f) not in by for f in folds):
+        hd, ref = f"Hyper-DINO({v}, 32)", other.replace("V", v)
+        if any((hd, storage, f) not in by or (ref, other_storage, f) not in by for f in folds):
             continue
         cells = [
-            _ci(paired_ci([by[(hd, storage, f)][k] for f in folds], [by[(v, "fp16", f)][k] for f in folds]))
+            _ci(paired_ci([by[(hd, storage, f)][k] for f in folds], [by[(ref, other_storage, f)][k] for f in folds]))
             for k in metrics
         ]
         clips = [by[(hd, storage, f)]["clip_fraction"] for f in folds]
-        lines.append(f"| {v} | " + " | ".join(cells) + " | " + " ".join(f"{c:g}" for c in clips) + " |")
+        lines.append(
+            f"| {v} | " + " | ".join(cells) + " | " + " ".join(f"{round(float(c), 4):g}" for c in clips) + " |"
+        )
+    if len(lines) == 2:
+        return ""
     return (
         "\n".join(lines)
-        + f"\n\nΔ = Hyper-DINO(V, 32) ({storage} references) − V alone on the same fold, over {len(folds)} folds; "
-        "[low, high]: 95 % Student-t interval of the mean difference (hierviz.report.stats.paired_ci); "
+        + f"\n\nΔ = Hyper-DINO(V, 32) ({storage} references) − {other} on the same fold, over {len(folds)} folds"
+        + (f" (each the mean of {seeds} mapper seeds)" if seeds > 1 else "")
+        + "; [low, high]: 95 % Student-t interval of the mean difference (hierviz.report.stats.paired_ci); "
         "* the interval excludes 0. Clip fraction: the share of points at the mapper's cap, per fold.\n"
     )
 
@@ -195,7 +261,8 @@ def summarise(rows: list[dict[str, Any]], ks: tuple[int, ...]) -> list[dict[str,
     Parameters
     ----------
     rows : list of dict
-        ``run_retrieval(...)["rows"]``: one dict per fold, variant and storage.
+        ``run_retrieval(...)["rows"]``: one dict per fold, variant and storage (several mapper
+        seeds of a fold are averaged first, :func:`fold_means`: the spread is over folds).
     ks : tuple of int
         The MAP@k cut-offs of the rows (kept for the signature; every metric column is summarised).
 
@@ -207,7 +274,7 @@ def summarise(rows: list[dict[str, Any]], ks: tuple[int, ...]) -> list[dict[str,
     """
     metrics = list(dict.fromkeys(k for r in rows for k in r if k.startswith(("map@", "p@", "r_precision", "ndcg"))))
     keyed: dict[tuple, list[dict[str, Any]]] = {}
-    for r in rows:
+    for r in fold_means(rows):
         keyed.setdefault((r["variant"], r["storage"]), []).append(r)
     out = []
     for rs in keyed.values():
@@ -311,7 +378,9 @@ def write_tables(out: Path, rows, summary, md, cfg, data) -> dict[str, Path]:
             w.writeheader()
             w.writerows(table)
     paths["table2_markdown"].write_text(
-        f"MAP@k (%), mean ± std over {cfg.folds} grouped folds; features: {data.source} "
+        f"MAP@k (%), mean ± std over {cfg.folds} grouped folds"
+        + (f" (each fold the mean of {cfg.mapper_seeds} mapper seeds)" if cfg.mapper_seeds > 1 else "")
+        + f"; features: {data.source} "
         f"({data.n} × {data.dim}); AP@k normaliser: {cfg.denominator}.\n\n" + md,
         encoding="utf-8",
     )
