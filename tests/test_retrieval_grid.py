@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from hierviz.methods import METHODS
 from hierviz.metrics.baselines import random_ranking_scores
 from hierviz.retrieval import ReferenceIndex, RetrievalConfig, run_retrieval, train_mapper
 from hierviz.retrieval.grid import GridOptions, grid_methods, register_grid, unregister_grid
-from hierviz.retrieval.tables import _variant, fold_rows, paired_markdown
+from hierviz.retrieval.tables import _variant, fold_means, fold_rows, paired_markdown, summarise
 
 
 def _blobs(n=160, d=10, classes=4, seed=0):
@@ -183,3 +184,54 @@ def test_any_method_runs_over_grouped_folds_with_the_protocol(tmp_path):
     folds = grouped_folds(data.labels, data.groups, 2, 0)
     assert [len(t) for t in tests] == [len(f) for f in folds] and sum(len(t) for t in tests) == 80  # seed s: fold s
     assert all(r["protocol"] == "retrieval-folds" and 0 <= r["metrics"]["map@20"] <= 1 for r in res.records)
+
+
+def test_mapper_seeds_are_averaged_within_a_fold_and_paired_against_the_cosine_control(tmp_path):
+    """Run seed s is fold s mod 2 and mapper seed s // 2; the tables pair fold means, never seeds."""
+    recs = []
+    hd = {0: 0.60, 1: 0.44, 2: 0.64, 3: 0.48}  # folds 0, 1 (seeds 0, 1) and again (seeds 2, 3)
+    cos = {0: 0.55, 1: 0.42, 2: 0.57, 3: 0.42}
+    for seed in range(4):
+        lab = ([0, 0, 1, 1], [0, 1])
+        recs.append(_record(tmp_path, "PCA(4)", seed, {"map@1": 0.40, "n": 4, "bytes": 8}, lab))
+        recs.append(_record(tmp_path, "Hyper-DINO(PCA(4), 32)", seed, {
+            "map@1": hd[seed], "n": 4, "bytes": 64, "clip_fraction": 0.0, "fp16_bytes": 64, "fp16_map@1": hd[seed],
+        }))  # fmt: skip
+        recs.append(_record(tmp_path, "Cosine-mapper(PCA(4), 32)", seed, {"map@1": cos[seed], "n": 4, "bytes": 128}))
+    rows = fold_rows(recs, ks=(1,), folds=2)
+    hd_rows = [r for r in rows if r["variant"] == "Hyper-DINO(PCA(4), 32)"]
+    assert [(r["fold"], r["mapper_seed"]) for r in hd_rows] == [(0, 0), (1, 0), (0, 1), (1, 1)]
+    means = {(r["variant"], r["fold"]): r["map@1"] for r in fold_means(rows)}
+    assert means[("Hyper-DINO(PCA(4), 32)", 0)] == pytest.approx(0.62)
+    assert means[("Cosine-mapper(PCA(4), 32)", 1)] == pytest.approx(0.42)
+    s = {(r["variant"], r["storage"]): r for r in summarise(rows, (1,))}
+    assert s[("Hyper-DINO(PCA(4), 32)", "fp16")]["folds"] == 2  # the spread is over folds, not runs
+    assert s[("Hyper-DINO(PCA(4), 32)", "fp16")]["map@1_mean"] == pytest.approx(0.54)
+    md = paired_markdown(rows, metrics=("map@1",), against="cosine")
+    # fold differences 0.62 - 0.56 = 6 and 0.46 - 0.42 = 4 points: mean 5, sd 1.414, t(0.975, 1) = 12.706
+    # half-width 12.706 * 1.414 / sqrt(2) = 12.71
+    assert "| Hyper-DINO(V, 32) − Cosine-mapper(V, 32) |" in md and "| PCA(4) | +5.00 [-7.71, +17.71] |" in md
+    assert "over 2 folds (each the mean of 2 mapper seeds)" in md
+    with pytest.raises(ValueError, match="against must be 'base' or 'cosine'"):
+        paired_markdown(rows, against="sphere")
+
+
+def test_a_grid_with_mapper_seeds_runs_each_fold_once_per_seed_on_the_same_split(tmp_path):
+    data = _blobs()
+    cfg = RetrievalConfig(reducers=("pca",), n_grid=(6,), folds=2, mapper_seeds=2, epochs=2, batch_size=32,
+                          cosine_control=False, device="cpu")  # fmt: skip
+    res = run_retrieval(data, cfg, out=tmp_path, progress=False, verbose=False)
+    mapper = [r for r in res["rows"] if r["variant"] == "Hyper-DINO(PCA(6), 32)" and r["storage"] == "fp16"]
+    assert sorted((r["fold"], r["mapper_seed"]) for r in mapper) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    base = {(r["fold"], r["mapper_seed"]): r["map@1"] for r in res["rows"] if r["variant"] == "PCA(6)"}
+    assert base[(0, 0)] == base[(0, 1)] and base[(1, 0)] == base[(1, 1)]  # one split per fold: the base agrees
+    ref = _loop_reference(data, replace(cfg, mapper_seeds=1), 1)  # seed 1 is fold 1, its first mapper seed
+    assert {k: base[(1, 0)] for k in ("map@1",)} == pytest.approx({"map@1": ref["base"]["map@1"]}, abs=1e-12)
+    hist = [json.loads((tmp_path / "runs" / f"hyper-dino-pca6-32-poincare-s{s}" / "result.json").read_text())["history"]
+            for s in (0, 2)]  # fmt: skip
+    assert hist[0]["loss"] != hist[1]["loss"]  # fold 0's two mapper seeds: another initialisation and batch order
+    assert "each fold the mean of 2 mapper seeds" in (tmp_path / "table2.md").read_text()
+    cfg_json = json.loads((tmp_path / "runs" / "pca6-poincare-s3" / "config.json").read_text())
+    assert cfg_json["eval"]["folds"] == 2 and cfg_json["seeds"] == 4
+    with pytest.raises(ValueError, match="eval.folds: must be None or an integer >= 2 that divides seeds"):
+        run_retrieval(data, cfg, out=tmp_path / "bad", progress=False, verbose=False, overrides=["seeds=3"])
