@@ -241,7 +241,7 @@ def paired_markdown(
         return ""
     return (
         "\n".join(lines)
-        + f"\n\nΔ = Hyper-DINO(V, 32) ({storage} references) − {other} on the same fold, over {len(folds)} folds"
+        + f"\n\nΔ = Hyper-DINO(V, 32) ({storage} references) − {other}{' alone' if against == 'base' else ''} on the same fold, over {len(folds)} folds"
         + (f" (each the mean of {seeds} mapper seeds)" if seeds > 1 else "")
         + "; [low, high]: 95 % Student-t interval of the mean difference (hierviz.report.stats.paired_ci); "
         "* the interval excludes 0. Clip fraction: the share of points at the mapper's cap, per fold.\n"
