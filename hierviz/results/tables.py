@@ -13,9 +13,9 @@ by construction. ``SPEC`` is one of
   ``METHOD`` (:func:`hierviz.report.stats.paired_markdown`);
 * ``paper03 CSV... [chance=CSV]``: paper 03's Table 2 shape (:func:`hierviz.retrieval.tables.table2_markdown`)
   from ``hierviz retrieval`` summaries (mean and std over folds per variant), with the random-ranking row;
-  ``paper03-list CSV...``: the same rows as a flat list; ``paper03-paired FOLDS_CSV``: each
-  Hyper-DINO(·, 32) minus its base, paired by fold, mean and 95 % interval; ``paper03-storage CSV...``
-  and ``paper03-storage-error JSON``: float32 against float16 storage;
+  ``paper03-list CSV...``: the same rows as a flat list; ``paper03-paired FOLDS_CSV [against=cosine]``:
+  each Hyper-DINO(·, 32) minus its base (or the cosine control), paired by fold, mean and 95 % interval;
+  ``paper03-storage CSV...`` and ``paper03-storage-error JSON``: float32 against float16 storage;
 * ``paper04 FOLDER...`` / ``paper04-spread FOLDER...``: paper 04's Table I shape over unseen-leaf
   folds (:func:`folds_table`: mean (standard error over folds), :func:`seed_spread`: the seeds' spread);
   ``paper04-paired FOLDER... baseline=METHOD``: each method minus ``METHOD``, seeds averaged within
@@ -156,9 +156,17 @@ def paper03_list(root: Path, args: list[str], opts: dict[str, str]) -> str:
 
 
 def paper03_paired(root: Path, args: list[str], opts: dict[str, str]) -> str:
-    """Hyper-DINO(V, 32) − V per fold (same queries and references), mean and 95 % interval over folds."""
+    """Hyper-DINO(V, 32) − V (``against=cosine``: − the cosine control) per fold, mean and 95 % interval over folds.
+
+    Several mapper seeds of a fold (a ``mapper_seed`` column) are averaged within the fold first.
+    """
     keys = opts.get("metrics", "map@1,map@5,map@20").split(",")
-    return retrieval_paired_markdown(_read_csv(root / args[0]), storage=opts.get("storage", "fp16"), metrics=keys)
+    return retrieval_paired_markdown(
+        _read_csv(root / args[0]),
+        storage=opts.get("storage", "fp16"),
+        metrics=keys,
+        against=opts.get("against", "base"),
+    )
 
 
 def paper03_storage(root: Path, args: list[str], opts: dict[str, str]) -> str:
