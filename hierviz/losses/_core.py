@@ -125,8 +125,9 @@ def _reduce(log_prob: torch.Tensor, weights: torch.Tensor, reduction: str) -> to
 class _PairwiseContrastive(nn.Module):
     """Base of the pairwise contrastive losses: validation, similarity and the masks of P(i).
 
-    Not a loss by itself. Subclasses set ``_needs_tree`` (True when ρ is used) and
-    ``_min_views`` and implement ``forward(z, labels)``.
+    Not a loss by itself. Subclasses set ``_needs_tree`` (True when ρ is used),
+    ``_min_views`` and ``_needs_labels``, and implement ``_logits_and_weights``: the
+    logits ``s_ik`` and the weights of the pairs (i, k) that :meth:`forward` reduces.
 
     Attributes
     ----------
@@ -138,6 +139,7 @@ class _PairwiseContrastive(nn.Module):
     input_kind = "embeddings"
     _needs_tree = False
     _min_views = 1
+    _needs_labels = True
 
     def __init__(self, tree: Any, geometry: Any, *, tau: float, reduction: str, similarity: Any):
         super().__init__()
@@ -213,6 +215,37 @@ class _PairwiseContrastive(nn.Module):
             lab = _check_labels(labels, B, None if self.tree is None else self.tree.num_leaves, flat.device)
         sim = self.pairwise_similarity(flat)
         return flat, sim, lab, B, V
+
+    def forward(self, z: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
+        """Loss of one batch.
+
+        Parameters
+        ----------
+        z : torch.Tensor, shape (B, V, d), float32/float64
+            Embeddings on the manifold, views laid out along dim 1.
+        labels : LongTensor, shape (B,), or None
+            Leaf indices in [0, C-1]. Required, except by SimCLR, which ignores them (it
+            uses view positives only).
+
+        Returns
+        -------
+        torch.Tensor
+            Scalar ≥ 0, differentiable w.r.t. ``z``.
+
+        Raises
+        ------
+        ValueError, TypeError
+            See the class docstring of the loss.
+        """
+        flat, sim, lab, B, V = self._prepare(z, labels, need_labels=self._needs_labels)
+        logits, weights = self._logits_and_weights(sim, lab, B, V)
+        return _reduce(contrastive_log_prob(logits), weights, self.reduction)
+
+    def _logits_and_weights(
+        self, sim: torch.Tensor, lab: torch.Tensor | None, B: int, V: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits (N, N) and pair weights (N, N) of ``sim`` (N, N) and labels ``lab`` (B,), N = V·B."""
+        raise NotImplementedError
 
     @staticmethod
     def _scale_blocks(sim: torch.Tensor, scale_b: torch.Tensor, B: int, V: int) -> torch.Tensor:
