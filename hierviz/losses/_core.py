@@ -5,6 +5,8 @@
 similarity, the masks of P(i) and the ρ lookups. Every loss built on it is an
 :class:`torch.nn.Module` made with a :class:`~hierviz.hierarchy.LabelTree` and a
 :class:`~hierviz.geometry.Geometry` and called as ``loss(z, labels)``.
+:class:`_LeafLogitLoss` is the like base of the classification losses on leaf logits
+(HXE, soft labels), called as ``loss(logits, labels)``.
 
 Layout of the views
 -------------------
@@ -49,6 +51,7 @@ from ._validation import (
     _check_choice,
     _check_embeddings,
     _check_labels,
+    _check_logits,
     _check_tau,
     _check_tree,
     _is_hyperbolic,
@@ -253,3 +256,43 @@ class _PairwiseContrastive(nn.Module):
         if scale_b.ndim == 0 or V == 1:
             return sim * scale_b
         return (sim.view(V, B, V, B) * scale_b[None, :, None, :]).view(V * B, V * B)
+
+
+class _LeafLogitLoss(nn.Module):
+    """Base of the classification losses on ``(B, C)`` leaf logits: validation and device.
+
+    Not a loss by itself. Subclasses set ``self.tree``, register their buffers and
+    implement ``_loss(logits, labels)`` on validated inputs.
+    """
+
+    input_kind = "logits"
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Loss of one batch.
+
+        Parameters
+        ----------
+        logits : torch.Tensor, shape (B, C), float32/float64
+            Classifier scores over the tree's leaves (leaf order of ``tree``).
+        labels : LongTensor, shape (B,)
+            Leaf indices in [0, C-1].
+
+        Returns
+        -------
+        torch.Tensor
+            Scalar ≥ 0 (batch mean), differentiable w.r.t. ``logits``.
+
+        Raises
+        ------
+        ValueError, TypeError
+            See the class docstring of the loss.
+        """
+        logits = _check_logits(logits, int(self.tree.num_leaves))
+        lab = _check_labels(labels, logits.shape[0], int(self.tree.num_leaves), logits.device)
+        if next(self.buffers()).device != logits.device:
+            self.to(logits.device)
+        return self._loss(logits, lab)
+
+    def _loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Batch-mean loss of validated ``logits`` (B, C) and ``labels`` (B,) on one device."""
+        raise NotImplementedError
