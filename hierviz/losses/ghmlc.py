@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
-from ._validation import _NOT_GIVEN, DEFAULT_TAU, _check_embeddings, _check_real, _compiling, _renamed_kwarg, _upcast
-from .hmlc import HMLCLoss
+from ._validation import _NOT_GIVEN, DEFAULT_TAU, _check_real, _compiling
+from .hmlc import _MaskedHMLC
 
 __all__ = ["GMM1D", "GMM2D", "fit_gmm_1d", "fit_gmm_2d", "gmm_feature_masks", "GHMLCLoss"]
 
@@ -387,7 +386,7 @@ def gmm_feature_masks(gmm: GMM1D) -> torch.Tensor:
     return torch.nn.functional.one_hot(level_of, K).permute(2, 0, 1).to(gmm.means.dtype)
 
 
-class GHMLCLoss(nn.Module):
+class GHMLCLoss(_MaskedHMLC):
     """G-HMLC: HMCE on per-level feature subsets chosen by per-image 1-D GMMs (Paper 02 (HMLC), §3, Eq. 4).
 
     Each step: (1) for every image, the mean of its ``V`` view embeddings gives ``d`` values;
@@ -457,8 +456,6 @@ class GHMLCLoss(nn.Module):
     (True, (2, 4, 8), (2, 2))
     """
 
-    input_kind = "embeddings"
-
     def __init__(
         self,
         tree: Any = None,
@@ -475,12 +472,7 @@ class GHMLCLoss(nn.Module):
         temperature: Any = _NOT_GIVEN,
         gmm_dims: int = 2,
     ):
-        super().__init__()
-        tau = _renamed_kwarg(tau, temperature, new="tau", old="temperature", who="GHMLCLoss", default=DEFAULT_TAU)
-        if not (features is None or callable(features)):
-            raise TypeError(f"features must be None or a callable z -> z', got {type(features).__name__}")
-        self.features = features
-        self.hmlc = HMLCLoss(loss_type, layer_penalty, tau, mode="paper", tree=tree, order=order, similarity=similarity)
+        super().__init__(tree, tau, temperature, features, loss_type, layer_penalty, order, similarity)
         if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
             raise ValueError(f"max_iter must be an integer >= 1 (EM iterations of the GMM fit), got {max_iter!r}")
         self.max_iter = int(max_iter)
@@ -515,11 +507,7 @@ class GHMLCLoss(nn.Module):
         torch.Tensor
             Scalar ≥ 0, differentiable w.r.t. ``z`` (not through the masks).
         """
-        _check_embeddings(z, None, min_views=1, who="GHMLCLoss")
-        z = _upcast(z)
-        if self.features is not None:
-            z = self.features(z)
-        y = self.hmlc.level_labels_of(labels, z.shape[0])
+        z, y = self._inputs(z, labels)
         L = int(torch.as_tensor(y).shape[1]) if torch.as_tensor(y).ndim == 2 else 1
         m = self.masks(z, L)
         return self.hmlc(z, y, masks=m[:, :, None, :])
