@@ -2,11 +2,12 @@
 
 :func:`contrastive_log_prob` and :func:`_reduce` are the functional core;
 :class:`_PairwiseContrastive` holds what the four modules share: validation, the
-similarity, the masks of P(i) and the ρ lookups. Every loss built on it is an
+similarity, the masks of P(i), the ρ lookups and ``forward`` (each loss gives its logits
+and pair weights). Every loss built on it is an
 :class:`torch.nn.Module` made with a :class:`~hierviz.hierarchy.LabelTree` and a
 :class:`~hierviz.geometry.Geometry` and called as ``loss(z, labels)``.
-:class:`_LeafLogitLoss` is the like base of the classification losses on leaf logits
-(HXE, soft labels), called as ``loss(logits, labels)``.
+:class:`_LeafLogitLoss` is the same kind of base for the classification losses on leaf
+logits (HXE, soft labels), called as ``loss(logits, labels)``.
 
 Layout of the views
 -------------------
