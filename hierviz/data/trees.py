@@ -42,6 +42,7 @@ from typing import Any
 from hierviz._registry import Registry, unknown_message
 from hierviz.data.base import DEFAULT_TREE  # noqa: F401 (0.1 name: the default trees moved to the dataset registry)
 from hierviz.hierarchy import LabelTree
+from hierviz.hierarchy._tree_checks import leaf_mismatch
 from hierviz.hierarchy.io import as_tree_object, parse_tree_json
 
 __all__ = [
@@ -325,18 +326,14 @@ def align_tree(tree: LabelTree, classes: Sequence[str]) -> LabelTree:
     if isinstance(classes, (str, bytes)) or not isinstance(classes, Sequence):
         raise TypeError(f"classes must be a sequence of class names, got {type(classes).__name__}")
     classes = [str(c) for c in classes]
-    leaves = set(tree.leaves)
-    not_in_tree = [c for c in classes if c not in leaves]
-    no_data = [n for n in tree.leaves if n not in set(classes)]
-    dup = sorted({c for c in classes if classes.count(c) > 1})
+    not_in_tree, no_data, dup = leaf_mismatch(classes, tree.leaves)
     if not_in_tree or no_data or dup:
-        parts = []
-        if not_in_tree:
-            parts.append(f"data classes not among the tree's leaves: {not_in_tree}")
-        if no_data:
-            parts.append(f"tree leaves with no data class: {no_data}")
-        if dup:
-            parts.append(f"repeated class names: {dup}")
+        found = (
+            ("data classes not among the tree's leaves", not_in_tree),
+            ("tree leaves with no data class", no_data),
+            ("repeated class names", dup),
+        )
+        parts = [f"{what}: {names}" for what, names in found if names]
         hint = ""
         nfc_leaves = {unicodedata.normalize("NFC", n): n for n in no_data}
         same = [(c, nfc_leaves[unicodedata.normalize("NFC", c)]) for c in not_in_tree

@@ -37,7 +37,28 @@ __all__ = [
 
 
 @dataclass
-class ClassificationRecord:
+class _EmbeddingsRecord:
+    """The fields every protocol's record starts with, and its ``embeddings.npz`` arrays.
+
+    A record's own fields follow these five; ``_npz_fields`` names, in order, the arrays
+    :meth:`arrays` returns.
+    """
+
+    metrics: dict[str, float]
+    z_train: np.ndarray
+    y_train: np.ndarray
+    z_test: np.ndarray
+    y_test: np.ndarray
+
+    _npz_fields = ("z_test", "y_test", "z_train", "y_train", "prototypes", "proto_nodes")
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """What a run folder's ``embeddings.npz`` keeps: the arrays named in ``_npz_fields``."""
+        return {name: getattr(self, name) for name in self._npz_fields}
+
+
+@dataclass
+class ClassificationRecord(_EmbeddingsRecord):
     """The typed record of the classification protocol (output of :func:`evaluate_model`).
 
     Attributes
@@ -59,26 +80,10 @@ class ClassificationRecord:
         Wall time of embedding + metrics.
     """
 
-    metrics: dict[str, float]
-    z_train: np.ndarray
-    y_train: np.ndarray
-    z_test: np.ndarray
-    y_test: np.ndarray
     prototypes: np.ndarray
     proto_nodes: np.ndarray
     use: str
     seconds: float
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """What a run folder's ``embeddings.npz`` keeps: train/test embeddings, labels, prototypes."""
-        return {
-            "z_test": self.z_test,
-            "y_test": self.y_test,
-            "z_train": self.z_train,
-            "y_train": self.y_train,
-            "prototypes": self.prototypes,
-            "proto_nodes": self.proto_nodes,
-        }
 
 
 #: Alias kept from hierviz 0.1.

@@ -40,7 +40,7 @@ from torch import nn
 from torch.utils.data import TensorDataset
 
 from hierviz._registry import Registry
-from hierviz.evaluation.classification import ClassificationRecord, embed_dataset
+from hierviz.evaluation.classification import _EmbeddingsRecord, embed_dataset
 from hierviz.evaluation.protocols import EvalContext, register_protocol
 from hierviz.geometry import get_geometry
 from hierviz.losses import HCLLoss, Objective
@@ -374,7 +374,7 @@ def chance_scores(
 
 
 @dataclass
-class RetrievalRecord:
+class RetrievalRecord(_EmbeddingsRecord):
     """The typed record of the retrieval protocols.
 
     Attributes
@@ -394,18 +394,10 @@ class RetrievalRecord:
     seconds : float
     """
 
-    metrics: dict[str, float]
-    z_train: np.ndarray
-    y_train: np.ndarray
-    z_test: np.ndarray
-    y_test: np.ndarray
     prototypes: np.ndarray
     proto_nodes: np.ndarray
     distance: str
     seconds: float
-
-    #: What a run folder's ``embeddings.npz`` keeps: the classification protocol's arrays.
-    arrays = ClassificationRecord.arrays
 
 
 def _index_metrics(index, D, q, g, geometry, y_te, y_tr, ks) -> dict[str, float]:

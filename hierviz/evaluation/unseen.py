@@ -38,7 +38,7 @@ import torch
 from sklearn.metrics import f1_score
 
 from hierviz.data.splits import grouped_split
-from hierviz.evaluation.classification import embed_dataset
+from hierviz.evaluation.classification import _EmbeddingsRecord, embed_dataset
 from hierviz.evaluation.protocols import EvalContext, register_protocol
 from hierviz.geometry import Euclidean
 from hierviz.metrics import h_acc, hf1, linear_probe, parent_prototypes, parent_violations, pc_order
@@ -228,7 +228,7 @@ def lsa_accuracies(
 
 
 @dataclass
-class UnseenRecord:
+class UnseenRecord(_EmbeddingsRecord):
     """The typed record of the unseen protocol.
 
     Attributes
@@ -251,11 +251,6 @@ class UnseenRecord:
     seconds : float
     """
 
-    metrics: dict[str, float]
-    z_train: np.ndarray
-    y_train: np.ndarray
-    z_test: np.ndarray
-    y_test: np.ndarray
     unseen_leaves: np.ndarray
     lsa: np.ndarray
     prototypes: np.ndarray
@@ -263,18 +258,8 @@ class UnseenRecord:
     use: str
     seconds: float
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        """What a run folder's ``embeddings.npz`` keeps."""
-        return {
-            "z_test": self.z_test,
-            "y_test": self.y_test,
-            "z_train": self.z_train,
-            "y_train": self.y_train,
-            "unseen_leaves": self.unseen_leaves,
-            "lsa": self.lsa,
-            "prototypes": self.prototypes,
-            "proto_nodes": self.proto_nodes,
-        }
+    #: What a run folder's ``embeddings.npz`` keeps (:meth:`arrays`).
+    _npz_fields = ("z_test", "y_test", "z_train", "y_train", "unseen_leaves", "lsa", "prototypes", "proto_nodes")
 
 
 def _pred_ndcg(z: np.ndarray, y: np.ndarray, tree: Any, geometry: Any) -> dict[str, float]:

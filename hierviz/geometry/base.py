@@ -244,6 +244,15 @@ class Geometry(abc.ABC):
                 "dimensions do not broadcast"
             ) from None
 
+    def _base_and_tangent(self, x: Any, v: Any) -> tuple[Tensor, Tensor]:
+        """Base points ``x`` and tangent vectors ``v`` at them, checked (:meth:`_tangent_at`; finite ``v``)."""
+        xt = self._points(x, "x")
+        vt = as_float_tensor(v, "v")
+        self._tangent_at(xt, vt)
+        if self.validate:
+            _check_finite(vt, "v")
+        return xt, vt
+
     def _pairwise_inputs(self, x: Any, y: Any) -> tuple[Tensor, Tensor | None]:
         xt = self._points(x, "x", min_dim=2)
         if y is None:

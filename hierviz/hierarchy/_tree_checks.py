@@ -142,23 +142,42 @@ def check_counts(train_counts: Mapping[str, int] | None, plist: dict[str, list[s
     return out
 
 
+def leaf_mismatch(classes: Sequence[str], leaves: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    """How a list of class names differs from a tree's leaves.
+
+    Parameters
+    ----------
+    classes : sequence of str
+        Class names, in their order.
+    leaves : sequence of str
+        The tree's leaf names.
+
+    Returns
+    -------
+    extra : list of str
+        Names of ``classes`` that are not leaves, in the order of ``classes``.
+    missing : list of str
+        Leaves not among ``classes``, in the order of ``leaves``.
+    repeated : list of str
+        Names that stand more than once in ``classes``, sorted.
+    """
+    classes = list(classes)
+    have, want = set(classes), set(leaves)
+    extra = [c for c in classes if c not in want]
+    missing = [n for n in leaves if n not in have]
+    repeated = sorted({c for c in classes if classes.count(c) > 1})
+    return extra, missing, repeated
+
+
 def check_leaf_order(classes: Sequence[str], leaves: Sequence[str], argname: str) -> list[str]:
     if isinstance(classes, str) or not isinstance(classes, Iterable):
         raise TypeError(f"{argname} must be a sequence of leaf names, got {type(classes).__name__}")
     classes = list(classes)
     for c in classes:
         _check_name(c, f"{argname} entry")
-    dup = sorted({c for c in classes if classes.count(c) > 1})
-    have, want = set(classes), set(leaves)
-    missing = [n for n in leaves if n not in have]
-    extra = [n for n in classes if n not in want]
-    problems = []
-    if missing:
-        problems.append(f"missing leaves {_quote_list(missing)}")
-    if extra:
-        problems.append(f"names that are not leaves of the tree {_quote_list(extra)}")
-    if dup:
-        problems.append(f"repeated names {_quote_list(dup)}")
+    extra, missing, dup = leaf_mismatch(classes, leaves)
+    found = (("missing leaves", missing), ("names that are not leaves of the tree", extra), ("repeated names", dup))
+    problems = [f"{what} {_quote_list(names)}" for what, names in found if names]
     if problems:
         raise ValueError(f"{argname} must list every leaf exactly once: " + "; ".join(problems))
     return classes

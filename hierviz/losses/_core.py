@@ -2,9 +2,12 @@
 
 :func:`contrastive_log_prob` and :func:`_reduce` are the functional core;
 :class:`_PairwiseContrastive` holds what the four modules share: validation, the
-similarity, the masks of P(i) and the ρ lookups. Every loss built on it is an
+similarity, the masks of P(i), the ρ lookups and ``forward`` (each loss gives its logits
+and pair weights). Every loss built on it is an
 :class:`torch.nn.Module` made with a :class:`~hierviz.hierarchy.LabelTree` and a
 :class:`~hierviz.geometry.Geometry` and called as ``loss(z, labels)``.
+:class:`_LeafLogitLoss` is the same kind of base for the classification losses on leaf
+logits (HXE, soft labels), called as ``loss(logits, labels)``.
 
 Layout of the views
 -------------------
@@ -49,6 +52,7 @@ from ._validation import (
     _check_choice,
     _check_embeddings,
     _check_labels,
+    _check_logits,
     _check_tau,
     _check_tree,
     _is_hyperbolic,
@@ -125,8 +129,9 @@ def _reduce(log_prob: torch.Tensor, weights: torch.Tensor, reduction: str) -> to
 class _PairwiseContrastive(nn.Module):
     """Base of the pairwise contrastive losses: validation, similarity and the masks of P(i).
 
-    Not a loss by itself. Subclasses set ``_needs_tree`` (True when ρ is used) and
-    ``_min_views`` and implement ``forward(z, labels)``.
+    Not a loss by itself. Subclasses set ``_needs_tree`` (True when ρ is used),
+    ``_min_views`` and ``_needs_labels``, and implement ``_logits_and_weights``: the
+    logits ``s_ik`` and the weights of the pairs (i, k) that :meth:`forward` reduces.
 
     Attributes
     ----------
@@ -138,6 +143,7 @@ class _PairwiseContrastive(nn.Module):
     input_kind = "embeddings"
     _needs_tree = False
     _min_views = 1
+    _needs_labels = True
 
     def __init__(self, tree: Any, geometry: Any, *, tau: float, reduction: str, similarity: Any):
         super().__init__()
@@ -214,9 +220,80 @@ class _PairwiseContrastive(nn.Module):
         sim = self.pairwise_similarity(flat)
         return flat, sim, lab, B, V
 
+    def forward(self, z: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
+        """Loss of one batch.
+
+        Parameters
+        ----------
+        z : torch.Tensor, shape (B, V, d), float32/float64
+            Embeddings on the manifold, views laid out along dim 1.
+        labels : LongTensor, shape (B,), or None
+            Leaf indices in [0, C-1]. Required, except by SimCLR, which ignores them (it
+            uses view positives only).
+
+        Returns
+        -------
+        torch.Tensor
+            Scalar ≥ 0, differentiable w.r.t. ``z``.
+
+        Raises
+        ------
+        ValueError, TypeError
+            See the class docstring of the loss.
+        """
+        flat, sim, lab, B, V = self._prepare(z, labels, need_labels=self._needs_labels)
+        logits, weights = self._logits_and_weights(sim, lab, B, V)
+        return _reduce(contrastive_log_prob(logits), weights, self.reduction)
+
+    def _logits_and_weights(
+        self, sim: torch.Tensor, lab: torch.Tensor | None, B: int, V: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits (N, N) and pair weights (N, N) of ``sim`` (N, N) and labels ``lab`` (B,), N = V·B."""
+        raise NotImplementedError
+
     @staticmethod
     def _scale_blocks(sim: torch.Tensor, scale_b: torch.Tensor, B: int, V: int) -> torch.Tensor:
         """``sim * tile(scale_b)`` for the view-major layout, by broadcasting (no (N, N) tile)."""
         if scale_b.ndim == 0 or V == 1:
             return sim * scale_b
         return (sim.view(V, B, V, B) * scale_b[None, :, None, :]).view(V * B, V * B)
+
+
+class _LeafLogitLoss(nn.Module):
+    """Base of the classification losses on ``(B, C)`` leaf logits: validation and device.
+
+    Not a loss by itself. Subclasses set ``self.tree``, register their buffers and
+    implement ``_loss(logits, labels)`` on validated inputs.
+    """
+
+    input_kind = "logits"
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Loss of one batch.
+
+        Parameters
+        ----------
+        logits : torch.Tensor, shape (B, C), float32/float64
+            Classifier scores over the tree's leaves (leaf order of ``tree``).
+        labels : LongTensor, shape (B,)
+            Leaf indices in [0, C-1].
+
+        Returns
+        -------
+        torch.Tensor
+            Scalar ≥ 0 (batch mean), differentiable w.r.t. ``logits``.
+
+        Raises
+        ------
+        ValueError, TypeError
+            See the class docstring of the loss.
+        """
+        logits = _check_logits(logits, int(self.tree.num_leaves))
+        lab = _check_labels(labels, logits.shape[0], int(self.tree.num_leaves), logits.device)
+        if next(self.buffers()).device != logits.device:
+            self.to(logits.device)
+        return self._loss(logits, lab)
+
+    def _loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Batch-mean loss of validated ``logits`` (B, C) and ``labels`` (B,) on one device."""
+        raise NotImplementedError

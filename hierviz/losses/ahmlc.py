@@ -17,8 +17,8 @@ from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import UninitializedParameter
 
-from ._validation import _NOT_GIVEN, DEFAULT_TAU, _check_embeddings, _renamed_kwarg, _upcast
-from .hmlc import HMLCLoss
+from ._validation import _NOT_GIVEN, DEFAULT_TAU
+from .hmlc import _MaskedHMLC
 
 __all__ = ["LevelAttention", "AHMLCLoss"]
 
@@ -111,7 +111,7 @@ class LevelAttention(LazyModuleMixin, nn.Module):
         return z.shape[-1] * self(z)
 
 
-class AHMLCLoss(nn.Module):
+class AHMLCLoss(_MaskedHMLC):
     """A-HMLC: HMCE on attention-weighted embeddings, one head per level (Paper 02 (HMLC), §3, Eqs. 4-5).
 
     Level ``h`` compares ``z ⊙ M_h(z)`` with the soft mask ``M_h = d · a_h(z)`` of
@@ -164,8 +164,6 @@ class AHMLCLoss(nn.Module):
     True
     """
 
-    input_kind = "embeddings"
-
     def __init__(
         self,
         tree: Any = None,
@@ -180,16 +178,11 @@ class AHMLCLoss(nn.Module):
         features: Any = None,
         temperature: Any = _NOT_GIVEN,
     ):
-        super().__init__()
-        tau = _renamed_kwarg(tau, temperature, new="tau", old="temperature", who="AHMLCLoss", default=DEFAULT_TAU)
-        if not (features is None or callable(features)):
-            raise TypeError(f"features must be None or a callable z -> z', got {type(features).__name__}")
-        self.features = features
+        super().__init__(tree, tau, temperature, features, loss_type, layer_penalty, order, similarity)
         if levels is None:
             if tree is None:
                 raise ValueError("AHMLCLoss needs tree= (L = tree.height) or levels= (the number of label columns)")
             levels = int(tree.height)
-        self.hmlc = HMLCLoss(loss_type, layer_penalty, tau, mode="paper", tree=tree, order=order, similarity=similarity)
         self.attention = LevelAttention(levels, dim)
         self.last_attention: torch.Tensor | None = None
 
@@ -201,11 +194,7 @@ class AHMLCLoss(nn.Module):
         torch.Tensor
             Scalar ≥ 0, differentiable w.r.t. ``z`` and the attention heads.
         """
-        _check_embeddings(z, None, min_views=1, who="AHMLCLoss")
-        z = _upcast(z)  # float16/bfloat16 -> float32: the attention heads are float32 (half inputs fail there)
-        if self.features is not None:
-            z = self.features(z)
-        y = self.hmlc.level_labels_of(labels, z.shape[0])
+        z, y = self._inputs(z, labels)
         ncol = torch.as_tensor(y).shape[-1] if torch.as_tensor(y).ndim == 2 else None
         if ncol != self.attention.levels:
             raise ValueError(

@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
-from ._validation import _NOT_GIVEN, DEFAULT_TAU, _check_embeddings, _check_real, _compiling, _renamed_kwarg, _upcast
-from .hmlc import HMLCLoss
+from ._validation import _NOT_GIVEN, DEFAULT_TAU, _check_real, _compiling
+from .hmlc import _MaskedHMLC
 
 __all__ = ["GMM1D", "GMM2D", "fit_gmm_1d", "fit_gmm_2d", "gmm_feature_masks", "GHMLCLoss"]
 
@@ -82,6 +81,39 @@ def _em_update(done, compiling: bool, old: tuple, new: tuple) -> tuple:
     return new
 
 
+def _em_settings(
+    x: torch.Tensor, n: int, n_components: Any, max_iter: Any, tol: Any, reg_covar: Any, what: str
+) -> tuple[int, float, float]:
+    """Check the settings of :func:`fit_gmm_1d` / :func:`fit_gmm_2d` for ``n`` ``what`` per row.
+
+    Returns ``(K, tol, reg_covar)``; raises ValueError as those functions document.
+    """
+    if isinstance(n_components, bool) or not isinstance(n_components, int) or n_components < 1:
+        raise ValueError(f"n_components must be an integer >= 1, got {n_components!r}")
+    if n < n_components:
+        raise ValueError(f"x has n={n} {what} per row, fewer than n_components={n_components}")
+    if not _compiling() and not bool(torch.isfinite(x).all()):
+        raise ValueError("x contains NaN or inf")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    return n_components, _check_real(tol, "tol", low=0.0), _check_real(reg_covar, "reg_covar", low=0.0, strict=True)
+
+
+def _em_start(x: torch.Tensor, B: int, K: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Uniform weights π (B, 1, K) and the state of :func:`_em_check`: ``prev``, ``converged``, ``done``."""
+    pi = torch.full((B, 1, K), 1.0 / K, dtype=x.dtype, device=x.device)
+    prev = torch.full((B,), -math.inf, dtype=x.dtype, device=x.device)
+    converged = torch.zeros(B, dtype=torch.bool, device=x.device)
+    done = torch.zeros((), dtype=torch.bool, device=x.device)
+    return pi, prev, converged, done
+
+
+def _e_step(logp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-normaliser (B, n, 1) and responsibilities (B, n, K) of the joint log-densities ``logp``."""
+    norm = torch.logsumexp(logp, dim=-1, keepdim=True)
+    return norm, torch.exp(logp - norm)
+
+
 def fit_gmm_1d(
     x: torch.Tensor,
     n_components: int,
@@ -137,18 +169,8 @@ def fit_gmm_1d(
     """
     if not isinstance(x, torch.Tensor) or not torch.is_floating_point(x) or x.ndim != 2:
         raise ValueError(f"x must be a floating tensor of shape (B, n), got {getattr(x, 'shape', type(x))}")
-    if isinstance(n_components, bool) or not isinstance(n_components, int) or n_components < 1:
-        raise ValueError(f"n_components must be an integer >= 1, got {n_components!r}")
     B, n = x.shape
-    K = n_components
-    if n < K:
-        raise ValueError(f"x has n={n} values per row, fewer than n_components={K}")
-    if not _compiling() and not bool(torch.isfinite(x).all()):
-        raise ValueError("x contains NaN or inf")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
-    tol = _check_real(tol, "tol", low=0.0)
-    reg_covar = _check_real(reg_covar, "reg_covar", low=0.0, strict=True)
+    K, tol, reg_covar = _em_settings(x, n, n_components, max_iter, tol, reg_covar, "values")
     xs = x.unsqueeze(-1)  # (B, n, 1)
     if init_means is None:
         q = (torch.arange(K, dtype=x.dtype, device=x.device) + 0.5) / K
@@ -160,16 +182,11 @@ def fit_gmm_1d(
         mu = mu.expand(B, K).clone()
     mu = mu.unsqueeze(1)  # (B, 1, K)
     var = (x.var(dim=1, unbiased=False) + reg_covar)[:, None, None].expand(B, 1, K).clone()
-    pi = torch.full((B, 1, K), 1.0 / K, dtype=x.dtype, device=x.device)
-    prev = torch.full((B,), -math.inf, dtype=x.dtype, device=x.device)
-    converged = torch.zeros(B, dtype=torch.bool, device=x.device)
+    pi, prev, converged, done = _em_start(x, B, K)
     compiling = _compiling()
-    done = torch.zeros((), dtype=torch.bool, device=x.device)
     it: Any = 0
     for _ in range(max_iter):  # EM iterations (all B mixtures advance together)
-        logp = _log_gauss(xs, mu, var, pi)
-        norm = torch.logsumexp(logp, dim=-1, keepdim=True)
-        resp = torch.exp(logp - norm)  # E-step
+        norm, resp = _e_step(_log_gauss(xs, mu, var, pi))  # E-step
         ll = norm.squeeze(-1).mean(dim=1)
         converged, done, it, stop = _em_check(ll, prev, tol, converged, done, it, compiling)
         if stop:
@@ -179,9 +196,7 @@ def fit_gmm_1d(
         mu_new = (resp * xs).sum(dim=1, keepdim=True) / nk
         var_new = (resp * (xs - mu_new) ** 2).sum(dim=1, keepdim=True) / nk + reg_covar
         mu, var, pi = _em_update(done, compiling, (mu, var, pi), (mu_new, var_new, nk / n))
-    logp = _log_gauss(xs, mu, var, pi)
-    norm = torch.logsumexp(logp, dim=-1, keepdim=True)
-    resp = torch.exp(logp - norm)
+    norm, resp = _e_step(_log_gauss(xs, mu, var, pi))
     order = mu.squeeze(1).argsort(dim=-1)  # sort components by mean
     mu, var, pi = (t.squeeze(1).gather(1, order) for t in (mu, var, pi))
     resp = resp.gather(2, order[:, None, :].expand(B, n, K))
@@ -284,18 +299,8 @@ def fit_gmm_2d(
     """
     if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[-1] != 2:
         raise ValueError(f"x must be a (B, n, 2) tensor, got {tuple(getattr(x, 'shape', ()))}")
-    if isinstance(n_components, bool) or not isinstance(n_components, int) or n_components < 1:
-        raise ValueError(f"n_components must be an integer >= 1, got {n_components!r}")
     B, n, _ = x.shape
-    K = n_components
-    if n < K:
-        raise ValueError(f"x has n={n} points per row, fewer than n_components={K}")
-    if not _compiling() and not bool(torch.isfinite(x).all()):
-        raise ValueError("x contains NaN or inf")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
-    tol = _check_real(tol, "tol", low=0.0)
-    reg_covar = _check_real(reg_covar, "reg_covar", low=0.0, strict=True)
+    K, tol, reg_covar = _em_settings(x, n, n_components, max_iter, tol, reg_covar, "points")
     xs = x.unsqueeze(2)  # (B, n, 1, 2)
     if init_means is None:
         q = (torch.arange(K, dtype=x.dtype, device=x.device) + 0.5) / K
@@ -308,16 +313,11 @@ def fit_gmm_2d(
     mu = mu.unsqueeze(1)  # (B, 1, K, 2)
     v = x.var(dim=1, unbiased=False) + reg_covar  # (B, 2)
     cov = torch.stack([v[:, 0], torch.zeros_like(v[:, 0]), v[:, 1]], dim=-1)[:, None, None, :].expand(B, 1, K, 3)
-    pi = torch.full((B, 1, K), 1.0 / K, dtype=x.dtype, device=x.device)
-    prev = torch.full((B,), -math.inf, dtype=x.dtype, device=x.device)
-    converged = torch.zeros(B, dtype=torch.bool, device=x.device)
+    pi, prev, converged, done = _em_start(x, B, K)
     compiling = _compiling()
-    done = torch.zeros((), dtype=torch.bool, device=x.device)
     it: Any = 0
     for _ in range(max_iter):
-        logp = _log_gauss_2d(xs, mu, cov, pi)
-        norm = torch.logsumexp(logp, dim=-1, keepdim=True)
-        resp = torch.exp(logp - norm)  # E-step (B, n, K)
+        norm, resp = _e_step(_log_gauss_2d(xs, mu, cov, pi))  # E-step (B, n, K)
         ll = norm.squeeze(-1).mean(dim=1)
         converged, done, it, stop = _em_check(ll, prev, tol, converged, done, it, compiling)
         if stop:
@@ -333,9 +333,7 @@ def fit_gmm_2d(
         cov_new = torch.stack([a, b, c], dim=-1).unsqueeze(1)
         pi_new = (nk / n).unsqueeze(1)
         mu, cov, pi = _em_update(done, compiling, (mu, cov, pi), (mu_new, cov_new, pi_new))
-    logp = _log_gauss_2d(xs, mu, cov, pi)
-    norm = torch.logsumexp(logp, dim=-1, keepdim=True)
-    resp = torch.exp(logp - norm)
+    norm, resp = _e_step(_log_gauss_2d(xs, mu, cov, pi))
     mu, cov, pi = mu.squeeze(1), cov.squeeze(1), pi.squeeze(1)
     order = mu.mean(dim=-1).argsort(dim=-1)  # sort components along the diagonal
     mu = mu.gather(1, order[..., None].expand(B, K, 2))
@@ -388,7 +386,7 @@ def gmm_feature_masks(gmm: GMM1D) -> torch.Tensor:
     return torch.nn.functional.one_hot(level_of, K).permute(2, 0, 1).to(gmm.means.dtype)
 
 
-class GHMLCLoss(nn.Module):
+class GHMLCLoss(_MaskedHMLC):
     """G-HMLC: HMCE on per-level feature subsets chosen by per-image 1-D GMMs (Paper 02 (HMLC), §3, Eq. 4).
 
     Each step: (1) for every image, the mean of its ``V`` view embeddings gives ``d`` values;
@@ -458,8 +456,6 @@ class GHMLCLoss(nn.Module):
     (True, (2, 4, 8), (2, 2))
     """
 
-    input_kind = "embeddings"
-
     def __init__(
         self,
         tree: Any = None,
@@ -476,12 +472,7 @@ class GHMLCLoss(nn.Module):
         temperature: Any = _NOT_GIVEN,
         gmm_dims: int = 2,
     ):
-        super().__init__()
-        tau = _renamed_kwarg(tau, temperature, new="tau", old="temperature", who="GHMLCLoss", default=DEFAULT_TAU)
-        if not (features is None or callable(features)):
-            raise TypeError(f"features must be None or a callable z -> z', got {type(features).__name__}")
-        self.features = features
-        self.hmlc = HMLCLoss(loss_type, layer_penalty, tau, mode="paper", tree=tree, order=order, similarity=similarity)
+        super().__init__(tree, tau, temperature, features, loss_type, layer_penalty, order, similarity)
         if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
             raise ValueError(f"max_iter must be an integer >= 1 (EM iterations of the GMM fit), got {max_iter!r}")
         self.max_iter = int(max_iter)
@@ -516,11 +507,7 @@ class GHMLCLoss(nn.Module):
         torch.Tensor
             Scalar ≥ 0, differentiable w.r.t. ``z`` (not through the masks).
         """
-        _check_embeddings(z, None, min_views=1, who="GHMLCLoss")
-        z = _upcast(z)
-        if self.features is not None:
-            z = self.features(z)
-        y = self.hmlc.level_labels_of(labels, z.shape[0])
+        z, y = self._inputs(z, labels)
         L = int(torch.as_tensor(y).shape[1]) if torch.as_tensor(y).ndim == 2 else 1
         m = self.masks(z, L)
         return self.hmlc(z, y, masks=m[:, :, None, :])

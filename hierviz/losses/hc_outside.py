@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from ._core import _PairwiseContrastive, _reduce, contrastive_log_prob
+from ._core import _PairwiseContrastive
 from ._validation import DEFAULT_TAU, _check_real
 
 __all__ = ["OutsideSoftmaxHCLoss", "HierarchicalContrastiveLoss"]
@@ -110,28 +110,8 @@ class OutsideSoftmaxHCLoss(_PairwiseContrastive):
             w.fill_diagonal_(0.0)
         return w
 
-    def forward(self, z: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """Loss of one batch.
-
-        Parameters
-        ----------
-        z : torch.Tensor, shape (B, V, d), float32/float64
-            Embeddings on the manifold, views laid out along dim 1.
-        labels : LongTensor, shape (B,)
-            Leaf indices in [0, C-1].
-
-        Returns
-        -------
-        torch.Tensor
-            Scalar ≥ 0, differentiable w.r.t. ``z``.
-
-        Raises
-        ------
-        ValueError, TypeError
-            See the class docstring.
-        """
-        flat, sim, lab, B, V = self._prepare(z, labels, need_labels=True)
-        return _reduce(contrastive_log_prob(sim / self.tau), self.pair_weights(lab, V, sim.dtype), self.reduction)
+    def _logits_and_weights(self, sim, lab, B, V):
+        return sim / self.tau, self.pair_weights(lab, V, sim.dtype)
 
 
 class HierarchicalContrastiveLoss(OutsideSoftmaxHCLoss):

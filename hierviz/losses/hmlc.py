@@ -32,6 +32,7 @@ from ._validation import (
     _check_tau,
     _integer_input,
     _renamed_kwarg,
+    _upcast,
 )
 
 __all__ = ["HMLCLoss", "LOSS_TYPES", "LAYER_PENALTIES", "HMLC_MODES", "layer_penalty_weights"]
@@ -470,3 +471,33 @@ class HMLCLoss(nn.Module):
         if self._terms:
             return torch.stack(terms) if terms else features.new_zeros(0)
         return cumulative / L
+
+
+class _MaskedHMLC(nn.Module):
+    """Base of the HMLC losses that mask the features level by level (G-HMLC, A-HMLC).
+
+    Holds ``features`` (a map applied to ``z`` before masking, or None) and ``hmlc``, the
+    :class:`HMLCLoss` (``mode="paper"``) the subclass calls with its masks.
+    """
+
+    input_kind = "embeddings"
+
+    def __init__(
+        self, tree: Any, tau: float, temperature: Any, features: Any, loss_type: str, layer_penalty: str, order: str,
+        similarity: Any,
+    ):  # fmt: skip
+        super().__init__()
+        who = type(self).__name__
+        tau = _renamed_kwarg(tau, temperature, new="tau", old="temperature", who=who, default=DEFAULT_TAU)
+        if not (features is None or callable(features)):
+            raise TypeError(f"features must be None or a callable z -> z', got {type(features).__name__}")
+        self.features = features
+        self.hmlc = HMLCLoss(loss_type, layer_penalty, tau, mode="paper", tree=tree, order=order, similarity=similarity)
+
+    def _inputs(self, z: torch.Tensor, labels: Any) -> tuple[torch.Tensor, Any]:
+        """``z`` (B, V, d) checked, half precision upcast to float32, through ``features``; its level labels."""
+        _check_embeddings(z, None, min_views=1, who=type(self).__name__)
+        z = _upcast(z)  # float16/bfloat16 -> float32 (A-HMLC's attention heads are float32)
+        if self.features is not None:
+            z = self.features(z)
+        return z, self.hmlc.level_labels_of(labels, z.shape[0])

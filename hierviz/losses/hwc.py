@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from ._core import _PairwiseContrastive, _reduce, contrastive_log_prob
+from ._core import _PairwiseContrastive
 from ._validation import DEFAULT_TAU, _check_choice, _check_labels, _check_real
 
 __all__ = ["OMEGA_MODES", "HWCLoss", "hwc_omega", "hwc_logit_gradient"]
@@ -266,28 +266,7 @@ class HWCLoss(_PairwiseContrastive):
         lab = _check_labels(labels, len(labels), self.tree.num_leaves, torch.device("cpu"))
         return self._masks(lab, lab.shape[0], int(views), torch.float32)[1]
 
-    def forward(self, z: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """Loss of one batch.
-
-        Parameters
-        ----------
-        z : torch.Tensor, shape (B, V, d), float32/float64
-            Embeddings on the manifold, views laid out along dim 1.
-        labels : LongTensor, shape (B,)
-            Leaf indices in [0, C-1].
-
-        Returns
-        -------
-        torch.Tensor
-            Scalar ≥ 0, differentiable w.r.t. ``z``.
-
-        Raises
-        ------
-        ValueError, TypeError
-            See the class docstring.
-        """
-        flat, sim, lab, B, V = self._prepare(z, labels, need_labels=True)
+    def _logits_and_weights(self, sim, lab, B, V):
         pos, omega_b = self._masks(lab, B, V, sim.dtype, tile=False)
         # ω_ik s_ik with s = sim/τ, folded into one broadcast multiply (no tiled (N, N) ω)
-        logits = self._scale_blocks(sim, omega_b / self.tau, B, V)
-        return _reduce(contrastive_log_prob(logits), pos.to(sim.dtype), self.reduction)
+        return self._scale_blocks(sim, omega_b / self.tau, B, V), pos.to(sim.dtype)

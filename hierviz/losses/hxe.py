@@ -10,15 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch import nn
 
-from ._validation import _check_labels, _check_logits, _check_real, _check_tree
+from ._core import _LeafLogitLoss
+from ._validation import _check_real, _check_tree
 from .soft_label import SoftLabelLoss  # noqa: F401  (0.1 import path: hierviz.losses.hxe.SoftLabelLoss)
 
 __all__ = ["HXELoss", "SoftLabelLoss"]
 
 
-class HXELoss(nn.Module):
+class HXELoss(_LeafLogitLoss):
     """HXE, hierarchical cross-entropy: tree-weighted conditional log-likelihoods of leaf logits (Bertinetto 2020).
 
     A classification loss on ``(B, C)`` logits (``input_kind = "logits"``), Eqs. 2–4 of
@@ -76,8 +76,6 @@ class HXELoss(nn.Module):
     'logits'
     """
 
-    input_kind = "logits"
-
     def __init__(self, tree: Any, *, alpha: float = 0.1, normalize: bool = True):
         super().__init__()
         self.tree = _check_tree(tree, True, type(self).__name__, needs=("leaf_paths", "num_leaves"))
@@ -126,30 +124,7 @@ class HXELoss(nn.Module):
         mask = self.leaf_under[nodes]  # (B, L+1, C)
         return torch.logsumexp(logp[:, None, :].masked_fill(~mask, float("-inf")), dim=-1)
 
-    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """Loss of one batch.
-
-        Parameters
-        ----------
-        logits : torch.Tensor, shape (B, C), float32/float64
-            Classifier scores over the tree's leaves (leaf order of ``tree``).
-        labels : LongTensor, shape (B,)
-            Leaf indices in [0, C-1].
-
-        Returns
-        -------
-        torch.Tensor
-            Scalar ≥ 0 (batch mean), differentiable w.r.t. ``logits``.
-
-        Raises
-        ------
-        ValueError, TypeError
-            See the class docstring.
-        """
-        logits = _check_logits(logits, int(self.tree.num_leaves))
-        lab = _check_labels(labels, logits.shape[0], int(self.tree.num_leaves), logits.device)
-        if self.paths.device != logits.device:
-            self.to(logits.device)
+    def _loss(self, logits: torch.Tensor, lab: torch.Tensor) -> torch.Tensor:
         lp = self.node_log_prob(logits, lab)  # (B, L+1)
         cond = lp[:, 1:] - lp[:, :-1]  # log p(a_ℓ | a_{ℓ-1}), (B, L)
         w = self.edge_weights(logits.dtype)[None, :] * self.edge_valid[lab].to(logits.dtype)

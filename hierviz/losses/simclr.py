@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ._core import _PairwiseContrastive, _reduce, contrastive_log_prob
+from ._core import _PairwiseContrastive
 from ._validation import DEFAULT_TAU
 
 __all__ = ["SimCLRLoss"]
@@ -60,31 +60,11 @@ class SimCLRLoss(_PairwiseContrastive):
     """
 
     _min_views = 2
+    _needs_labels = False
 
     def __init__(self, tree: Any, geometry: Any, *, tau: float = DEFAULT_TAU, similarity: Any = None):
         super().__init__(tree, geometry, tau=tau, reduction="pairs", similarity=similarity)
 
-    def forward(self, z: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
-        """Loss of one batch.
-
-        Parameters
-        ----------
-        z : torch.Tensor, shape (B, V, d), float32/float64
-            Embeddings on the manifold, views laid out along dim 1.
-        labels : LongTensor, shape (B,) or None
-            Leaf indices in [0, C-1]. Ignored (SimCLR uses view positives only).
-
-        Returns
-        -------
-        torch.Tensor
-            Scalar ≥ 0, differentiable w.r.t. ``z``.
-
-        Raises
-        ------
-        ValueError, TypeError
-            See the class docstring.
-        """
-        flat, sim, _, B, V = self._prepare(z, labels, need_labels=False)
-        eye_b = torch.eye(B, dtype=torch.bool, device=flat.device)
-        pos = self._off_diagonal(self._tile(eye_b, V))
-        return _reduce(contrastive_log_prob(sim / self.tau), pos.to(sim.dtype), self.reduction)
+    def _logits_and_weights(self, sim, lab, B, V):
+        eye_b = torch.eye(B, dtype=torch.bool, device=sim.device)
+        return sim / self.tau, self._off_diagonal(self._tile(eye_b, V)).to(sim.dtype)

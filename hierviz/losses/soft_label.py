@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch import nn
 
-from ._validation import _check_labels, _check_logits, _check_real, _check_tree
+from ._core import _LeafLogitLoss
+from ._validation import _check_real, _check_tree
 
 __all__ = ["SoftLabelLoss"]
 
 
-class SoftLabelLoss(nn.Module):
+class SoftLabelLoss(_LeafLogitLoss):
     """Soft-label cross-entropy: cross-entropy against tree-smoothed targets (Bertinetto et al. 2020, Eq. 5).
 
     A classification loss on leaf logits (``input_kind = "logits"``), usable as a training
@@ -88,8 +88,6 @@ class SoftLabelLoss(nn.Module):
     1.668
     """
 
-    input_kind = "logits"
-
     def __init__(self, tree: Any, *, beta: float = 10.0):
         super().__init__()
         self.tree = _check_tree(tree, True, type(self).__name__, needs=("rho_matrix", "num_leaves"))
@@ -117,29 +115,6 @@ class SoftLabelLoss(nn.Module):
         d = r.gather(1, labels[:, None]) - r
         return torch.softmax(-beta * d, dim=1).to(dtype)
 
-    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """Loss of one batch.
-
-        Parameters
-        ----------
-        logits : torch.Tensor, shape (B, C), float32/float64
-            Classifier scores over the tree's leaves (leaf order of ``tree``).
-        labels : LongTensor, shape (B,)
-            Leaf indices in [0, C-1].
-
-        Returns
-        -------
-        torch.Tensor
-            Scalar ≥ 0 (batch mean), differentiable w.r.t. ``logits``.
-
-        Raises
-        ------
-        ValueError, TypeError
-            See the class docstring.
-        """
-        logits = _check_logits(logits, int(self.tree.num_leaves))
-        lab = _check_labels(labels, logits.shape[0], int(self.tree.num_leaves), logits.device)
-        if self.rho.device != logits.device:
-            self.to(logits.device)
+    def _loss(self, logits: torch.Tensor, lab: torch.Tensor) -> torch.Tensor:
         q = self.targets(lab, logits.dtype)
         return -(q * torch.log_softmax(logits, dim=1)).sum(dim=1).mean()

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
-from ._core import _PairwiseContrastive, _reduce, contrastive_log_prob
+from ._core import _PairwiseContrastive
 from ._validation import DEFAULT_TAU
 
 __all__ = ["SupConLoss"]
@@ -69,26 +67,5 @@ class SupConLoss(_PairwiseContrastive):
     ):
         super().__init__(tree, geometry, tau=tau, reduction=reduction, similarity=similarity)
 
-    def forward(self, z: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """Loss of one batch.
-
-        Parameters
-        ----------
-        z : torch.Tensor, shape (B, V, d), float32/float64
-            Embeddings on the manifold, views laid out along dim 1.
-        labels : LongTensor, shape (B,)
-            Leaf indices in [0, C-1].
-
-        Returns
-        -------
-        torch.Tensor
-            Scalar ≥ 0, differentiable w.r.t. ``z``.
-
-        Raises
-        ------
-        ValueError, TypeError
-            See the class docstring.
-        """
-        flat, sim, lab, B, V = self._prepare(z, labels, need_labels=True)
-        pos = self._off_diagonal(self._tile(lab[:, None] == lab[None, :], V))
-        return _reduce(contrastive_log_prob(sim / self.tau), pos.to(sim.dtype), self.reduction)
+    def _logits_and_weights(self, sim, lab, B, V):
+        return sim / self.tau, self._off_diagonal(self._tile(lab[:, None] == lab[None, :], V)).to(sim.dtype)

@@ -327,11 +327,7 @@ class Euclidean(Geometry):
         -------
         Tensor, shape (..., d)
         """
-        xt = self._points(x, "x")
-        vt = as_float_tensor(v, "v")
-        self._tangent_at(xt, vt)
-        if self.validate:
-            _check_finite(vt, "v")
+        xt, vt = self._base_and_tangent(x, v)
         return self.manifold.expmap(xt, vt)
 
     @_fp32

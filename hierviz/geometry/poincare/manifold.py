@@ -317,11 +317,7 @@ class PoincareBall(Geometry):
         ValueError
             Base points outside the ball or non-finite inputs.
         """
-        xt = self._points(x, "x")
-        vt = as_float_tensor(v, "v")
-        self._tangent_at(xt, vt)
-        if self.validate:
-            _check_finite(vt, "v")
+        xt, vt = self._base_and_tangent(x, v)
         return self.manifold.expmap(xt, vt.to(xt.dtype))
 
     @_fp32

@@ -115,6 +115,14 @@ def _panel_points(tree, points: Any, labels: Any, c: float) -> tuple[np.ndarray,
     return Z, _leaf_labels(labels, tree, Z.shape[0])
 
 
+def _lam_panel_points(tree, points: Any, labels: Any, c: float) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """A LAM panel's levels 1..L−1 (ValueError below height 2), points and labels (:func:`_panel_points`)."""
+    levels = _levels(tree)
+    if not levels:
+        raise ValueError(f"LAM needs a tree of height >= 2, got L = {tree.height}")
+    return (levels, *_panel_points(tree, points, labels, c))
+
+
 def margin_panel(
     tree, points: Any = None, labels: Any = None, c: float = DEFAULT_CURVATURE, margins: Any = None
 ) -> Panel:
@@ -144,10 +152,7 @@ def margin_panel(
         Tree height < 2, ``points`` without ``labels``, wrong number of margins.
     """
     c = _check_positive(c, "c")
-    levels = _levels(tree)
-    if not levels:
-        raise ValueError(f"LAM needs a tree of height >= 2, got L = {tree.height}")
-    Z, y = _panel_points(tree, points, labels, c)
+    levels, Z, y = _lam_panel_points(tree, points, labels, c)
     init = [0.2] * len(levels) if margins is None else list(np.asarray(margins, dtype=float).reshape(-1))
     if len(init) != len(levels):
         raise ValueError(f"margins must have {len(levels)} value(s), got {len(init)}")
@@ -195,10 +200,7 @@ def lam_panel(
         Tree height < 2, ``points`` without ``labels``, wrong number of margins or weights.
     """
     c = _check_positive(c, "c")
-    levels = _levels(tree)
-    if not levels:
-        raise ValueError(f"LAM needs a tree of height >= 2, got L = {tree.height}")
-    Z, y = _panel_points(tree, points, labels, c)
+    levels, Z, y = _lam_panel_points(tree, points, labels, c)
     m0 = _margin_map(tree, default_margins(len(levels)) if margins is None else margins)
     w0 = _margin_map(tree, [1.0] * len(levels) if level_weights is None else level_weights, "level_weights")
     controls = {f"m{lv}": slider(f"margin m{lv}", m0[lv], 0.0, 2.0, 0.05) for lv in levels}
