@@ -73,11 +73,12 @@ def test_hi_f1_is_not_a_lower_bound_of_f1():
 
 def test_hcl_figure_m0_and_lambda_behave_as_notebook_07_says():
     """Notebook 07 §3 and solution 07-1, on hcl_figure (60 steps, the toy blobs, α = 0)."""
-    from hierviz.viz.retrieval import hcl_figure, hcl_grid
+    from hierviz.retrieval import hcl_grid, hcl_train
+    from hierviz.viz.retrieval import hcl_figure
 
     meta = {
-        lam_m0: hcl_figure(lam_m0[1], 0.0, lam_m0[0], steps=60).layout.meta
-        for lam_m0 in ((0.0, 3.0), (0.0, 6.0), (1.0, 6.0), (10.0, 6.0))
+        (lam, m0): hcl_figure(m0, 0.0, lam, result=hcl_train(m0, 0.0, lam, steps=60)).layout.meta
+        for lam, m0 in ((0.0, 3.0), (0.0, 6.0), (1.0, 6.0), (10.0, 6.0))
     }
     m3 = meta[(0.0, 3.0)]  # m0 = 3: spread out, nowhere near the cap 0.99
     assert m3["clip_fraction"] == 0.0 and m3["max_norm"] < 0.95 and 0.65 < m3["mean_norm"] < 0.85

@@ -29,6 +29,8 @@ LOOPHOLES = [
     ("report/html.py", "from hierviz.evaluation import PROTOCOLS", "hierviz.report is not allowed to import hierviz.evaluation"),
     ("report/stats.py", "from hierviz.training import fit", "hierviz.report is not allowed to import hierviz.training"),
     ("viz/curves.py", "from hierviz.training import fit", "hierviz.viz is not allowed to import hierviz.training"),
+    # the module whose pair with training was ignored until 0.4 (notebook 07's HCL panel trained through fit)
+    ("viz/retrieval.py", "from hierviz.training import fit", "hierviz.viz is not allowed to import hierviz.training"),
     ("viz/tree.py", "from hierviz.methods import build_objective", "hierviz.viz is not allowed to import hierviz.methods"),
     # a top-level import where the 0.1 alias was (its ignore covered the whole pair): import hierviz.losses then fails
     ("losses/objective.py", "from hierviz.methods import METHODS", "hierviz.losses is not allowed to import hierviz.methods"),

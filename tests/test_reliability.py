@@ -466,7 +466,7 @@ def test_reliability_ctrl_c_while_workers_start_is_not_lost():
     """a SIGINT that lands while DataLoader workers fork is raised at the epoch boundary (0.2: swallowed)."""
     import signal
 
-    from hierviz.training.loop import _iter_deferring_sigint
+    from hierviz.training.batches import _iter_deferring_sigint
 
     class ForkingLoader:
         """Stands in for DataLoader: the signal arrives inside a hook that swallows exceptions (logging's at-fork)."""

@@ -506,10 +506,10 @@ from hierviz.viz.retrieval import (  # noqa: E402
 
 def test_hcl_panel_numbers_come_from_hcl_loss():
     from hierviz.losses import HCLLoss
-    from hierviz.viz.retrieval import hcl_toy_features
+    from hierviz.retrieval import hcl_toy_features, hcl_train
 
     x, y = hcl_toy_features(seed=0)
-    fig = hcl_figure(1.0, 0.2, 0.05, x=x, y=y, steps=10, seed=0)
+    fig = hcl_figure(1.0, 0.2, 0.05, result=hcl_train(1.0, 0.2, 0.05, x=x, y=y, steps=10, seed=0))
     h = np.array([[px, py] for tr in fig.data if tr.name and tr.name.startswith("class") for px, py in zip(tr.x, tr.y)])
     yy = np.concatenate(
         [np.full(len(tr.x), int(tr.name.split()[1])) for tr in fig.data if tr.name and tr.name.startswith("class")]
@@ -518,10 +518,27 @@ def test_hcl_panel_numbers_come_from_hcl_loss():
     loss(torch.as_tensor(h), torch.as_tensor(yy))
     for key in ("pos", "neg", "norm", "margin"):
         assert fig.layout.meta[key] == pytest.approx(loss.last_terms[key], rel=1e-5)
-    panel = hcl_panel(steps=5)
+
+
+def test_hcl_panel_draws_the_grid_it_is_given():
+    from hierviz.retrieval import HCL_GRID, hcl_grid
+
+    grid = hcl_grid()
+    panel = hcl_panel(grid)
     assert set(panel.controls) == {"m0", "alpha", "lam"}
-    panel.controls["m0"].value = 2.0  # moving a slider redraws with the new margin
-    assert panel.figure.layout.meta["margin"] >= 2.0
+    m0, alpha, lam = panel.controls["m0"], panel.controls["alpha"], panel.controls["lam"]
+    assert (m0.min, m0.max, m0.step, m0.value) == (0.0, 6.0, 0.5, 0.5)
+    assert (alpha.min, alpha.max, alpha.step, alpha.value) == (0.0, 1.0, 0.25, 0.0)
+    assert [v for _, v in lam.options] == list(HCL_GRID["lam"]) and lam.value == 0.0
+    m0.value = 2.0  # moving a slider redraws the grid's run of that setting, with the new margin
+    want = hcl_figure(2.0, 0.0, 0.0, result=grid[(2.0, 0.0, 0.0)]).layout.meta
+    assert panel.figure.layout.meta == want and want["margin"] >= 2.0
+    lam.value = 10.0
+    assert panel.figure.layout.meta == hcl_figure(2.0, 0.0, 10.0, result=grid[(2.0, 0.0, 10.0)]).layout.meta
+    snapped = hcl_panel(grid, m0=1.2, lam=0.15).controls  # each snapped to the nearest setting
+    assert (snapped["m0"].value, snapped["lam"].value) == (1.0, 0.1)
+    with pytest.raises(ValueError, match="grid is empty: pass hierviz.retrieval.hcl_grid"):
+        hcl_panel({})
 
 
 def test_retrieval_figures():

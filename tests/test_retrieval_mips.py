@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-import hierviz.retrieval.index as index_mod
+import hierviz.retrieval.index.search as search_mod
 from hierviz.geometry import PoincareBall
 from hierviz.retrieval import ReferenceIndex, decode_points
 from hierviz.retrieval.index import augment_queries, augment_references, merge_results, mips_references
@@ -159,7 +159,7 @@ def test_float32_cancellation_is_caught_by_the_certificate(monkeypatch):
 def test_every_query_through_the_fallbacks_gives_the_same_answer(monkeypatch):
     ref, q = _near_boundary(800, 8, 1.0, 8), _near_boundary(30, 8, 1.0, 9)
     d0, i0 = ReferenceIndex(ref, storage="fp16").search(q, k=5)
-    monkeypatch.setattr(index_mod, "_unit_roundoff", lambda dtype, device: 1.0)  # no float32 certificate passes
+    monkeypatch.setattr(search_mod, "_unit_roundoff", lambda dtype, device: 1.0)  # no float32 certificate passes
     d1, i1 = ReferenceIndex(ref, storage="fp16").search(q, k=5)
     assert torch.equal(i0, i1) and torch.equal(d0, d1)
     monkeypatch.setattr(

@@ -23,7 +23,7 @@ from torch.utils.data import DataLoader
 
 from hierviz.evaluation.protocols import PROTOCOLS, EvalContext, register_protocol
 from hierviz.metrics import hierarchy_report, parent_prototypes
-from hierviz.training.loop import _augment_threads
+from hierviz.training.batches import _augment_threads
 
 __all__ = [
     "PROTOCOLS",

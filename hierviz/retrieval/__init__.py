@@ -14,12 +14,16 @@
   from the run records (:func:`summarise`, :func:`table2_markdown`, the paired fold
   differences); :mod:`.train`: :func:`train_mapper` (the mapper +
   HCL through :func:`hierviz.training.fit`, the loop of ``hierviz compare``); :mod:`.dataset`:
-  :func:`register_features` (a features file as a named vector dataset of ``compare``).
+  :func:`register_features` (a features file as a named vector dataset of ``compare``);
+* :mod:`.hcl_demo`: notebook 07's HCL demo, a 2-D mapper trained on toy blobs (:func:`hcl_train`)
+  and the panel's precomputed grid (:func:`hcl_grid`, :func:`write_hcl_grid`), which
+  :mod:`hierviz.viz.retrieval` draws.
 
 From the shell: ``hierviz retrieval --features F.npz --preset quick --out DIR``.
 """
 
 from hierviz.retrieval.dataset import register_features
+from hierviz.retrieval.hcl_demo import HCL_GRID, hcl_grid, hcl_toy_features, hcl_train, write_hcl_grid
 from hierviz.retrieval.index import (
     STORAGES,
     ReferenceIndex,
@@ -75,4 +79,9 @@ __all__ = [
     "summarise",
     "table2_markdown",
     "variant_name",
+    "HCL_GRID",
+    "hcl_toy_features",
+    "hcl_train",
+    "hcl_grid",
+    "write_hcl_grid",
 ]

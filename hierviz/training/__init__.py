@@ -1,9 +1,11 @@
 """Training: the resumable loop (:func:`fit`), its config, and checksummed atomic checkpoints.
 
 ``loop.py`` holds :func:`fit` (AdamW, warmup + cosine, head LR 10×, weight EMA, tqdm,
-non-finite-loss stop), ``config.py`` the :class:`TrainConfig` dataclass, and
-``checkpoint.py`` the checkpoint files (sha256-verified, atomically replaced, the previous
-one kept) and the RNG state they carry.
+non-finite-loss stop) and its epoch loop, ``parts.py`` the pieces it assembles (seeds, device,
+optimiser groups, schedule, EMA, precision, the model's placement), ``batches.py`` its
+DataLoader, ``result.py`` what it returns or raises, ``config.py`` the :class:`TrainConfig`
+dataclass, and ``checkpoint.py`` the checkpoint files (sha256-verified, atomically replaced,
+the previous one kept) and the RNG state they carry.
 """
 
 from hierviz.training.checkpoint import (

@@ -19,31 +19,44 @@ machine needs:
 * TorchScript functions (geoopt's manifold maths) run without the JIT's warm-up
   optimisations, whose different float rounding would make the first run in a process
   differ from later ones (and a resumed run from an uninterrupted one).
+
+This module holds :func:`fit` and its epoch loop; the pieces it assembles are in
+:mod:`hierviz.training.parts` (seeds, device, optimiser, schedule, EMA, precision, placement),
+its DataLoader in :mod:`hierviz.training.batches`, and what it returns or raises in
+:mod:`hierviz.training.result` (all re-exported here).
 """
 
 from __future__ import annotations
 
 import math
-import random
-import signal
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
-from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
-from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler
-from tqdm.auto import tqdm
+from torch.optim.swa_utils import AveragedModel
+from torch.utils.data import DataLoader, Dataset
 
-from hierviz.samplers import TreeTripletBatchSampler
 from hierviz.training import distributed as _dist
+from hierviz.training.batches import _augment_threads, _iter_deferring_sigint, _make_loader
 from hierviz.training.checkpoint import CHECKPOINT_NAME, atomic_save, load_checkpoint, rng_state, set_rng_state
 from hierviz.training.config import TrainConfig, check_resume_config
+from hierviz.training.parts import (
+    _amp_setup,
+    _compiled_loss,
+    _make_ema,
+    _make_optimizer,
+    _make_scheduler,
+    _place_model,
+    _progress_bar,
+    resolve_device,
+    seed_everything,
+    warmup_cosine,
+)
+from hierviz.training.result import FitResult, NonFiniteLossError, StopTraining
 
 __all__ = [
     "FitResult",
@@ -54,259 +67,6 @@ __all__ = [
     "resolve_device",
     "warmup_cosine",
 ]
-
-
-class StopTraining(Exception):
-    """Raised by a :func:`fit` callback to end training after the current epoch (early stopping).
-
-    :func:`fit` catches it and returns normally, with ``epochs_done`` the epochs trained.
-    """
-
-
-class NonFiniteLossError(RuntimeError):
-    """Raised when the training loss (or one of its terms) becomes NaN or infinite.
-
-    Attributes
-    ----------
-    epoch : int
-        0-based epoch of the offending step.
-    step : int
-        0-based step within that epoch.
-    global_step : int
-        0-based optimiser step counted from the start of training.
-    terms : dict[str, float]
-        The loss and every term of the objective at that step.
-    checkpoint : pathlib.Path or None
-        The last good checkpoint (left untouched), if any.
-    """
-
-    def __init__(
-        self, epoch: int, step: int, global_step: int, terms: dict[str, float], checkpoint: Path | None
-    ) -> None:
-        self.epoch, self.step, self.global_step = epoch, step, global_step
-        self.terms = dict(terms)
-        self.checkpoint = checkpoint
-        shown = ", ".join(f"{k}={v:.6g}" for k, v in self.terms.items())
-        if checkpoint is not None and Path(checkpoint).is_file():
-            kept = f"the last good checkpoint is kept at {checkpoint}"
-        else:
-            kept = "no checkpoint had been written yet"
-        super().__init__(
-            f"non-finite loss at epoch {epoch}, step {step} (global step {global_step}): {shown}; "
-            f"training stopped and {kept}. Try a lower learning rate, a larger temperature tau, "
-            "or a smaller clip radius for hyperbolic heads."
-        )
-
-
-@dataclass
-class FitResult:
-    """What :func:`fit` returns.
-
-    Attributes
-    ----------
-    model : torch.nn.Module
-        The trained model (on ``device``), in eval mode.
-    ema : torch.optim.swa_utils.AveragedModel or None
-        The weight EMA (not for evaluation).
-    history : dict[str, list[float]]
-        Per-epoch means: ``"loss"``, each objective term, and ``"lr_head"``.
-    step_history : dict[str, list[float]]
-        Per-step values of ``"loss"`` and each term.
-    epochs_done : int
-        Epochs completed (== ``config.epochs`` on success).
-    resumed_from : int
-        Epochs that were loaded from a checkpoint (0 for a fresh run).
-    train_seconds : float
-        Wall time spent training in this call plus in the calls it resumed.
-    checkpoint : pathlib.Path or None
-        Path of the final checkpoint.
-    device : torch.device
-    """
-
-    model: nn.Module
-    ema: nn.Module | None
-    history: dict[str, list[float]]
-    step_history: dict[str, list[float]]
-    epochs_done: int
-    resumed_from: int
-    train_seconds: float
-    checkpoint: Path | None
-    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
-
-
-def seed_everything(seed: int) -> None:
-    """Seed python's ``random``, numpy's global RNG and torch (CPU and CUDA).
-
-    Parameters
-    ----------
-    seed : int
-        Non-negative seed.
-
-    Raises
-    ------
-    ValueError
-        If ``seed`` is negative or not an integer.
-    """
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    random.seed(int(seed))
-    np.random.seed(int(seed) % 2**32)
-    torch.manual_seed(int(seed))
-
-
-def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
-    """``"auto"`` -> CUDA when available, else CPU; other strings are checked.
-
-    Parameters
-    ----------
-    device : str or torch.device or None
-        "auto", None, "cpu", "cuda", "cuda:1", "mps", ...
-
-    Returns
-    -------
-    torch.device
-
-    Raises
-    ------
-    ValueError
-        If the string is not a device, or CUDA is asked for but not available.
-    """
-    if device is None or device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"device: {device!r} is not a torch device (try 'auto', 'cpu' or 'cuda')") from exc
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device: {device!r} was requested but CUDA is not available here; use 'cpu' or 'auto'")
-    return dev
-
-
-def warmup_cosine(step: int, warmup_steps: int, total_steps: int) -> float:
-    """LR multiplier: linear warmup to 1, then half-cosine decay to 0 (paper 01 §4.2).
-
-    ``f(s) = (s+1)/W`` for ``s < W``, else ``0.5 (1 + cos(pi (s-W)/(T-W)))``.
-
-    Parameters
-    ----------
-    step : int
-        0-based optimiser step ``s``.
-    warmup_steps : int
-        ``W >= 0``.
-    total_steps : int
-        ``T >= 1``; steps beyond ``T`` return 0.
-
-    Returns
-    -------
-    float in [0, 1].
-    """
-    if step < warmup_steps:
-        return (step + 1) / warmup_steps
-    span = max(1, total_steps - warmup_steps)
-    progress = min(1.0, (step - warmup_steps) / span)
-    return 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-# --------------------------------------------------------------------------- fit
-
-
-def _worker_options(config: TrainConfig, loader_options: dict[str, Any] | None) -> dict[str, Any]:
-    """DataLoader options for worker processes (``persistent_workers``, ``prefetch_factor``); none without workers."""
-    if not loader_options or config.num_workers == 0:
-        return {"persistent_workers": False}
-    allowed = {"persistent_workers", "prefetch_factor"}
-    bad = sorted(set(loader_options) - allowed)
-    if bad:
-        raise ValueError(f"loader_options: unknown {bad}; allowed: {sorted(allowed)}")
-    return {"persistent_workers": False, **loader_options}
-
-
-def _make_loader(
-    dataset: Dataset,
-    config: TrainConfig,
-    gen: torch.Generator,
-    device: torch.device,
-    batch_sampler: Any = None,
-    loader_options: dict[str, Any] | None = None,
-) -> DataLoader:
-    n = len(dataset)  # type: ignore[arg-type]
-    if n < 1:
-        raise ValueError("train_data is empty")
-    if _dist.is_distributed():  # every rank draws the same global batches and keeps its slice
-        return _sharded_loader(dataset, config, gen, device, batch_sampler)
-    if batch_sampler is not None:  # a method's own batches (e.g. tree triplets, paper 04)
-        return DataLoader(
-            dataset,
-            batch_sampler=batch_sampler,
-            num_workers=config.num_workers,
-            pin_memory=device.type == "cuda",
-            **_worker_options(config, loader_options),
-        )
-    bs = min(config.batch_size, n)
-    return DataLoader(
-        dataset,
-        batch_size=bs,
-        shuffle=True,
-        drop_last=n >= config.batch_size,
-        num_workers=config.num_workers,
-        generator=gen,
-        pin_memory=device.type == "cuda",
-        **_worker_options(config, loader_options),
-    )
-
-
-def _sharded_loader(
-    dataset: Dataset, config: TrainConfig, gen: torch.Generator, device: torch.device, batch_sampler: Any
-) -> DataLoader:
-    """The loader of one rank: its contiguous slice of the same global batches as one process.
-
-    The default path draws the permutation from ``gen`` as ``DataLoader(shuffle=True,
-    generator=gen)`` does (base seed first, then the sampler's seed), so the global batches
-    are those of a single-process run with the same seed and ``batch_size``.
-    """
-    n = len(dataset)  # type: ignore[arg-type]
-    if batch_sampler is None:
-        bs = min(config.batch_size, n)
-        batch_sampler = BatchSampler(RandomSampler(dataset, generator=gen), bs, drop_last=n >= config.batch_size)
-    block = 3 if isinstance(batch_sampler, TreeTripletBatchSampler) else 1
-    shard = _dist.ShardedBatchSampler(batch_sampler, _dist.get_world_size(), _dist.get_rank(), block=block)
-    return DataLoader(
-        dataset,
-        batch_sampler=shard,
-        num_workers=config.num_workers,
-        generator=gen,
-        pin_memory=device.type == "cuda",
-        persistent_workers=False,
-    )
-
-
-class _augment_threads:
-    """Run in-process augmentation with one torch thread (as DataLoader workers do).
-
-    Per-image transforms of 28-64 px images are far too small to gain from intra-op
-    parallelism; with two or more threads they spend their time in thread hand-offs
-    (measured 10x slower on a busy 2-core machine).  The model keeps every thread.
-    """
-
-    def __init__(self, active: bool) -> None:
-        self.active = active
-        self.saved = 0
-
-    def __enter__(self) -> None:
-        if self.active:
-            self.saved = torch.get_num_threads()
-            if self.saved != 1:
-                torch.set_num_threads(1)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.active and self.saved != 1:
-            torch.set_num_threads(self.saved)
-
-
-def _amp_setup(config: TrainConfig, device: torch.device) -> tuple[bool, torch.dtype]:
-    if not (config.amp and device.type == "cuda"):
-        return False, torch.float32
-    return True, (torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16)
 
 
 def _loss_with_logits(
@@ -338,32 +98,6 @@ def _objective_loss(
     return objective(z, y)
 
 
-def _iter_deferring_sigint(loader: Any) -> Any:
-    """``iter(loader)`` with Ctrl-C deferred to its end, then raised as KeyboardInterrupt.
-
-    Starting DataLoader workers forks; a SIGINT that lands while CPython runs its at-fork
-    hooks (logging's re-initialises its locks there) raises inside the hook, where the
-    exception is printed as "ignored" and lost: the run went on to the end and exited 0.
-    Here the signal only records itself while the workers start, and the interrupt is
-    raised right after, at the epoch boundary (the last checkpoint is kept).
-    Only in the main thread with Python's default handler installed; otherwise plain ``iter``.
-    """
-    if threading.current_thread() is not threading.main_thread() or (
-        signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
-        return iter(loader)
-    hit: list[int] = []
-    old = signal.signal(signal.SIGINT, lambda signum, frame: hit.append(signum))
-    try:
-        batches = iter(loader)
-    finally:
-        signal.signal(signal.SIGINT, old)
-    if hit:
-        del batches  # shut the workers down before leaving
-        raise KeyboardInterrupt
-    return batches
-
-
 def _requires_logits(objective: nn.Module, model: nn.Module) -> bool:
     """Whether ``objective`` reads class logits (``objective.requires_logits``).
 
@@ -379,119 +113,6 @@ def _requires_logits(objective: nn.Module, model: nn.Module) -> bool:
             "build it with num_classes=tree.num_leaves"
         )
     return requires_logits
-
-
-def _place_model(
-    model: nn.Module, objective: nn.Module, config: TrainConfig, device: torch.device, channels_last: bool
-) -> tuple[nn.Module, nn.Module, bool]:
-    """Move ``model`` and ``objective`` to ``device``; under torchrun, wrap the model for DDP.
-
-    Returns
-    -------
-    model : torch.nn.Module
-        The model whose parameters are optimised (its batch norms converted when
-        ``config.sync_bn`` under torchrun).
-    train_model : torch.nn.Module
-        The module called on each batch: ``model``, or its DistributedDataParallel wrapper.
-    sync_bn : bool
-        Whether batch norms were converted (:func:`fit` converts them back at the end).
-    """
-    model.to(device)
-    if channels_last:
-        model.to(memory_format=torch.channels_last)
-    objective.to(device)
-    distributed = _dist.is_distributed()
-    train_model: nn.Module = model
-    sync_bn = distributed and config.sync_bn
-    if distributed:  # DDP averages gradients; the loss is computed on the gathered batch (distributed.py)
-        if sync_bn:  # batch statistics of the global batch (SyncBatchNorm on CUDA, AllReduceBatchNorm else)
-            model = _dist.convert_batchnorm(model, device.type)
-        # static_graph: parameters the loss never reaches (the projection head under HXE's
-        # logits-only loss) are found on the first step instead of stalling the reduction
-        train_model = nn.parallel.DistributedDataParallel(
-            model,
-            device_ids=[device.index] if device.type == "cuda" and device.index is not None else None,
-            static_graph=True,
-        )
-    return model, train_model, sync_bn
-
-
-def _make_optimizer(model: nn.Module, objective: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-    """AdamW (``config.optimizer == "adamw"``) or Adam over the trainable parameters, in groups.
-
-    Groups, empty ones left out: ``"backbone"`` (``model.backbone_parameters()``, LR
-    ``lr_backbone``), ``"head"`` (the model's other parameters, LR ``lr_head``) and
-    ``"objective"`` (the objective's own parameters, LR ``lr_head``).
-
-    Raises
-    ------
-    ValueError
-        If neither model nor objective has a trainable parameter.
-    """
-    if hasattr(model, "backbone_parameters"):
-        backbone = list(model.backbone_parameters())
-    else:
-        backbone = []
-    ids = {id(p) for p in backbone}
-    head = [p for p in model.parameters() if id(p) not in ids]
-    groups = [
-        g
-        for g in (
-            {"params": [p for p in backbone if p.requires_grad], "lr": config.lr_backbone, "name": "backbone"},
-            {"params": [p for p in head if p.requires_grad], "lr": config.lr_head, "name": "head"},
-        )
-        if g["params"]
-    ]
-    obj_params = [p for p in objective.parameters() if p.requires_grad]
-    if obj_params:
-        groups.append({"params": obj_params, "lr": config.lr_head, "name": "objective"})
-    if not groups:
-        raise ValueError("model has no trainable parameters")
-    opt_class = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam  # Adam: L2 decay
-    return opt_class(groups, weight_decay=config.weight_decay)
-
-
-def _make_scheduler(
-    optimizer: torch.optim.Optimizer, config: TrainConfig, steps_per_epoch: int
-) -> torch.optim.lr_scheduler.LambdaLR:
-    """The per-step LR multiplier: 1 (``schedule="constant"``) or :func:`warmup_cosine` over every epoch's steps."""
-    total_steps = steps_per_epoch * config.epochs
-    warmup_steps = min(int(round(config.warmup_epochs * steps_per_epoch)), max(0, total_steps - 1))
-    if config.schedule == "constant":
-        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_cosine(s, warmup_steps, total_steps))
-
-
-def _compiled_loss(config: TrainConfig, objective: nn.Module) -> Callable[..., Any] | None:
-    """``objective`` compiled by :class:`hierviz.losses.CompiledLoss` under ``config.compile_loss``; else None.
-
-    Only objectives with ``loss_from_output`` are compiled; the others run eagerly.
-    """
-    if not (getattr(config, "compile_loss", False) and hasattr(objective, "loss_from_output")):
-        return None
-    from hierviz.losses.compiled import CompiledLoss  # heavy: hierviz.losses (geoopt, scipy), on first use
-
-    return CompiledLoss(objective)
-
-
-def _make_ema(model: nn.Module, config: TrainConfig) -> AveragedModel | None:
-    """The weight EMA of ``model`` (decay ``config.ema_decay``, buffers included); None when the decay is 0."""
-    if not config.ema_decay:
-        return None
-    return AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(config.ema_decay), use_buffers=True)
-
-
-def _progress_bar(config: TrainConfig, total_steps: int, initial: int) -> Any:
-    """The ``tqdm`` bar over every step of the run, shown on rank 0 under ``config.progress``."""
-    return tqdm(
-        total=total_steps,
-        initial=initial,
-        disable=not (config.progress and _dist.is_main_process()),
-        desc="train",
-        unit="step",
-        leave=False,
-        dynamic_ncols=True,
-    )
 
 
 @dataclass(eq=False)

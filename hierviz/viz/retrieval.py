@@ -6,35 +6,24 @@
   feature family (Fig. 3's shape), from :func:`hierviz.retrieval.run_retrieval`'s summary;
 * :func:`storage_error_figure` -- the relative distance error of float16 storage against
   the radius of the stored points (:func:`hierviz.retrieval.storage_error_curve`);
-* :func:`hcl_train` / :func:`hcl_figure` / :func:`hcl_panel` -- train a 2-D Hyperbolic Mapper
-  with HCL for a few steps at the given m0, α, λ and draw the disk and the loss terms; the
-  panel's slider grid is trained once ahead of time (:func:`write_hcl_grid`, :func:`hcl_grid`).
+* :func:`hcl_figure` / :func:`hcl_panel` -- draw a 2-D Hyperbolic Mapper trained with HCL at
+  the given m0, α, λ (:func:`hierviz.retrieval.hcl_train`): the disk and the loss terms; the
+  panel draws the slider grid trained ahead of time (:func:`hierviz.retrieval.hcl_grid`). This
+  module draws what it is given and trains nothing.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
-import torch
 from plotly.subplots import make_subplots
-from torch.utils.data import TensorDataset
-
-from hierviz.losses import HCLLoss, Objective
-from hierviz.models import HyperbolicMapper
-from hierviz.training import TrainConfig, fit
 
 __all__ = [
     "query_gallery_figure",
     "map_vs_n_figure",
     "storage_error_figure",
-    "hcl_toy_features",
-    "hcl_train",
-    "hcl_grid",
-    "write_hcl_grid",
-    "HCL_GRID",
     "hcl_figure",
     "hcl_panel",
 ]
@@ -179,229 +168,23 @@ def storage_error_figure(curve: dict[str, list[float]]) -> go.Figure:
     return fig
 
 
-def hcl_toy_features(
-    n_per_class: int = 40, classes: int = 4, dim: int = 8, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    """Gaussian blobs standing in for frozen features (one blob per class).
-
-    Returns
-    -------
-    x : numpy.ndarray, shape (classes·n_per_class, dim), float32
-    y : numpy.ndarray, shape (classes·n_per_class,), int64
-
-    Examples
-    --------
-    >>> x, y = hcl_toy_features(5, 3, 4)
-    >>> x.shape, sorted(set(y.tolist()))
-    ((15, 4), [0, 1, 2])
-    """
-    g = np.random.default_rng(seed)
-    y = np.repeat(np.arange(classes), n_per_class)
-    centres = 2.0 * g.normal(size=(classes, dim))
-    x = centres[y] + g.normal(size=(len(y), dim))
-    return x.astype(np.float32), y.astype(np.int64)
-
-
-#: The slider grid of :func:`hcl_panel`: every setting is trained once, ahead of time
-#: (:func:`write_hcl_grid`, stored in ``hierviz/viz/data/hcl_grid.npz``), so a slider move
-#: only draws. λ is a selection slider: its effect shows only from about 1 upwards.
-HCL_GRID = {
-    "m0": tuple(round(0.5 * i, 2) for i in range(13)),  # 0, 0.5, ..., 6
-    "alpha": (0.0, 0.25, 0.5, 0.75, 1.0),
-    "lam": (0.0, 0.1, 0.3, 1.0, 3.0, 10.0),
-}
-_GRID_FILE = "hcl_grid.npz"
-_TERMS = ("pos", "neg", "norm", "margin", "d_bar")
-_GRID_STEPS, _GRID_LR, _GRID_SEED = 60, 1e-2, 0
-
-
-class _ZOutput(torch.nn.Module):
-    """``{"z": mapper(x)}``, the output dict :func:`hierviz.training.fit` reads (viz imports no evaluation code)."""
-
-    def __init__(self, mapper: torch.nn.Module) -> None:
-        super().__init__()
-        self.mapper = mapper
-
-    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {"z": self.mapper(x)}
-
-
-def hcl_train(
-    m0: float = 0.5,
-    alpha: float = 0.1,
-    lam: float = 1e-3,
-    *,
-    x: Any = None,
-    y: Any = None,
-    steps: int = 60,
-    lr: float = 1e-2,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """Train a 2-D Hyperbolic Mapper with HCL(m0, α, λ) for ``steps`` full-batch Adam steps (:func:`hierviz.training.fit`).
-
-    Parameters
-    ----------
-    m0, alpha, lam : float
-        HCL hyperparameters (Paper 03 (Hyper-DINO) §2.3).
-    x, y : array-like, optional
-        Features (n, D) and labels (n,); default :func:`hcl_toy_features` ``(seed=seed)``.
-    steps : int, default 60
-    lr : float, default 1e-2
-    seed : int, default 0
-
-    Returns
-    -------
-    dict
-        ``h`` (n, 2) float32 ball points after training, ``y`` (n,) int64, ``trace`` (3, steps)
-        float32 (the terms pos, neg, norm per step), ``terms`` (dict: the final
-        :class:`~hierviz.losses.HCLLoss` terms on ``h``: pos, neg, norm, margin, d_bar), ``clip_fraction`` (float, the share of
-        points the radius cap moved) and ``radius`` (the cap ``1 - δ``).
-
-    Examples
-    --------
-    >>> r = hcl_train(0.5, 0.1, 1e-3, steps=3)
-    >>> r["h"].shape, r["trace"].shape
-    ((160, 2), (3, 3))
-    """
-    if x is None:
-        x, y = hcl_toy_features(seed=seed)
-    X = torch.as_tensor(np.asarray(x, dtype=np.float32))
-    Y = torch.as_tensor(np.asarray(y, dtype=np.int64))
-    torch.manual_seed(seed)
-    mapper = HyperbolicMapper(X.shape[1], 2, hidden=64)  # the paper's hard cap: the figure shows what it clips
-    loss_fn = HCLLoss(mapper.geometry, m0=m0, alpha=alpha, lam=lam)
-    trace = np.zeros((3, int(steps)), np.float32)
-
-    def record(epoch: int, info: dict) -> None:  # one full-batch step per epoch: the terms of that step
-        trace[:, epoch] = [loss_fn.last_terms[k] for k in ("pos", "neg", "norm")]
-
-    config = TrainConfig(  # full-batch Adam at a constant lr, through the one training loop
-        epochs=int(steps), batch_size=len(X), lr_backbone=lr, lr_head=lr, weight_decay=0.0, warmup_epochs=0,
-        ema_decay=None, seed=seed, device="cpu", amp=False, progress=False, optimizer="adam", schedule="constant",
-    )  # fmt: skip
-    fit(config, _ZOutput(mapper), Objective("hcl", {"hcl": loss_fn}), TensorDataset(X, Y), callbacks=[record])
-    with torch.no_grad():
-        h = mapper(X).numpy().astype(np.float32)
-        loss_fn(torch.as_tensor(h), Y)
-    return {
-        "h": h,
-        "y": Y.numpy(),
-        "trace": trace,
-        "terms": {k: float(loss_fn.last_terms[k]) for k in _TERMS},
-        "clip_fraction": float(mapper.clip_fraction),
-        "radius": float(mapper.radius),
-    }
-
-
-def _grid_key(m0: float, alpha: float, lam: float) -> tuple[float, float, float]:
-    return (round(float(m0), 4), round(float(alpha), 4), round(float(lam), 4))
-
-
-def write_hcl_grid(path: Any = None) -> Any:
-    """Train :func:`hcl_train` once per :data:`HCL_GRID` setting (toy features, 60 steps) and save it.
-
-    About 80 s on one CPU core; the file ships with the package, so :func:`hcl_panel` only draws.
-    Rebuild it after changing :func:`hcl_train`, :class:`hierviz.losses.HCLLoss` or the mapper:
-    ``python3 -c "from hierviz.viz.retrieval import write_hcl_grid; write_hcl_grid()"``.
-
-    Parameters
-    ----------
-    path : str or Path, optional
-        Default ``hierviz/viz/data/hcl_grid.npz``.
-
-    Returns
-    -------
-    pathlib.Path
-    """
-    path = Path(path) if path is not None else Path(__file__).parent / "data" / _GRID_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    keys, hs, traces, clips, terms = [], [], [], [], []
-    y = radius = None
-    for m0 in HCL_GRID["m0"]:
-        for alpha in HCL_GRID["alpha"]:
-            for lam in HCL_GRID["lam"]:
-                r = hcl_train(m0, alpha, lam, steps=_GRID_STEPS, lr=_GRID_LR, seed=_GRID_SEED)
-                keys.append(_grid_key(m0, alpha, lam))
-                hs.append(r["h"])
-                traces.append(r["trace"])
-                clips.append(r["clip_fraction"])
-                terms.append([r["terms"][k] for k in _TERMS])
-                y, radius = r["y"], r["radius"]
-    np.savez_compressed(
-        path,
-        keys=np.asarray(keys, np.float64),
-        h=np.stack(hs),
-        trace=np.stack(traces),
-        clip_fraction=np.asarray(clips, np.float64),
-        terms=np.asarray(terms, np.float64),
-        y=y,
-        radius=np.float64(radius),
-    )
-    return path
-
-
-_GRID_CACHE: dict[tuple[float, float, float], dict[str, Any]] = {}
-
-
-def hcl_grid() -> dict[tuple[float, float, float], dict[str, Any]]:
-    """The precomputed :data:`HCL_GRID` runs, ``(m0, α, λ) -> hcl_train(...)`` output (empty if missing).
-
-    Examples
-    --------
-    >>> grid = hcl_grid()
-    >>> len(grid), sorted(grid[(3.0, 0.0, 0.0)])
-    (390, ['clip_fraction', 'h', 'radius', 'terms', 'trace', 'y'])
-    """
-    if not _GRID_CACHE:
-        path = Path(__file__).parent / "data" / _GRID_FILE
-        if not path.is_file():
-            return {}
-        with np.load(path) as z:
-            y, radius = z["y"], float(z["radius"])
-            for key, h, trace, clip, t in zip(z["keys"], z["h"], z["trace"], z["clip_fraction"], z["terms"]):
-                _GRID_CACHE[_grid_key(*key)] = {
-                    "h": h,
-                    "y": y,
-                    "trace": trace,
-                    "terms": dict(zip(_TERMS, map(float, t))),
-                    "clip_fraction": float(clip),
-                    "radius": radius,
-                }
-    return _GRID_CACHE
-
-
-def hcl_figure(
-    m0: float = 0.5,
-    alpha: float = 0.1,
-    lam: float = 1e-3,
-    *,
-    x: Any = None,
-    y: Any = None,
-    steps: int = 60,
-    lr: float = 1e-2,
-    seed: int = 0,
-    result: dict[str, Any] | None = None,
-) -> go.Figure:
-    """Train a 2-D Hyperbolic Mapper with HCL(m0, α, λ) (:func:`hcl_train`) and draw it.
+def hcl_figure(m0: float = 0.5, alpha: float = 0.1, lam: float = 1e-3, *, result: dict[str, Any]) -> go.Figure:
+    """Draw a 2-D Hyperbolic Mapper trained with HCL(m0, α, λ): a :func:`hierviz.retrieval.hcl_train` result.
 
     Left: the Poincaré disk with the embedded points by class, the mapper's radius cap and
     the final margin m; right: the loss terms per step. The title gives the final
     :math:`\\mathcal L_{pos}`, :math:`\\mathcal L_{neg}`, :math:`\\mathcal R_{norm}`, m, the clip fraction
     and the mean and largest norm of the points, the terms read from :class:`hierviz.losses.HCLLoss`
-    evaluated on the drawn points by :func:`hcl_train` (nothing re-implemented here).
+    evaluated on the drawn points by :func:`~hierviz.retrieval.hcl_train` (nothing re-implemented here).
 
     Parameters
     ----------
     m0, alpha, lam : float
-        HCL hyperparameters (Paper 03 (Hyper-DINO) §2.3).
-    x, y : array-like, optional
-        Features (n, D) and labels (n,); default :func:`hcl_toy_features`.
-    steps : int, default 60
-    lr : float, default 1e-2
-    seed : int, default 0
-    result : dict, optional
-        A :func:`hcl_train` output to draw instead of training (what :func:`hcl_panel` passes
-        from :func:`hcl_grid`).
+        HCL hyperparameters (Paper 03 (Hyper-DINO) §2.3) of the run, shown in the title.
+    result : dict
+        What :func:`hierviz.retrieval.hcl_train` returns (or one entry of
+        :func:`hierviz.retrieval.hcl_grid`, what :func:`hcl_panel` passes): ``h`` (n, 2) ball
+        points, ``y`` (n,) labels, ``trace`` (3, steps), ``terms``, ``clip_fraction``, ``radius``.
 
     Returns
     -------
@@ -409,13 +192,19 @@ def hcl_figure(
         With ``fig.layout.meta`` = the final terms (dict): ``pos``, ``neg``, ``norm``,
         ``margin``, ``d_bar``, ``clip_fraction``, ``mean_norm``, ``max_norm``.
 
+    Raises
+    ------
+    KeyError
+        A ``result`` without one of the keys above.
+
     Examples
     --------
-    >>> fig = hcl_figure(0.5, 0.1, 1e-3, steps=5)
+    >>> from hierviz.retrieval import hcl_train
+    >>> fig = hcl_figure(0.5, 0.1, 1e-3, result=hcl_train(0.5, 0.1, 1e-3, steps=5))
     >>> sorted(fig.layout.meta)
     ['clip_fraction', 'd_bar', 'margin', 'max_norm', 'mean_norm', 'neg', 'norm', 'pos']
     """
-    r = result if result is not None else hcl_train(m0, alpha, lam, x=x, y=y, steps=steps, lr=lr, seed=seed)
+    r = result
     h, Y = np.asarray(r["h"]), np.asarray(r["y"])
     norms = np.linalg.norm(h, axis=1)
     terms = {
@@ -488,31 +277,57 @@ def hcl_figure(
     return fig
 
 
-def hcl_panel(m0: float = 0.5, alpha: float = 0.0, lam: float = 0.0, *, steps: int = 60, seed: int = 0):
-    """Sliders m0 ∈ [0, 6], α ∈ [0, 1], λ ∈ {0, 0.1, 0.3, 1, 3, 10} over :func:`hcl_figure` (Paper 03 §2.3).
+def hcl_panel(
+    grid: dict[tuple[float, float, float], dict[str, Any]], m0: float = 0.5, alpha: float = 0.0, lam: float = 0.0
+):
+    """Sliders m0, α, λ over the settings of ``grid``, each position drawn by :func:`hcl_figure` (Paper 03 §2.3).
 
-    At the default ``steps=60, seed=0`` every slider position is drawn from the precomputed
-    :func:`hcl_grid` (no training on a move: a redraw costs only the drawing); other settings,
-    or a value off the grid, train on the spot.
+    Every slider position is a setting of the precomputed grid, so a move costs only the
+    drawing (no training).
+
+    Parameters
+    ----------
+    grid : dict
+        ``(m0, α, λ) -> hcl_train(...)`` output, a full product of settings:
+        :func:`hierviz.retrieval.hcl_grid` (m0 ∈ [0, 6] by 0.5, α ∈ [0, 1] by 0.25,
+        λ ∈ {0, 0.1, 0.3, 1, 3, 10}; 60 steps on the toy blobs).
+    m0, alpha, lam : float
+        The first position (each snapped to the nearest setting of the grid).
 
     Returns
     -------
     hierviz.viz.widgets.Panel
-        Controls ``"m0"``, ``"alpha"``, ``"lam"``.
+        Controls ``"m0"``, ``"alpha"``, ``"lam"``: float sliders from the smallest to the largest
+        m0 and α of the grid in the grid's steps, and a selection slider over its λ values.
+
+    Raises
+    ------
+    ValueError
+        An empty ``grid`` (``hcl_grid()`` is empty when its file is missing: rebuild it with
+        :func:`hierviz.retrieval.write_hcl_grid`).
     """
     import ipywidgets as widgets  # heavy: ipywidgets, imported only when a panel is built
 
     from hierviz.viz.widgets import Panel, slider  # heavy: ipywidgets (viz.widgets imports it)
 
-    x, y = hcl_toy_features(seed=seed)
-    grid = hcl_grid() if (int(steps), int(seed)) == (_GRID_STEPS, _GRID_SEED) else {}
-    lams = HCL_GRID["lam"]
+    if not grid:
+        raise ValueError(
+            "grid is empty: pass hierviz.retrieval.hcl_grid() (its file is rebuilt by hierviz.retrieval.write_hcl_grid)"
+        )
+    m0s, alphas, lams = (sorted({float(key[i]) for key in grid}) for i in range(3))
+
+    def step(values: list[float]) -> float:
+        return float(np.diff(values).min()) if len(values) > 1 else 1.0
+
+    def nearest(values: list[float], v: float) -> float:
+        return min(values, key=lambda u: abs(u - v))
+
     controls = {
-        "m0": slider("base margin m0", m0, 0.0, 6.0, 0.5),
-        "alpha": slider("α (× mean distance)", alpha, 0.0, 1.0, 0.25),
+        "m0": slider("base margin m0", nearest(m0s, m0), m0s[0], m0s[-1], step(m0s)),
+        "alpha": slider("α (× mean distance)", nearest(alphas, alpha), alphas[0], alphas[-1], step(alphas)),
         "lam": widgets.SelectionSlider(
             options=[(f"{v:g}", v) for v in lams],
-            value=min(lams, key=lambda v: abs(v - lam)),
+            value=nearest(lams, lam),
             description="λ (norm penalty)",
             continuous_update=False,
             style={"description_width": "initial"},
@@ -520,7 +335,7 @@ def hcl_panel(m0: float = 0.5, alpha: float = 0.0, lam: float = 0.0, *, steps: i
     }
 
     def update(m0: float, alpha: float, lam: float) -> go.Figure:
-        cached = grid.get(_grid_key(m0, alpha, lam))
-        return hcl_figure(m0, alpha, lam, x=x, y=y, steps=steps, seed=seed, result=cached)
+        key = (nearest(m0s, m0), nearest(alphas, alpha), nearest(lams, lam))
+        return hcl_figure(*key, result=grid[key])
 
     return Panel(controls, update, "HCL: dynamic margin m = m0 + α·d̄ and norm penalty λ (precomputed grid)")
