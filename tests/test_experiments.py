@@ -197,7 +197,8 @@ def test_compare_library_call_writes_runs_and_returns_the_table(tmp_path):
     assert "| SupCon |" in result.markdown and result.paths["html"].is_file()
     saved = json.loads((tmp_path / "runs" / "supcon-poincare-s0" / "config.json").read_text())
     assert saved["run"] == {"method": "supcon", "geometry": "poincare", "seed": 0, "world_size": 1,
-                            "global_batch_size": saved["train"]["batch_size"]}  # fmt: skip
+                            "global_batch_size": saved["train"]["batch_size"],
+                            "depth_terms": {"cone": 0.2, "center": 1.0, "cpcc": 1.0}}  # fmt: skip
     assert saved["train"]["epochs"] == 1
     rec = json.loads((tmp_path / "runs" / "supcon-poincare-s0" / "result.json").read_text())
     assert rec["geometry_config"] == {"name": "poincare", "c": 1.0} and rec["method_display"] == "SupCon"

@@ -151,11 +151,12 @@ def test_an_old_flat_folder_reports_and_resumes_and_depth_terms_are_listed(tmp_p
     _cli(capsys, ["compare", *base, "--methods", "hwc,my-alpha", "--set", "loss.hwc.alpha=0.7"])
     hwc_cfg = _json(out / "runs" / "hwc-poincare-s0" / "config.json")
     assert hwc_cfg["loss"]["hwc.alpha"] == 0.7 and hwc_cfg["loss"]["cone_weight"] == 0.2
+    assert hwc_cfg["run"]["depth_terms"] == {"cone": 0.2, "center": 1.0, "cpcc": 1.0}
     hwc_rec = _json(out / "runs" / "hwc-poincare-s0" / "result.json")
     assert hwc_rec["depth_terms"] == {"cone": 0.2, "center": 1.0, "cpcc": 1.0}
     # the user method did not ask for depth terms: none added, none recorded, no depth keys in its config
     mine = _json(out / "runs" / "my-alpha-poincare-s0" / "config.json")
-    assert mine["loss"] == {"tau": 0.1, "my_alpha.alpha": 0.3}
+    assert mine["loss"] == {"tau": 0.1, "my_alpha.alpha": 0.3} and "depth_terms" not in mine["run"]
     mine_rec = _json(out / "runs" / "my-alpha-poincare-s0" / "result.json")
     assert "depth_terms" not in mine_rec and set(mine_rec["step_history"]) == {"loss", "supcon"}
     header = _json(out / "compare.json")["header"]["Depth terms"]

@@ -77,6 +77,7 @@ RESULT_FREE_KEYS = frozenset(
         "report.baseline",  # which method the paired table compares with
         "run.world_size",  # torchrun ranks: the same global batches and steps on any number (docs/distributed.md)
         "run.global_batch_size",  # train.batch_size capped at the training set: follows from other keys
+        "run.depth_terms",  # the depth terms added to the method's loss (and their weights): follow from loss.*
         "train.compile_loss",
         # what a method declares by code (Method.declared: recorded for the reader) is covered by the method's name,
         # as its build function is; its training overrides and views (method.train.*, method.feature_dropout) are values
@@ -474,7 +475,9 @@ def _canonical(d: Mapping[str, Any], ignore: frozenset[str] | set[str]) -> dict[
     return {
         k: v
         for k, v in sorted(flat.items())
-        if k not in ignore and not (k in _NEW_KEY_DEFAULTS and v == _NEW_KEY_DEFAULTS[k])
+        if k not in ignore
+        and k.rsplit(".", 1)[0] not in ignore  # run.depth_terms.cone: a part of an ignored section
+        and not (k in _NEW_KEY_DEFAULTS and v == _NEW_KEY_DEFAULTS[k])
     }
 
 
