@@ -6,6 +6,8 @@ Depth terms are added to a user method only when it asks, and every run that has
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -130,6 +132,13 @@ def test_hierviz_config_lists_the_namespaced_keys(capsys):
     assert listed["loss.lam.lambda"].startswith("loss.lam.lambda = 1.0    # λ_LAM")
     for flat in ("loss.alpha", "loss.lambda_lam", "loss.hcl_m0", "loss.hyilr_lambda", "loss.class_weight"):
         assert flat not in listed, flat
+    # from the shell, a flat key works and the warning is shown (Python hides DeprecationWarnings by default)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hierviz", "config", "--preset", "quick-ham10000", "--set", "loss.alpha=0.9", "--keys"],
+        capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], check=True,
+    )  # fmt: skip
+    assert "loss.hwc.alpha = 0.9" in proc.stdout
+    assert "DeprecationWarning: --set loss.alpha=0.9: loss.alpha is now loss.hwc.alpha" in proc.stderr
 
 
 def _as_flat_folder(out: Path) -> None:
