@@ -41,6 +41,7 @@ import json
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -498,6 +499,9 @@ def main(argv: Sequence[str] | None = None, *, _run_callbacks: dict | None = Non
         From argparse for malformed options (``--help`` included), with status 2.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    # a flat loss key of hierviz 0.3 (--set loss.alpha=...) works; say which key it is now (Python hides
+    # DeprecationWarnings outside __main__ by default)
+    warnings.filterwarnings("default", message=r".*loss\.\S+ is now loss\.", category=DeprecationWarning)
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False)) or "--debug" in argv
     try:

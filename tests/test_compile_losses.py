@@ -26,7 +26,7 @@ GEOMETRIES = ("euclidean", "poincare", "lorentz")
 B, D = 6, 5
 #: Fewer unrolled iterations than the defaults (same code paths, a shorter trace).
 #: each method's own objective (the default depth terms are compiled by their own test below)
-HPARAMS = {"gmm_max_iter": 5, "mean_steps": 1, "cone_weight": 0.0, "center_weight": 0.0, "cpcc_weight": 0.0}
+HPARAMS = {"g_hmlc.gmm_max_iter": 5, "lam.mean_steps": 1, "cone_weight": 0.0, "center_weight": 0.0, "cpcc_weight": 0.0}
 
 
 def _inputs(geometry, views: int, logits: bool):

@@ -13,28 +13,36 @@ from hierviz.experiments.records import diff_keys, fingerprint
 
 
 def test_paper02_tau_keys():
-    assert RENAMED_KEYS == {"loss.base_temperature": "loss.base_tau"}
+    assert RENAMED_KEYS == {"loss.base_temperature": "loss.hmlc.base_tau"}
     cfg = resolve_config("quick-ham10000")
-    assert cfg.loss["base_tau"] is None and "base_temperature" not in cfg.loss and cfg.loss["tau"] == 0.1
+    assert (
+        cfg.loss["hmlc.base_tau"] is None
+        and "base_tau" not in cfg.loss
+        and "base_temperature" not in cfg.loss
+        and cfg.loss["tau"] == 0.1
+    )
 
 
 def test_old_key_is_read_with_a_deprecation_warning():
     with pytest.warns(DeprecationWarning, match=r"--set loss.base_temperature=0.07: loss.base_temperature is now "):
         cfg = apply_overrides(resolve_config("quick-ham10000"), ["loss.base_temperature=0.07"])
-    assert cfg.loss["base_tau"] == 0.07 and "base_temperature" not in cfg.loss
+    assert cfg.loss["hmlc.base_tau"] == 0.07 and "base_temperature" not in cfg.loss
+    with pytest.warns(DeprecationWarning, match=r"loss.base_tau is now loss.hmlc.base_tau"):  # the 0.3 flat name
+        assert apply_overrides(resolve_config("quick-ham10000"), ["loss.base_tau=0.06"]).loss["hmlc.base_tau"] == 0.06
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the new key: no warning
-        assert apply_overrides(resolve_config("quick-ham10000"), ["loss.base_tau=0.07"]).loss["base_tau"] == 0.07
+        cfg = apply_overrides(resolve_config("quick-ham10000"), ["loss.hmlc.base_tau=0.07"])
+        assert cfg.loss["hmlc.base_tau"] == 0.07
 
 
 def test_a_run_folder_written_with_the_old_key_keeps_its_fingerprint():
     new = ExperimentConfig().to_dict()
     old = ExperimentConfig().to_dict()
-    old["loss"]["base_temperature"] = old["loss"].pop("base_tau")
+    old["loss"]["base_temperature"] = old["loss"].pop("hmlc.base_tau")
     assert fingerprint(old) == fingerprint(new) and diff_keys(old, new) == []
-    old["loss"]["base_temperature"] = new["loss"]["base_tau"] = 0.07
+    old["loss"]["base_temperature"] = new["loss"]["hmlc.base_tau"] = 0.07
     assert fingerprint(old) == fingerprint(new) != fingerprint(ExperimentConfig().to_dict())
-    with pytest.warns(DeprecationWarning, match="loss.base_temperature is now loss.base_tau"):
+    with pytest.warns(DeprecationWarning, match="loss.base_temperature is now loss.hmlc.base_tau"):
         back = ExperimentConfig.from_dict(old, where="run/config.json")
     assert back.to_dict() == new
 

@@ -39,10 +39,10 @@ def test_sweep_curve_matches_a_loop_over_seeds():
 
 
 def test_sweep_curve_one_seed_has_zero_spread_and_other_keys_work():
-    rows = [{"variant": "", "loss.alpha": a, "seed": 0, "hf1": h} for a, h in [(0.2, 0.3), (0.5, 0.9), (1.0, 0.1)]]
-    assert sweep_curve(rows, "", "hf1", key="loss.alpha") == ([0.2, 0.5, 1.0], [0.3, 0.9, 0.1], [0.0, 0.0, 0.0])
-    assert best_grid_value(rows, "", "hf1", key="loss.alpha") == 0.5
-    assert best_grid_value(rows, "", "hf1", key="loss.alpha", higher=False) == 1.0
+    rows = [{"variant": "", "loss.hwc.alpha": a, "seed": 0, "hf1": h} for a, h in [(0.2, 0.3), (0.5, 0.9), (1.0, 0.1)]]
+    assert sweep_curve(rows, "", "hf1", key="loss.hwc.alpha") == ([0.2, 0.5, 1.0], [0.3, 0.9, 0.1], [0.0, 0.0, 0.0])
+    assert best_grid_value(rows, "", "hf1", key="loss.hwc.alpha") == 0.5
+    assert best_grid_value(rows, "", "hf1", key="loss.hwc.alpha", higher=False) == 1.0
 
 
 def test_best_grid_value_is_the_argmax_of_the_mean():
@@ -61,8 +61,8 @@ def test_sweep_curve_errors_name_the_problem():
         sweep_curve(rows, "LAM", "hf1")
     with pytest.raises(ValueError, match="'top5' is missing"):
         sweep_curve(rows, "HWC", "top5")
-    with pytest.raises(ValueError, match="'loss.gamma' is missing"):
-        sweep_curve(rows, "HWC", "hf1", key="loss.gamma")
+    with pytest.raises(ValueError, match="'loss.hwc.gamma' is missing"):
+        sweep_curve(rows, "HWC", "hf1", key="loss.hwc.gamma")
 
 
 # ----------------------------------------------------------------------------- notebook 01 §6: Eq. (3) with a fixed step

@@ -85,15 +85,15 @@ def test_every_method_hyperparameter_is_a_key():
     keys = set(config_keys())
     for k in (
         "loss.tau",
-        "loss.alpha",
-        "loss.gamma",
-        "loss.alpha_max",
-        "loss.lambda_lam",
-        "loss.margins",
-        "loss.level_weights",
-        "loss.eta",
-        "loss.hxe_alpha",
-        "loss.soft_beta",
+        "loss.hwc.alpha",
+        "loss.hwc.gamma",
+        "loss.hwc.alpha_max",
+        "loss.lam.lambda",
+        "loss.lam.margins",
+        "loss.lam.level_weights",
+        "loss.lam.eta",
+        "loss.hxe.alpha",
+        "loss.soft_labels.beta",
         "model.curvature",
         "model.clip_r",
         "train.epochs",
@@ -101,15 +101,17 @@ def test_every_method_hyperparameter_is_a_key():
         "eval.projection",
     ):
         assert k in keys
-    cfg = resolve_config("quick-ham10000", ["loss.margins=[0.5, 0.3, 0.1]", "loss.alpha_max=2", "model.clip_r=null"])
-    assert cfg.loss["margins"] == [0.5, 0.3, 0.1] and cfg.loss["alpha_max"] == 2 and cfg.model.clip_r is None
+    cfg = resolve_config(
+        "quick-ham10000", ["loss.lam.margins=[0.5, 0.3, 0.1]", "loss.hwc.alpha_max=2", "model.clip_r=null"]
+    )
+    assert cfg.loss["lam.margins"] == [0.5, 0.3, 0.1] and cfg.loss["hwc.alpha_max"] == 2 and cfg.model.clip_r is None
 
 
 @pytest.mark.parametrize(
     "override, message",
     [
         ("train.epoch=1", "--set train.epoch=1: unknown key 'train.epoch'; did you mean 'train.epochs'?"),
-        ("loss.taus=0.1", "--set loss.taus=0.1: unknown key 'loss.taus'; did you mean 'loss.tau' or 'loss.eta'?"),
+        ("loss.taus=0.1", "--set loss.taus=0.1: unknown key 'loss.taus'; did you mean 'loss.tau'"),
         ("train.epochs=abc", "--set train.epochs=abc: expected an integer, got 'abc'"),
         ("train.epochs=0", "train.epochs: must be an integer >= 1, got 0"),
         ("data.limit=1.5", "--set data.limit=1.5: expected an integer, got 1.5"),
@@ -123,7 +125,7 @@ def test_every_method_hyperparameter_is_a_key():
         ),
         ("model.clip_r=0", "model.clip_r: must be > 0 (or null), got 0.0"),
         ("loss.tau=0", "loss.tau: must be > 0, got 0.0"),
-        ("loss.eta=abc", "--set loss.eta=abc: expected a finite number, got 'abc'"),
+        ("loss.lam.eta=abc", "--set loss.lam.eta=abc: expected a finite number, got 'abc'"),
         ("train.amp=maybe", "--set train.amp=maybe: expected true or false, got 'maybe'"),
         ("methods=supcn", "methods: unknown name 'supcn'; did you mean 'supcon'? valid names: "),
         ("train.epochs", "--set train.epochs: expected key=value, e.g. --set train.epochs=5"),
@@ -195,7 +197,8 @@ def test_compare_library_call_writes_runs_and_returns_the_table(tmp_path):
     assert "| SupCon |" in result.markdown and result.paths["html"].is_file()
     saved = json.loads((tmp_path / "runs" / "supcon-poincare-s0" / "config.json").read_text())
     assert saved["run"] == {"method": "supcon", "geometry": "poincare", "seed": 0, "world_size": 1,
-                            "global_batch_size": saved["train"]["batch_size"]}  # fmt: skip
+                            "global_batch_size": saved["train"]["batch_size"],
+                            "depth_terms": {"cone": 0.2, "center": 1.0, "cpcc": 1.0}}  # fmt: skip
     assert saved["train"]["epochs"] == 1
     rec = json.loads((tmp_path / "runs" / "supcon-poincare-s0" / "result.json").read_text())
     assert rec["geometry_config"] == {"name": "poincare", "c": 1.0} and rec["method_display"] == "SupCon"
@@ -243,25 +246,25 @@ def test_config_command_prints_resolved_config_and_keys(capsys):
         k: listed[k]
         for k in (
             "loss.tau",
-            "loss.alpha",
-            "loss.gamma",
-            "loss.alpha_max",
-            "loss.lambda_lam",
-            "loss.margins",
-            "loss.eta",
-            "loss.hxe_alpha",
+            "loss.hwc.alpha",
+            "loss.hwc.gamma",
+            "loss.hwc.alpha_max",
+            "loss.lam.lambda",
+            "loss.lam.margins",
+            "loss.lam.eta",
+            "loss.hxe.alpha",
             "model.curvature",
             "model.clip_r",
         )
     } == {
         "loss.tau": "0.1",
-        "loss.alpha": "0.5",
-        "loss.gamma": "0.5",
-        "loss.alpha_max": "null",
-        "loss.lambda_lam": "1.0",
-        "loss.margins": "null",
-        "loss.eta": "0.05",
-        "loss.hxe_alpha": "0.1",
+        "loss.hwc.alpha": "0.5",
+        "loss.hwc.gamma": "0.5",
+        "loss.hwc.alpha_max": "null",
+        "loss.lam.lambda": "1.0",
+        "loss.lam.margins": "null",
+        "loss.lam.eta": "0.05",
+        "loss.hxe.alpha": "0.1",
         "model.curvature": "1.0",
         "model.clip_r": "3.0",
     }
@@ -278,7 +281,7 @@ def toy_cleanup():
     yield
     if "toy-l2" in METHODS:
         METHODS.unregister("toy-l2")
-    LOSS_HPARAMS.pop("toy_scale", None)
+    LOSS_HPARAMS.pop("toy_l2.toy_scale", None)
     sys.modules.pop("tests.toy_method", None)
 
 
@@ -286,7 +289,7 @@ def test_toy_method_from_python_without_touching_package_files(tmp_path, toy_cle
     import importlib
 
     toy = importlib.import_module("tests.toy_method")
-    assert "loss.toy_scale" in config_keys()
+    assert "loss.toy_l2.toy_scale" in config_keys() and "loss.toy_scale" not in config_keys()
     cfg = resolve_config("quick-ham10000", [*TINY, "geometries=euclidean", f"out={tmp_path}"])
     cfg.methods = ["toy-l2"]
     result = compare(cfg, progress=False, verbose=False)
@@ -316,7 +319,7 @@ def test_toy_method_from_the_shell_with_import_and_set(tmp_path, capsys, toy_cle
             "--geometry",
             "euclidean",
             "--set",
-            "loss.toy_scale=2",
+            "loss.toy_l2.toy_scale=2",
             "--epochs",
             "1",
             *TINY_CLI,
@@ -330,7 +333,7 @@ def test_toy_method_from_the_shell_with_import_and_set(tmp_path, capsys, toy_cle
     assert [r["method"] for r in rows] == ["toy-l2"]
     assert "| Toy L2 |" in (tmp_path / "results.md").read_text()
     saved = json.loads((tmp_path / "runs" / "toy-l2-euclidean-s0" / "config.json").read_text())
-    assert saved["loss"]["toy_scale"] == 2.0 and saved["methods"] == ["toy-l2"]
+    assert saved["loss"]["toy_l2.toy_scale"] == 2.0 and saved["methods"] == ["toy-l2"]
 
 
 def test_toy_method_without_import_is_unknown(capsys, toy_cleanup):

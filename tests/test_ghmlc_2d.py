@@ -81,4 +81,4 @@ def test_g_hmlc_method_defaults_to_the_2d_gmm():
     tree = LabelTree.from_nested({"root": {"a": ["a1", "a2"], "b": ["b1"]}})
     obj = build_objective("g-hmlc", tree, get_geometry("euclidean"))
     assert next(m for m in obj.modules() if isinstance(m, GHMLCLoss)).gmm_dims == 2
-    assert resolve_config("quick-ham10000", ["loss.gmm_dims=1"]).loss["gmm_dims"] == 1
+    assert resolve_config("quick-ham10000", ["loss.g_hmlc.gmm_dims=1"]).loss["g_hmlc.gmm_dims"] == 1

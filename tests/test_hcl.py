@@ -158,15 +158,15 @@ TREE = LabelTree.from_nested({"root": {"a": ["x", "y"], "b": ["z"]}})
 
 def test_method_hcl_builds_the_loss_with_its_hyperparameters():
     method = get_method("hcl")
-    assert method.paper == "Paper 03 (Hyper-DINO)" and method.hparams == ("hcl_m0", "hcl_alpha", "hcl_lambda")
+    assert method.paper == "Paper 03 (Hyper-DINO)" and method.hparams == ("hcl.m0", "hcl.alpha", "hcl.lambda")
     ball = PoincareBall(1.0)
     obj = build_objective(
         "hcl",
         TREE,
         ball,
-        hcl_m0=1.0,
-        hcl_alpha=0.2,
-        hcl_lambda=0.01,
+        m0=1.0,
+        alpha=0.2,
+        **{"hcl.lambda": 0.01},
         cone_weight=0.0,
         center_weight=0.0,
         cpcc_weight=0.0,

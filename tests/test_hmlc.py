@@ -358,7 +358,7 @@ def test_paper02_methods_build_and_match_their_losses(breakhis_tree):
         penalty = "exp"
         assert loss.item() == pytest.approx(HMLCLoss(name, penalty, 0.2)(z, y).item(), rel=1e-6)
         assert list(terms) == [name]
-    off = build_objective("hmce", breakhis_tree, "euclidean", hmlc_mode="official", hmlc_penalty="pow2")
+    off = build_objective("hmce", breakhis_tree, "euclidean", mode="official", penalty="pow2")
     cols = torch.cat([level_labels(breakhis_tree, leaf, "category"), torch.arange(8)[:, None] + 50], dim=1)
     assert off(z, leaf)[0].item() == pytest.approx(
         SalesforceHMLC(temperature=0.1, layer_penalty=None)(z, cols).item(), rel=1e-5

@@ -218,9 +218,9 @@ def test_htc_runs_compare_plans_and_writes_table4(tmp_path, monkeypatch, capsys)
     assert cfg["data"]["split"] == "official" and cfg["data"]["path"].startswith(str(out / "htc_corpus_"))
     header = json.loads((out / "compare.json").read_text())["header"]["Split"]
     assert header.startswith("the dataset's official train/test")
-    assert recs[0]["hparams"] == {"tau": 0.07, "hyilr_lambda": 0.3}
+    assert recs[0]["hparams"] == {"tau": 0.07, "hyilr.lambda": 0.3}
     swept = load_records(out / "lam1")
-    assert [(r["method"], r["hparams"]["hyilr_lambda"]) for r in swept] == [("hyilr", 1.0)]
+    assert [(r["method"], r["hparams"]["hyilr.lambda"]) for r in swept] == [("hyilr", 1.0)]
     md = (out / "htc_results.md").read_text().splitlines()
     for rec, lam in ((recs[0], "0.3"), (recs[1], "–"), (swept[0], "1")):
         m = rec["classifier_metrics"]

@@ -72,7 +72,7 @@ def _loop_loss(name, obj, x, labels, lam, tau):
 @pytest.mark.parametrize("name", ["hyilr", "hyilr-poincare", "hyilr-euclidean", "hyilr-no-att"])
 def test_objective_matches_a_loop_reference(name):
     torch.manual_seed(0)
-    obj = build_objective(name, TREE, "euclidean", tau=0.2, hyilr_lambda=0.7).eval()  # eval: no dropout
+    obj = build_objective(name, TREE, "euclidean", tau=0.2, **{"hyilr.lambda": 0.7}).eval()  # eval: no dropout
     x = torch.randn(6, 4, dtype=D64)
     labels = torch.tensor([0, 1, 2, 3, 4, 2])
     obj(x, labels)  # the first call sets h = 4 (lazy head) and α = 1/√h
@@ -94,7 +94,7 @@ def test_label_sets_and_ablations():
     assert set(HYILR_VARIANTS) <= set(METHODS.names())
     x, labels = torch.randn(5, 3, dtype=D64), torch.arange(5)
     # w/o CL: the loss is the BCE and reads no τ or λ
-    assert get_method("hyilr-no-cl").hparams == () and get_method("hyilr").hparams == ("tau", "hyilr_lambda")
+    assert get_method("hyilr-no-cl").hparams == () and get_method("hyilr").hparams == ("tau", "hyilr.lambda")
     loss, terms = build_objective("hyilr-no-cl", TREE, "lorentz")(x, labels)
     assert loss.item() == terms["bce"].item() and float(terms["cl"]) == 0.0
     # w/o HNS: min(2|P|, #non-positives) = min(4, 5) random negatives for every sample
@@ -106,8 +106,8 @@ def test_label_sets_and_ablations():
     torch.testing.assert_close(obj(x2, labels)[0], obj(x2.reshape(10, 3), labels.repeat_interleave(2))[0])
     with pytest.raises(ValueError, match="no 'features'"):
         obj.loss_from_output({"z": x2}, labels)
-    with pytest.raises(ValueError, match="hyilr_lambda"):
-        build_objective("hyilr", TREE, "euclidean", hyilr_lambda=-1.0)
+    with pytest.raises(ValueError, match="hyilr.lambda"):
+        build_objective("hyilr", TREE, "euclidean", **{"hyilr.lambda": -1.0})
 
 
 def test_trainable_modules_and_state_round_trip():

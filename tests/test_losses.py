@@ -580,7 +580,7 @@ def test_objectives_names_and_terms(breakhis_tree):
         "soft-labels": {"soft"},
     }
     for name in [n for n in OBJECTIVES if n in expected_terms]:
-        obj = build_objective(name, breakhis_tree, "euclidean", lambda_lam=0.5)
+        obj = build_objective(name, breakhis_tree, "euclidean", **{"lam.lambda": 0.5})
         assert isinstance(obj, Objective) and obj.requires_logits == (name in ("hxe", "soft-labels"))
         # a term consumes logits exactly when the objective needs them (routing by input_kind)
         assert obj.requires_logits == any(m.input_kind == "logits" for m in obj.terms.values())
@@ -596,7 +596,7 @@ def test_objective_matches_modules(breakhis_tree):
     geo = get_geometry("poincare")
     bare = dict(cone_weight=0.0, center_weight=0.0, cpcc_weight=0.0)  # the paper's loss: no depth terms
     obj = build_objective(
-        "hwc+lam", breakhis_tree, geo, alpha=0.3, gamma=0.7, tau=0.2, lambda_lam=2.0, margins=0.2, **bare
+        "hwc+lam", breakhis_tree, geo, alpha=0.3, gamma=0.7, tau=0.2, margins=0.2, **{"lam.lambda": 2.0}, **bare
     )
     loss, terms = obj(z, y)
     ref = HWCLoss(breakhis_tree, geo, alpha=0.3, gamma=0.7, tau=0.2)(z, y)
@@ -616,7 +616,7 @@ def test_objective_errors(breakhis_tree):
         build_objective("hwc", breakhis_tree, "euclidean", tua=0.1)
     with pytest.raises(ValueError, match="logits"):
         build_objective("hxe", breakhis_tree, "euclidean")(None, torch.tensor([0, 1]))
-    with pytest.raises(ValueError, match="lambda_lam"):
-        build_objective("hwc+lam", breakhis_tree, "euclidean", lambda_lam=-1)
+    with pytest.raises(ValueError, match="lam.lambda"):
+        build_objective("hwc+lam", breakhis_tree, "euclidean", **{"lam.lambda": -1})
     with pytest.raises(ValueError, match="tau"):
         build_objective("supcon", breakhis_tree, "euclidean", tau=0)

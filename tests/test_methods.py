@@ -27,7 +27,8 @@ def test_builtin_methods_are_registered_with_declarations():
     assert get_method("soft-labels").needs.logits
     assert not get_method("hwc+lam").needs.logits and get_method("hwc+lam").embedding == "z"
     assert get_method("HWC+LAM").display_name == "HWC+LAM"
-    assert {"tau", "alpha", "gamma", "alpha_max", "lambda_lam", "margins", "eta"} <= set(get_method("hwc+lam").hparams)
+    hwc_lam = {"tau", "hwc.alpha", "hwc.gamma", "hwc.alpha_max", "lam.lambda", "lam.margins", "lam.eta"}
+    assert hwc_lam <= set(get_method("hwc+lam").hparams)
 
 
 @pytest.mark.parametrize("geo", ["euclidean", "poincare"])
@@ -35,7 +36,7 @@ def test_hwc_lam_equals_its_terms_built_by_hand(geo):
     geometry = get_geometry(geo)
     z, y = _batch(geometry)
     bare = dict(cone_weight=0.0, center_weight=0.0, cpcc_weight=0.0)  # the paper's loss: no depth terms
-    obj = build_objective("hwc+lam", TREE, geometry, alpha=0.7, gamma=0.3, lambda_lam=0.5, tau=0.2, **bare)
+    obj = build_objective("hwc+lam", TREE, geometry, alpha=0.7, gamma=0.3, tau=0.2, **{"lam.lambda": 0.5}, **bare)
     loss, terms = obj(z, y)
     hwc = HWCLoss(TREE, geometry, tau=0.2, alpha=0.7, gamma=0.3, reduction="pairs")(z, y)
     lam = LAMLoss(TREE, geometry)(z, y)
@@ -46,7 +47,7 @@ def test_hwc_lam_equals_its_terms_built_by_hand(geo):
 def test_lam_is_supcon_plus_lam_and_supcon_matches():
     geometry = get_geometry("euclidean")
     z, y = _batch(geometry, seed=3)
-    loss, terms = build_objective("lam", TREE, geometry, lambda_lam=2.0)(z, y)
+    loss, terms = build_objective("lam", TREE, geometry, **{"lam.lambda": 2.0})(z, y)
     sup = SupConLoss(TREE, geometry, tau=0.1, reduction="pairs")(z, y)
     assert torch.allclose(terms["supcon"], sup.detach())
     assert torch.allclose(loss, sup + 2.0 * terms["lam"])
@@ -79,19 +80,26 @@ def test_user_method_registers_declares_hparams_and_builds():
         def toy(tree, geometry, hp):
             return Objective("toy-reg", {"supcon": SupConLoss(tree, geometry)}, {"supcon": hp["toy_weight"]})
 
-        assert LOSS_HPARAMS["toy_weight"].default == 2.0
+        assert LOSS_HPARAMS["toy_reg.toy_weight"].default == 2.0 and "toy_weight" not in LOSS_HPARAMS
+        assert get_method("toy-reg").hparams == ("toy_reg.toy_weight",)
         assert get_method("toy-reg").needs.views == 3
         obj = build_objective("toy-reg", TREE, "euclidean", toy_weight=3.0)
         assert obj.weights == {"supcon": 3.0}
+        assert build_objective("toy-reg", TREE, "euclidean", **{"toy_reg.toy_weight": 4.0}).weights == {"supcon": 4.0}
         with pytest.raises(ValueError, match="already registered"):
             register_method("toy-reg")(toy)
-        with pytest.raises(ValueError, match="already declared with default 2.0"):
-            register_method("toy-reg2", hparams={"toy_weight": 5.0})(toy)
+        with pytest.raises(ValueError, match="loss.toy_reg.toy_weight is already declared with default 2.0"):
+            register_method("toy-reg", hparams={"toy_weight": 5.0}, replace=True)(toy)
+        register_method("toy-reg2", hparams={"toy_weight": 5.0})(toy)  # its own key: no clash with toy-reg's
+        assert build_objective("toy-reg2", TREE, "euclidean").weights == {"supcon": 5.0}
         with pytest.raises(ValueError, match="not declared"):
             register_method("toy-reg3", hparams=("no_such_hparam",))(toy)
     finally:
-        METHODS.unregister("toy-reg")
-        LOSS_HPARAMS.pop("toy_weight", None)
+        for name in ("toy-reg", "toy-reg2"):
+            if name in METHODS:
+                METHODS.unregister(name)
+        LOSS_HPARAMS.pop("toy_reg.toy_weight", None)
+        LOSS_HPARAMS.pop("toy_reg2.toy_weight", None)
 
 
 def test_needs_validates_views():

@@ -85,7 +85,7 @@ def test_paper02_cpu_preset_is_paper02s_protocol_at_64_px():
     )
     assert cfg.methods == ["ce", "supcon", "hmce", "g-hmlc", "a-hmlc"] and cfg.geometries == ["euclidean"]
     assert cfg.eval.embedding == "features" and cfg.report.baseline == "supcon" and cfg.seeds >= 3
-    assert cfg.loss["gmm_dims"] == 2  # paper 02 §3's two-dimensional GMM
+    assert cfg.loss["g_hmlc.gmm_dims"] == 2  # paper 02 §3's two-dimensional GMM
 
 
 def test_paper02_cpu_preset_probes_supcon_on_features_too(tmp_path):

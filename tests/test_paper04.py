@@ -441,13 +441,14 @@ def test_class_weighted_gradcheck_and_errors(cls):
     assert torch.autograd.gradcheck(lambda t: loss(t, y), (z,))
     with pytest.raises(ValueError, match="class_weight must be one of"):
         cls(TREE4, class_weight="balanced")
-    assert cls(TREE4, class_weight=None).class_weight == "none"  # --set loss.class_weight=none reads as null
+    assert cls(TREE4, class_weight=None).class_weight == "none"  # --set loss.heads.class_weight=none reads as null
 
 
 def test_class_weight_is_a_method_hyperparameter():
     from hierviz.methods import build_objective, get_method
 
-    assert "class_weight" in get_method("t+pl").hparams and "class_weight" not in get_method("t").hparams
+    assert "heads.class_weight" in get_method("t+pl").hparams
+    assert "heads.class_weight" not in get_method("t").hparams
     obj = build_objective("t+pl+b", TREE4, "euclidean", class_weight="inverse")
     assert obj.term("pl").class_weight == obj.term("b").class_weight == "inverse"
     assert build_objective("l", TREE4, "euclidean").term("l").class_weight == "none"
@@ -465,7 +466,7 @@ def test_methods_are_registered_with_sampler_and_protocol():
     for name in PAPER04:
         m = get_method(name)
         assert m.needs.sampler == "tree-triplet" and m.needs.views == 1 and m.protocol == "unseen"
-        obj = build_objective(name, TREE4, "euclidean", triplet_margin=0.5)
+        obj = build_objective(name, TREE4, "euclidean", **{"triplet.margin": 0.5})
         loss, terms = obj(z, y)
         want = {"t", "l", "pl", "b"} & set(name.split("+"))
         assert set(terms) == want and float(loss.detach()) == pytest.approx(sum(float(v) for v in terms.values()))
@@ -622,7 +623,7 @@ def test_compare_unseen_protocol_on_the_synthetic_corpus(tmp_path, monkeypatch, 
     argv = ["compare", "--dataset", "20news", "--encoder", "mlp", "--width", "2", "--embed-dim", "8"]
     argv += ["--methods", "t+pl,t+b", "--protocol", "unseen", "--geometry", "euclidean", "--seeds", "1"]
     argv += ["--epochs", "1", "--batch-size", "48", "--projection", "pca", "--out", str(out), "--quiet"]
-    argv += ["--set", "loss.class_weight=inverse"]
+    argv += ["--set", "loss.heads.class_weight=inverse"]
     assert main(argv) == 0, capsys.readouterr().err
     with open(out / "results.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -633,7 +634,7 @@ def test_compare_unseen_protocol_on_the_synthetic_corpus(tmp_path, monkeypatch, 
     rec = json.loads((out / "runs" / "t_pl-euclidean-s0" / "result.json").read_text())
     assert rec["protocol"] == "unseen"
     cfg = json.loads((out / "runs" / "t_pl-euclidean-s0" / "config.json").read_text())
-    assert cfg["loss"]["class_weight"] == "inverse"
+    assert cfg["loss"]["heads.class_weight"] == "inverse"
     # the paper-04 columns are the default table columns, in results.md and report.html, without flags
     md = (out / "results.md").read_text()
     head = md.splitlines()[[i for i, line in enumerate(md.splitlines()) if line.startswith("| Method")][0]]

@@ -378,7 +378,7 @@ def test_hcl_hyperparameter_errors_name_the_config_key():
     import hierviz.methods as hm
 
     tree, _, _ = _depth_setup()
-    for key, arg in (("hcl_alpha", "alpha"), ("hcl_m0", "m0"), ("hcl_lambda", "lam")):
+    for key, arg in (("hcl.alpha", "alpha"), ("hcl.m0", "m0"), ("hcl.lambda", "lam")):
         with pytest.raises(ValueError, match=f"^loss.{key}: {arg} must be >= 0"):
             hm.build_objective("hcl", tree, "poincare", **{key: -1.0})
 
@@ -500,7 +500,7 @@ def test_features_reads_a_run_made_with_user_keys(tmp_path):
     before = export_run(run)
     cfg = json.loads((run / "config.json").read_text())
     cfg["methods"], cfg["geometries"] = ["supcon", "toy-l2"], ["euclidean", "my-geo"]  # registered by a user module
-    cfg["loss"]["toy_scale"] = 2.0
+    cfg["loss"]["toy_l2.toy_scale"] = 2.0
     (run / "config.json").write_text(json.dumps(cfg))
     after = export_run(run)
     assert np.array_equal(before.features, after.features) and np.array_equal(before.split, after.split)

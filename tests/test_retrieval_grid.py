@@ -91,7 +91,7 @@ def test_grid_methods_cut_n_and_name_the_variants():
         assert METHODS.get("pca4").protocol == "retrieval-folds" and METHODS.get("hyper-dino-pca4-32").needs.views == 1
         assert METHODS.get("hyper-dino-pca4-32").train.to_dict() == {"optimizer": "adam", "schedule": "constant"}
         assert METHODS.get("hyper-dino-pca4-32").feature_dropout == 0.0  # declared, not glued onto the build function
-        assert METHODS.get("hyper-dino-pca4-32").hparams == ("hcl_m0", "hcl_alpha", "hcl_lambda")
+        assert METHODS.get("hyper-dino-pca4-32").hparams == ("hcl.m0", "hcl.alpha", "hcl.lambda")
         from hierviz.data import ArrayDataset
         from hierviz.geometry import PoincareBall
 

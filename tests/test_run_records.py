@@ -106,7 +106,7 @@ def _forget_user_modules():
     for name in ("user-pull", "user-push"):
         if name in METHODS:
             METHODS.unregister(name)
-    for key in ("user_scale", "user_margin"):
+    for key in ("user_pull.user_scale", "user_push.user_margin"):
         LOSS_HPARAMS.pop(key, None)
     if "user-ball" in GEOMETRIES:
         GEOMETRIES.unregister("user-ball")
@@ -126,15 +126,15 @@ def _json(path: Path) -> dict:
 
 
 def test_loss_keys_are_the_method_hparams_plus_the_radial_keys_on_hyperbolic_geometries():
-    assert loss_keys("supcon", "euclidean") == ("tau", "reduction", "similarity")
-    assert loss_keys("supcon", "poincare") == ("tau", "reduction", "similarity", *("cone_weight", "center_weight",
+    assert loss_keys("supcon", "euclidean") == ("tau", "supcon.reduction", "similarity")
+    assert loss_keys("supcon", "poincare") == ("tau", "supcon.reduction", "similarity", *("cone_weight", "center_weight",
                                                                                     "cone_aperture", "order_weight",
                                                                                     "order_margin", "cpcc_weight", "depth_weight",
                                                                                     "depth_step", "tau_hyperbolic"))  # fmt: skip
     assert "cone_weight" not in loss_keys("hxe", "poincare")  # evaluated on encoder features: no depth terms
-    cfg = resolve_config("quick-ham10000", ["loss.alpha=0.9"])
+    cfg = resolve_config("quick-ham10000", ["loss.hwc.alpha=0.9"])
     run = cfg.run_config("supcon", "euclidean", 0)
-    assert run["loss"] == {"tau": cfg.loss["tau"], "reduction": cfg.loss["reduction"],
+    assert run["loss"] == {"tau": cfg.loss["tau"], "supcon.reduction": cfg.loss["supcon.reduction"],
                            "similarity": cfg.loss["similarity"]}  # fmt: skip
     # a key supcon does not read leaves its fingerprint alone; one it reads changes it
     assert fingerprint(run) == fingerprint(resolve_config("quick-ham10000").run_config("supcon", "euclidean", 0))
@@ -149,14 +149,14 @@ def test_user_loss_reports_without_import_and_resumes_with_a_module_that_adds_a_
     mod_b.write_text(USER_LOSS_PLUS_KEY, encoding="utf-8")
     out = tmp_path / "out"
     base = [*TINY_CLI, "--methods", "user-pull,supcon", "--geometry", "euclidean", "--out", str(out)]
-    _cli(capsys, ["compare", "--import", str(mod_a), *base, "--set", "loss.user_scale=2"])
+    _cli(capsys, ["compare", "--import", str(mod_a), *base, "--set", "loss.user_pull.user_scale=2"])
     run_cfg = _json(out / "runs" / "user-pull-euclidean-s0" / "config.json")
-    assert run_cfg["loss"] == {"user_scale": 2.0}  # the keys this method reads, and only those
+    assert run_cfg["loss"] == {"user_pull.user_scale": 2.0}  # the keys this method reads, and only those
     rec = _json(out / "runs" / "user-pull-euclidean-s0" / "result.json")
-    assert rec["hparams"] == {"user_scale": 2.0} and rec["method_display"] == "User Pull"
+    assert rec["hparams"] == {"user_pull.user_scale": 2.0} and rec["method_display"] == "User Pull"
     assert _json(out / "runs" / "supcon-euclidean-s0" / "config.json")["loss"] == {
         "tau": 0.1,
-        "reduction": "pairs",
+        "supcon.reduction": "pairs",
         "similarity": None,
     }
     first_md = (out / "results.md").read_text(encoding="utf-8")
@@ -174,23 +174,26 @@ def test_user_loss_reports_without_import_and_resumes_with_a_module_that_adds_a_
 
     # --resume with another module that declares one more key: both runs are reused
     stdout, _ = _cli(capsys, ["compare", "--import", str(mod_b), *base[:-1], str(out), "--set",
-                              "loss.user_scale=2", "--resume"])  # fmt: skip
+                              "loss.user_pull.user_scale=2", "--resume"])  # fmt: skip
     assert stdout.count("finished earlier, reusing") == 2
     for run, before in seconds.items():  # reused, not retrained
         assert _json(out / "runs" / run / "result.json")["train_seconds"] == before
     md_b = (out / "results.md").read_text(encoding="utf-8")
     assert md_b.split("\n", 1)[1] == first_md.split("\n", 1)[1]  # nothing retrained
     # a key the run reads still matters
-    _, err = _cli(capsys, ["compare", "--import", str(mod_b), *base, "--set", "loss.user_scale=3", "--resume"], 2)
-    assert "different settings (loss.user_scale)" in err
+    _, err = _cli(
+        capsys, ["compare", "--import", str(mod_b), *base, "--set", "loss.user_pull.user_scale=3", "--resume"], 2
+    )
+    assert "different settings (loss.user_pull.user_scale)" in err
 
 
 def _as_0_2_folder(out: Path) -> None:
-    """Rewrite each run's config.json as hierviz 0.2 and main before 0.3 wrote it: every declared loss key."""
+    """Rewrite each run's config.json as hierviz 0.2 and main before 0.3 wrote it: every declared loss key, flat."""
     every = {k: h.default for k, h in LOSS_HPARAMS.items() if not k.startswith("user_")}
     for cfg_file in out.glob("runs/*/config.json"):
         d = _json(cfg_file)
-        d["loss"] = {**every, **d["loss"]}
+        loss = {**every, **d["loss"]}  # by the flat names of 0.2 and 0.3 (loss.alpha, not loss.hwc.alpha)
+        d["loss"] = {(LOSS_HPARAMS[k].formerly or (k,))[0]: v for k, v in loss.items()}
         cfg_file.write_text(json.dumps(d, indent=1), encoding="utf-8")
         res = cfg_file.parent / "result.json"
         r = _json(res)
@@ -211,7 +214,7 @@ def test_a_folder_with_every_loss_key_resumes_merges_and_reports(tmp_path, capsy
     _cli(capsys, ["compare", *base, "--methods", "supcon,hwc", "--resume"])
     assert _json(out / "runs" / "supcon-poincare-s0" / "result.json")["train_seconds"] == seconds
     new = _json(out / "runs" / "hwc-poincare-s0" / "config.json")
-    assert "hxe_alpha" not in new["loss"] and new["loss"]["tau"] == old["loss"]["tau"]
+    assert "hxe.alpha" not in new["loss"] and "hwc.alpha" in new["loss"] and new["loss"]["tau"] == old["loss"]["tau"]
     result = report(out, verbose=False)  # old and new records merge on the keys both read
     assert [(r["method"], r["geometry"]) for r in result.rows] == [
         ("supcon", "euclidean"),

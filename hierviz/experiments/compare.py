@@ -49,7 +49,7 @@ from hierviz.experiments.records import (
 )
 from hierviz.experiments.result import CompareResult
 from hierviz.experiments.run_one import _launch, _run_one, _speed_options  # noqa: F401 (re-exported)
-from hierviz.methods import get_method
+from hierviz.methods import depth_terms, get_method
 from hierviz.models import ENCODERS
 from hierviz.report import build_report, read_results_csv
 from hierviz.training import distributed as hd
@@ -330,6 +330,9 @@ class _Runs:
             run_dir = out / "runs" / run_name(method, geo, seed)
             run_cfg = cfg.run_config(method, geo, seed)
             run_cfg["run"].update(_launch(cfg, train_ds, hd.get_world_size()))  # recorded, not fingerprinted
+            terms = depth_terms(method, geo, cfg.loss)  # the depth regularisers added to its loss: follow from loss.*
+            if terms:
+                run_cfg["run"]["depth_terms"] = terms
             tag = f"[{i}/{len(plan)}] {method} · {geo} · seed {seed}"
             hd.barrier()  # rank 0's files of the previous run are on disk: every rank decides alike
             res_file, cfg_file = run_dir / "result.json", run_dir / "config.json"

@@ -11,8 +11,10 @@ key          what
 ``out``      output folder
 ``data.*``   :class:`DataConfig`: dataset or file, tree, subset, split seed, image size, workers
 ``model.*``  :class:`ModelConfig`: encoder, widths, curvature c, clip radius, pretrained file
-``loss.*``   every method hyperparameter (τ, α, γ, α_max, λ_LAM, margins m_ℓ, η, HXE α, …),
-             from :data:`hierviz.methods.LOSS_HPARAMS`
+``loss.*``   every method hyperparameter, from :data:`hierviz.methods.LOSS_HPARAMS`: shared
+             keys (``loss.tau``, ``loss.similarity``, the depth terms ``loss.cone_weight`` …)
+             and each method's own (``loss.hwc.alpha``, ``loss.lam.lambda``, ``loss.hcl.m0`` …);
+             the flat names of hierviz 0.3 (``loss.alpha``) are read with a DeprecationWarning
 ``train.*``  :class:`TrainSection`: epochs, batch, learning rates, warmup, EMA, device, AMP
 ``eval.*``   :class:`EvalConfig`: projection of the report, Karcher steps, batch size
 ``report.*`` :class:`ReportConfig`: the baseline of the paired-difference table
@@ -57,7 +59,7 @@ from hierviz.experiments.preset_files import PRESETS, load_preset, preset_names
 from hierviz.experiments.run_names import check_run_names
 from hierviz.geometry import DEFAULT_CURVATURE, GEOMETRIES
 from hierviz.geometry._checks import C_MAX, C_MIN
-from hierviz.methods import LOSS_HPARAMS, METHODS, loss_keys
+from hierviz.methods import LOSS_HPARAMS, METHODS, legacy_keys, loss_keys
 from hierviz.metrics.projection import PROJECTIONS
 from hierviz.models import ENCODERS
 
@@ -417,7 +419,8 @@ def _unknown_key(key: str, where: str) -> ConfigError:
 
 #: Keys renamed since they were written to run folders: old key -> new key. The old key is read
 #: (``--set``, presets, a run's config.json) with a DeprecationWarning; fingerprints use the new one.
-RENAMED_KEYS = {"loss.base_temperature": "loss.base_tau"}  # τ is ``tau`` in every method
+#: The flat ``loss.*`` names of hierviz 0.3 are read the same way (:func:`hierviz.methods.legacy_keys`).
+RENAMED_KEYS = {"loss.base_temperature": "loss.hmlc.base_tau"}  # τ is ``tau`` in every method
 
 
 def _set_key(cfg: ExperimentConfig, key: str, value: Any, where: str) -> None:
@@ -432,10 +435,17 @@ def _set_key(cfg: ExperimentConfig, key: str, value: Any, where: str) -> None:
         f = {f.name: f for f in dataclasses.fields(ExperimentConfig)}[parts[0]]
         setattr(cfg, parts[0], _coerce(value, None, f.type, where))
         return
-    if len(parts) == 2 and parts[0] == "loss":
-        if parts[1] not in LOSS_HPARAMS:
+    if len(parts) >= 2 and parts[0] == "loss":
+        name = ".".join(parts[1:])
+        keys = (name,) if name in LOSS_HPARAMS else legacy_keys(name) if len(parts) == 2 else ()
+        if not keys:
             raise _unknown_key(key, where)
-        cfg.loss[parts[1]] = _coerce_loss(parts[1], value, where)
+        if keys != (name,):  # a flat name of hierviz 0.3
+            new = " and ".join(f"loss.{k}" for k in keys)
+            also = "; this one flat name sets them all (each method reads its own)" if len(keys) > 1 else ""
+            warnings.warn(f"{where}: loss.{name} is now {new}{also}", DeprecationWarning, stacklevel=3)
+        for k in keys:
+            cfg.loss[k] = _coerce_loss(k, value, where)
         return
     if len(parts) == 2 and parts[0] in _SECTIONS:
         section = getattr(cfg, parts[0])

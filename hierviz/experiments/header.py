@@ -78,7 +78,13 @@ def _overrides(records) -> str:
     return "; the methods' own optimiser: " + "; ".join(f"{', '.join(v)}: {k}" for k, v in by.items())
 
 
-_DEPTH_NAMES = {"cone": "entailment cone", "center": "centring", "order": "radial order", "cpcc": "CPCC"}
+_DEPTH_NAMES = {
+    "cone": "entailment cone",
+    "center": "centring",
+    "order": "radial order",
+    "cpcc": "CPCC",
+    "depth": "radial depth",
+}
 
 
 def _depth(records) -> str:

@@ -68,7 +68,7 @@ from hierviz.experiments.records import load_records
 from hierviz.geometry import get_geometry
 from hierviz.geometry._checks import scalar
 from hierviz.hierarchy import LabelTree
-from hierviz.methods import build_objective
+from hierviz.methods import build_objective, upgrade_loss
 from hierviz.methods.hyilr import HYILR_TRAIN
 from hierviz.methods.paper05 import (
     HTC_METHODS,
@@ -217,7 +217,7 @@ def compare_config(
     corpus : Corpus
         :func:`write_corpus`.
     lam : float, optional
-        λ (``loss.hyilr_lambda``; default ``cfg.lam``).
+        λ (``loss.hyilr.lambda``; default ``cfg.lam``).
 
     Returns
     -------
@@ -256,7 +256,7 @@ def compare_config(
         "train.threads": cfg.threads,
         "train.patience": int(cfg.patience),  # early stopping on the validation split, the best epoch kept
         "loss.tau": float(cfg.tau),
-        "loss.hyilr_lambda": float(cfg.lam if lam is None else lam),
+        "loss.hyilr.lambda": float(cfg.lam if lam is None else lam),
     }
     return resolve_config("quick-ham10000", over)
 
@@ -352,7 +352,8 @@ def label_points(
     state = load_checkpoint(path)["objective"] if path.is_file() else None
     if not state or "terms.hyilr.head.W_L" not in state:
         return None
-    obj = build_objective(rec["method"], tree, get_geometry("euclidean"), **(rec.get("hparams") or {}))
+    hparams = upgrade_loss(rec.get("hparams") or {})  # a record of hierviz 0.3 holds flat names (hyilr_lambda)
+    obj = build_objective(rec["method"], tree, get_geometry("euclidean"), **hparams)
     loss = obj.terms["hyilr"]
     h = int(state["terms.hyilr.head.W_L"].shape[0])
     loss.head.initialize_parameters(torch.zeros(1, h))

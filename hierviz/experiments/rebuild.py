@@ -139,7 +139,7 @@ def _known_settings(cfg_dict: dict[str, Any], records: list[dict], where: str) -
     cfg.methods = list(dict.fromkeys(r["method"] for r in records))
     cfg.geometries = list(dict.fromkeys(r["geometry"] for r in records))
     for rec in records:  # each run holds its method's keys (agreeing where shared: check_mergeable)
-        for k, v in ((rec.get("config") or {}).get("loss") or {}).items():
+        for k, v in ((rec.get("config") or {}).get("loss") or {}).items():  # by their keys now (load_records)
             name = RENAMED_KEYS.get(f"loss.{k}", f"loss.{k}")[5:]
             if name in LOSS_HPARAMS:  # the keys this process declares
                 cfg.loss[name] = v

@@ -11,7 +11,10 @@ A finished run folder ``<out>/runs/<method>-<geometry>-s<seed>/`` holds
 
 A run's ``config.json`` and fingerprint hold only the ``loss.*`` keys its method reads
 (:func:`hierviz.methods.loss_keys`; before hierviz 0.3 they held every declared key, and such
-folders still resume and report: :func:`loss_read_by` drops the keys a run does not read).
+folders still resume and report: :func:`loss_read_by` drops the keys a run does not read). Before
+hierviz 0.4 the keys were flat (``loss.alpha``, ``loss.hcl_m0``); :func:`load_records` and
+:func:`loss_read_by` read them by their namespaced keys now (``loss.hwc.alpha``, ``loss.hcl.m0``:
+:func:`hierviz.methods.upgrade_loss`), so such folders report and ``--resume`` as before.
 ``--resume`` reuses a finished run only when its fingerprint equals the new one, and
 ``hierviz report`` merges only runs whose configs agree on every key but the run's own
 method, geometry and seed (``loss.*``: on the keys both runs read); a mismatch is refused,
@@ -31,7 +34,9 @@ import numpy as np
 
 from hierviz.experiments.config import RENAMED_KEYS, ConfigError, flatten
 from hierviz.experiments.run_names import run_name, safe_name
+from hierviz.geometry import GEOMETRIES
 from hierviz.hierarchy.io import dumps_tree_json
+from hierviz.methods import LOSS_HPARAMS, METHODS, legacy_keys, loss_keys, upgrade_loss
 from hierviz.report.run_files import RECORD_KEYS, RunFileError
 from hierviz.report.run_files import read_run_file as _read_run_file
 from hierviz.report.run_record import RunRecord
@@ -72,6 +77,7 @@ RESULT_FREE_KEYS = frozenset(
         "report.baseline",  # which method the paired table compares with
         "run.world_size",  # torchrun ranks: the same global batches and steps on any number (docs/distributed.md)
         "run.global_batch_size",  # train.batch_size capped at the training set: follows from other keys
+        "run.depth_terms",  # the depth terms added to the method's loss (and their weights): follow from loss.*
         "train.compile_loss",
         # what a method declares by code (Method.declared: recorded for the reader) is covered by the method's name,
         # as its build function is; its training overrides and views (method.train.*, method.feature_dropout) are values
@@ -97,7 +103,7 @@ _NEW_KEY_DEFAULTS = {
     "data.prefetch_factor": None,
     "eval.embedding": None,  # 0.3: the probe input of every method (None: each method's own)
     # 0.3: G-HMLC's 2-D GMM became the default; g-hmlc runs recorded before it used the 1-D fit
-    "loss.gmm_dims": 2,
+    "loss.g_hmlc.gmm_dims": 2,
     # 0.3: at these values the head is the 0.2 one (with model.scale_init = 1) and no depth regulariser
     "model.head_bound": "clip",
     "model.init_radius": 1.0,
@@ -105,7 +111,7 @@ _NEW_KEY_DEFAULTS = {
     "loss.cone_weight": 0.0,
     "loss.center_weight": 0.0,
     "loss.cone_aperture": 0.1,
-    "loss.hyilr_lambda": 0.3,  # 0.3: HyILR's λ (hierviz.methods.hyilr)
+    "loss.hyilr.lambda": 0.3,  # 0.3: HyILR's λ (hierviz.methods.hyilr)
     "model.head_center": None,  # 0.3: the head subtracts no mean
     "train.patience": None,  # 0.3: no early stopping
     "data.split": "grouped",  # 0.3: the grouped split (not the dataset's official one)
@@ -340,9 +346,32 @@ def load_records(out_dir: str | os.PathLike) -> list[dict]:
             rec["embeddings"] = str(p.parent / Path(rec["embeddings"]).name)
         cfg_file = p.parent / "config.json"
         rec["config"] = _read_json(cfg_file) if cfg_file.is_file() else None
+        _upgrade_record(rec)
         rec["folder"] = str(p.parent)
         out.append(rec)
     return out
+
+
+def _record_keys(rec: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The ``loss.*`` keys a recorded run reads now (:func:`hierviz.methods.loss_keys`); None if its names are unknown here."""
+    if rec.get("method") in METHODS and rec.get("geometry") in GEOMETRIES:
+        return loss_keys(str(rec["method"]), str(rec["geometry"]))
+    return None
+
+
+def _upgrade_record(rec: dict[str, Any]) -> None:
+    """Read a record written with flat ``loss.*`` names (hierviz 0.3) by its keys now, in place.
+
+    Its ``config.json`` ``loss`` section and its ``hparams`` (:func:`hierviz.methods.upgrade_loss`),
+    so the report merges it with new runs and rebuilds its objective without a DeprecationWarning.
+    """
+    keys = _record_keys(rec)
+    cfg = rec.get("config")
+    if isinstance(cfg, Mapping) and isinstance(cfg.get("loss"), Mapping):
+        loss = {RENAMED_KEYS.get(f"loss.{k}", f"loss.{k}")[5:]: v for k, v in cfg["loss"].items()}
+        rec["config"] = {**cfg, "loss": upgrade_loss(loss, keys)}
+    if isinstance(rec.get("hparams"), Mapping):
+        rec["hparams"] = upgrade_loss(rec["hparams"], keys)
 
 
 def check_mergeable(records: Sequence[Mapping[str, Any]]) -> None:
@@ -384,11 +413,12 @@ def check_mergeable(records: Sequence[Mapping[str, Any]]) -> None:
 
 
 def loss_read_by(config: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
-    """A copy of a run's config whose ``loss`` section keeps only ``keys`` (renamed keys by their new name).
+    """A copy of a run's config whose ``loss`` section keeps only ``keys``, each by its key now.
 
-    A ``config.json`` written before hierviz 0.3 holds every declared ``loss.*`` key; compared
-    with a new run's config (the keys its method reads, :func:`hierviz.methods.loss_keys`) through
-    this view, it resumes and merges as long as the keys the run reads agree.
+    A ``config.json`` written before hierviz 0.3 holds every declared ``loss.*`` key, and one
+    written before 0.4 holds flat names (``alpha``: now ``hwc.alpha``, :func:`hierviz.methods.upgrade_loss`);
+    compared with a new run's config (the keys its method reads, :func:`hierviz.methods.loss_keys`)
+    through this view, it resumes and merges as long as the keys the run reads agree.
 
     Parameters
     ----------
@@ -403,20 +433,26 @@ def loss_read_by(config: Mapping[str, Any], keys: Iterable[str]) -> dict[str, An
 
     Examples
     --------
-    >>> loss_read_by({"seeds": 1, "loss": {"tau": 0.1, "alpha": 0.5, "base_temperature": 2.0}}, ["tau", "base_tau"])
-    {'seeds': 1, 'loss': {'tau': 0.1, 'base_temperature': 2.0}}
+    >>> loss_read_by({"seeds": 1, "loss": {"tau": 0.1, "alpha": 0.5, "base_temperature": 2.0}}, ["tau", "hmlc.base_tau"])
+    {'seeds': 1, 'loss': {'tau': 0.1, 'hmlc.base_tau': 2.0}}
+    >>> loss_read_by({"loss": {"tau": 0.1, "alpha": 0.5, "lambda_lam": 1.0}}, ["tau", "hwc.alpha"])
+    {'loss': {'tau': 0.1, 'hwc.alpha': 0.5}}
     """
     keep = set(keys)
     out = dict(config)
     loss = config.get("loss")
     if isinstance(loss, Mapping):
-        out["loss"] = {k: v for k, v in loss.items() if RENAMED_KEYS.get(f"loss.{k}", f"loss.{k}")[5:] in keep}
+        loss = upgrade_loss({RENAMED_KEYS.get(f"loss.{k}", f"loss.{k}")[5:]: v for k, v in loss.items()}, keep)
+        out["loss"] = {k: v for k, v in loss.items() if k in keep}
     return out
 
 
 def _get(d: Mapping[str, Any], key: str) -> Any:
     cur: Any = d
-    for part in key.split("."):
+    parts = key.split(".")
+    if parts[0] == "loss" and len(parts) > 2:  # loss keys are dotted within the section: loss.hwc.alpha
+        parts = ["loss", ".".join(parts[1:])]
+    for part in parts:
         if not isinstance(cur, Mapping) or part not in cur:
             return "<missing>"
         cur = cur[part]
@@ -426,12 +462,23 @@ def _get(d: Mapping[str, Any], key: str) -> Any:
 # --------------------------------------------------------------------------- fingerprints
 
 
+def _renamed(key: str) -> str:
+    """A renamed key by its new name: :data:`RENAMED_KEYS`, or a flat ``loss.*`` name of hierviz 0.3 with one key now."""
+    if key in RENAMED_KEYS:
+        return RENAMED_KEYS[key]
+    if key.startswith("loss.") and key[5:] not in LOSS_HPARAMS and len(legacy_keys(key[5:])) == 1:
+        return f"loss.{legacy_keys(key[5:])[0]}"
+    return key
+
+
 def _canonical(d: Mapping[str, Any], ignore: frozenset[str] | set[str]) -> dict[str, Any]:
-    flat = {RENAMED_KEYS.get(k, k): v for k, v in flatten(d).items()}  # a renamed key fingerprints as the new one
+    flat = {_renamed(k): v for k, v in flatten(d).items()}  # a renamed key fingerprints as the new one
     return {
         k: v
         for k, v in sorted(flat.items())
-        if k not in ignore and not (k in _NEW_KEY_DEFAULTS and v == _NEW_KEY_DEFAULTS[k])
+        if k not in ignore
+        and k.rsplit(".", 1)[0] not in ignore  # run.depth_terms.cone: a part of an ignored section
+        and not (k in _NEW_KEY_DEFAULTS and v == _NEW_KEY_DEFAULTS[k])
     }
 
 

@@ -33,7 +33,7 @@ def sweep(
     grid : mapping of config key to values
         E.g. ``{"loss.tau": [0.05, 0.1, 0.2]}``.
     variants : mapping of label to overrides, optional
-        E.g. ``{"SupCon": ["methods=supcon"], "constant ω̄": ["methods=hwc", "loss.omega=constant"]}``;
+        E.g. ``{"SupCon": ["methods=supcon"], "constant ω̄": ["methods=hwc", "loss.hwc.omega=constant"]}``;
         default one variant, ``""``, with no overrides.
     **compare_kwargs
         Passed to :func:`compare` (``progress``, ``verbose``, ``resume`` …).

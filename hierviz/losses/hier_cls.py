@@ -17,7 +17,7 @@ All are vectorised over levels and nodes: one head, one padded ``log_softmax`` f
 one ``binary_cross_entropy_with_logits`` for B. Several losses (and the triplet loss) are
 combined with uniform weights in :class:`hierviz.losses.Objective`, as §III-C.
 
-**Class weights** (``class_weight``, the method hyperparameter ``loss.class_weight``).
+**Class weights** (``class_weight``, the method hyperparameter ``loss.heads.class_weight``).
 ``"none"`` (default): every class weighs the same. ``"inverse"``: §III-C, "class weights are
 set inversely proportional to their sampling frequency". The loss counts the leaves of the
 samples it is trained on (:attr:`leaf_counts`, a float64 buffer saved with the checkpoint;
@@ -138,7 +138,7 @@ class _HeadLoss(nn.Module):
         self.geometry = geometry
         self.who = who
         self.head = nn.LazyLinear(int(out_features))
-        if class_weight is None:  # ``--set loss.class_weight=none`` reads as null
+        if class_weight is None:  # ``--set loss.heads.class_weight=none`` reads as null
             class_weight = "none"
         if class_weight not in CLASS_WEIGHTS:
             raise ValueError(f"{who}: class_weight must be one of {CLASS_WEIGHTS}, got {class_weight!r}")

@@ -30,10 +30,13 @@ from hierviz.methods.registry import (
     build_objective,
     depth_terms,
     get_method,
+    legacy_keys,
     loss_keys,
+    namespace_of,
     reads_radial,
     register_hparam,
     register_method,
+    upgrade_loss,
 )
 
 __all__ = [
@@ -53,4 +56,7 @@ __all__ = [
     "DEPTH_TERMS",
     "loss_keys",
     "reads_radial",
+    "legacy_keys",
+    "upgrade_loss",
+    "namespace_of",
 ]

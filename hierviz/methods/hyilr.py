@@ -44,7 +44,7 @@ distances are finite). The run's geometry
 (``embedding="features"``, as for HXE), so every row has compare's usual columns.
 
 **Hyperparameters.** ``loss.tau`` (τ of Eq. 15; compare's shared default 0.1, the paper's
-0.07 with ``--set loss.tau=0.07``) and ``loss.hyilr_lambda`` (λ of §4.3.2, default 0.3, the
+0.07 with ``--set loss.tau=0.07``) and ``loss.hyilr.lambda`` (λ of §4.3.2, default 0.3, the
 paper's value for WOS). ``hyilr-no-cl`` reads neither.
 
 **Optimiser.** Every HyILR method trains with Adam at a constant learning rate, no weight decay (Paper 05 (HyILR)
@@ -98,7 +98,12 @@ HYILR_TRAIN = TrainOverrides(optimizer="adam", schedule="constant", weight_decay
 #: Dropout on ``vec(F)`` when the classifier attends over a text encoder's tokens (:class:`hierviz.models.text.HyILRModel`'s).
 TOKEN_DROPOUT = 0.1
 
-register_hparam("hyilr_lambda", 0.3, "HyILR λ: weight of the contrastive loss (Paper 05 §4.3.2, >= 0; paper 0.3-0.6)")
+register_hparam(
+    "hyilr.lambda",
+    0.3,
+    "HyILR λ: weight of the contrastive loss (Paper 05 §4.3.2, >= 0; paper 0.3-0.6)",
+    formerly="hyilr_lambda",
+)
 
 
 def leaf_label_sets(tree: Any) -> torch.Tensor:
@@ -165,7 +170,7 @@ class HyILRLoss(nn.Module):
         attention: bool = True,
     ) -> None:
         super().__init__()
-        self.lam = _check_real(lam, "hyilr_lambda", low=0.0)
+        self.lam = _check_real(lam, "hyilr.lambda", low=0.0)
         self.tau = float(tau)
         if negatives not in ("hierarchy", "random"):
             raise ValueError(f"negatives must be 'hierarchy' or 'random', got {negatives!r}")
@@ -384,7 +389,7 @@ def _register(name: str) -> None:
         loss = HyILRLoss(
             tree,
             space(validate=False),  # no host read per step (torch.compile); Eq. 15 checks d is finite
-            lam=hp["hyilr_lambda"] if contrastive else 0.0,
+            lam=hp["lambda"] if contrastive else 0.0,
             tau=hp["tau"] if contrastive else 0.07,
             negatives=negatives,
             attention=attention,
@@ -396,7 +401,7 @@ def _register(name: str) -> None:
     register_method(
         name,
         display_name=display,
-        hparams=("tau", "hyilr_lambda") if contrastive else (),
+        hparams=("tau", "hyilr.lambda") if contrastive else (),
         needs=Needs(views=1, modules=("head", "scales")),
         embedding="features",
         paper=_PAPER,

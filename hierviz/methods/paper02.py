@@ -14,16 +14,18 @@ name            objective
 ==============  ==============================================================================
 
 The objectives take leaf labels from the training loop and derive the per-level labels from
-their tree (:func:`hierviz.hierarchy.level_labels`, ``loss.level_order``; ``Needs(level_labels=True)``).
+their tree (:func:`hierviz.hierarchy.level_labels`, ``loss.hmlc.level_order``; ``Needs(level_labels=True)``).
 ``"supcon"`` (Table 1's SupCon) is registered by :mod:`.paper01`.
 
-Hyperparameters (``loss.*``): ``tau`` (τ, shared), ``level_order`` (``"class"`` first, Table 2's
-main order, or ``"category"``), ``hmlc_penalty`` (None = the paper's choice: ``"exp"`` for
-HMC/HMCE, ``"linear"`` for G-HMLC/A-HMLC), ``hmlc_mode`` (``"paper"`` or ``"official"``, HMC/HCE/HMCE
-only), ``base_tau`` (τ_b; None: no τ/τ_b factor in paper mode, 0.07 in official mode; the key was
-``base_temperature`` before 0.2, still read with a DeprecationWarning),
-``gmm_max_iter`` (EM iterations per step of G-HMLC), ``gmm_dims`` (2: the paper's 2-D GMM on the plane
-of the two views, the default; 1: the 1-D fit on the view mean of hierviz ≤ 0.2).
+Hyperparameters (``loss.*``): ``tau`` (τ, shared), ``hmlc.level_order`` (``"class"`` first, Table 2's
+main order, or ``"category"``), ``hmlc.penalty`` (None = the paper's choice: ``"exp"`` for
+HMC/HMCE, ``"linear"`` for G-HMLC/A-HMLC), ``hmlc.mode`` (``"paper"`` or ``"official"``, HMC/HCE/HMCE
+only), ``hmlc.base_tau`` (τ_b; None: no τ/τ_b factor in paper mode, 0.07 in official mode; the key was
+``base_temperature`` before 0.2 and ``base_tau`` before 0.4, still read with a DeprecationWarning),
+``g_hmlc.gmm_max_iter`` (EM iterations per step of G-HMLC), ``g_hmlc.gmm_dims`` (2: the paper's 2-D GMM
+on the plane of the two views, the default; 1: the 1-D fit on the view mean of hierviz ≤ 0.2). The
+``hmlc`` keys are read by every method here (they say so); the flat names of hierviz 0.3
+(``loss.level_order``, ``loss.hmlc_penalty``, ...) are still read with a DeprecationWarning.
 
 Geometry: the contrastive terms use the dot product of Eq. 3 (the cosine on the unit sphere of
 the Euclidean geometry) and, in a hyperbolic geometry, the geometry's similarity (−d) for
@@ -47,18 +49,24 @@ __all__: list[str] = []
 
 _PAPER = "Paper 02 (HMLC)"
 
-for _name, _default, _doc in (
-    ("level_order", "class", "Paper 02 level order: 'class' first (finest level first) or 'category' first"),
-    ("hmlc_penalty", None, "HMLC level penalty λ_h = f(1/h): 'exp', 'pow2', 'linear' (None = the paper's per method)"),
-    ("hmlc_mode", "paper", "HMC/HCE/HMCE: 'paper' (Eqs. 2-4) or 'official' (salesforce code, bit for bit)"),
-    ("base_tau", None, "HMLC τ_b: each level's loss × τ/τ_b (None = 1 in paper mode, 0.07 in official mode)"),
-    ("gmm_max_iter", 100, "G-HMLC: EM iterations per training step (warm-started, >= 1)"),
-    ("gmm_dims", 2, "G-HMLC: 2 = the paper's 2-D GMM on the plane of the two views (§3), 1 = 1-D on the view mean"),
-):
-    register_hparam(_name, _default, _doc)
+# (key, default, doc, the flat name of hierviz 0.3)
+for _key, _default, _doc, _old in (
+    ("hmlc.level_order", "class", "Paper 02 level order: 'class' first (finest level first) or 'category' first",
+     "level_order"),
+    ("hmlc.penalty", None, "HMLC level penalty λ_h = f(1/h): 'exp', 'pow2', 'linear' (None = the paper's per method)",
+     "hmlc_penalty"),
+    ("hmlc.mode", "paper", "HMC/HCE/HMCE: 'paper' (Eqs. 2-4) or 'official' (salesforce code, bit for bit)",
+     "hmlc_mode"),
+    ("hmlc.base_tau", None, "HMLC τ_b: each level's loss × τ/τ_b (None = 1 in paper mode, 0.07 in official mode)",
+     "base_tau"),
+    ("g_hmlc.gmm_max_iter", 100, "G-HMLC: EM iterations per training step (warm-started, >= 1)", "gmm_max_iter"),
+    ("g_hmlc.gmm_dims", 2,
+     "G-HMLC: 2 = the paper's 2-D GMM on the plane of the two views (§3), 1 = 1-D on the view mean", "gmm_dims"),
+):  # fmt: skip
+    register_hparam(_key, _default, _doc, formerly=_old)
 
-_HMLC = ("tau", "level_order", "hmlc_penalty", "hmlc_mode", "base_tau")
-_FEATURE = ("tau", "level_order", "hmlc_penalty")
+_HMLC = ("tau", "hmlc.level_order", "hmlc.penalty", "hmlc.mode", "hmlc.base_tau")
+_FEATURE = ("tau", "hmlc.level_order", "hmlc.penalty")
 
 
 def _similarity(geometry: Any) -> Any:
@@ -73,10 +81,10 @@ def _hmlc(loss_type: str, default_penalty: str):
     def build(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
         loss = HMLCLoss(
             loss_type,
-            hp["hmlc_penalty"] or default_penalty,
+            hp["penalty"] or default_penalty,
             hp["tau"],
             hp["base_tau"],
-            hp["hmlc_mode"],
+            hp["mode"],
             similarity=_similarity(geometry),
             tree=tree,
             order=hp["level_order"],
@@ -105,7 +113,7 @@ def _masking_kwargs(geometry: Any, hp: dict[str, Any]) -> dict[str, Any]:
     """The arguments G-HMLC and A-HMLC share: temperature, layer penalty (default linear), level order, features."""
     return {
         "tau": hp["tau"],
-        "layer_penalty": hp["hmlc_penalty"] or "linear",
+        "layer_penalty": hp["penalty"] or "linear",
         "order": hp["level_order"],
         "features": _features(geometry),
     }
@@ -114,7 +122,7 @@ def _masking_kwargs(geometry: Any, hp: dict[str, Any]) -> dict[str, Any]:
 @register_method(
     "g-hmlc",
     display_name="G-HMLC",
-    hparams=(*_FEATURE, "gmm_max_iter", "gmm_dims"),
+    hparams=(*_FEATURE, "g_hmlc.gmm_max_iter", "g_hmlc.gmm_dims"),
     needs=_NEEDS,
     embedding=_PROBE,
     paper=_PAPER,

@@ -18,8 +18,8 @@ and the retrieval protocol (:mod:`hierviz.evaluation.retrieval`):
 5 grouped folds) through ``compare`` too: :mod:`hierviz.retrieval.grid` registers each variant
 as a method that builds the paper's exact mapper on its reduced features (no projection head).
 
-Its hyperparameters have their own names, since ``loss.alpha`` is already paper 01's α:
-``loss.hcl_m0`` (:math:`m_0`), ``loss.hcl_alpha`` (:math:`\\alpha`) and ``loss.hcl_lambda``
+Its hyperparameters live under its own namespace (paper 01's α is ``loss.hwc.alpha``):
+``loss.hcl.m0`` (:math:`m_0`), ``loss.hcl.alpha`` (:math:`\\alpha`) and ``loss.hcl.lambda``
 (:math:`\\lambda`), with the paper's defaults.
 """
 
@@ -39,32 +39,33 @@ __all__ = ["MapperEncoder", "DirectionLoss"]
 
 _PAPER = "Paper 03 (Hyper-DINO)"
 
+# (short name, default, doc): the keys loss.hcl.*, read by HCL and the mappers (the flat names hcl_* of hierviz 0.3)
 for _name, _default, _doc in (
-    ("hcl_m0", 0.5, "HCL base margin m0 of the negative hinge (Paper 03 §2.3, >= 0)"),
-    ("hcl_alpha", 0.1, "HCL α: weight of the batch-mean distance in the margin m = m0 + α·d̄ (>= 0)"),
-    ("hcl_lambda", 1e-3, "HCL λ: weight of the mean embedding norm ‖h‖ (>= 0)"),
+    ("m0", 0.5, "HCL base margin m0 of the negative hinge (Paper 03 §2.3, >= 0)"),
+    ("alpha", 0.1, "HCL α: weight of the batch-mean distance in the margin m = m0 + α·d̄ (>= 0)"),
+    ("lambda", 1e-3, "HCL λ: weight of the mean embedding norm ‖h‖ (>= 0)"),
 ):
-    register_hparam(_name, _default, _doc)
+    register_hparam(_name, _default, _doc, namespace="hcl", formerly=f"hcl_{_name}")
 
-#: The loss.* names HCL reads.
-HCL_HPARAMS = ("hcl_m0", "hcl_alpha", "hcl_lambda")
+#: The loss.* keys HCL reads.
+HCL_HPARAMS = ("hcl.m0", "hcl.alpha", "hcl.lambda")
 
 
 #: HCLLoss's argument → the loss.* key it comes from (its messages name the argument).
-_HCL_KEYS = {"m0": "hcl_m0", "alpha": "hcl_alpha", "lam": "hcl_lambda"}
+_HCL_KEYS = {"m0": "hcl.m0", "alpha": "hcl.alpha", "lam": "hcl.lambda"}
 
 
 def _hcl(geometry: Any, tree: Any, hp: dict[str, Any]) -> HCLLoss:
     try:
-        return HCLLoss(geometry, m0=hp["hcl_m0"], alpha=hp["hcl_alpha"], lam=hp["hcl_lambda"], tree=tree)
-    except ValueError as e:  # "alpha must be >= 0.0": name the key the user set, loss.hcl_alpha
+        return HCLLoss(geometry, m0=hp["m0"], alpha=hp["alpha"], lam=hp["lambda"], tree=tree)
+    except ValueError as e:  # "alpha must be >= 0.0": name the key the user set, loss.hcl.alpha
         arg = str(e).split(" ", 1)[0]
         if arg in _HCL_KEYS:
             raise ValueError(f"loss.{_HCL_KEYS[arg]}: {e}") from None
         raise
 
 
-@register_method("hcl", display_name="HCL", hparams=HCL_HPARAMS, paper=_PAPER)
+@register_method("hcl", display_name="HCL", hparams=HCL_HPARAMS, paper=_PAPER, depth_terms=True)
 def hcl(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
     return Objective("hcl", {"hcl": _hcl(geometry, tree, hp)})
 

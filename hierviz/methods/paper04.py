@@ -17,11 +17,11 @@ name             objective (uniform weights, §III-C)
 Every method trains on the generalised triplets of §II-B (``Needs(sampler="tree-triplet")``,
 one view per sample: the sampler builds each epoch's data, as in the paper) and is evaluated
 with the seen/unseen protocol of §III (``protocol="unseen"``). The triplet margin is
-``loss.triplet_margin`` (0.3, the paper) on ``loss.triplet_distance`` (``"cosine"``: the
+``loss.triplet.margin`` (0.3, the paper) on ``loss.triplet.distance`` (``"cosine"``: the
 paper's negative cosine similarity; ``"geometry"``: the run's geodesic distance). The L, PL and
-B terms weigh classes by ``loss.class_weight``: ``"none"`` (uniform, the default) or
+B terms weigh classes by ``loss.heads.class_weight``: ``"none"`` (uniform, the default) or
 ``"inverse"`` (inversely proportional to the sampling frequency, as §III-C;
-:mod:`hierviz.losses.hier_cls`), e.g. ``hierviz compare --set loss.class_weight=inverse``.
+:mod:`hierviz.losses.hier_cls`), e.g. ``hierviz compare --set loss.heads.class_weight=inverse``.
 """
 
 from __future__ import annotations
@@ -35,19 +35,23 @@ __all__: list[str] = []
 
 _PAPER = "Paper 04 (Generalised triplets)"
 
-register_hparam("triplet_margin", 0.3, "triplet margin α of Paper 04 Eq. 1 (>= 0)")
+register_hparam("triplet.margin", 0.3, "triplet margin α of Paper 04 Eq. 1 (>= 0)", formerly="triplet_margin")
 register_hparam(
-    "triplet_distance", "cosine", "triplet distance: 'cosine' (negative cosine, the paper) or 'geometry' (geodesic)"
+    "triplet.distance",
+    "cosine",
+    "triplet distance: 'cosine' (negative cosine, the paper) or 'geometry' (geodesic)",
+    formerly="triplet_distance",
 )
 
 register_hparam(
-    "class_weight",
+    "heads.class_weight",
     "none",
     "L/PL/B class weights: 'none' (uniform) or 'inverse' (inversely proportional to the sampling frequency, "
     "Paper 04 §III-C)",
+    formerly="class_weight",
 )
 
-_T_HP = ("triplet_margin", "triplet_distance")
+_T_HP = ("triplet.margin", "triplet.distance")
 
 #: name -> (display name, terms); a term is "t", "l", "pl" or "b".
 _COMBOS = {
@@ -65,7 +69,7 @@ _COMBOS = {
 
 def _term(key: str, tree: Any, geometry: Any, hp: dict[str, Any]) -> Any:
     if key == "t":
-        return TripletLoss(tree, geometry, margin=hp["triplet_margin"], distance=hp["triplet_distance"])
+        return TripletLoss(tree, geometry, margin=hp["margin"], distance=hp["distance"])
     return {"l": LeafLoss, "pl": PerLevelLoss, "b": BinaryLoss}[key](tree, geometry, class_weight=hp["class_weight"])
 
 
@@ -75,10 +79,11 @@ def _register(name: str, display: str, terms: tuple[str, ...]) -> None:
     @register_method(
         name,
         display_name=display,
-        hparams=(_T_HP if "t" in terms else ()) + (("class_weight",) if heads else ()),
+        hparams=(_T_HP if "t" in terms else ()) + (("heads.class_weight",) if heads else ()),
         needs=Needs(views=1, sampler="tree-triplet", modules=heads),
         protocol="unseen",
         paper=_PAPER,
+        depth_terms=True,
     )
     def build(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
         return Objective(name, {t: _term(t, tree, geometry, hp) for t in terms})

@@ -18,10 +18,21 @@ declarations the experiment needs to run it without naming it:
   run's ``config.json`` holds it under ``method``, the fingerprint covers it and the report
   header prints the training overrides.
 
-Hyperparameters are one flat namespace, ``loss.<name>`` in the experiment config (τ is
-``loss.tau`` for every method that has a temperature). :data:`LOSS_HPARAMS` holds each
-name's default and description; a method lists the names it reads, and registering a
-method with a new name adds it.
+Hyperparameters are namespaced (:class:`HParam`). A method's own keys live under its
+namespace, ``loss.<namespace>.<name>`` in the experiment config (``loss.hwc.alpha``,
+``loss.lam.lambda``, ``loss.hcl.m0``); the few keys that mean the same for every method are
+declared shared and have no namespace: ``loss.tau``, ``loss.tau_hyperbolic``,
+``loss.similarity`` and the depth-regulariser keys of :data:`RADIAL_HPARAMS`.
+:data:`LOSS_HPARAMS` holds each key's default and description. A method lists the keys it
+reads (several methods may read one key, e.g. paper 01's α ``hwc.alpha`` is read by HWC,
+HWC + LAM and the outside-softmax HC: they say so), and its build function receives them by
+their short names (``hp["alpha"]``). A user method registered with ``hparams={"alpha": 0.3}``
+gets new keys under its own name (``loss.my_method.alpha``): it never binds to another
+method's key unless it names it (``hparams=("hwc.alpha",)``).
+
+The flat names of hierviz 0.3 (``loss.alpha``, ``loss.hcl_m0``, ``loss.lambda_lam``) are each
+key's :attr:`HParam.formerly`: the config, :func:`build_objective` and the run folders written
+before still read them, with a DeprecationWarning naming the new key (:func:`legacy_keys`).
 
 Examples
 --------
@@ -29,23 +40,26 @@ Examples
 >>> from hierviz.hierarchy import LabelTree
 >>> from hierviz.losses import Objective, SupConLoss
 >>> from hierviz.methods import register_method, build_objective, METHODS
->>> @register_method("my-supcon", display_name="My SupCon", hparams={"tau": 0.1})
+>>> @register_method("my-supcon", display_name="My SupCon", hparams=("tau", {"scale": 1.0}))
 ... def my_supcon(tree, geometry, hp):
-...     return Objective("my-supcon", {"supcon": SupConLoss(tree, geometry, tau=hp["tau"])})
+...     return Objective("my-supcon", {"supcon": SupConLoss(tree, geometry, tau=hp["tau"])}, {"supcon": hp["scale"]})
+>>> get_method("my-supcon").hparams
+('tau', 'my_supcon.scale')
 >>> tree = LabelTree.from_nested({"root": {"a": ["x", "y"], "b": ["z"]}})
->>> obj = build_objective("my-supcon", tree, "euclidean", tau=0.2)
+>>> obj = build_objective("my-supcon", tree, "euclidean", tau=0.2, scale=2.0)
 >>> z = torch.nn.functional.normalize(torch.randn(6, 2, 4), dim=-1)
 >>> loss, terms = obj(z, torch.tensor([0, 0, 1, 1, 2, 2]))
->>> sorted(terms)
-['supcon']
+>>> sorted(terms), obj.weights["supcon"]
+(['supcon'], 2.0)
 >>> METHODS.unregister("my-supcon")
 """
 
 from __future__ import annotations
 
 import math
+import re
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -80,6 +94,9 @@ __all__ = [
     "DEPTH_TERMS",
     "reads_radial",
     "loss_keys",
+    "legacy_keys",
+    "upgrade_loss",
+    "namespace_of",
 ]
 
 #: What an evaluation protocol may embed: the projection-head output or the encoder features.
@@ -182,11 +199,39 @@ class TrainOverrides:
 
 @dataclass(frozen=True)
 class HParam:
-    """One ``loss.<name>`` hyperparameter: its default and a one-line description."""
+    """One ``loss.*`` hyperparameter: its key, its default and a one-line description.
+
+    Attributes
+    ----------
+    name : str
+        The short name a method's build function reads (``hp["alpha"]``); a Python identifier.
+    default : object
+        JSON-representable default.
+    doc : str
+        One line for ``hierviz config`` and the docs.
+    namespace : str or None, default None
+        The owner: the key is ``<namespace>.<name>`` (``loss.hwc.alpha``). None: a shared key,
+        the same idea for every method that reads it (``loss.tau``).
+    formerly : tuple of str, default ()
+        The flat names this key had before keys were namespaced (hierviz 0.3, ``"alpha"``):
+        still read, with a DeprecationWarning (:func:`legacy_keys`).
+
+    Examples
+    --------
+    >>> HParam("alpha", 0.5, namespace="hwc").key, HParam("tau", 0.1).key
+    ('hwc.alpha', 'tau')
+    """
 
     name: str
     default: Any
     doc: str = ""
+    namespace: str | None = None
+    formerly: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """``<namespace>.<name>``, or ``name`` for a shared key: the ``loss.*`` key without ``loss.``."""
+        return f"{self.namespace}.{self.name}" if self.namespace else self.name
 
 
 #: :attr:`Method.feature_dropout`'s default: the dropout of compare's views of a feature vector.
@@ -207,14 +252,15 @@ class Method:
     name : str
         Registry name (lower case), e.g. ``"hwc+lam"``.
     build : callable
-        ``build(tree, geometry, hp) -> nn.Module``; ``hp`` maps each name of ``hparams``
-        to its value. The module is called by the training loop as
+        ``build(tree, geometry, hp) -> nn.Module``; ``hp`` maps the short name
+        (:attr:`HParam.name`) of each key of ``hparams`` to its value. The module is called by the training loop as
         ``loss_from_output(model_output, labels)`` when it has that method (every
         :class:`hierviz.losses.Objective` does), else as ``module(z, labels)``.
     display_name : str
         Row title in tables and reports.
     hparams : tuple of str
-        The ``loss.*`` names the method reads.
+        The ``loss.*`` keys the method reads (:attr:`HParam.key`: ``"tau"``, ``"hwc.alpha"``);
+        their short names are distinct.
     needs : Needs
     protocol : str, default "classification"
         Evaluation protocol name (:data:`hierviz.evaluation.PROTOCOLS`).
@@ -246,6 +292,11 @@ class Method:
     learned : callable or None, default None
         ``learned(objective) -> {name: float}``: learned scalars written to the run record
         (``RunRecord.learned``; HyILR's ``c``, ``alpha_t``, ``alpha_l``).
+    depth_terms : bool, default False
+        The method takes the depth regularisers of :data:`RADIAL_HPARAMS` on a hyperbolic
+        geometry (:func:`reads_radial`). Every built-in method whose evaluated embedding is
+        ``z`` does; a user method does only when it says so (``register_method(...,
+        depth_terms=True)``), so no term is added to a user's loss unasked.
 
     Raises
     ------
@@ -269,6 +320,7 @@ class Method:
     attach_encoder: Callable[[Any, Any], None] | None = None
     label_prior: Callable[[Any, Any], None] | None = None
     learned: Callable[[Any], dict[str, float]] | None = None
+    depth_terms: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.train, TrainOverrides):
@@ -323,21 +375,45 @@ class Method:
 
 #: name -> :class:`Method`.
 METHODS: Registry = Registry("method")
-#: ``loss.<name>`` -> :class:`HParam`, in registration order.
+#: ``loss.*`` key (:attr:`HParam.key`, without ``loss.``) -> :class:`HParam`, in registration order.
 LOSS_HPARAMS: dict[str, HParam] = {}
 
 
-def register_hparam(name: str, default: Any, doc: str = "") -> HParam:
-    """Declare a ``loss.<name>`` hyperparameter (idempotent for the same default).
+def namespace_of(method_name: str) -> str:
+    """The namespace of the keys a method declares: its name, lower case, each non-word character as ``_``.
+
+    Examples
+    --------
+    >>> namespace_of("hwc+lam"), namespace_of("My-Loss"), namespace_of("t")
+    ('hwc_lam', 'my_loss', 't')
+    """
+    ns = re.sub(r"\W", "_", str(method_name).strip().lower())
+    return ns if ns.isidentifier() else f"_{ns}"
+
+
+def register_hparam(
+    name: str,
+    default: Any,
+    doc: str = "",
+    *,
+    namespace: str | None = None,
+    formerly: str | tuple[str, ...] = (),
+) -> HParam:
+    """Declare a ``loss.*`` hyperparameter (idempotent for the same key and default).
 
     Parameters
     ----------
     name : str
-        A Python identifier.
+        The short name, a Python identifier; or ``"<namespace>.<name>"``.
     default : object
         JSON-representable default (number, bool, string, list or None).
     doc : str
         One line for ``hierviz config`` and the docs.
+    namespace : str, optional
+        The owner of the key (a Python identifier): ``loss.<namespace>.<name>``. None (and no
+        dot in ``name``): a shared key, ``loss.<name>``, the same idea for every method.
+    formerly : str or tuple of str
+        The flat name(s) of hierviz 0.3 (:attr:`HParam.formerly`).
 
     Returns
     -------
@@ -346,21 +422,91 @@ def register_hparam(name: str, default: Any, doc: str = "") -> HParam:
     Raises
     ------
     ValueError
-        ``name`` is not an identifier, or is already declared with another default.
+        A name or namespace that is not an identifier, or a key already declared with another default.
+
+    Examples
+    --------
+    >>> register_hparam("hwc.alpha", 0.5).key
+    'hwc.alpha'
+    >>> register_hparam("alpha", 0.3, namespace="hwc")
+    Traceback (most recent call last):
+    ...
+    ValueError: loss.hwc.alpha is already declared with default 0.5 (not 0.3); reuse that default or pick another name
     """
+    if isinstance(name, str) and namespace is None and name.count(".") == 1:
+        namespace, name = name.split(".")
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"hyperparameter name must be a Python identifier, got {name!r}")
-    old = LOSS_HPARAMS.get(name)
+    if namespace is not None and (not isinstance(namespace, str) or not namespace.isidentifier()):
+        raise ValueError(f"hyperparameter namespace must be a Python identifier, got {namespace!r}")
+    hp = HParam(name, default, doc, namespace, (formerly,) if isinstance(formerly, str) else tuple(formerly))
+    old = LOSS_HPARAMS.get(hp.key)
     if old is not None:
         if old.default != default:
             raise ValueError(
-                f"loss.{name} is already declared with default {old.default!r} (not {default!r}); "
+                f"loss.{hp.key} is already declared with default {old.default!r} (not {default!r}); "
                 "reuse that default or pick another name"
             )
+        if hp.formerly and not set(hp.formerly) <= set(old.formerly):
+            old = LOSS_HPARAMS[hp.key] = HParam(
+                old.name, old.default, old.doc or doc, namespace, old.formerly + hp.formerly
+            )
         return old
-    hp = HParam(name, default, doc)
-    LOSS_HPARAMS[name] = hp
+    LOSS_HPARAMS[hp.key] = hp
     return hp
+
+
+def legacy_keys(name: str) -> tuple[str, ...]:
+    """The keys a flat ``loss.<name>`` of hierviz 0.3 now sets (:attr:`HParam.formerly`); () if none.
+
+    One flat name may map to several keys: a user method's ``hparams={"alpha": ...}`` was paper
+    01's α before keys were namespaced, so while that method is registered ``loss.alpha`` sets both.
+
+    Examples
+    --------
+    >>> legacy_keys("lambda_lam"), legacy_keys("hcl_m0"), legacy_keys("tau")
+    (('lam.lambda',), ('hcl.m0',), ())
+    """
+    read = {k for _, m in METHODS.items() for k in m.hparams}  # a key of an unregistered user method is left out
+    return tuple(k for k, h in LOSS_HPARAMS.items() if name in h.formerly and k in read)
+
+
+def upgrade_loss(values: Mapping[str, Any], keys: Iterable[str] | None = None) -> dict[str, Any]:
+    """``loss.*`` values recorded with the flat names of hierviz 0.3, by their keys now (no warning).
+
+    How a run folder written before keys were namespaced is read (its ``config.json`` ``loss``
+    section, its record's ``hparams``): each flat name becomes the key(s) it now is
+    (:func:`legacy_keys`); a key already present wins; names that are no flat name (current
+    keys, or keys of a module this process has not imported) are kept as they are.
+
+    Parameters
+    ----------
+    values : mapping
+        Key or flat name -> value.
+    keys : iterable of str, optional
+        The keys the run reads (:func:`loss_keys`): a flat name that maps to several keys sets
+        only those among them. None: all of them.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> upgrade_loss({"tau": 0.2, "alpha": 0.7, "lambda_lam": 2.0, "my_key": 1})
+    {'tau': 0.2, 'my_key': 1, 'hwc.alpha': 0.7, 'lam.lambda': 2.0}
+    >>> upgrade_loss({"alpha": 0.7, "hwc.alpha": 0.4})
+    {'hwc.alpha': 0.4}
+    """
+    wanted = None if keys is None else set(keys)
+    out = {k: v for k, v in values.items() if k in LOSS_HPARAMS or not legacy_keys(k)}
+    for name, value in values.items():
+        if name in out:
+            continue
+        for key in legacy_keys(name):
+            if (wanted is None or key in wanted) and key not in out:
+                out[key] = value
+    return out
 
 
 #: The depth regularisers every method gets on a hyperbolic geometry
@@ -421,9 +567,10 @@ register_hparam(
 def reads_radial(method: Method | str, geometry: Any) -> bool:
     """Whether a run of ``method`` on ``geometry`` gets the depth regularisers (:func:`add_radial_terms`).
 
-    True for a hyperbolic geometry and a method whose evaluated embedding is ``z`` and whose
-    protocol is not a retrieval one (Paper 03's mapper keeps its own loss and radius cap): the
-    runs that read :data:`RADIAL_HPARAMS`.
+    True for a hyperbolic geometry and a method that takes them (:attr:`Method.depth_terms`: every
+    built-in, a user method that says so), whose evaluated embedding is ``z`` and whose protocol is
+    not a retrieval one (Paper 03's mapper keeps its own loss and radius cap): the runs that read
+    :data:`RADIAL_HPARAMS`.
 
     Parameters
     ----------
@@ -450,6 +597,7 @@ def reads_radial(method: Method | str, geometry: Any) -> bool:
     # Paper 03's mapper is scored by retrieval with its own loss and radius cap: no depth terms there
     return (
         bool(getattr(geometry, "hyperbolic", False))
+        and method.depth_terms
         and method.embedding == "z"
         and not method.protocol.startswith("retrieval")
     )
@@ -475,13 +623,13 @@ def loss_keys(method: Method | str, geometry: Any) -> tuple[str, ...]:
     Examples
     --------
     >>> loss_keys("supcon", "euclidean")
-    ('tau', 'reduction', 'similarity')
+    ('tau', 'supcon.reduction', 'similarity')
     >>> loss_keys("supcon", "poincare")[3:7]
     ('cone_weight', 'center_weight', 'cone_aperture', 'order_weight')
     >>> loss_keys("supcon", "poincare")[7:]
     ('order_margin', 'cpcc_weight', 'depth_weight', 'depth_step', 'tau_hyperbolic')
     >>> loss_keys("hxe", "poincare")  # evaluated on encoder features: no depth terms
-    ('hxe_alpha', 'hxe_normalize')
+    ('hxe.alpha', 'hxe.normalize')
     """
     if isinstance(method, str):
         method = get_method(method)
@@ -622,6 +770,7 @@ def register_method(
     attach_encoder: Callable[[Any, Any], None] | None = None,
     label_prior: Callable[[Any, Any], None] | None = None,
     learned: Callable[[Any], dict[str, float]] | None = None,
+    depth_terms: bool = False,
     replace: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering ``build(tree, geometry, hp) -> objective`` as a method.
@@ -631,9 +780,15 @@ def register_method(
     name : str
     display_name : str, optional
         Default: ``name``.
-    hparams : mapping or sequence of str
-        The ``loss.*`` names the method reads. A mapping ``{name: default}`` also declares
-        new names (:func:`register_hparam`); a sequence must name declared ones.
+    hparams : mapping, or sequence of str and mappings
+        The ``loss.*`` keys the method reads. A mapping ``{name: default}`` declares new keys
+        under the method's own namespace (:func:`namespace_of`: ``hparams={"alpha": 0.3}`` of
+        ``"my-loss"`` is ``loss.my_loss.alpha``), so a method never shares a key by accident. A
+        string names a declared key the method reads too: a shared one (``"tau"``) or another
+        method's (``"hwc.alpha"``, said explicitly). A sequence may mix both:
+        ``hparams=("tau", {"alpha": 0.3})``. The build function reads each by its short name
+        (``hp["alpha"]``); the short names must be distinct. A flat name of hierviz 0.3
+        (``"alpha"``) is read as its new key, with a DeprecationWarning.
     needs : Needs, optional
     protocol : str, default "classification"
     embedding : {"z", "features"}, default "z"
@@ -643,6 +798,10 @@ def register_method(
     train : TrainOverrides or mapping, optional
         The method's optimiser, schedule and weight decay (a mapping is read as
         ``TrainOverrides(**train)``).
+    depth_terms : bool, default False
+        Take the depth regularisers of :data:`RADIAL_HPARAMS` on a hyperbolic geometry
+        (:attr:`Method.depth_terms`); the run records the terms it got and the report header
+        names them. Off by default: no term is added to a user's loss unless it asks.
     replace : bool, default False
         Overwrite an existing registration.
 
@@ -654,8 +813,8 @@ def register_method(
     Raises
     ------
     ValueError
-        Unknown hyperparameter names, a bad ``embedding``, bad declarations (:class:`Method`,
-        :class:`TrainOverrides`), or a name already registered.
+        Unknown hyperparameter keys, two keys with one short name, a bad ``embedding``, bad
+        declarations (:class:`Method`, :class:`TrainOverrides`), or a name already registered.
 
     Examples
     --------
@@ -669,21 +828,19 @@ def register_method(
     >>> get_method("my-adam-supcon").declared()
     {'train': {'optimizer': 'adam', 'schedule': 'constant'}}
     >>> METHODS.unregister("my-adam-supcon")
+
+    A key of its own never touches paper 01's α, ``loss.hwc.alpha``:
+
+    >>> @register_method("my-weighted", hparams=("tau", {"alpha": 0.3}))
+    ... def my_weighted(tree, geometry, hp):
+    ...     return Objective("my-weighted", {"supcon": SupConLoss(tree, geometry, tau=hp["tau"])}, {"supcon": hp["alpha"]})
+    >>> get_method("my-weighted").hparams, LOSS_HPARAMS["hwc.alpha"].default
+    (('tau', 'my_weighted.alpha'), 0.5)
+    >>> METHODS.unregister("my-weighted")
     """
     if embedding not in PROTOCOL_EMBEDDINGS:
         raise ValueError(f"embedding must be one of {PROTOCOL_EMBEDDINGS}, got {embedding!r}")
-    if isinstance(hparams, Mapping):
-        for k, v in hparams.items():
-            register_hparam(k, v)  # a known name must keep its default
-        names = tuple(hparams)
-    else:
-        names = tuple(hparams)
-        missing = [k for k in names if k not in LOSS_HPARAMS]
-        if missing:
-            raise ValueError(
-                f"method {name!r}: hyperparameter(s) {missing} are not declared; pass hparams as a "
-                "{name: default} mapping to declare them"
-            )
+    names = _method_keys(str(name), hparams)
     if isinstance(train, Mapping):
         train = TrainOverrides(**train)
 
@@ -706,11 +863,53 @@ def register_method(
             attach_encoder=attach_encoder,
             label_prior=label_prior,
             learned=learned,
+            depth_terms=bool(depth_terms),
         )
         METHODS.register(name, method, replace=replace)
         return build
 
     return deco
+
+
+def _method_keys(name: str, hparams: Any) -> tuple[str, ...]:
+    """The ``loss.*`` keys of :func:`register_method`'s ``hparams``, declaring the new ones under the method's namespace."""
+    ns = namespace_of(name)
+    items = [hparams] if isinstance(hparams, Mapping) else list(hparams)
+    keys: list[str] = []
+    for item in items:
+        if isinstance(item, Mapping):
+            for k, v in item.items():
+                if not isinstance(k, str) or not k.isidentifier():
+                    raise ValueError(
+                        f"method {name!r}: new hyperparameter names must be identifiers (declared under "
+                        f"loss.{ns}.*), got {k!r}; name another method's key in a sequence, e.g. hparams=('hwc.alpha',)"
+                    )
+                keys.append(register_hparam(k, v, namespace=ns, formerly=k).key)  # a known key keeps its default
+            continue
+        key = str(item)
+        if key not in LOSS_HPARAMS and len(legacy_keys(key)) == 1:  # a 0.3 flat name read by a 0.3 module
+            new = legacy_keys(key)[0]
+            warnings.warn(
+                f"method {name!r}: hyperparameter {key!r} is now {new!r} (loss.{new}); name it so",
+                DeprecationWarning,
+                stacklevel=4,
+            )
+            key = new
+        if key not in LOSS_HPARAMS:
+            raise ValueError(
+                f"method {name!r}: hyperparameter {key!r} is not declared; pass a {{name: default}} mapping to "
+                f"declare it as loss.{ns}.<name>, or name a declared key (e.g. 'tau', 'hwc.alpha')"
+            )
+        keys.append(key)
+    keys = list(dict.fromkeys(keys))
+    short = [LOSS_HPARAMS[k].name for k in keys]
+    twice = sorted({s for s in short if short.count(s) > 1})
+    if twice:
+        raise ValueError(
+            f"method {name!r}: keys {[k for k in keys if LOSS_HPARAMS[k].name in twice]} share the short name(s) "
+            f"{twice} that its build function reads; read one of them"
+        )
+    return tuple(keys)
 
 
 def get_method(name: str) -> Method:
@@ -736,11 +935,14 @@ def build_objective(name: str, tree: Any, geometry: Any, **hparams: Any) -> Any:
     geometry : Geometry or str
         A :class:`hierviz.geometry.Geometry` or a registered geometry name.
     **hparams
-        ``loss.*`` values (:data:`LOSS_HPARAMS`); unset ones take their defaults; ones the
-        method does not read are ignored, so one dict can drive every method. On a
-        hyperbolic geometry every method whose embedding is ``z`` also gets the depth
-        regularisers of :data:`RADIAL_HPARAMS` (by default entailment cones 0.2, centring 1.0
-        and CPCC 1.0; :func:`add_radial_terms`) and, if it reads ``tau``, the temperature
+        ``loss.*`` values by key (:data:`LOSS_HPARAMS`: ``tau``, ``hwc.alpha``, ``cone_weight``;
+        pass dotted keys as ``**{"hwc.alpha": 0.3}``) or by the short names of this method's keys
+        (``alpha=0.3`` for HWC); unset ones take their defaults; keys the method does not read
+        are ignored, so one dict of keys (``ExperimentConfig.loss``) can drive every method. A
+        flat name of hierviz 0.3 (``lambda_lam``) sets its new key with a DeprecationWarning. On
+        a hyperbolic geometry every method that takes them (:func:`reads_radial`) also gets the
+        depth regularisers of :data:`RADIAL_HPARAMS` (by default entailment cones 0.2, centring
+        1.0 and CPCC 1.0; :func:`add_radial_terms`) and, if it reads ``tau``, the temperature
         ``loss.tau_hyperbolic`` (default 1.0) instead of ``loss.tau``, unless ``tau`` is given
         and ``tau_hyperbolic`` is not (an explicit ``tau`` of a library call is kept).
 
@@ -754,22 +956,61 @@ def build_objective(name: str, tree: Any, geometry: Any, **hparams: Any) -> Any:
     UnknownNameError
         Unknown method (a ValueError naming the nearest ones).
     TypeError
-        An undeclared hyperparameter name (the message lists the valid ones).
+        An undeclared hyperparameter name (the message lists the valid ones), or one key given
+        twice (by key and by short name).
     """
     if isinstance(geometry, str):
         geometry = get_geometry(geometry)
     method = get_method(name)
-    unknown = sorted(set(hparams) - set(LOSS_HPARAMS))
-    if unknown:
-        raise TypeError(f"unknown hyperparameter(s) {unknown}; valid: {sorted(LOSS_HPARAMS)}")
-    hp = {k: hparams.get(k, LOSS_HPARAMS[k].default) for k in method.hparams}
-    radial = {k: hparams.get(k, LOSS_HPARAMS[k].default) for k in RADIAL_HPARAMS}
+    given = _given_keys(method, hparams)
+    hp = {LOSS_HPARAMS[k].name: given.get(k, LOSS_HPARAMS[k].default) for k in method.hparams}
+    radial = {k: given.get(k, LOSS_HPARAMS[k].default) for k in RADIAL_HPARAMS}
     # tau on a hyperbolic geometry: loss.tau_hyperbolic, unless only tau was given (a library call's explicit tau)
-    own_tau = "tau" in hparams and "tau_hyperbolic" not in hparams
-    if "tau" in hp and reads_radial(method, geometry) and radial["tau_hyperbolic"] is not None and not own_tau:
+    own_tau = "tau" in given and "tau_hyperbolic" not in given
+    if (
+        "tau" in method.hparams
+        and reads_radial(method, geometry)
+        and radial["tau_hyperbolic"] is not None
+        and not own_tau
+    ):
         tau_h = radial["tau_hyperbolic"]
         if isinstance(tau_h, bool) or not isinstance(tau_h, (int, float)) or not (0 < tau_h < float("inf")):
             raise ValueError(f"loss.tau_hyperbolic must be a number > 0 (or null: loss.tau), got {tau_h!r}")
         hp["tau"] = float(tau_h)
     objective = method.build(tree, geometry, hp)
     return add_radial_terms(objective, method, tree, geometry, radial)
+
+
+def _given_keys(method: Method, hparams: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`build_objective`'s keyword arguments by key: keys, the method's short names, 0.3 flat names (warned)."""
+    short = {LOSS_HPARAMS[k].name: k for k in method.hparams}
+    out: dict[str, Any] = {}
+    unknown, flat = [], {}
+    for name, value in hparams.items():
+        if name in LOSS_HPARAMS:
+            keys: tuple[str, ...] = (name,)
+        elif name in short:
+            keys = (short[name],)
+        elif legacy_keys(name):
+            keys = legacy_keys(name)
+            flat[name] = keys
+        else:
+            unknown.append(name)
+            continue
+        for key in keys:
+            if key in out:
+                raise TypeError(f"loss.{key} given twice (as {key!r} and by its short name {LOSS_HPARAMS[key].name!r})")
+            out[key] = value
+    if unknown:
+        raise TypeError(
+            f"unknown hyperparameter(s) {sorted(unknown)}; valid: the keys {sorted(LOSS_HPARAMS)}, "
+            f"or the short names of {method.name!r}'s keys {sorted(short)}"
+        )
+    for name, keys in flat.items():
+        warnings.warn(
+            f"hyperparameter {name!r} is now {' and '.join(repr(k) for k in keys)} (loss."
+            f"{', loss.'.join(keys)}){'; the one flat name sets them all' if len(keys) > 1 else ''}",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    return out

@@ -6,7 +6,7 @@ HTML report of the runs; these functions write Table 4's shape from the records 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +32,18 @@ _TABLE4 = (
 )
 
 
+def _lam(record: Mapping[str, Any]) -> Any:
+    """HyILR's λ of a run record: ``hparams["hyilr.lambda"]`` (``"hyilr_lambda"`` before 0.4); None if it reads none."""
+    hp = record.get("hparams") or {}
+    return hp.get("hyilr.lambda", hp.get("hyilr_lambda"))
+
+
 def classifier_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Table 4's rows from typed run records: one per method × λ, mean ± std over seeds, percent.
 
     A table kind of ``compare``'s records: it reads ``method``, ``method_display``,
-    ``seed``, ``hparams["hyilr_lambda"]`` and ``classifier_metrics`` only, never the code that
-    made them. Records without ``classifier_metrics`` (methods without a classifier) are left out.
+    ``seed``, ``hparams["hyilr.lambda"]`` (``"hyilr_lambda"`` in records before 0.4) and
+    ``classifier_metrics`` only, never the code that made them. Records without ``classifier_metrics`` (methods without a classifier) are left out.
 
     Parameters
     ----------
@@ -60,7 +66,7 @@ def classifier_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
     Examples
     --------
-    >>> recs = [{"method": "hyilr", "method_display": "HyILR", "seed": s, "hparams": {"hyilr_lambda": 0.3},
+    >>> recs = [{"method": "hyilr", "method_display": "HyILR", "seed": s, "hparams": {"hyilr.lambda": 0.3},
     ...          "classifier_metrics": dict.fromkeys(("clf_micro_f1", "clf_macro_f1", "clf_hi_micro_f1",
     ...                                                "clf_hi_macro_f1"), v)} for s, v in ((0, 0.5), (1, 0.7))]
     >>> r = classifier_rows(recs)[0]
@@ -108,7 +114,7 @@ def classifier_runs(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         row: dict[str, Any] = {
             "method": str(r["method"]),
-            "lam": (r.get("hparams") or {}).get("hyilr_lambda"),
+            "lam": _lam(r),
             "seed": int(r["seed"]),
         }
         row.update({key[4:]: float(r["classifier_metrics"][key]) for key, _ in _TABLE4})
@@ -209,7 +215,7 @@ def classifier_levels(
             if "clf_pred_test" not in f.files:
                 continue
             yt, yp, y_train = f["clf_true_test"], f["clf_pred_test"], f["y_train"]
-        key = {"method": r["method"], "lam": (r.get("hparams") or {}).get("hyilr_lambda"), "seed": r["seed"]}
+        key = {"method": r["method"], "lam": _lam(r), "seed": r["seed"]}
         levels += [{**key, **row} for row in per_level_f1(yt, yp, tree)]
         n = leaf_path_targets(y_train, tree).sum(0) if counts is None else counts
         buckets += [{**key, **row} for row in frequency_bucket_f1(yt, yp, tree, n, min(4, tree.num_nodes - 1))]

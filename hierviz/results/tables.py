@@ -501,9 +501,13 @@ def _htc_prior(folder: Path) -> dict[str, float] | None:
 
 
 def _htc_lam(folder: Path) -> float:
-    """The main λ of an htc folder's ``config.json``: the driver's ``lam`` or compare's ``loss.hyilr_lambda``."""
+    """The main λ of an htc folder's ``config.json``: the driver's ``lam`` or compare's ``loss.hyilr.lambda``
+
+    (``loss.hyilr_lambda`` in folders written before 0.4)."""
     cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    return cfg["lam"] if "lam" in cfg else cfg["loss"]["hyilr_lambda"]
+    if "lam" in cfg:
+        return cfg["lam"]
+    return cfg["loss"]["hyilr.lambda"] if "hyilr.lambda" in cfg["loss"] else cfg["loss"]["hyilr_lambda"]
 
 
 def paper05_table(root: Path, args: list[str], opts: dict[str, str]) -> str:

@@ -305,7 +305,7 @@ def _register_variant(name: str, display: str, base: str, n: int, d: Any, option
 
     def build_mapper(tree: Any, geometry: Any, hp: dict[str, Any]) -> Objective:
         geo = get_geometry("euclidean") if cos else geometry
-        return Objective("hcl", {"hcl": HCLLoss(geo, m0=hp["hcl_m0"], alpha=hp["hcl_alpha"], lam=hp["hcl_lambda"])})
+        return Objective("hcl", {"hcl": HCLLoss(geo, m0=hp["m0"], alpha=hp["alpha"], lam=hp["lambda"])})
 
     def mapper_model(train_ds: Any, geometry: Any, seed: int) -> nn.Module:
         reducer = _fit_reducer(base, n, train_ds, options, cache)
