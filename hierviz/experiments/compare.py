@@ -51,7 +51,7 @@ from hierviz.experiments.result import CompareResult
 from hierviz.experiments.run_one import _launch, _run_one, _speed_options  # noqa: F401 (re-exported)
 from hierviz.methods import depth_terms, get_method
 from hierviz.models import ENCODERS
-from hierviz.report import build_report, read_results_csv
+from hierviz.report import build_report
 from hierviz.training import distributed as hd
 from hierviz.training.distributed import init_distributed
 
@@ -404,15 +404,7 @@ class _Runs:
 def _written_result(out: Path, cfg: ExperimentConfig, tree: Any) -> CompareResult:
     """The :class:`CompareResult` read back from the tables rank 0 wrote in ``out`` (the other ranks' result)."""
     paths = {"csv": out / "results.csv", "markdown": out / "results.md", "html": out / "report.html"}
-    return CompareResult(
-        rows=read_results_csv(paths["csv"]),
-        records=load_records(out),
-        markdown=paths["markdown"].read_text(encoding="utf-8"),
-        paths=paths,
-        out=out,
-        config=cfg,
-        tree=tree,
-    )
+    return CompareResult.from_tables(paths, load_records(out), out=out, config=cfg, tree=tree)
 
 
 def _write_tables(
@@ -487,20 +479,12 @@ def _compare(
     total = time.perf_counter() - t_start
     header = _header(cfg, argv, ds, tree, n_all, header_split, records, total)
     paths = _write_tables(out, cfg, argv, records, tree, header)
-    markdown = paths["markdown"].read_text(encoding="utf-8")
-    say(markdown)
+    result = CompareResult.from_tables(paths, records, out=out, config=cfg, tree=tree)
+    say(result.markdown)
     say(
         f"wrote {paths['csv']}, {paths['markdown']}, {paths['html']} ({time.perf_counter() - t_start:.1f} s in all)",
         flush=True,
     )
 
     hd.barrier()  # the other ranks read the tables now
-    return CompareResult(
-        rows=read_results_csv(paths["csv"]),
-        records=records,
-        markdown=markdown,
-        paths=paths,
-        out=out,
-        config=cfg,
-        tree=tree,
-    )
+    return result

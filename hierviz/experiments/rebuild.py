@@ -23,7 +23,7 @@ from hierviz.hierarchy import LabelTree
 from hierviz.methods import LOSS_HPARAMS, METHODS
 from hierviz.metrics.projection import PROJECTIONS
 from hierviz.models import ENCODERS
-from hierviz.report import build_report, read_results_csv
+from hierviz.report import build_report
 
 
 def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bool = True) -> CompareResult:
@@ -90,18 +90,10 @@ def report(out: str | os.PathLike, *, projection: str | None = None, verbose: bo
         projection=projection or cfg.eval.projection,
         baseline=(cfg_dict.get("report") or {}).get("baseline"),  # the record's name, registered here or not
     )
-    markdown = paths["markdown"].read_text(encoding="utf-8")
+    result = CompareResult.from_tables(paths, records, out=out, config=cfg, tree=tree)
     if verbose:
         print(f"wrote {paths['csv']}, {paths['markdown']}, {paths['html']}")
-    return CompareResult(
-        rows=read_results_csv(paths["csv"]),
-        records=records,
-        markdown=markdown,
-        paths=paths,
-        out=out,
-        config=cfg,
-        tree=tree,
-    )
+    return result
 
 
 def _known_settings(cfg_dict: dict[str, Any], records: list[dict], where: str) -> ExperimentConfig:

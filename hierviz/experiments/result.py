@@ -15,6 +15,7 @@ from hierviz.experiments.config import ExperimentConfig
 from hierviz.experiments.records import (
     read_run_file,
 )
+from hierviz.report import read_results_csv
 
 
 @dataclass
@@ -42,6 +43,39 @@ class CompareResult:
     out: Path
     config: ExperimentConfig
     tree: Any = field(default=None, repr=False)
+
+    @classmethod
+    def from_tables(
+        cls, paths: dict[str, Path], records: list[dict], *, out: Path, config: ExperimentConfig, tree: Any
+    ) -> CompareResult:
+        """The result whose rows and markdown are read back from the written tables.
+
+        Parameters
+        ----------
+        paths : dict of str to Path
+            :func:`hierviz.report.build_report`'s paths; ``paths["csv"]`` (``results.csv``) and
+            ``paths["markdown"]`` (``results.md``, UTF-8) must exist.
+        records : list of dict
+            The run records the tables were built from.
+        out : Path
+            The comparison's folder.
+        config : ExperimentConfig
+        tree : LabelTree
+
+        Raises
+        ------
+        OSError
+            A table is missing or unreadable (``FileNotFoundError`` for a missing one).
+        """
+        return cls(
+            rows=read_results_csv(paths["csv"]),
+            records=records,
+            markdown=paths["markdown"].read_text(encoding="utf-8"),
+            paths=paths,
+            out=out,
+            config=config,
+            tree=tree,
+        )
 
     def record(self, method: str, geometry: str, seed: int = 0) -> dict:
         """The run record (``result.json``) of one method × geometry × seed.
