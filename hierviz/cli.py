@@ -52,6 +52,7 @@ from hierviz.experiments import ConfigError, apply_overrides, compare, export_ru
 from hierviz.experiments.config import MAX_IMAGE_SIZE, flatten
 from hierviz.experiments.htc import (
     add_htc_parser,  # ``hierviz htc`` (Paper 05 (HyILR))
+    add_import_option,
     run_htc_command,
 )
 from hierviz.features import FeaturesData, export_checkpoint, load_features, reduce_features, save_features
@@ -117,14 +118,7 @@ def _config_options(p: argparse.ArgumentParser) -> None:
         help="set any config key, e.g. --set loss.tau=0.2 --set train.epochs=1 (repeatable; "
         "'hierviz config --keys' lists them)",
     )
-    p.add_argument(
-        "--import",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        dest="imports",
-        help="import a module first (it may register methods, datasets, trees, ...); repeatable",
-    )
+    add_import_option(p, help="import a module first (it may register methods, datasets, trees, ...); repeatable")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--dataset", help="a registered dataset (data.dataset)")
     src.add_argument("--data", metavar="PATH", help="your own .npz or image folder (data.path)")
@@ -182,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="rebuild results.csv/.md and report.html from the finished runs in --out")
     r.add_argument("--out", default="hierviz-out")
     r.add_argument("--projection", default=None, help="tsne, umap or pca (default: the runs' eval.projection)")
-    r.add_argument("--import", action="append", default=[], metavar="MODULE", dest="imports")
+    add_import_option(r)
     r.add_argument("--debug", action="store_true", help="print full tracebacks")
 
     g = sub.add_parser("config", help="print the resolved config of a preset and --set overrides")
@@ -214,14 +208,7 @@ def _add_retrieval_commands(sub: Any) -> None:
     f.add_argument("--float16", action="store_true", help="store the features as float16 (Paper 03 §2.1)")
     f.add_argument("--out", required=True, metavar="F.npz", help="the features file to write")
     f.add_argument("--quiet", action="store_true", help="no progress bars")
-    f.add_argument(
-        "--import",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        dest="imports",
-        help="import a module first (the dataset or encoder a --run was made with)",
-    )
+    add_import_option(f, help="import a module first (the dataset or encoder a --run was made with)")
     f.add_argument("--debug", action="store_true", help="print full tracebacks")
 
     r = sub.add_parser(
@@ -253,9 +240,7 @@ def _add_retrieval_commands(sub: Any) -> None:
         dest="overrides",
         help="a key of the compare config the grid runs, as in 'hierviz compare' (e.g. eval.index=faiss-flat)",
     )
-    r.add_argument(
-        "--import", action="append", default=[], metavar="MODULE", dest="imports", help="import a module first"
-    )
+    add_import_option(r, help="import a module first")
     r.add_argument("--resume", action="store_true", help="reuse the finished runs in --out")
     r.add_argument("--out", required=True, help="output folder")
     r.add_argument("--quiet", action="store_true", help="no progress bars")

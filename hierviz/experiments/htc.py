@@ -102,6 +102,7 @@ __all__ = [
     "label_points",
     "train_htc",
     "add_htc_parser",
+    "add_import_option",
     "run_htc_command",
 ]
 
@@ -498,6 +499,27 @@ def train_htc(
 
 
 # ------------------------------------------------------------------ ``hierviz htc``
+def add_import_option(parser: argparse.ArgumentParser, help: str | None = None) -> None:
+    """Add the repeatable ``--import MODULE`` option (``args.imports``, a list of str) to ``parser``.
+
+    Every ``hierviz`` sub-command that may meet a name a user module registers takes it.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+    help : str or None
+        The option's line in ``--help`` (None: listed without one).
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> add_import_option(p)
+    >>> p.parse_args(["--import", "a", "--import", "b.c"]).imports, p.parse_args([]).imports
+    (['a', 'b.c'], [])
+    """
+    parser.add_argument("--import", action="append", default=[], metavar="MODULE", dest="imports", help=help)
+
+
 def add_htc_parser(sub: Any) -> Any:
     """Add the ``htc`` sub-command to the ``hierviz`` parser (``sub`` from ``add_subparsers``)."""
     h = sub.add_parser(
@@ -518,14 +540,7 @@ def add_htc_parser(sub: Any) -> Any:
     h.add_argument("--epochs", type=int)
     h.add_argument("--bert", help=argparse.SUPPRESS)  # refused with a one-line error (hierviz 0.3)
     h.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any HTCConfig field")
-    h.add_argument(
-        "--import",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        dest="imports",
-        help="import a module first (a user method, dataset or encoder)",
-    )
+    add_import_option(h, help="import a module first (a user method, dataset or encoder)")
     h.add_argument("--out", default="hierviz-htc", help="output folder")
     h.add_argument("--resume", action="store_true", help="reuse finished runs in --out (the default)")
     h.add_argument("--fresh", action="store_true", help="retrain runs already in --out")
