@@ -190,7 +190,7 @@ def test_fp16_tangents_beat_fp16_coordinates_near_the_boundary():
     assert np.quantile(storage_distance_error(x, y, "fp32"), 0.99) < 1e-4
 
 
-def test_index_errors():
+def test_index_errors(tmp_path):
     with pytest.raises(ValueError, match="outside the Poincaré ball"):
         ReferenceIndex(torch.ones(3, 2))
     with pytest.raises(ValueError, match=r"storage must be one of \['fp32', 'fp16', 'fp16-ball', 'fp64'\]"):
@@ -200,6 +200,13 @@ def test_index_errors():
         index.search(torch.zeros(1, 2), k=4)
     with pytest.raises(ValueError, match=r"queries must have shape \(Q, 2\)"):
         index.search(torch.zeros(1, 3), k=1)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError) as info:
+        index.save(tmp_path / "file" / "ix")
+    assert (
+        str(info.value)
+        == f"path {tmp_path / 'file' / 'ix'}: cannot write there (Not a directory); choose another folder"
+    )
 
 
 @pytest.mark.gpu
@@ -484,6 +491,10 @@ def test_cli_features_reduce_pca(tmp_path, capsys):
         (
             ["retrieval", "--features", "{tmp}/raw.npz", "--preset", "smoke", "--limit", "1", "--out", "{tmp}/o"],
             "--limit 1 is too few rows for retrieval: 2 folds with MAP@20 need at least 40",
+        ),
+        (
+            ["retrieval", "--features", "{tmp}/raw.npz", "--preset", "smoke", "--out", "{tmp}/junk.npz/o"],
+            "--out {tmp}/junk.npz/o: cannot write there (Not a directory); choose a folder you can write to",
         ),
     ],
 )

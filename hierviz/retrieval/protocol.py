@@ -38,6 +38,7 @@ from hierviz.experiments.records import load_records
 from hierviz.features.io import FeaturesData, load_features, save_features
 from hierviz.retrieval.config import RANDOM_RANKING, RETRIEVAL_PRESETS, RetrievalConfig, cosine_name, variant_name
 from hierviz.retrieval.grid import GridOptions, _stratified_subset, grid_methods, register_grid, unregister_grid
+from hierviz.retrieval.index.reference import _make_folder
 from hierviz.retrieval.tables import fold_rows, paired_markdown, summarise, table2_markdown, write_tables
 from hierviz.retrieval.train import CosineMapper, MapperModel, train_mapper
 
@@ -258,13 +259,7 @@ def _run_retrieval(data, cfg, out, tree, progress, verbose, overrides=(), resume
         raise ValueError("tree: hierviz retrieval no longer adds tree NDCG@20 (since 0.3); leave tree unset")
     data = _checked(data, cfg)
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) if out is None else Path(out)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ValueError(
-                f"--out {folder}: cannot write there ({exc.strerror or exc}); choose a folder you can write to"
-            ) from None
+        folder = _make_folder(tmp if out is None else out, "--out", "choose a folder you can write to")
         features = save_features(folder / "features.npz", FeaturesData(
             data.features.astype(np.float32), data.labels, data.classes, data.groups, None, source=data.source
         ))  # fmt: skip

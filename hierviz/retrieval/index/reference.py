@@ -332,13 +332,7 @@ class ReferenceIndex(ExactSearch):
             A folder that cannot be written.
         """
 
-        folder = Path(path)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ValueError(
-                f"path {folder}: cannot write there ({exc.strerror or exc}); choose another folder"
-            ) from None
+        folder = _make_folder(path, "path", "choose another folder")
         meta = {
             "storage": self.storage, "c": self._c(), "query_batch": self.query_batch, "ref_chunk": self.ref_chunk,
             "backend": self.backend, "kind": self.kind, "faiss_options": self.faiss_options,
@@ -391,3 +385,44 @@ class ReferenceIndex(ExactSearch):
 
             self.faiss = FaissEngine.load(self, folder / "faiss.index")
         return self
+
+
+def _make_folder(path: Any, name: str, fix: str) -> Path:
+    """Create the folder ``path`` (with its parents; an existing one is kept) and return it.
+
+    Parameters
+    ----------
+    path : str or PathLike
+    name : str
+        What the folder is to the user, first in the message (``"--out"``, ``"path"``).
+    fix : str
+        What to do instead, last in the message.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    ValueError
+        ``"<name> <path>: cannot write there (<reason>); <fix>"`` where the folder cannot be made
+        (a file in the way, no permission), instead of the ``OSError``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> _make_folder(root / "a" / "b", "--out", "choose another") == root / "a" / "b"
+    True
+    >>> _ = (root / "file").write_text("x")
+    >>> _make_folder(root / "file" / "c", "--out", "choose another")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: --out .../file/c: cannot write there (Not a directory); choose another
+    """
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"{name} {folder}: cannot write there ({exc.strerror or exc}); {fix}") from None
+    return folder
