@@ -127,11 +127,11 @@ def _papermill(path: Path, out: Path, tries: int = 3) -> subprocess.CompletedPro
             text=True,
             timeout=600,
         )
-        err = proc.stderr or ""
-        if proc.returncode == 0 or attempt == tries or not all(m in err for m in _PORT_RACE):
-            return proc
-        time.sleep(attempt)
-    raise AssertionError("unreachable")
+        if proc.returncode == 0 or not all(m in (proc.stderr or "") for m in _PORT_RACE):
+            break
+        if attempt < tries:
+            time.sleep(attempt)
+    return proc
 
 
 def _run_with_papermill(path: Path, out: Path, record_property) -> nbformat.NotebookNode:

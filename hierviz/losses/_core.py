@@ -42,6 +42,7 @@ is still attached to the graph.
 
 from __future__ import annotations
 
+import abc
 from typing import Any
 
 import torch
@@ -126,7 +127,7 @@ def _reduce(log_prob: torch.Tensor, weights: torch.Tensor, reduction: str) -> to
     return torch.where(valid, mean_anchor, torch.zeros_like(mean_anchor)).sum() / nvalid
 
 
-class _PairwiseContrastive(nn.Module):
+class _PairwiseContrastive(nn.Module, metaclass=abc.ABCMeta):
     """Base of the pairwise contrastive losses: validation, similarity and the masks of P(i).
 
     Not a loss by itself. Subclasses set ``_needs_tree`` (True when ρ is used),
@@ -245,11 +246,11 @@ class _PairwiseContrastive(nn.Module):
         logits, weights = self._logits_and_weights(sim, lab, B, V)
         return _reduce(contrastive_log_prob(logits), weights, self.reduction)
 
+    @abc.abstractmethod
     def _logits_and_weights(
         self, sim: torch.Tensor, lab: torch.Tensor | None, B: int, V: int
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits (N, N) and pair weights (N, N) of ``sim`` (N, N) and labels ``lab`` (B,), N = V·B."""
-        raise NotImplementedError
 
     @staticmethod
     def _scale_blocks(sim: torch.Tensor, scale_b: torch.Tensor, B: int, V: int) -> torch.Tensor:
@@ -259,7 +260,7 @@ class _PairwiseContrastive(nn.Module):
         return (sim.view(V, B, V, B) * scale_b[None, :, None, :]).view(V * B, V * B)
 
 
-class _LeafLogitLoss(nn.Module):
+class _LeafLogitLoss(nn.Module, metaclass=abc.ABCMeta):
     """Base of the classification losses on ``(B, C)`` leaf logits: validation and device.
 
     Not a loss by itself. Subclasses set ``self.tree``, register their buffers and
@@ -294,6 +295,6 @@ class _LeafLogitLoss(nn.Module):
             self.to(logits.device)
         return self._loss(logits, lab)
 
+    @abc.abstractmethod
     def _loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Batch-mean loss of validated ``logits`` (B, C) and ``labels`` (B,) on one device."""
-        raise NotImplementedError
