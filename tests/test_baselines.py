@@ -160,6 +160,26 @@ def test_paired_differences_pair_by_seed_and_need_three_seeds():
     assert default_baseline(["hwc", "lam"]) == "hwc"
 
 
+def test_paired_differences_pair_by_fold_when_seeds_share_a_fold():
+    # 3 folds x 2 seeds (seed s is fold s % 3): the seeds of a fold are averaged, then paired by fold
+    rows = []
+    for s in range(6):
+        fold = s % 3
+        rows.append({"method": "supcon", "geometry": "poincare", "seed": s, "fold": fold, "top1": 0.5 + 0.1 * fold})
+        rows.append({"method": "hwc", "geometry": "poincare", "seed": s, "fold": fold,
+                     "top1": 0.5 + 0.1 * fold + (0.01 if s < 3 else 0.03) + 0.002 * fold})  # fmt: skip
+    mean, lo, hi, n = paired_differences(rows, "supcon", ["top1"])[("hwc", "poincare")]["top1"]
+    diffs = np.array([0.020, 0.022, 0.024])  # per fold: mean of 0.01 and 0.03, plus 0.002 * fold
+    assert n == 3 and mean == pytest.approx(diffs.mean())
+    assert hi - mean == pytest.approx(t_quantile(2) * diffs.std(ddof=1) / 3**0.5)
+    md = paired_markdown(rows, "supcon", ["top1"])
+    assert "same fold, its seeds averaged" in md and "over 3 folds" in md
+    # without the fold column the same rows pair by seed: 6 pairs
+    assert paired_differences([{k: v for k, v in r.items() if k != "fold"} for r in rows], "supcon", ["top1"])[
+        ("hwc", "poincare")
+    ]["top1"][3] == 6
+
+
 def test_results_table_shows_the_majority_row_and_imbalance_columns():
     rows = [
         {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import replace
 
@@ -231,6 +232,8 @@ def test_a_grid_with_mapper_seeds_runs_each_fold_once_per_seed_on_the_same_split
             for s in (0, 2)]  # fmt: skip
     assert hist[0]["loss"] != hist[1]["loss"]  # fold 0's two mapper seeds: another initialisation and batch order
     assert "each fold the mean of 2 mapper seeds" in (tmp_path / "table2.md").read_text()
+    with (tmp_path / "results.csv").open(encoding="utf-8") as f:  # compare's own table: paired by fold, not seed
+        assert {(int(r["seed"]), int(r["fold"])) for r in csv.DictReader(f)} == {(0, 0), (1, 1), (2, 0), (3, 1)}
     cfg_json = json.loads((tmp_path / "runs" / "pca6-poincare-s3" / "config.json").read_text())
     assert cfg_json["eval"]["folds"] == 2 and cfg_json["seeds"] == 4
     with pytest.raises(ValueError, match="eval.folds: must be None or an integer >= 2 that divides seeds"):

@@ -266,6 +266,9 @@ def write_baselines_csv(baselines: Mapping[str, Mapping[str, float]], path: str 
 def _result_row(r: Mapping[str, Any]) -> dict[str, Any]:
     """The ``results.csv`` row of one run record: run, display names, metrics, timings and radius columns."""
     row = {"method": r["method"], "geometry": r["geometry"], "seed": int(r["seed"])}
+    folds = ((r.get("config") or {}).get("eval") or {}).get("folds")
+    if folds:  # a per-seed split with several seeds per fold (eval.folds): the paired tables pair by fold
+        row["fold"] = int(r["seed"]) % int(folds)
     row.update({k: r[k] for k in DISPLAY_KEYS if r.get(k)})  # the record's names: no registry needed
     if r.get("metric_info"):  # titles of metrics a user module computed (not a results.csv column)
         row["metric_info"] = r["metric_info"]

@@ -264,13 +264,16 @@ def paired_differences(
 ) -> dict[tuple[str, str], dict[str, tuple[float, float, float, int]]]:
     """Per (method, geometry): :func:`paired_ci` of each metric against ``baseline`` in the same geometry.
 
-    Runs are paired by ``seed``; seeds that only one of the two has are left out. A pair
-    with fewer than :data:`MIN_SEEDS` common seeds is left out.
+    Runs are paired by ``seed``; seeds that only one of the two has are left out. Rows with a
+    ``fold`` column (runs of a protocol that splits per seed under ``eval.folds``, where several
+    seeds share a fold) are paired by fold instead: the seeds of a fold are averaged first, so the
+    interval is over the folds, the unit that shares the test queries. A pair with fewer than
+    :data:`MIN_SEEDS` common seeds (folds) is left out.
 
     Parameters
     ----------
     rows : sequence of dict
-        ``results.csv`` rows (``method``, ``geometry``, ``seed`` and the metrics).
+        ``results.csv`` rows (``method``, ``geometry``, ``seed``, optionally ``fold``, and the metrics).
     baseline : str
         A method name present in ``rows``.
     metrics : sequence of str
@@ -290,21 +293,26 @@ def paired_differences(
     methods = list(dict.fromkeys(str(r["method"]) for r in rows))
     if baseline not in methods:
         raise ValueError(f"report.baseline: {baseline!r} was not run here; choose one of {methods}")
-    table: dict[tuple[str, str], dict[int, Mapping[str, Any]]] = {}
+    table: dict[tuple[str, str], dict[int, list[Mapping[str, Any]]]] = {}
     for r in rows:
-        table.setdefault((str(r["method"]), str(r["geometry"])), {})[int(r["seed"])] = r
+        unit = int(r["seed"]) if r.get("fold") in (None, "") else int(r["fold"])
+        table.setdefault((str(r["method"]), str(r["geometry"])), {}).setdefault(unit, []).append(r)
+
+    def value(runs: list[Mapping[str, Any]], metric: str) -> float:
+        return float(np.mean([float(r.get(metric, math.nan)) for r in runs]))
+
     out: dict[tuple[str, str], dict[str, tuple[float, float, float, int]]] = {}
-    for (meth, geo), by_seed in table.items():
+    for (meth, geo), by_unit in table.items():
         base = table.get((baseline, geo))
         if meth == baseline or base is None:
             continue
-        seeds = sorted(set(by_seed) & set(base))
-        if len(seeds) < MIN_SEEDS:
+        units = sorted(set(by_unit) & set(base))
+        if len(units) < MIN_SEEDS:
             continue
         out[(meth, geo)] = {}
         for m in metrics:
-            a = [float(by_seed[s].get(m, math.nan)) for s in seeds]
-            b = [float(base[s].get(m, math.nan)) for s in seeds]
+            a = [value(by_unit[u], m) for u in units]
+            b = [value(base[u], m) for u in units]
             if np.isfinite(a).all() and np.isfinite(b).all():
                 out[(meth, geo)][m] = paired_ci(a, b, confidence)
     return out
@@ -355,6 +363,10 @@ def paired_markdown(
         "| Method | " + " | ".join(head) + " |",
         "|---|" + "|".join("---:" for _ in head) + "|",
     ]
+    by_fold = any(r.get("fold") not in (None, "") for r in rows)
+    if by_fold:
+        lines[0] = lines[0].replace("(same seed; mean and 95 % CI over seeds, paired t)",
+                                    "(same fold, its seeds averaged; mean and 95 % CI over folds, paired t)")  # fmt: skip
     ns: set[int] = set()
     for meth in meths:
         cells = []
@@ -370,7 +382,8 @@ def paired_markdown(
         lines.append(f"| {method_label(meth, rows)} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        f"Δ = method − {method_label(baseline, rows)} at the same seed, over {'/'.join(map(str, sorted(ns)))} seeds; "
+        f"Δ = method − {method_label(baseline, rows)} at the same {'fold' if by_fold else 'seed'}, over "
+        f"{'/'.join(map(str, sorted(ns)))} {'folds' if by_fold else 'seeds'}; "
         "[low, high]: 95 % Student-t interval of the mean difference (scipy ttest_rel's); * the interval "
         "excludes 0. For Violations a negative Δ is the better one.",
     ]
