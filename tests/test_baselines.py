@@ -175,9 +175,8 @@ def test_paired_differences_pair_by_fold_when_seeds_share_a_fold():
     md = paired_markdown(rows, "supcon", ["top1"])
     assert "same fold, its seeds averaged" in md and "over 3 folds" in md
     # without the fold column the same rows pair by seed: 6 pairs
-    assert paired_differences([{k: v for k, v in r.items() if k != "fold"} for r in rows], "supcon", ["top1"])[
-        ("hwc", "poincare")
-    ]["top1"][3] == 6
+    by_seed = paired_differences([{k: v for k, v in r.items() if k != "fold"} for r in rows], "supcon", ["top1"])
+    assert by_seed[("hwc", "poincare")]["top1"][3] == 6
 
 
 def test_results_table_shows_the_majority_row_and_imbalance_columns():
