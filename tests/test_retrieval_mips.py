@@ -145,13 +145,43 @@ def test_float32_cancellation_is_caught_by_the_certificate(monkeypatch):
     real = ReferenceIndex._torch_candidates
 
     def spy(self, qq, kc, exact64=False):
-        calls.append((len(qq), exact64))
+        calls.append((len(qq), kc, exact64))
         return real(self, qq, kc, exact64)
 
     monkeypatch.setattr(ReferenceIndex, "_torch_candidates", spy)
     want_d, want_i = _brute(q, ref, 1.0, 10)
     d, i = ReferenceIndex(ref, storage="fp32").search(q, k=10)
-    assert calls[0] == (50, False) and calls[1][1] and calls[1][0] > 0  # float32 could not rank them: float64 did
+    assert calls[0] == (50, 26, False)
+    assert calls[1][1:] == (104, False) and 0 < calls[1][0] <= 50  # 4 x the candidates in float32: still too close
+    assert calls[2][1:] == (26, True) and 0 < calls[2][0] <= calls[1][0]  # float32 could not rank them: float64 did
+    assert torch.equal(i, want_i)
+    torch.testing.assert_close(d.double(), want_d, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("backend", ["torch", "faiss"])
+def test_a_failed_certificate_is_retried_with_four_times_the_candidates_first(monkeypatch, backend):
+    if backend == "faiss":
+        _faiss()
+    ref, q = _near_boundary(800, 8, 1.0, 8), _near_boundary(30, 8, 1.0, 9)
+    want_d, want_i = _brute(q, ref, 1.0, 5)
+    index = ReferenceIndex(ref, storage="fp32", **({"backend": "faiss", "kind": "flat"} if backend == "faiss" else {}))
+    real_certified, real_candidates = ReferenceIndex._certified, ReferenceIndex._candidates
+    kcs, certificates = [], []
+
+    def candidates(self, qq, kc, k):
+        kcs.append((len(qq), kc))
+        return real_candidates(self, qq, kc, k)
+
+    def certified(self, qq, kth, left_out, u):  # the first list fails for every query; later ones as they are
+        certificates.append(u)
+        ok = real_certified(self, qq, kth, left_out, u)
+        return torch.zeros_like(ok) if len(certificates) == 1 else ok
+
+    monkeypatch.setattr(ReferenceIndex, "_candidates", candidates)
+    monkeypatch.setattr(ReferenceIndex, "_certified", certified)
+    d, i = index.search(q, k=5)
+    assert kcs == [(30, 21), (30, 84)]  # k + 16 candidates, then 4 x as many for the 30 failed queries
+    assert certificates == [2.0**-24, 2.0**-24]  # the wider float32 list was certified: no float64 search
     assert torch.equal(i, want_i)
     torch.testing.assert_close(d.double(), want_d, rtol=1e-6, atol=0)
 

@@ -65,9 +65,10 @@ exact distance in float64 computed from differences, then *certifies* the result
 :math:`r_{hi} = (\|q\| + \sqrt{S_k(1 - c\|q\|^2 + cS_k)})/(1 + cS_k)`; if the smallest
 float32 score left out exceeds :math:`S_k + \gamma\,a(r_{hi})(\|q\| + r_{hi})^2`, nothing
 left out can beat the k-th. A query that fails the test (queries near the boundary whose
-neighbours are within float32's reach of each other) is searched again with the augmented
-vectors of the float64 points and a float64 GEMM, under the same test with float64's
-roundoff, and by a float64 brute force from differences if even that is too close. The top-k is therefore the exact top-k of the stored points on any device and
+neighbours are within float32's reach of each other) is searched again with ``WIDEN`` = 4 times
+as many candidates, then, if it still fails, with the augmented vectors of the float64 points
+and a float64 GEMM under the same test with float64's roundoff, and by a float64 brute force
+from differences if even that is too close. The top-k is therefore the exact top-k of the stored points on any device and
 in any matmul mode, and the returned distances are the exact float64 distances of the
 stored points, computed for the returned top-k only.
 

@@ -20,6 +20,8 @@ from hierviz.retrieval.index.scores import _exact_dist, _select, augment_queries
 
 #: Candidates kept per query before the exact re-rank: ``k + max(k, RERANK_MARGIN)``.
 RERANK_MARGIN = 16
+#: A query whose candidates fail the certificate is searched again with ``WIDEN`` times as many.
+WIDEN = 4
 
 
 def _unit_roundoff(dtype: torch.dtype, device: torch.device) -> float:
@@ -104,6 +106,46 @@ class ExactSearch:
             out_i.append(bi)
         return torch.cat(out_d), torch.cat(out_i)
 
+    def _settle(
+        self,
+        q: torch.Tensor,
+        bad: torch.Tensor,
+        dist: torch.Tensor,
+        idx: torch.Tensor,
+        cand: torch.Tensor,
+        kc: int,
+        k: int,
+        u: float,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The exact top-k of the queries ``bad`` whose first candidate list was not certified.
+
+        Tried in turn, each under the certificate, until every query passes: ``WIDEN`` × ``kc``
+        candidates from the same engine (a near-tie at the kc-th score is usually settled there,
+        at the cost of a search of those few queries), the augmented vectors of the float64
+        points with a float64 GEMM, and a float64 brute force from differences.
+        """
+        c = self._c()
+        dist, idx, cand = dist.clone(), idx.clone(), cand.clone()
+        kw = WIDEN * kc
+        tries = [] if kw >= len(self) else [(lambda qb: self._candidates(qb, kw, k), u)]
+        tries.append((lambda qb: self._torch_candidates(qb, kc, exact64=True), 2.0**-53))
+        for candidates_of, roundoff in tries:
+            scores, rows = candidates_of(q[bad])
+            bd, bi = self._rerank(q[bad], rows, k)
+            dist[bad], idx[bad] = bd, bi
+            cand[bad, :k] = bi  # the refine step sees the exact top-k of those queries
+            ok = self._certified(q[bad], poincare_scores(q[bad], self._decode64(bi[:, -1]), c), scores[:, -1], roundoff)
+            bad = bad[~ok]
+            if not len(bad):
+                return dist, idx, cand
+        dist[bad], idx[bad] = self._brute_force(q[bad], k)
+        cand[bad, :k] = idx[bad]
+        return dist, idx, cand
+
+    def _candidates(self, q: torch.Tensor, kc: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(scores, rows)``, (Q, kc) ascending: the torch GEMM's or the FAISS engine's candidates."""
+        return self._torch_candidates(q, kc) if self.faiss is None else self.faiss.candidates(q, kc, k)
+
     def _rerank(self, q: torch.Tensor, cand: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The k nearest of the candidate rows by the exact float64 distance to the stored points (−1: none)."""
         refs = self._decode64(cand.clamp_min(0).flatten()).view(*cand.shape, self.dim)
@@ -171,30 +213,14 @@ class ExactSearch:
                 )
             ref_full = self._as_ball(ref_full, "refine")
         c = self._c()
-        if self.faiss is None:
-            scores, cand = self._torch_candidates(q, kc)
-            u = _unit_roundoff(self._cdt, self.device)
-        else:
-            scores, cand = self.faiss.candidates(q, kc, k)
-            u = 2.0**-24
+        scores, cand = self._candidates(q, kc, k)
+        u = _unit_roundoff(self._cdt, self.device) if self.faiss is None else 2.0**-24
         exact = self.faiss is None or self.kind == "flat"
         dist, idx = self._rerank(q, cand, k)
         if exact and kc < len(self):
             ok = self._certified(q, poincare_scores(q, self._decode64(idx[:, -1]), c), scores[:, -1], u)
-            if not bool(ok.all()):  # again in float64 (one GEMM), then by brute force where even that is too close
-                bad = torch.nonzero(~ok).flatten()
-                s64, c64 = self._torch_candidates(q[bad], kc, exact64=True)
-                bd, bi = self._rerank(q[bad], c64, k)
-                ok64 = self._certified(
-                    q[bad], poincare_scores(q[bad], self._decode64(bi[:, -1]), c), s64[:, -1], 2.0**-53
-                )
-                if not bool(ok64.all()):
-                    worst = torch.nonzero(~ok64).flatten()
-                    bd[worst], bi[worst] = self._brute_force(q[bad[worst]], k)
-                dist, idx = dist.clone(), idx.clone()
-                dist[bad], idx[bad] = bd, bi
-                cand = cand.clone()
-                cand[bad, :k] = bi  # the refine step below sees the exact top-k of those queries
+            if not bool(ok.all()):
+                dist, idx, cand = self._settle(q, torch.nonzero(~ok).flatten(), dist, idx, cand, kc, k, u)
         if ref_full is not None:
             pool = torch.cat([idx, cand], dim=1)
             full = ref_full.detach().to(self.device, torch.float64)
