@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import tarfile
 
 import numpy as np
@@ -127,6 +128,27 @@ def test_20news_loader_on_a_synthetic_corpus(tmp_path):
     only_test = np.flatnonzero((ds.official_split == "test") & (ds.labels == 0))[0]
     assert norms[only_test] == 0.0
     assert np.allclose(np.delete(norms, only_test), 1.0, atol=1e-5)
+
+
+def test_20news_loader_reads_an_unchanged_tarball_once(tmp_path, monkeypatch):
+    import hierviz.data.loaders.newsgroups as ng
+
+    path = make_corpus(tmp_path / "20news-bydate.tar.gz")
+    reads = []
+    real = ng.read_20news_tar
+    monkeypatch.setattr(ng, "read_20news_tar", lambda p: reads.append(p) or real(p))
+    ng._tarball_tfidf.cache_clear()
+    a = load_20news(tmp_path, max_features=50)
+    a.images[:] = 0.0  # each caller owns its arrays: the cache keeps its own
+    a.labels[:] = 0
+    b = load_20news(tmp_path, max_features=50)
+    assert len(reads) == 1 and b.images.any() and set(b.labels.tolist()) == set(range(20))
+    assert load_20news(tmp_path, max_features=40).images.shape == (160, 40) and len(reads) == 2  # another D
+    make_corpus(path, seed=1)  # the tarball replaced (another modification time): read again
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    c = load_20news(tmp_path, max_features=50)
+    assert len(reads) == 3 and not np.array_equal(b.images, c.images)
 
 
 def test_20news_loader_errors(tmp_path):
