@@ -53,6 +53,23 @@ def pytest_configure_node(node):
 def pytest_configure(config):
     if getattr(config, "workerinput", {}).get("hierviz_loadgroup"):
         config.option.loadgroup = True  # what xdist's worker sets from --dist loadgroup
+    # One cache folder per test session (hierviz.data.cache_dir), unless the caller named one: the
+    # processes a session starts (xdist workers, notebook kernels, Jupyter servers, CLI runs) inherit
+    # it, so 20 Newsgroups is vectorised once per session, and no user cache is read or written.
+    if "HIERVIZ_CACHE" not in os.environ and not hasattr(config, "workerinput"):
+        import tempfile
+
+        config._hierviz_cache = tempfile.mkdtemp(prefix="hierviz-test-cache-")
+        os.environ["HIERVIZ_CACHE"] = config._hierviz_cache
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_hierviz_cache", None)
+    if folder:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop("HIERVIZ_CACHE", None)
 
 
 _SHARED_SCOPES = ("module", "class", "package")

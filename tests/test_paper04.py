@@ -151,6 +151,39 @@ def test_20news_loader_reads_an_unchanged_tarball_once(tmp_path, monkeypatch):
     assert len(reads) == 3 and not np.array_equal(b.images, c.images)
 
 
+def test_20news_tfidf_is_cached_on_disk_for_the_next_process(tmp_path, monkeypatch):
+    import hierviz.data.loaders.newsgroups as ng
+
+    make_corpus(tmp_path / "20news-bydate.tar.gz")
+    reads = []
+    real = ng.read_20news_tar
+    monkeypatch.setattr(ng, "read_20news_tar", lambda p: reads.append(p) or real(p))
+    monkeypatch.setenv("HIERVIZ_CACHE", "off")
+    ng._tarball_tfidf.cache_clear()
+    plain = load_20news(tmp_path, max_features=50)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("HIERVIZ_CACHE", str(cache))
+    ng._tarball_tfidf.cache_clear()
+    first = load_20news(tmp_path, max_features=50)
+    (file,) = cache.iterdir()  # one file, written atomically (no temporary left)
+    assert file.name.startswith("20news-tfidf-") and file.suffix == ".npz" and len(reads) == 2
+    ng._tarball_tfidf.cache_clear()  # as in a new process: only the file is left
+    again = load_20news(tmp_path, max_features=50)
+    assert len(reads) == 2  # read from the cache file, not the tarball
+    for ds in (first, again):
+        assert np.array_equal(ds.images, plain.images) and np.array_equal(ds.labels, plain.labels)
+        assert ds.classes == plain.classes and np.array_equal(ds.official_split, plain.official_split)
+    file.write_bytes(b"damaged")  # a broken cache file is rebuilt
+    ng._tarball_tfidf.cache_clear()
+    assert np.array_equal(load_20news(tmp_path, max_features=50).images, plain.images) and len(reads) == 3
+    assert file.stat().st_size > 1000
+    (tmp_path / "blocked").write_text("a file where the cache folder would be")
+    monkeypatch.setenv("HIERVIZ_CACHE", str(tmp_path / "blocked" / "cache"))  # unwritable: passed over
+    ng._tarball_tfidf.cache_clear()
+    assert np.array_equal(load_20news(tmp_path, max_features=50).images, plain.images) and len(reads) == 4
+    ng._tarball_tfidf.cache_clear()
+
+
 def test_20news_loader_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="20news-bydate.tar.gz"):
         load_20news(tmp_path)

@@ -40,6 +40,8 @@ __all__ = [
     "register_dataset",
     "bundled_sample_dir",
     "data_search_dirs",
+    "cache_dir",
+    "CACHE_ENV_VAR",
     "find_data_file",
 ]
 
@@ -117,6 +119,41 @@ def data_search_dirs(data_dir: str | PathLike | None = None) -> list[Path]:
     dirs.append(_checkout_data_dir())
     dirs.append(bundled_sample_dir())
     return dirs
+
+
+#: Environment variable naming the folder of derived-data caches (``off`` disables them).
+CACHE_ENV_VAR = "HIERVIZ_CACHE"
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The folder where loaders keep what they derive from a data file (e.g. 20 Newsgroups' TF-IDF rows).
+
+    Parameters
+    ----------
+    environ : mapping, optional
+        The environment to read (default ``os.environ``).
+
+    Returns
+    -------
+    pathlib.Path or None
+        ``$HIERVIZ_CACHE`` when set; ``None`` when it is ``off``, ``0``, ``false``, ``no`` or empty
+        (no cache); else ``$XDG_CACHE_HOME/hierviz`` or ``~/.cache/hierviz``. The folder may not
+        exist yet; a loader that cannot write there works without it.
+
+    Examples
+    --------
+    >>> cache_dir({"HIERVIZ_CACHE": "off"}) is None
+    True
+    >>> cache_dir({"HIERVIZ_CACHE": "/data/cache", "XDG_CACHE_HOME": "/x"})
+    PosixPath('/data/cache')
+    >>> cache_dir({"XDG_CACHE_HOME": "/x"})
+    PosixPath('/x/hierviz')
+    """
+    env = os.environ if environ is None else environ
+    value = env.get(CACHE_ENV_VAR)
+    if value is not None:
+        return None if value.strip().lower() in ("", "0", "off", "false", "no") else Path(value).expanduser()
+    return Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "hierviz"
 
 
 def _fetch_command(filename: str) -> str:
