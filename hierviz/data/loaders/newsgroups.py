@@ -341,8 +341,8 @@ def _tarball_tfidf(path: str, mtime_ns: int, size: int, max_features: int) -> tu
     read is rebuilt; a cache folder that cannot be written is passed over. Callers copy what
     they return.
     """
-    import sklearn
-    from scipy import sparse
+    import sklearn  # heavy: scikit-learn (its version keys the cache), imported on first use
+    from scipy import sparse  # heavy: scipy, imported on first use
 
     key = json.dumps([path, mtime_ns, size, max_features, sklearn.__version__, TFIDF_CACHE_VERSION])
     folder = cache_dir()
