@@ -21,7 +21,7 @@ Layout: :mod:`~hierviz.data.base` (ArrayDataset, data folders), :mod:`~hierviz.d
 :mod:`~hierviz.data.transforms` (imported on first use: torchvision is slow to import).
 """
 
-from hierviz.data.base import ArrayDataset, DatasetInfo, data_search_dirs, find_data_file
+from hierviz.data.base import ArrayDataset, DatasetInfo, cache_dir, data_search_dirs, find_data_file
 from hierviz.data.loaders import MEDMNIST_INFO, load_image_folder, load_medmnist, load_npz  # registers built-ins
 from hierviz.data.registry import (
     DATASETS,
@@ -54,6 +54,7 @@ __all__ = [
     "blur_kernel_size",
     "check_split",
     "data_search_dirs",
+    "cache_dir",
     "eval_transform",
     "find_data_file",
     "grouped_split",
