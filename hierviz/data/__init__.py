@@ -15,13 +15,15 @@ classes (or the label values ``"0"``, ``"1"``, ...) as leaves. Register a loader
 ``@register_dataset("name", default_tree=...)`` and a tree with ``register_tree(name, path)``.
 Full-size data: see ``data_scripts/README.md``.
 
-Layout: :mod:`~hierviz.data.base` (ArrayDataset, data folders), :mod:`~hierviz.data.registry`
+Layout: :mod:`~hierviz.data.base` (ArrayDataset, find_data_file), :mod:`~hierviz.data.folders` (the data
+folders searched, the cache folder), :mod:`~hierviz.data.registry`
 (DATASETS, load_dataset, bind_tree), :mod:`~hierviz.data.loaders` (one file per source),
 :mod:`~hierviz.data.trees` (TREES, load_tree), :mod:`~hierviz.data.splits`,
 :mod:`~hierviz.data.transforms` (imported on first use: torchvision is slow to import).
 """
 
-from hierviz.data.base import ArrayDataset, DatasetInfo, cache_dir, data_search_dirs, find_data_file
+from hierviz.data.base import ArrayDataset, DatasetInfo, find_data_file
+from hierviz.data.folders import cache_dir, data_search_dirs
 from hierviz.data.loaders import MEDMNIST_INFO, load_image_folder, load_medmnist, load_npz  # registers built-ins
 from hierviz.data.registry import (
     DATASETS,

@@ -37,14 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from hierviz.data.base import (
-    ArrayDataset,
-    DatasetInfo,
-    cache_dir,
-    data_search_dirs,
-    find_data_file,
-    register_dataset,
-)
+from hierviz.data.base import ArrayDataset, DatasetInfo, find_data_file, register_dataset
+from hierviz.data.folders import cache_dir, data_search_dirs
 from hierviz.data.trees import load_tree
 
 __all__ = [
@@ -340,7 +334,7 @@ def _tarball_tfidf(path: str, mtime_ns: int, size: int, max_features: int) -> tu
     """The tarball's TF-IDF rows (sparse CSR, about 10 MB), labels, groups and split, read once.
 
     Reading and vectorising the 18,846 messages takes about 8 s on a 2-core CPU. The result is
-    kept in this process (the next call returns it) and in :func:`~hierviz.data.base.cache_dir`
+    kept in this process (the next call returns it) and in :func:`~hierviz.data.folders.cache_dir`
     (the next process reads it in a fraction of a second), keyed by the file's path,
     modification time and size, ``max_features``, scikit-learn's version and
     :data:`TFIDF_CACHE_VERSION`: a replaced tarball is read again. A cache file that cannot be
