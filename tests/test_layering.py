@@ -126,3 +126,38 @@ def test_in_function_import_check_finds_an_unexplained_import(tmp_path):
         encoding="utf-8",
     )
     assert _unexplained_in_function_imports(sample, tmp_path) == ["sample.py:2: import json"]
+
+
+def _optimiser_steps(path: Path, root: Path = ROOT) -> list[str]:
+    """Lines of ``path`` that build a torch optimiser or run a backward pass (``torch.optim.*``, ``.backward(``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Attribute) and (
+            node.attr == "backward" or (node.attr == "optim" and isinstance(node.value, ast.Name))
+        ):
+            found.append(f"{path.relative_to(root)}:{node.lineno}")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch.optim"):
+            found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return sorted(set(found), key=lambda hit: int(hit.rsplit(":", 1)[1]))
+
+
+def test_figures_never_train():
+    # viz and report draw what training made: a toy that has to be trained first lives in
+    # hierviz.training (hierviz.training.toys) and the figure takes its result
+    found = [
+        hit
+        for pkg in ("viz", "report")
+        for path in sorted((ROOT / "hierviz" / pkg).rglob("*.py"))
+        for hit in _optimiser_steps(path)
+    ]
+    assert not found, "an optimiser or a backward pass in a drawing module:\n" + "\n".join(found)
+
+
+def test_optimiser_check_finds_a_training_loop(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "import torch\nfrom torch.optim import SGD\n\n\n"
+        "def f(p, loss):\n    opt = torch.optim.Adam(p)\n    loss.backward()\n    return opt, SGD\n",
+        encoding="utf-8",
+    )
+    assert _optimiser_steps(sample, tmp_path) == ["sample.py:2", "sample.py:6", "sample.py:7"]

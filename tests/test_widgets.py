@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from hierviz.data import toy_tangent_points
 from hierviz.viz import omega_matrix, plot_omega
 from hierviz.viz.widgets import (
     PLOTLY_MIME,
@@ -26,7 +27,6 @@ from hierviz.viz.widgets import (
     omega_panel,
     tau_figure,
     tau_panel,
-    toy_tangent_points,
 )
 
 
@@ -58,6 +58,8 @@ def test_toy_points_follow_the_tree(breakhis_tree):
     assert np.linalg.norm(centre[0] - centre[1]) < np.linalg.norm(centre[0] - centre[4])
     with pytest.raises(ValueError, match="n_per_leaf"):
         toy_tangent_points(breakhis_tree, n_per_leaf=0)
+    with pytest.raises(ValueError, match="spread must be a finite number >= 0"):
+        toy_tangent_points(breakhis_tree, spread=-0.1)
 
 
 def test_curvature_figure_maps_with_expmap0(breakhis_tree):

@@ -1,4 +1,4 @@
-"""hierviz.viz.widgets.radius: the toy trainers, figure and panel of notebook 12 (hyperbolic failure modes)."""
+"""The toy trainers (hierviz.training.toys), toy features (hierviz.data.toys), figure and panel of notebook 12."""
 
 from __future__ import annotations
 
@@ -7,17 +7,12 @@ import math
 import pytest
 import torch
 
+from hierviz.data import toy_encoder_features
 from hierviz.geometry import PoincareBall
 from hierviz.hierarchy import LabelTree
 from hierviz.models import HyperbolicHead
-from hierviz.viz.widgets import (
-    HEAD_KINDS,
-    RadiusToyGrid,
-    radius_figure,
-    radius_panel,
-    toy_encoder_features,
-    train_toy_head,
-)
+from hierviz.training import HEAD_KINDS, RadiusToyGrid, train_toy_head
+from hierviz.viz.widgets import radius_figure, radius_panel
 
 TREE = LabelTree.from_nested({"r": {"a": ["a1", "a2"], "b": {"b1": ["x", "w"], "b2": ["v"]}}})
 
@@ -76,7 +71,7 @@ def test_radius_figure_has_disk_and_radius_axes(grid):
 
 
 def test_radius_panel_redraws_on_every_control(grid):
-    p = radius_panel(TREE, grid)
+    p = radius_panel(grid)
     assert set(p.controls) == {"kind", "clip_r", "log10_scale", "tau", "cone"}
     assert list(p.controls["kind"].options) == list(HEAD_KINDS)
     titles = {p.figure.layout.title.text}
@@ -88,7 +83,7 @@ def test_radius_panel_redraws_on_every_control(grid):
     assert len(titles) == 6, titles
     assert len(p.view.outputs) == 1
     with pytest.raises(ValueError, match="kind must be one of"):
-        radius_panel(TREE, grid, kind="soft")
+        radius_panel(grid, kind="soft")
 
 
 def test_toy_encoder_features_norms_and_errors():

@@ -19,6 +19,7 @@ Layout: :mod:`~hierviz.data.base` (ArrayDataset, find_data_file), :mod:`~hierviz
 folders searched, the cache folder), :mod:`~hierviz.data.registry`
 (DATASETS, load_dataset, bind_tree), :mod:`~hierviz.data.loaders` (one file per source),
 :mod:`~hierviz.data.trees` (TREES, load_tree), :mod:`~hierviz.data.splits`,
+:mod:`~hierviz.data.toys` (toy points that follow a tree, for the course's figures),
 :mod:`~hierviz.data.transforms` (imported on first use: torchvision is slow to import).
 """
 
@@ -35,6 +36,7 @@ from hierviz.data.registry import (
     register_dataset,
 )
 from hierviz.data.splits import check_split, grouped_split
+from hierviz.data.toys import toy_encoder_features, toy_tangent_points
 from hierviz.data.trees import TREES, align_tree, load_tree, read_tree_json, register_tree, tree_source
 
 __all__ = [
@@ -68,6 +70,8 @@ __all__ = [
     "read_tree_json",
     "register_dataset",
     "register_tree",
+    "toy_encoder_features",
+    "toy_tangent_points",
     "tree_source",
 ]
 

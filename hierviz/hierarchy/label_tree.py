@@ -48,7 +48,7 @@ from hierviz.hierarchy._tree_queries import TreeQueries
 from hierviz.hierarchy.dag import ProjectionChoice, project_dag
 from hierviz.hierarchy.io import _as_full, _tree_from_full
 
-__all__ = ["LabelTree", "ProjectionChoice", "tree_from_obj"]
+__all__ = ["LabelTree", "ProjectionChoice", "dfs_leaves", "tree_from_obj"]
 
 
 class LabelTree(TreeForms, TreeQueries):
@@ -633,3 +633,38 @@ def tree_from_obj(obj: Any, *, where: str = "<source>", name: str = "") -> Label
         return _tree_from_full(_as_full(obj, name), LabelTree)
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{where}: {exc}") from None
+
+
+def dfs_leaves(tree: LabelTree) -> list[str]:
+    """Leaves in depth-first (pre-order) order of the tree, children in stored order.
+
+    Every subtree's leaves form one contiguous run, so siblings are adjacent: the order in
+    which a tree drawing places leaves side by side, and in which the triplet sampler walks
+    subtrees. It can differ from ``tree.leaves``, the label order (first appearance in a
+    parent map, for one).
+
+    Parameters
+    ----------
+    tree : LabelTree
+
+    Returns
+    -------
+    list of str
+        All ``tree.num_leaves`` leaf names.
+
+    Examples
+    --------
+    >>> t = tree_from_obj({"a1": "a", "b1": "b", "a2": "a", "a": "r", "b": "r"})
+    >>> t.leaves, dfs_leaves(t)
+    (['a1', 'b1', 'a2'], ['a1', 'a2', 'b1'])
+    """
+    out: list[str] = []
+    stack = [tree.root]
+    while stack:
+        node = stack.pop()
+        kids = tree.children(node)
+        if not kids:
+            out.append(node)
+        else:
+            stack.extend(reversed(kids))
+    return out

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from hierviz.hierarchy import dfs_leaves
 from hierviz.samplers.base import register_sampler
 
 __all__ = ["TreeTripletSampler", "TreeTripletBatchSampler", "triplet_templates"]
@@ -39,18 +40,6 @@ def _check_int(value: Any, name: str, lo: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < lo:
         raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
     return int(value)
-
-
-def _dfs_leaves(tree: Any) -> list[str]:
-    """Leaves in depth-first order (every subtree is a contiguous run)."""
-    out, stack = [], [tree.root]
-    while stack:
-        n = stack.pop()
-        ch = tree.children(n)
-        if not ch:
-            out.append(n)
-        stack.extend(reversed(ch))
-    return out
 
 
 def triplet_templates(tree: Any, present: Any) -> np.ndarray:
@@ -172,7 +161,7 @@ class TreeTripletSampler:
             raise ValueError(f"rank must be in [0, num_replicas={self.num_replicas}), got {rank}")
         self.epoch = 0
         # samples sorted by the DFS position of their leaf: M(n) = order[start[n]:stop[n]]
-        dfs = _dfs_leaves(tree)
+        dfs = dfs_leaves(tree)
         pos = np.empty(tree.num_leaves, dtype=np.int64)
         pos[[tree.leaf_index[leaf] for leaf in dfs]] = np.arange(len(dfs))
         self._order = np.argsort(pos[self.labels], kind="stable")

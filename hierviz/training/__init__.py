@@ -4,8 +4,9 @@
 non-finite-loss stop) and its epoch loop, ``parts.py`` the pieces it assembles (seeds, device,
 optimiser groups, schedule, EMA, precision, the model's placement), ``batches.py`` its
 DataLoader, ``result.py`` what it returns or raises, ``config.py`` the :class:`TrainConfig`
-dataclass, and ``checkpoint.py`` the checkpoint files (sha256-verified, atomically replaced,
-the previous one kept) and the RNG state they carry.
+dataclass, ``checkpoint.py`` the checkpoint files (sha256-verified, atomically replaced,
+the previous one kept) and the RNG state they carry, and ``toys.py`` the two small full-batch
+trainers of notebook 12 (:func:`train_toy_head`, :class:`RadiusToyGrid`).
 """
 
 from hierviz.training.checkpoint import (
@@ -26,6 +27,7 @@ from hierviz.training.loop import (
     seed_everything,
     warmup_cosine,
 )
+from hierviz.training.toys import HEAD_KINDS, RadiusToyGrid, train_toy_head
 
 __all__ = [
     "TrainConfig",
@@ -42,4 +44,7 @@ __all__ = [
     "atomic_save",
     "previous_checkpoint",
     "CHECKPOINT_NAME",
+    "HEAD_KINDS",
+    "train_toy_head",
+    "RadiusToyGrid",
 ]

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from hierviz.hierarchy import dfs_leaves
+
 # point-cloud checks live with the 2-D projections (hierviz.metrics.projection); re-exported here
 from hierviz.metrics.projection import _as_points, _to_numpy  # noqa: F401
 
@@ -110,34 +112,6 @@ def leaf_parent(tree, leaf: str) -> str:
     """
     p = tree.parent(leaf)
     return leaf if p is None else p
-
-
-def dfs_leaves(tree) -> list[str]:
-    """Leaves in depth-first (pre-order) order of the tree, children in stored order.
-
-    This is the order in which a tree drawing places leaves side by side, so that
-    siblings are adjacent. It can differ from ``tree.leaves`` (the label order) after
-    :meth:`LabelTree.with_leaf_order`.
-
-    Parameters
-    ----------
-    tree : hierviz.hierarchy.LabelTree
-
-    Returns
-    -------
-    list of str
-        All ``tree.num_leaves`` leaf names.
-    """
-    out: list[str] = []
-    stack = [tree.root]
-    while stack:
-        node = stack.pop()
-        kids = list(tree.children(node))
-        if not kids:
-            out.append(node)
-        else:
-            stack.extend(reversed(kids))
-    return out
 
 
 def _families(tree) -> dict[str, list[str]]:

@@ -23,13 +23,14 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from hierviz.data.toys import toy_tangent_points
 from hierviz.losses import TripletLoss
 from hierviz.losses.triplet import triplet_distances
 from hierviz.metrics.ranking import mnr, ndcg_tree, rp_at_k
 from hierviz.metrics.retrieval import tree_relevance
 from hierviz.samplers import TreeTripletSampler
 from hierviz.viz.tree import leaf_colors, plot_tree, tree_layout
-from hierviz.viz.widgets import Panel, slider, toy_tangent_points
+from hierviz.viz.widgets import Panel, slider
 
 __all__ = [
     "triplet_step_figure",
@@ -129,7 +130,7 @@ def toy_triplet_embedding(tree: Any, n_per_leaf: int = 6, spread: float = 0.35, 
     tree : LabelTree
     n_per_leaf : int, default 6
     spread : float, default 0.35
-        Noise of :func:`hierviz.viz.widgets.toy_tangent_points`.
+        Noise of :func:`hierviz.data.toys.toy_tangent_points`.
     seed : int, default 0
 
     Returns

@@ -24,25 +24,16 @@ from hierviz.viz.widgets.figures import (
     margin_figure,
     omega_figure,
     tau_figure,
-    toy_tangent_points,
 )
 from hierviz.viz.widgets.panel import PLOTLY_MIME, Panel, figure_bundle, slider
 from hierviz.viz.widgets.panels import curvature_panel, lam_panel, margin_panel, omega_panel, tau_panel
-from hierviz.viz.widgets.radius import (
-    HEAD_KINDS,
-    RadiusToyGrid,
-    radius_figure,
-    radius_panel,
-    toy_encoder_features,
-    train_toy_head,
-)
+from hierviz.viz.widgets.radius import radius_figure, radius_panel
 
 __all__ = [
     "Panel",
     "PLOTLY_MIME",
     "figure_bundle",
     "slider",
-    "toy_tangent_points",
     "curvature_figure",
     "curvature_panel",
     "omega_figure",
@@ -55,10 +46,6 @@ __all__ = [
     "lam_panel",
     "tau_figure",
     "tau_panel",
-    "HEAD_KINDS",
-    "toy_encoder_features",
-    "train_toy_head",
-    "RadiusToyGrid",
     "radius_figure",
     "radius_panel",
 ]

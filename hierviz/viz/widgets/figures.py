@@ -17,10 +17,9 @@ from hierviz.losses import LAMLoss
 from hierviz.viz._fast import fast_figure, merge, subplots_layout
 from hierviz.viz.disk import _poincare_disk_spec, check_in_ball, plot_poincare_disk
 from hierviz.viz.omega import plot_forces, plot_omega
-from hierviz.viz.tree import _as_points, _check_nonneg, _check_positive, _leaf_labels, dfs_leaves, leaf_parent
+from hierviz.viz.tree import _as_points, _check_nonneg, _check_positive, _leaf_labels, dfs_leaves
 
 __all__ = [
-    "toy_tangent_points",
     "curvature_figure",
     "omega_figure",
     "lam_terms",
@@ -29,60 +28,6 @@ __all__ = [
     "lam_figure",
     "tau_figure",
 ]
-
-
-# --------------------------------------------------------------------------- toy data
-def toy_tangent_points(
-    tree, n_per_leaf: int = 25, spread: float = 0.12, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    """A small 2-D toy embedding that follows the tree, as tangent vectors at the origin.
-
-    Leaf ℓ gets a direction on the circle (depth-first order, pulled towards its
-    siblings' mean direction so families form wedges) and a length 0.4 + 0.45·depth, so
-    deeper leaves land farther out once mapped to the ball with expmap₀. Points are that
-    centre plus Gaussian noise of relative size ``spread``.
-
-    Parameters
-    ----------
-    tree : hierviz.hierarchy.LabelTree
-    n_per_leaf : int ≥ 1, default 25
-    spread : float ≥ 0, default 0.12
-    seed : int, default 0
-
-    Returns
-    -------
-    v : numpy.ndarray, float64, shape (C · n_per_leaf, 2)
-        Tangent vectors at the origin (Euclidean; map with ``expmap0`` to the ball).
-    labels : numpy.ndarray, int64, shape (C · n_per_leaf,)
-        Leaf indices.
-
-    Raises
-    ------
-    ValueError
-        ``n_per_leaf < 1`` or negative ``spread``.
-    """
-    if isinstance(n_per_leaf, bool) or not isinstance(n_per_leaf, (int, np.integer)) or n_per_leaf < 1:
-        raise ValueError(f"n_per_leaf must be a positive integer, got {n_per_leaf!r}")
-    spread = _check_nonneg(spread, "spread")
-    rng = np.random.default_rng(seed)
-    leaves = dfs_leaves(tree)
-    C = len(leaves)
-    own = {leaf: 2 * np.pi * (i + 0.5) / C for i, leaf in enumerate(leaves)}
-    fam: dict[str, list[float]] = {}
-    for leaf in leaves:
-        fam.setdefault(leaf_parent(tree, leaf), []).append(own[leaf])
-    vs, ys = [], []
-    for leaf in leaves:
-        # circular mean of the family's angles
-        a = fam[leaf_parent(tree, leaf)]
-        fam_angle = np.arctan2(np.mean(np.sin(a)), np.mean(np.cos(a)))
-        diff = np.angle(np.exp(1j * (own[leaf] - fam_angle)))
-        ang = fam_angle + 0.6 * diff
-        r = 0.4 + 0.45 * tree.depth(leaf)
-        centre = r * np.array([np.cos(ang), np.sin(ang)])
-        vs.append(centre + spread * r * rng.standard_normal((n_per_leaf, 2)))
-        ys.append(np.full(n_per_leaf, tree.leaf_index[leaf], dtype=np.int64))
-    return np.concatenate(vs), np.concatenate(ys)
 
 
 # --------------------------------------------------------------------------- figures

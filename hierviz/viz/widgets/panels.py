@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from hierviz.data.toys import toy_tangent_points
 from hierviz.geometry import DEFAULT_CURVATURE
 from hierviz.losses import DEFAULT_TAU, LAMLoss, default_margins
 from hierviz.viz.disk import _poincare_disk_spec, check_in_ball
@@ -21,7 +22,6 @@ from hierviz.viz.widgets.figures import (
     margin_figure,
     omega_figure,
     tau_figure,
-    toy_tangent_points,
 )
 from hierviz.viz.widgets.panel import Panel, slider
 
@@ -41,7 +41,7 @@ def curvature_panel(
     ----------
     tree : hierviz.hierarchy.LabelTree
     points : array-like (N, 2), optional
-        Tangent vectors at the origin; default :func:`toy_tangent_points`.
+        Tangent vectors at the origin; default :func:`hierviz.data.toys.toy_tangent_points`.
     labels : array-like of int (N,), optional
         Required with ``points``.
     c : float > 0, default 1.0
@@ -133,7 +133,7 @@ def margin_panel(
     tree : hierviz.hierarchy.LabelTree
         Height ≥ 2.
     points : array-like (N, 2), optional
-        Points in the ball of radius 1/√c; default: :func:`toy_tangent_points` mapped
+        Points in the ball of radius 1/√c; default: :func:`hierviz.data.toys.toy_tangent_points` mapped
         with expmap₀.
     labels : array-like of int (N,), optional
         Required with ``points``.
@@ -179,7 +179,7 @@ def lam_panel(
     tree : hierviz.hierarchy.LabelTree
         Height ≥ 2.
     points : array-like (N, 2), optional
-        Points in the ball of radius 1/√c; default: :func:`toy_tangent_points` mapped
+        Points in the ball of radius 1/√c; default: :func:`hierviz.data.toys.toy_tangent_points` mapped
         with expmap₀.
     labels : array-like of int (N,), optional
         Required with ``points``.
