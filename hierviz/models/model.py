@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from hierviz.models.encoders import build_encoder
-from hierviz.models.heads import ProjectionHead, manifold_head
+from hierviz.models.heads import CURVATURE_RANGE, ProjectionHead, manifold_head
 
 __all__ = ["EmbeddingModel", "build_model"]
 
@@ -68,7 +68,7 @@ class EmbeddingModel(nn.Module):
         learn_scale: bool = True,
         head_bound: str = "tanh",
         init_radius: float = 1.0,
-        curvature_range: tuple[float, float] = (0.1, 10.0),
+        curvature_range: tuple[float, float] = CURVATURE_RANGE,
         head_center: str | None = None,
     ) -> None:
         super().__init__()
@@ -205,7 +205,7 @@ def build_model(
     learn_scale: bool = True,
     head_bound: str = "tanh",
     init_radius: float = 1.0,
-    curvature_range: tuple[float, float] = (0.1, 10.0),
+    curvature_range: tuple[float, float] = CURVATURE_RANGE,
     head_center: str | None = None,
     on_encoder: Callable[[nn.Module], None] | None = None,
 ) -> EmbeddingModel:
