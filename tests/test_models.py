@@ -19,7 +19,9 @@ from hierviz.models import (
     SmallCNN,
     build_encoder,
     build_model,
+    encoder_inputs,
     manifold_head,
+    register_encoder,
     resnet_encoder,
 )
 
@@ -70,6 +72,42 @@ def test_unknown_encoder_lists_valid_names():
         assert name in str(ei.value)
     with pytest.raises(ValueError, match="resnet18"):
         resnet_encoder("resnet34")
+
+
+def test_encoders_declare_what_they_read():
+    import hierviz.methods  # noqa: F401  (registers paper 03's mapper)
+    from hierviz.models.text import text_encoder
+
+    assert {n: encoder_inputs(n) for n in ("small_cnn", "resnet18", "mlp", "mapper", "hyilr-text")} == {
+        "small_cnn": "images",
+        "resnet18": "images",
+        "mlp": "vectors",
+        "mapper": "vectors",
+        "hyilr-text": "text",
+    }
+    assert encoder_inputs(text_encoder(8, 1, 2, 20, 6)) == "text"
+    with pytest.raises(ValueError, match="inputs must be one of"):
+        register_encoder("toy-bad", inputs="audio")
+    assert "toy-bad" not in ENCODERS
+    with pytest.raises(ValueError, match="mlp"):
+        encoder_inputs("mlq")
+
+
+def test_a_replaced_encoder_reads_images_unless_it_says_so_and_the_old_attribute_warns():
+    register_encoder("toy-vec", inputs="vectors")(lambda **kw: None)
+    try:
+        ENCODERS.register("toy-vec", lambda **kw: None, replace=True)  # a new factory, declared nothing
+        assert encoder_inputs("toy-vec") == "images"
+
+        def old(**kw):
+            return None
+
+        old.text = True  # hierviz 0.3's declaration
+        ENCODERS.register("toy-vec", old, replace=True)
+        with pytest.warns(DeprecationWarning, match=r"register_encoder\('toy-vec', inputs='text'\)"):
+            assert encoder_inputs("toy-vec") == "text"
+    finally:
+        ENCODERS.unregister("toy-vec")
 
 
 def test_pretrained_state_dict_is_loaded_except_mismatched_stem(tmp_path):

@@ -50,7 +50,7 @@ from hierviz.experiments.records import (
 from hierviz.experiments.result import CompareResult
 from hierviz.experiments.run_one import _launch, _run_one, _speed_options  # noqa: F401 (re-exported)
 from hierviz.methods import depth_terms, get_method
-from hierviz.models import ENCODERS
+from hierviz.models import encoder_inputs
 from hierviz.report import build_report
 from hierviz.training import distributed as hd
 from hierviz.training.distributed import init_distributed
@@ -199,11 +199,11 @@ def _complete_data_config(cfg: ExperimentConfig, ds: Any) -> None:
     ConfigError
         If the dataset holds feature vectors and ``model.encoder`` encodes images.
     """
-    if getattr(ds, "is_vector", False) and not getattr(ENCODERS.get(cfg.model.encoder), "vectors", False):
+    if getattr(ds, "is_vector", False) and encoder_inputs(cfg.model.encoder) != "vectors":
         raise ConfigError(
             f"model.encoder: {cfg.model.encoder!r} encodes images, but the dataset holds feature vectors "
-            f"(N, D) = {ds.images.shape}; use --encoder mlp (or an encoder registered with a 'vectors = True' "
-            "attribute)"
+            f"(N, D) = {ds.images.shape}; use --encoder mlp (or an encoder registered with "
+            "register_encoder(name, inputs='vectors'))"
         )
     if cfg.data.image_size is None:
         cfg.data.image_size = int(ds.images.shape[1])

@@ -67,7 +67,7 @@ from hierviz.experiments.preset_files import PRESETS, load_preset, preset_names
 from hierviz.experiments.run_names import check_run_names  # noqa: F401
 from hierviz.geometry import DEFAULT_CURVATURE
 from hierviz.methods import LOSS_HPARAMS, METHODS, legacy_keys, loss_keys
-from hierviz.models import ENCODERS
+from hierviz.models import ENCODERS, encoder_inputs
 
 __all__ = [
     "ConfigError",
@@ -508,8 +508,8 @@ def default_encoder(dataset: str | None, encoder: str) -> str:
     """The encoder a run of ``dataset`` uses when none is set explicitly (``encoder``: the current one).
 
     A dataset declares what one sample is (``register_dataset(..., inputs=...)``): ``"vectors"``
-    → ``"mlp"`` (or ``encoder`` if it takes vectors), ``"text"`` → the first registered encoder
-    with a ``text = True`` attribute (else ``encoder``), ``"images"`` or an unregistered name →
+    → ``"mlp"`` (or ``encoder`` if it reads vectors), ``"text"`` → the first encoder registered
+    with ``inputs="text"`` (else ``encoder``), ``"images"`` or an unregistered name →
     ``encoder``, the preset's CNN, or ``"small_cnn"`` when ``encoder`` reads vectors or text only
     (``--preset quick --dataset ham10000``: the quick preset's MLP cannot read images). Returns an
     encoder name.
@@ -522,12 +522,12 @@ def default_encoder(dataset: str | None, encoder: str) -> str:
     'small_cnn'
     """
     inputs = DATASETS.get(dataset).inputs if isinstance(dataset, str) and dataset in DATASETS else "images"
-    current = ENCODERS.get(encoder) if encoder in ENCODERS else None
-    if inputs == "vectors" and not getattr(current, "vectors", False):
+    reads = encoder_inputs(encoder) if encoder in ENCODERS else None
+    if inputs == "vectors" and reads != "vectors":
         return "mlp"
-    if inputs == "text" and not getattr(current, "text", False):
-        return next((name for name, f in ENCODERS.items() if getattr(f, "text", False)), encoder)
-    if inputs == "images" and (getattr(current, "vectors", False) or getattr(current, "text", False)):
+    if inputs == "text" and reads != "text":
+        return next((name for name in ENCODERS if encoder_inputs(name) == "text"), encoder)
+    if inputs == "images" and reads in ("vectors", "text"):
         return "small_cnn"
     return encoder
 

@@ -148,7 +148,7 @@ class MapperEncoder(nn.Module):
         return self.net(x)
 
 
-@register_encoder("mapper")
+@register_encoder("mapper", inputs="vectors")
 def _mapper(*, width: int = 32, small_input: bool = True, pretrained=None) -> nn.Module:
     """:class:`MapperEncoder` with ``hidden = 8 * width`` (256 at the default width 32, the paper's)."""
     if pretrained is not None:
@@ -156,6 +156,3 @@ def _mapper(*, width: int = 32, small_input: bool = True, pretrained=None) -> nn
             "pretrained: the 'mapper' encoder infers its input size on the first batch; load weights after"
         )
     return MapperEncoder(hidden=8 * int(width))
-
-
-_mapper.vectors = True  # type: ignore[attr-defined]  (compare: this encoder takes vector datasets)

@@ -27,7 +27,14 @@ Pretrained weights are never downloaded: pass a local ``state_dict`` file.
 """
 
 from hierviz.models import text as text  # registers the "hyilr-text" encoder
-from hierviz.models.encoders import ENCODERS, SmallCNN, build_encoder, register_encoder, resnet_encoder
+from hierviz.models.encoders import (
+    ENCODERS,
+    SmallCNN,
+    build_encoder,
+    encoder_inputs,
+    register_encoder,
+    resnet_encoder,
+)
 from hierviz.models.heads import (
     CURVATURE_RANGE,
     HEAD_BOUNDS,
@@ -43,6 +50,7 @@ from hierviz.models.model import EmbeddingModel, build_model
 __all__ = [
     "ENCODERS",
     "register_encoder",
+    "encoder_inputs",
     "SmallCNN",
     "resnet_encoder",
     "build_encoder",

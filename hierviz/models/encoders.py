@@ -2,33 +2,55 @@
 
 Registered: ``small_cnn`` (:class:`SmallCNN`), ``resnet18`` and ``resnet50`` (torchvision,
 small-image stem), and ``mlp`` (:class:`MLPEncoder`, for vector datasets such as TF-IDF texts). A user encoder is one function registered with
-:func:`register_encoder`; it takes ``(width=, small_input=, pretrained=)`` keywords and
-returns a module with an integer ``out_dim``. Pretrained weights are never downloaded:
+:func:`register_encoder` (``inputs=`` says whether it reads images, vectors or text); it takes
+``(width=, small_input=, pretrained=)`` keywords and returns a module with an integer ``out_dim``. Pretrained weights are never downloaded:
 ``pretrained`` is a local ``state_dict`` file.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
 
 from hierviz._registry import Registry
+from hierviz.data.base import INPUT_KINDS
 
-__all__ = ["ENCODERS", "register_encoder", "SmallCNN", "MLPEncoder", "resnet_encoder", "build_encoder"]
+__all__ = [
+    "ENCODERS",
+    "register_encoder",
+    "encoder_inputs",
+    "SmallCNN",
+    "MLPEncoder",
+    "resnet_encoder",
+    "build_encoder",
+]
 
 #: Encoder registry: name -> factory ``f(*, width, small_input, pretrained) -> nn.Module``.
 ENCODERS: Registry = Registry("encoder")
 
 
-def register_encoder(name: str):
+#: What each encoder reads, as declared by ``register_encoder(name, inputs=...)``: name -> (factory, input kind).
+_INPUTS: dict[str, tuple[Any, str]] = {}
+
+
+def register_encoder(name: str, *, inputs: str = "images", replace: bool = False) -> Callable[[Any], Any]:
     """Decorator registering an encoder factory under ``name`` (see :data:`ENCODERS`).
 
     Parameters
     ----------
     name : str
+    inputs : {"images", "vectors", "text"}, default "images"
+        What the encoder reads (:data:`hierviz.data.INPUT_KINDS`): image tensors, ``(N, D)``
+        feature vectors or token ids. A dataset of that input kind gets it by default
+        (:func:`hierviz.experiments.config.default_encoder`), and ``compare`` refuses an
+        image encoder on a vector dataset. Read it back with :func:`encoder_inputs`.
+    replace : bool, default False
+        Allow overwriting an existing entry.
 
     Returns
     -------
@@ -38,9 +60,61 @@ def register_encoder(name: str):
     Raises
     ------
     ValueError
-        ``name`` is already registered.
+        ``name`` is already registered, or ``inputs`` is not an input kind.
+
+    Examples
+    --------
+    >>> @register_encoder("doc-linear", inputs="vectors")
+    ... def _doc_linear(*, width=32, small_input=True, pretrained=None):
+    ...     return MLPEncoder(hidden=width)
+    >>> encoder_inputs("doc-linear"), encoder_inputs("small_cnn")
+    ('vectors', 'images')
+    >>> ENCODERS.unregister("doc-linear")
     """
-    return ENCODERS.register(name)
+    if inputs not in INPUT_KINDS:
+        raise ValueError(f"inputs must be one of {INPUT_KINDS}, got {inputs!r}")
+    register = ENCODERS.register(name, replace=replace)
+
+    def deco(factory: Any) -> Any:
+        register(factory)
+        _INPUTS[str(name).strip().lower()] = (factory, inputs)
+        return factory
+
+    return deco
+
+
+def encoder_inputs(name: str) -> str:
+    """What the registered encoder ``name`` reads: ``"images"``, ``"vectors"`` or ``"text"``.
+
+    The kind declared by ``register_encoder(name, inputs=...)``; ``"images"`` for a factory
+    registered without it (or straight through ``ENCODERS.register``). hierviz 0.3's
+    attributes on the factory (``factory.vectors = True``, ``factory.text = True``) are still
+    read, with a DeprecationWarning.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not a registered encoder (``UnknownNameError``, naming the closest names).
+
+    Examples
+    --------
+    >>> encoder_inputs("mlp"), encoder_inputs("resnet18")
+    ('vectors', 'images')
+    """
+    factory = ENCODERS.get(name)
+    declared = _INPUTS.get(str(name).strip().lower())
+    if declared is not None and declared[0] is factory:
+        return declared[1]
+    for kind in ("vectors", "text"):
+        if getattr(factory, kind, False) is True:  # hierviz 0.3's way to declare it
+            warnings.warn(
+                f"encoder {name!r}: the factory attribute '{kind} = True' is deprecated; register it with "
+                f"register_encoder({str(name)!r}, inputs={kind!r})",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return kind
+    return "images"
 
 
 _RESNET_DIMS = {"resnet18": 512, "resnet50": 2048}
@@ -329,19 +403,12 @@ def _resnet50(*, width: int = 32, small_input: bool = True, pretrained=None) -> 
     return resnet_encoder("resnet50", small_input=small_input, pretrained=pretrained)
 
 
-@register_encoder("mlp")
+@register_encoder("mlp", inputs="vectors")
 def _mlp(*, width: int = 32, small_input: bool = True, pretrained=None) -> nn.Module:
-    """:class:`MLPEncoder` with ``hidden = 8 * width`` (the feature size of ``small_cnn`` at that width).
-
-    Its ``vectors = True`` attribute tells :func:`hierviz.experiments.compare` that it takes
-    vector datasets; image encoders have none.
-    """
+    """:class:`MLPEncoder` with ``hidden = 8 * width`` (the feature size of ``small_cnn`` at that width); reads vectors."""
     if pretrained is not None:
         raise ValueError(
             "pretrained: the 'mlp' encoder infers its input size on the first batch; load weights into it "
             "after a forward pass (torch.load + load_state_dict), not through model.pretrained"
         )
     return MLPEncoder(hidden=8 * int(width))
-
-
-_mlp.vectors = True  # type: ignore[attr-defined]  (compare: this encoder takes vector datasets)

@@ -415,15 +415,12 @@ class TokenEncoder(nn.Module):
         return self.net(ids, mask), mask
 
 
-@register_encoder("hyilr-text")
+@register_encoder("hyilr-text", inputs="text")
 def _hyilr_text(*, width: int = 16, small_input: bool = True, pretrained=None) -> TokenEncoder:
     """A one-layer :class:`TokenEncoder` with ``h = 4 · width`` (64 at the presets' width 16), 4 heads."""
     if pretrained is not None:
         raise ValueError("pretrained: the hyilr-text encoder is trained from scratch; leave model.pretrained unset")
     return TokenEncoder(h=4 * int(width), layers=1, heads=4)
-
-
-_hyilr_text.text = True
 
 
 def text_encoder(h: int, layers: int, heads: int, vocab_size: int, max_len: int) -> str:
@@ -461,6 +458,5 @@ def text_encoder(h: int, layers: int, heads: int, vocab_size: int, max_len: int)
                 )
             return TokenEncoder(**sizes)
 
-        build.text = True
-        ENCODERS.register(name, build)
+        register_encoder(name, inputs="text")(build)
     return name
