@@ -28,11 +28,22 @@ def candidates_of(i, G, exclude_self):
     return [g for g in range(G) if not (exclude_self and g == i)]
 
 
+def tied_groups(row_scores, candidates):
+    """The candidates in groups of equal score, best group first (the order inside a group is not a ranking)."""
+    values = sorted({row_scores[g] for g in candidates}, reverse=True)
+    return [[g for g in candidates if row_scores[g] == v] for v in values]
+
+
 def loop_rp(S, yq, yg, k, exclude_self):
+    """RP@k expected over the orders of tied candidates: the group that straddles k counts in proportion."""
     out = []
     for i in range(len(yq)):
-        top = ranked(S[i], candidates_of(i, len(yg), exclude_self))[:k]
-        out.append(sum(yg[g] == yq[i] for g in top) / k)
+        hits, left = 0.0, k
+        for group in tied_groups(S[i], candidates_of(i, len(yg), exclude_self)):
+            take = min(left, len(group))
+            hits += take * sum(yg[g] == yq[i] for g in group) / len(group)
+            left -= take
+        out.append(hits / k)
     return float(np.mean(out))
 
 
@@ -82,7 +93,8 @@ def loop_ndcg(S, yq, yg, tree, relevance, exclude_self):
     for i in range(len(yq)):
         cand = candidates_of(i, len(yg), exclude_self)
         rel = {g: loop_rel(tree, yq[i], yg[g], relevance) for g in cand}
-        dcg = sum(rel[g] / math.log2(j + 2) for j, g in enumerate(ranked(S[i], cand)))
+        gains = [sum(rel[g] for g in group) / len(group) for group in tied_groups(S[i], cand) for _ in group]
+        dcg = sum(gain / math.log2(j + 2) for j, gain in enumerate(gains))  # tied items share their mean gain
         idcg = sum(r / math.log2(j + 2) for j, r in enumerate(sorted(rel.values(), reverse=True)))
         if idcg > 0:
             out.append(dcg / idcg)

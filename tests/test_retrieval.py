@@ -3,35 +3,69 @@ fp16 tangent storage, the retrieval protocol and its CLI."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pytorch_metric_learning.utils.accuracy_calculator import mean_average_precision
+from sklearn.metrics import ndcg_score
 
-from hierviz.metrics import MAP_DENOMINATORS, flat_retrieval_report, map_at_k, precision_at_k, r_precision
+from hierviz.hierarchy import LabelTree
+from hierviz.metrics import (
+    MAP_DENOMINATORS,
+    flat_retrieval_report,
+    map_at_k,
+    ndcg,
+    precision_at_k,
+    r_precision,
+    recall_at_k,
+    tree_relevance,
+)
 
 
 # --------------------------------------------------------------------------- brute-force references
-def _ap_brute(dist_row, yq, yg, k, denominator):
-    """AP@k of one query by plain Python: sort, walk the list, divide."""
-    ranked = [yg[j] for j in sorted(range(len(yg)), key=lambda j: (dist_row[j], j))]
-    R = sum(1 for y in yg if y == yq)
-    kk = R if k is None else k
+def _tied_orders(dist_row, yq, yg):
+    """Every ranked relevance list (equally likely) over the orders of the tied groups: plain Python.
+
+    Within a group of n tied items, r of them relevant, each choice of the r relevant places is
+    equally likely under a uniformly random order, so the lists are the product of those choices.
+    """
+    groups = []
+    for v in sorted(set(dist_row.tolist())):
+        members = [j for j in range(len(yg)) if dist_row[j] == v]
+        r = sum(1 for j in members if yg[j] == yq)
+        groups.append([[i in c for i in range(len(members))] for c in itertools.combinations(range(len(members)), r)])
+    for choice in itertools.product(*groups):
+        yield [rel for group in choice for rel in group]
+
+
+def _ap_parts(ranked, kk):
     hits, total = 0, 0.0
     for j in range(kk):
-        if ranked[j] == yq:
+        if ranked[j]:
             hits += 1
             total += hits / (j + 1)
+    return total, hits
+
+
+def _ap_brute(dist_row, yq, yg, k, denominator):
+    """AP@k of one query by plain Python: walk every tied order, average (the "hits" normaliser: a ratio of means)."""
+    R = sum(1 for y in yg if y == yq)
+    kk = R if k is None else k
+    parts = [_ap_parts(ranked, kk) for ranked in _tied_orders(dist_row, yq, yg)]
+    total = sum(t for t, _ in parts) / len(parts)
+    hits = sum(h for _, h in parts) / len(parts)
     n = {"min_k_r": min(kk, R), "r": R, "k": kk, "hits": hits}[denominator]
     return 0.0 if n == 0 else total / n
 
 
 def _r_precision_brute(dist_row, yq, yg):
-    ranked = [yg[j] for j in sorted(range(len(yg)), key=lambda j: (dist_row[j], j))]
     R = sum(1 for y in yg if y == yq)
-    return sum(1 for y in ranked[:R] if y == yq) / R
+    orders = list(_tied_orders(dist_row, yq, yg))
+    return sum(sum(ranked[:R]) / R for ranked in orders) / len(orders)
 
 
 @st.composite
@@ -42,7 +76,7 @@ def _retrieval_case(draw):
     yg = draw(st.lists(st.integers(0, C - 1), min_size=G, max_size=G))
     present = sorted(set(yg))
     yq = draw(st.lists(st.sampled_from(present), min_size=Q, max_size=Q))
-    # integer-valued distances make ties common: the stable (gallery-order) tie rule is tested too
+    # integer-valued distances make ties common: the expectation over tied orders is tested too
     dist = draw(st.lists(st.lists(st.integers(0, 5), min_size=G, max_size=G), min_size=Q, max_size=Q))
     k = draw(st.one_of(st.none(), st.integers(1, G)))
     return np.array(dist, dtype=float), yq, yg, k
@@ -567,3 +601,70 @@ def test_retrieval_figures():
     assert {t.name for t in fig.data} == {"PCA(N)", "Hyper-DINO(PCA(N), 32)"} and list(fig.data[0].x) == [8, 16]
     curve = {"radius": [0.5, 0.99], "fp32": [1e-8, 1e-7], "fp16": [1e-4, 1e-4], "fp16-ball": [1e-4, 1e-2]}
     assert len(storage_error_figure(curve).data) == 3
+
+
+# --------------------------------------------------------------------------- ties: the expectation over tied orders
+def test_a_fully_tied_gallery_by_hand():
+    # one query, four references at the same distance, two of them relevant: every order equally likely
+    D, yq, yg = [[1.0, 1.0, 1.0, 1.0]], [0], [0, 1, 0, 1]
+    assert precision_at_k(D, yq, yg, k=1) == pytest.approx(0.5)
+    assert recall_at_k(D, yq, yg, k=1) == pytest.approx(0.5)
+    assert recall_at_k(D, yq, yg, k=2) == pytest.approx(1 - 1 / 6)  # both top places irrelevant: 1 of C(4, 2)
+    # AP@4 of the six places of the two relevant items: (1 + 5/6 + 3/4 + 7/12 + 1/2 + 5/12) / 6
+    assert map_at_k(D, yq, yg, k=4) == pytest.approx(49 / 72)
+    assert r_precision(D, yq, yg) == pytest.approx(0.5)
+    rep = flat_retrieval_report(D, yq, yg, (1, 4))
+    assert rep == pytest.approx({"map@1": 0.5, "map@4": 49 / 72, "p@1": 0.5, "r_precision": 0.5})
+
+
+def test_metrics_of_a_collapsed_embedding_do_not_depend_on_the_gallery_order():
+    # a third of the references on one spot (a mapper that sends a whole region to one point): before
+    # hierviz 0.4 the stable sort let the storage order of that block decide P@1
+    rng = np.random.default_rng(0)
+    zg = rng.normal(size=(60, 3))
+    zg[:20] = 0.0
+    yg = rng.integers(0, 3, size=60)
+    zq = np.vstack([np.zeros((5, 3)), rng.normal(size=(5, 3))])
+    yq = rng.integers(0, 3, size=10)
+    D = np.linalg.norm(zq[:, None] - zg[None], axis=-1)
+    perm = rng.permutation(60)
+    for f, kw in (
+        (precision_at_k, {"k": 3}),
+        (recall_at_k, {"k": 2}),
+        (map_at_k, {"k": 20}),
+        (map_at_k, {"k": None, "denominator": "hits"}),
+        (r_precision, {}),
+    ):
+        a = f(D, yq, yg, reduction="none", **kw)
+        b = f(D[:, perm], yq, yg[perm], reduction="none", **kw)
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+    # and it is the mean over random tie-breaking orders (a Monte-Carlo check of the first five queries)
+    rows = [map_at_k(D[:, p], yq, yg[p], k=20, reduction="none")[:5] for p in (rng.permutation(60) for _ in range(400))]
+    torch.testing.assert_close(
+        torch.stack(rows).mean(0), map_at_k(D, yq, yg, k=20, reduction="none")[:5], atol=0.02, rtol=0
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(case=_retrieval_case())
+def test_recall_at_k_equals_brute_force_over_tied_orders(case):
+    dist, yq, yg, k = case
+    k = k or 1
+    got = recall_at_k(dist, yq, yg, k=k, reduction="none")
+    ref = []
+    for i in range(len(yq)):
+        orders = list(_tied_orders(dist[i], yq[i], yg))
+        ref.append(sum(any(o[:k]) for o in orders) / len(orders))
+    assert got.tolist() == pytest.approx(ref, abs=1e-9)
+
+
+def test_ndcg_with_ties_equals_sklearn_which_averages_tied_gains():
+    tree = LabelTree.from_nested({"r": {"a": ["x", "y"], "b": ["u", "v"]}})
+    rng = np.random.default_rng(2)
+    yq, yg = rng.integers(0, 4, size=6), rng.integers(0, 4, size=12)
+    D = rng.integers(0, 3, size=(6, 12)).astype(float)  # three distances: many ties
+    for rel in ("sum", "max"):
+        gains = tree_relevance(tree, rel).numpy()[yq][:, yg]
+        for k in (None, 4):
+            want = ndcg_score(gains, -D, k=k)  # ignore_ties=False: tied items share their mean gain
+            assert ndcg(D, yq, yg, tree, k=k, relevance=rel) == pytest.approx(want, abs=1e-12)

@@ -1,7 +1,9 @@
 r"""The ranking metrics of Paper 04 (Generalised triplets) §III-D.2: leaf RP@k, MNR, NDCG_sum/max.
 
 Each query ranks the candidates by similarity (the paper: cosine similarity of the
-embeddings, "in descending order"); ties keep candidate order (a stable sort). The usual
+embeddings, "in descending order"). Tied candidates have no order between them: RP@k and NDCG
+are the expected values over the orders of each tied group (:func:`_expected_hits`; McSherry &
+Najork 2008), MNR keeps candidate order (a stable sort). The usual
 setting is leave-one-out on one set (``exclude_self=True``: the test set queried against
 itself, as the authors' evaluation). Everything is vectorised over queries, candidates and
 tree levels (one (Q, G) sort, no Python loop), evaluated in float64 on the CPU.
@@ -70,9 +72,57 @@ def _labels(y: Any, n: int, name: str, tree: Any) -> torch.Tensor:
     return t
 
 
+class _Ties:
+    """The groups of equal scores along each ranked row: the first rank, the index and the size of each rank's group."""
+
+    def __init__(self, new: torch.Tensor) -> None:
+        Q, G = new.shape
+        ranks = torch.arange(G).expand(Q, G)
+        self.start = torch.where(new, ranks, 0).cummax(1).values  # (Q, G) first rank of the group
+        self.gid = new.long().cumsum(1) - 1  # (Q, G) the group's index along the row
+        self.size = self.group_sum(torch.ones(Q, G, dtype=torch.float64))  # (Q, G) items in the group
+
+    def group_sum(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` (Q, G) float64 in rank order summed over each rank's group, (Q, G)."""
+        return torch.zeros_like(x).scatter_add_(1, self.gid, x).gather(1, self.gid)
+
+
+def _tie_groups(s_sorted: torch.Tensor) -> _Ties | None:
+    """The tie groups of the sorted scores (Q, G); None when no two neighbours are equal (the common case)."""
+    same = s_sorted[:, 1:] == s_sorted[:, :-1]
+    if not bool(same.any()):
+        return None
+    new = torch.ones_like(s_sorted, dtype=torch.bool)
+    new[:, 1:] = ~same
+    return _Ties(new)
+
+
+def _expected_hits(R: torch.Tensor, ties: _Ties | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Expected relevance, hits and relevance × hits at every rank, over the orders of the tied groups.
+
+    ``R`` (Q, G) bool: relevance in rank order. Returns float64 (Q, G) tensors ``rel`` (E[r_j]),
+    ``hits`` (E[number relevant in the top j]) and ``rel_hits`` (E[r_j · hits_j]). In a group of
+    ``n`` items, ``r`` relevant, starting after ``b`` relevant items, at its ``t``-th rank:
+    E[r_j] = r/n, E[hits_j] = b + t·r/n and E[r_j hits_j] = (r/n)(b + 1 + (t − 1)(r − 1)/(n − 1))
+    (McSherry & Najork 2008). Without ties these are ``R``, its running sum and their product.
+    """
+    Rf = R.double()
+    if ties is None:
+        hits = Rf.cumsum(1)
+        return Rf, hits, Rf * hits
+    n = ties.size
+    p = ties.group_sum(Rf) / n
+    before = (Rf.cumsum(1) - Rf).gather(1, ties.start)  # relevant items ranked before the group
+    t = (torch.arange(1, R.shape[1] + 1) - ties.start).double()  # the rank's place in its group, 1..n
+    hits = before + t * p
+    rel_hits = p * (before + 1.0 + (t - 1.0) * (p * n - 1.0) / (n - 1.0).clamp_min(1.0))
+    return p, hits, rel_hits
+
+
 def _ranked(scores: Any, yq: Any, yg: Any, tree: Any, exclude_self: bool):
     """Validated inputs; ``order`` (Q, G) best first, ``rank`` (Q, G) 0-based rank of each candidate
-    (excluded items rank last), ``valid`` (Q, G) candidate mask, ``n`` (Q,) candidates per query."""
+    (excluded items rank last), ``valid`` (Q, G) candidate mask, ``n`` (Q,) candidates per query,
+    and the tie groups of the ranked scores (:func:`_tie_groups`, None without ties)."""
     S = _scores(scores)
     Q, G = S.shape
     yq, yg = _labels(yq, Q, "query_labels", tree), _labels(yg, G, "gallery_labels", tree)
@@ -88,7 +138,7 @@ def _ranked(scores: Any, yq: Any, yg: Any, tree: Any, exclude_self: bool):
     order = torch.argsort(S, dim=1, descending=True, stable=True)
     rank = torch.empty_like(order)
     rank.scatter_(1, order, torch.arange(G).expand(Q, G).contiguous())
-    return order, rank, valid, yq, yg, valid.sum(1)
+    return order, rank, valid, yq, yg, valid.sum(1), _tie_groups(S.gather(1, order))
 
 
 def _reduce(per_query: torch.Tensor, undefined: str, what: str) -> float:
@@ -144,14 +194,13 @@ def rp_at_k(
     >>> rp_at_k(S, [0], [0, 2, 0], t, k=2)
     0.5
     """
-    order, rank, valid, yq, yg, n = _ranked(scores, query_labels, gallery_labels, tree, exclude_self)
+    order, rank, valid, yq, yg, n, ties = _ranked(scores, query_labels, gallery_labels, tree, exclude_self)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"k must be an int, got {type(k).__name__}")
     if not 1 <= int(k) <= int(n.min()):
         raise ValueError(f"k must be in [1, {int(n.min())}] (the number of candidates), got {k}")
-    top = order[:, : int(k)]
-    hits = (yg[top] == yq[:, None]) & valid.gather(1, top)
-    return float(hits.double().sum(1).div(int(k)).mean())
+    R = (yg[order] == yq[:, None]) & valid.gather(1, order)  # relevance in rank order
+    return float(_expected_hits(R, ties)[1][:, int(k) - 1].div(int(k)).mean())
 
 
 def tree_relevance(tree: Any, relevance: str = "sum") -> torch.Tensor:
@@ -219,12 +268,18 @@ def _mnr_per_level(
     return torch.einsum("qg,qgl->ql", norm, correct.double()) / M.double(), M
 
 
-def _dcg(rel: torch.Tensor, order: torch.Tensor, k: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def _dcg(
+    rel: torch.Tensor, order: torch.Tensor, k: int | None = None, *, ties: _Ties | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """DCG of the ranking ``order`` (Q, G) and of the ideal order, over the first ``k`` ranks (all if None),
-    for graded relevance ``rel`` (Q, G) in candidate order; both (Q,) float64."""
+    for graded relevance ``rel`` (Q, G) in candidate order; both (Q,) float64. With ``ties`` the items of
+    a tied group share its mean gain (the expected DCG over its orders, as ``sklearn.metrics.ndcg_score``)."""
     kk = rel.shape[1] if k is None else k
     disc = 1.0 / torch.log2(torch.arange(2, kk + 2, dtype=torch.float64))
-    dcg = (rel.gather(1, order)[:, :kk] * disc).sum(1)
+    gain = rel.gather(1, order)
+    if ties is not None:
+        gain = ties.group_sum(gain) / ties.size
+    dcg = (gain[:, :kk] * disc).sum(1)
     idcg = (rel.sort(1, descending=True).values[:, :kk] * disc).sum(1)
     return dcg, idcg
 
@@ -293,7 +348,7 @@ def mnr(
     >>> round(mnr([[3.0, 2.0, 1.0]], [0], [0, 1, 2], t), 4)
     0.0833
     """
-    order, rank, valid, yq, yg, n = _ranked(scores, query_labels, gallery_labels, tree, exclude_self)
+    order, rank, valid, yq, yg, n, ties = _ranked(scores, query_labels, gallery_labels, tree, exclude_self)
     levels = mnr_levels(tree)
     if not levels:
         raise ValueError("tree has no level with more than one node (a single leaf); MNR is undefined")
@@ -346,8 +401,8 @@ def ndcg_tree(
 
     Notes
     -----
-    Ties in the scores keep candidate order; ``sklearn.metrics.ndcg_score`` averages over
-    tied orders instead, so the two agree when there are no ties (tested).
+    Tied candidates share their group's mean gain: the expected DCG over the tied orders, as
+    ``sklearn.metrics.ndcg_score`` computes it (tested against it, ties included).
 
     Examples
     --------
@@ -358,9 +413,9 @@ def ndcg_tree(
     """
     if relevance not in ("sum", "max"):
         raise ValueError(f"relevance must be 'sum' or 'max', got {relevance!r}")
-    order, rank, valid, yq, yg, n = _ranked(scores, query_labels, gallery_labels, tree, exclude_self)
+    order, rank, valid, yq, yg, n, ties = _ranked(scores, query_labels, gallery_labels, tree, exclude_self)
     rel = tree_relevance(tree, relevance)[yq][:, yg] * valid  # (Q, G); excluded items weigh 0
-    dcg, idcg = _dcg(rel, order)
+    dcg, idcg = _dcg(rel, order, ties=ties)
     per_query = torch.where(idcg > 0, dcg / idcg.clamp_min(1e-300), torch.full_like(dcg, float("nan")))
     return _reduce(per_query, undefined, f"NDCG_{relevance}")
 

@@ -4,9 +4,21 @@ Every function takes a (Q, G) matrix comparing Q queries with G gallery items --
 **distances** (``kind="distance"``, the default: smaller = more similar, e.g.
 ``geometry.pairwise_dist(zq, zg)``) or **scores** (``kind="score"``: larger = more
 similar, e.g. ``geometry.similarity`` or cosine) -- plus the leaf indices of the queries
-and of the gallery. Each query ranks the whole gallery by that matrix; ties are broken by
-gallery order (a stable sort). With ``exclude_self=True`` (Q == G, the query set *is*
-the gallery, leave-one-out) the diagonal is removed from each query's candidates.
+and of the gallery. Each query ranks the whole gallery by that matrix. With
+``exclude_self=True`` (Q == G, the query set *is* the gallery, leave-one-out) the diagonal
+is removed from each query's candidates.
+
+**Ties.** Gallery items at exactly the same distance from a query have no order between
+them, so a metric must not depend on the order in which the gallery happens to be stored.
+The MAP@k family, precision@k, Recall@k, R-precision and NDCG are the *expected* value over
+every order of each tied group, each equally likely (McSherry & Najork 2008, *Computing
+information retrieval performance measures efficiently in the presence of tied scores*;
+:func:`sklearn.metrics.ndcg_score` averages tied gains the same way): an item of a tied group
+of ``n`` items, ``r`` of them relevant, is relevant with probability ``r / n``. Without ties
+this is the ordinary value. :func:`mean_normalised_rank` breaks ties by gallery order (a
+stable sort). A collapsed embedding (many points on one spot) makes whole blocks of the
+gallery tie; before hierviz 0.4 the stable sort then gave the gallery's storage order a say
+in the score.
 
 Flat metrics (:func:`precision_at_k`, :func:`recall_at_k`, :func:`map_at_k`) call a
 gallery item relevant when it has the query's leaf -- or, with ``level=ℓ`` and a tree, the
@@ -26,7 +38,7 @@ import numpy as np
 import torch
 
 from hierviz.metrics.hierarchy import _as_labels
-from hierviz.metrics.ranking import _dcg, _mnr_per_level, mnr_levels, tree_relevance
+from hierviz.metrics.ranking import _dcg, _expected_hits, _mnr_per_level, _tie_groups, _Ties, mnr_levels, tree_relevance
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.hierarchy import LabelTree
@@ -113,7 +125,7 @@ def _prepare(
             raise ValueError("exclude_self=True with a single item leaves no candidates")
     order = torch.argsort(s, dim=1, descending=True, stable=True)
     valid_sorted = valid.gather(1, order)
-    return order, valid_sorted, yq, yg, valid.sum(1)
+    return order, valid_sorted, yq, yg, valid.sum(1), _tie_groups(s.gather(1, order))
 
 
 def _relevant(yq: torch.Tensor, yg: torch.Tensor, tree: LabelTree | None, level: int | None) -> torch.Tensor:
@@ -215,10 +227,10 @@ def precision_at_k(
     -----
     Paper 04 §II.D.2 ("leaf RP@5"); the usual information-retrieval precision@k.
     """
-    order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
+    order, valid, yq, yg, n_valid, ties = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
     k = _check_k(k, int(n_valid.min()))
     R = _relevant(yq, yg, tree, level).gather(1, order) & valid
-    return _mean_or_none(R[:, :k].double().sum(1) / k, reduction)
+    return _mean_or_none(_expected_hits(R, ties)[1][:, k - 1] / k, reduction)
 
 
 def recall_at_k(
@@ -277,11 +289,30 @@ def recall_at_k(
     Paper 01 §4.1 / Tab. 3 (InShop R@5); Song et al. (2016), *Deep metric learning via
     lifted structured feature embedding*.
     """
-    order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
+    order, valid, yq, yg, n_valid, ties = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
     k = _check_k(k, int(n_valid.min()))
     R = _relevant(yq, yg, tree, level).gather(1, order) & valid
     _require_relevant(R, "Recall@k")
-    return _mean_or_none(R[:, :k].any(1).double(), reduction)
+    return _mean_or_none(_hit_rate(R, ties, k), reduction)
+
+
+def _hit_rate(R: torch.Tensor, ties: _Ties | None, k: int) -> torch.Tensor:
+    """Per-query probability (Q,) float64 that the top ``k`` holds a relevant item, over the orders of tied groups.
+
+    The group that straddles rank ``k`` contributes ``t`` of its ``n`` items (``r`` relevant):
+    none of them is relevant with the hypergeometric probability C(n − r, t) / C(n, t).
+    """
+    if ties is None:
+        return R[:, :k].any(1).double()
+    j = k - 1
+    start = ties.start[:, j]
+    before = (R.double().cumsum(1) - R.double()).gather(1, start[:, None]).squeeze(1)
+    n = ties.size[:, j]
+    r = ties.group_sum(R.double())[:, j]
+    t = (j + 1 - start).double()
+    lg = torch.lgamma
+    none = torch.where(n - r >= t, torch.exp(lg(n - r + 1) - lg(n - r - t + 1) - lg(n + 1) + lg(n - t + 1)), 0.0)
+    return torch.where(before >= 1, 1.0, 1.0 - none)
 
 
 def map_at_k(
@@ -376,10 +407,10 @@ def map_at_k(
     MAP@R: Musgrave, Belongie & Lim (2020), *A metric learning reality check*.
     """
     denominator = _check_denominator(denominator)
-    order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
+    order, valid, yq, yg, n_valid, ties = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
     R = _relevant(yq, yg, tree, level).gather(1, order) & valid
     _require_relevant(R, "MAP")
-    return _mean_or_none(_average_precision(R, n_valid, k, denominator), reduction)
+    return _mean_or_none(_average_precision(R, n_valid, k, denominator, ties), reduction)
 
 
 def _check_denominator(denominator: str) -> str:
@@ -392,20 +423,25 @@ def _check_denominator(denominator: str) -> str:
     return denominator
 
 
-def _average_precision(R: torch.Tensor, n_valid: torch.Tensor, k: int | None, denominator: str) -> torch.Tensor:
-    """Per-query AP@k (Q,) float64 from the ranked relevance ``R`` (Q, G) bool (see :func:`map_at_k`)."""
+def _average_precision(
+    R: torch.Tensor, n_valid: torch.Tensor, k: int | None, denominator: str, ties: _Ties | None = None
+) -> torch.Tensor:
+    """Per-query AP@k (Q,) float64 from the ranked relevance ``R`` (Q, G) bool (see :func:`map_at_k`).
+
+    With ``ties``, the expectation over the orders of each tied group (:func:`_expected_hits`);
+    the ``"hits"`` normaliser is then the expected number of hits (a ratio of expectations).
+    """
     n_rel = R.sum(1)  # (Q,)
     G = R.shape[1]
     ranks = torch.arange(1, G + 1, dtype=torch.float64)
-    Rf = R.double()
-    prec = Rf.cumsum(1) / ranks  # P@j, (Q, G)
+    _, hits, rel_hits = _expected_hits(R, ties)
     if k is None:
         cut = n_rel
     else:
         k = _check_k(k, int(n_valid.min()))
         cut = torch.full_like(n_rel, k)
     within = torch.arange(G)[None, :] < cut[:, None]
-    summed = (prec * Rf * within).sum(1)
+    summed = (rel_hits / ranks * within).sum(1)  # sum over the top cut of r_j P@j
     if denominator == "min_k_r":
         denom = torch.minimum(cut, n_rel).double()
     elif denominator == "r":
@@ -413,7 +449,8 @@ def _average_precision(R: torch.Tensor, n_valid: torch.Tensor, k: int | None, de
     elif denominator == "k":
         denom = cut.double()
     else:  # "hits": 0 / 0 -> 0 for a query without a hit in its top k
-        denom = (Rf * within).sum(1).clamp_min(1.0)
+        at_cut = hits.gather(1, (cut - 1).clamp_min(0)[:, None]).squeeze(1)
+        denom = torch.where(at_cut > 0, at_cut, 1.0)
     return summed / denom
 
 
@@ -456,14 +493,13 @@ def flat_retrieval_report(
     {'map@1': 1.0, 'map@2': 0.75, 'p@1': 1.0, 'r_precision': 0.75}
     """
     denominator = _check_denominator(denominator)
-    order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, None, kind, False)
+    order, valid, yq, yg, n_valid, ties = _prepare(scores, query_labels, gallery_labels, None, kind, False)
     R = _relevant(yq, yg, None, None).gather(1, order) & valid
     _require_relevant(R, "MAP")
     n_rel = R.sum(1)
-    Rf = R.double()
-    hits = Rf.cumsum(1)  # hits within the top j
-    ap_sum = (hits / torch.arange(1, R.shape[1] + 1, dtype=torch.float64) * Rf).cumsum(1)  # Σ_{j' <= j} r P@j'
-    del Rf
+    rel, hits, rel_hits = _expected_hits(R, ties)  # hits within the top j (expected over tied orders)
+    ap_sum = (rel_hits / torch.arange(1, R.shape[1] + 1, dtype=torch.float64)).cumsum(1)  # Σ_{j' <= j} r P@j'
+    del rel_hits
     out = {}
     for k in ks:
         k = _check_k(k, int(n_valid.min()))
@@ -471,10 +507,10 @@ def flat_retrieval_report(
             "min_k_r": n_rel.clamp(max=k).double(),
             "r": n_rel.double(),
             "k": torch.full_like(n_rel, k).double(),
-            "hits": hits[:, k - 1].clamp_min(1.0),
+            "hits": torch.where(hits[:, k - 1] > 0, hits[:, k - 1], 1.0),
         }[denominator]
         out[f"map@{k}"] = float((ap_sum[:, k - 1] / denom).mean())
-    out["p@1"] = float(R[:, 0].double().mean())
+    out["p@1"] = float(rel[:, 0].mean())
     at_r = hits.gather(1, (n_rel - 1).clamp_min(0)[:, None]).squeeze(1)  # hits within the top R
     out["r_precision"] = float((at_r / n_rel.double()).mean())
     return out
@@ -528,12 +564,12 @@ def r_precision(
     Manning, Raghavan & Schütze, *Introduction to Information Retrieval* (2008), §8.4;
     Musgrave, Belongie & Lim (2020), *A metric learning reality check*.
     """
-    order, valid, yq, yg, _ = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
+    order, valid, yq, yg, _, ties = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
     R = _relevant(yq, yg, tree, level).gather(1, order) & valid
     _require_relevant(R, "R-precision")
     n_rel = R.sum(1)
-    within = torch.arange(R.shape[1])[None, :] < n_rel[:, None]
-    return _mean_or_none((R & within).sum(1).double() / n_rel.double(), reduction)
+    at_r = _expected_hits(R, ties)[1].gather(1, (n_rel - 1)[:, None]).squeeze(1)  # hits within the top R
+    return _mean_or_none(at_r / n_rel.double(), reduction)
 
 
 # --------------------------------------------------------------------------- tree-graded metrics
@@ -555,9 +591,9 @@ def ndcg(
     ``tree_relevance(tree, relevance)[y_q, y_g]`` (default ``"sum"``:
     :math:`1 - d_T/D_T`). With the gallery ranked by the scores,
     :math:`DCG@k = \sum_{j=1}^{k} rel_j / \log_2(j + 1)`, and NDCG@k = DCG@k / IDCG@k,
-    IDCG being the DCG of the relevance sorted in decreasing order. Ties in the scores
-    are broken by gallery order (scikit-learn's ``ndcg_score`` averages over ties
-    instead; the two agree when there are no ties).
+    IDCG being the DCG of the relevance sorted in decreasing order. Tied gallery items
+    share their group's mean gain (the expected DCG over the tied orders), as scikit-learn's
+    ``ndcg_score`` computes it.
 
     Parameters
     ----------
@@ -598,13 +634,13 @@ def ndcg(
     gain-based evaluation of IR techniques*. Checked against
     :func:`sklearn.metrics.ndcg_score` in the tests.
     """
-    order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
+    order, valid, yq, yg, n_valid, ties = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
     rel_cc = tree_relevance(tree, relevance)
     kk = None if k is None else _check_k(k, int(n_valid.min()))
     rel = rel_cc[yq][:, yg]  # (Q, G) in gallery order
     if exclude_self:
         rel.fill_diagonal_(0.0)
-    dcg, idcg = _dcg(rel, order, kk)
+    dcg, idcg = _dcg(rel, order, kk, ties=ties)  # tied items share their mean gain
     if bool((idcg <= 0).any()):
         bad = torch.nonzero(idcg <= 0).flatten()
         raise ValueError(
@@ -675,7 +711,7 @@ def mean_normalised_rank(
     -----
     Paper 04 §II.D.2 "MNR", adapting the mean normalised rank of its refs. [25], [26].
     """
-    order, valid, yq, yg, n_valid = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
+    order, valid, yq, yg, n_valid, _ = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
     Q, G = order.shape
     # rank of each gallery item (0-based), in gallery order
     rank = torch.empty_like(order)
