@@ -668,3 +668,16 @@ def test_ndcg_with_ties_equals_sklearn_which_averages_tied_gains():
         for k in (None, 4):
             want = ndcg_score(gains, -D, k=k)  # ignore_ties=False: tied items share their mean gain
             assert ndcg(D, yq, yg, tree, k=k, relevance=rel) == pytest.approx(want, abs=1e-12)
+
+
+def test_scores_within_a_few_units_in_the_last_place_tie_and_farther_ones_do_not():
+    # one point's distance computed through two GEMM tiles: float32 values one ulp apart are one tie
+    d = np.float32(9.849343e-06)
+    D32 = torch.tensor([[d, np.nextafter(d, np.float32(1.0)), 1.0]], dtype=torch.float32)
+    assert precision_at_k(D32, [0], [1, 0, 0], k=1) == pytest.approx(0.5)
+    assert precision_at_k(D32[:, [1, 0, 2]], [0], [0, 1, 0], k=1) == pytest.approx(0.5)
+    # the same gap in float64 is half a billion units in the last place: an order (the irrelevant item first)
+    D64 = D32.double()
+    assert precision_at_k(D64, [0], [1, 0, 0], k=1) == 0.0
+    # integers tie only when equal
+    assert precision_at_k([[1, 2, 2]], [0], [1, 0, 1], k=2) == pytest.approx(0.5)

@@ -87,9 +87,30 @@ class _Ties:
         return torch.zeros_like(x).scatter_add_(1, self.gid, x).gather(1, self.gid)
 
 
-def _tie_groups(s_sorted: torch.Tensor) -> _Ties | None:
-    """The tie groups of the sorted scores (Q, G); None when no two neighbours are equal (the common case)."""
-    same = s_sorted[:, 1:] == s_sorted[:, :-1]
+#: Ranked scores closer than this many units in the last place of the input's precision are tied.
+TIE_ULPS = 4
+
+
+def _eps(scores: Any) -> float:
+    """Machine epsilon of the scores as given (float16/32/64 tensor or array); 0 for integers."""
+    dtype = getattr(scores, "dtype", None)
+    if isinstance(dtype, torch.dtype):
+        return torch.finfo(dtype).eps if dtype.is_floating_point else 0.0
+    arr = np.asarray(scores)
+    return float(np.finfo(arr.dtype).eps) if arr.dtype.kind == "f" else 0.0
+
+
+def _tie_groups(s_sorted: torch.Tensor, eps: float = 0.0) -> _Ties | None:
+    """The tie groups of the sorted scores (Q, G); None when no two neighbours are tied (the common case).
+
+    Neighbours tie when they differ by at most ``TIE_ULPS · eps · |score|``, ``eps`` being the
+    machine epsilon of the scores as given (0 for integers: exact equality): two distances of one
+    point, computed through different GEMM tiles and rounded to float32, can differ in the last
+    place, and that rounding is not an order.
+    """
+    gap = (s_sorted[:, :-1] - s_sorted[:, 1:]).abs()
+    scale = torch.maximum(s_sorted[:, :-1].abs(), s_sorted[:, 1:].abs())
+    same = (gap <= TIE_ULPS * eps * scale) & torch.isfinite(gap)  # an excluded item (-inf) ties with nothing
     if not bool(same.any()):
         return None
     new = torch.ones_like(s_sorted, dtype=torch.bool)
@@ -138,7 +159,7 @@ def _ranked(scores: Any, yq: Any, yg: Any, tree: Any, exclude_self: bool):
     order = torch.argsort(S, dim=1, descending=True, stable=True)
     rank = torch.empty_like(order)
     rank.scatter_(1, order, torch.arange(G).expand(Q, G).contiguous())
-    return order, rank, valid, yq, yg, valid.sum(1), _tie_groups(S.gather(1, order))
+    return order, rank, valid, yq, yg, valid.sum(1), _tie_groups(S.gather(1, order), _eps(scores))
 
 
 def _reduce(per_query: torch.Tensor, undefined: str, what: str) -> float:

@@ -8,8 +8,11 @@ and of the gallery. Each query ranks the whole gallery by that matrix. With
 ``exclude_self=True`` (Q == G, the query set *is* the gallery, leave-one-out) the diagonal
 is removed from each query's candidates.
 
-**Ties.** Gallery items at exactly the same distance from a query have no order between
-them, so a metric must not depend on the order in which the gallery happens to be stored.
+**Ties.** Gallery items at the same distance from a query have no order between them, so a
+metric must not depend on the order in which the gallery happens to be stored. Two scores tie
+when they differ by at most 4 units in the last place of the precision they were given in
+(exactly, for integer scores): one point's distances, computed through different matrix-product
+tiles and rounded to float32, differ in the last place.
 The MAP@k family, precision@k, Recall@k, R-precision and NDCG are the *expected* value over
 every order of each tied group, each equally likely (McSherry & Najork 2008, *Computing
 information retrieval performance measures efficiently in the presence of tied scores*;
@@ -38,7 +41,16 @@ import numpy as np
 import torch
 
 from hierviz.metrics.hierarchy import _as_labels
-from hierviz.metrics.ranking import _dcg, _expected_hits, _mnr_per_level, _tie_groups, _Ties, mnr_levels, tree_relevance
+from hierviz.metrics.ranking import (
+    _dcg,
+    _eps,
+    _expected_hits,
+    _mnr_per_level,
+    _tie_groups,
+    _Ties,
+    mnr_levels,
+    tree_relevance,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.hierarchy import LabelTree
@@ -125,7 +137,7 @@ def _prepare(
             raise ValueError("exclude_self=True with a single item leaves no candidates")
     order = torch.argsort(s, dim=1, descending=True, stable=True)
     valid_sorted = valid.gather(1, order)
-    return order, valid_sorted, yq, yg, valid.sum(1), _tie_groups(s.gather(1, order))
+    return order, valid_sorted, yq, yg, valid.sum(1), _tie_groups(s.gather(1, order), _eps(scores))
 
 
 def _relevant(yq: torch.Tensor, yg: torch.Tensor, tree: LabelTree | None, level: int | None) -> torch.Tensor:
