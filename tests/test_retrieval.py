@@ -680,4 +680,4 @@ def test_scores_within_a_few_units_in_the_last_place_tie_and_farther_ones_do_not
     D64 = D32.double()
     assert precision_at_k(D64, [0], [1, 0, 0], k=1) == 0.0
     # integers tie only when equal
-    assert precision_at_k([[1, 2, 2]], [0], [1, 0, 1], k=2) == pytest.approx(0.5)
+    assert precision_at_k([[1, 2, 2]], [0], [1, 0, 1], k=2) == pytest.approx(0.25)  # (0 + 1/2) / 2
