@@ -681,3 +681,29 @@ def test_scores_within_a_few_units_in_the_last_place_tie_and_farther_ones_do_not
     assert precision_at_k(D64, [0], [1, 0, 0], k=1) == 0.0
     # integers tie only when equal
     assert precision_at_k([[1, 2, 2]], [0], [1, 0, 1], k=2) == pytest.approx(0.25)  # (0 + 1/2) / 2
+
+
+def test_index_distances_of_equal_points_are_exactly_zero_so_a_collapsed_block_ties():
+    from hierviz.geometry import PoincareBall
+    from hierviz.retrieval.index import ReferenceIndex
+
+    ball = PoincareBall(1.0)
+    rng = np.random.default_rng(3)
+    spot = ball.expmap0(torch.tensor(rng.normal(size=(1, 32)) * 0.02, dtype=torch.float32))
+    g = torch.cat(
+        [spot.expand(300, 32), ball.expmap0(torch.tensor(rng.normal(size=(300, 32)) * 0.3, dtype=torch.float32))]
+    )
+    yg = rng.integers(0, 3, size=600)
+    q = torch.cat([spot.expand(20, 32), g[400:420]])
+    yq = rng.integers(0, 3, size=40)
+    gram = ball.pairwise_dist(q[:20].double(), g[:300].double())
+    assert float(gram.max()) > 0  # the Gram form never gives equal points 0 (its clamp, or cancellation noise)
+    scores = {}
+    for storage in ("fp32", "fp16"):
+        D = ReferenceIndex(g, yg, geometry=ball, storage=storage).distances(q)
+        block = D[:20, :300]
+        assert torch.unique(block).numel() == 1  # one exact tie (0 for fp32; the code's rounding for fp16)
+        if storage == "fp32":
+            assert float(block.max()) == 0.0
+        scores[storage] = map_at_k(D, yq, yg, k=20, reduction="none")
+    torch.testing.assert_close(scores["fp32"][:20], scores["fp16"][:20], rtol=0, atol=1e-12)
