@@ -707,3 +707,15 @@ def test_index_distances_of_equal_points_are_exactly_zero_so_a_collapsed_block_t
             assert float(block.max()) == 0.0
         scores[storage] = map_at_k(D, yq, yg, k=20, reduction="none")
     torch.testing.assert_close(scores["fp32"][:20], scores["fp16"][:20], rtol=0, atol=1e-12)
+
+
+def test_cosine_distances_of_equal_float32_directions_are_exactly_zero():
+    from hierviz.evaluation.retrieval import cosine_distances
+
+    rng = np.random.default_rng(0)
+    u = torch.nn.functional.normalize(torch.tensor(rng.normal(size=(50, 32)), dtype=torch.float32), dim=-1)
+    q, g = u[20:21], torch.cat([u[20:21].expand(40, 32), u[21:]])  # 40 references equal to the query
+    assert float((1.0 - q @ g.T)[0, :40].min()) > 0  # the product form leaves equal directions an ulp apart
+    D = cosine_distances(q, g)
+    assert float(D[0, :40].abs().max()) == 0.0
+    torch.testing.assert_close(D[0, 40:], (1.0 - q @ g[40:].T)[0], rtol=0, atol=1e-6)

@@ -61,6 +61,7 @@ __all__ = [
     "fit_mapper",
     "MapperOutput",
     "retrieval_metrics",
+    "cosine_distances",
     "chance_scores",
     "RetrievalRecord",
     "retrieval_protocol",
@@ -317,6 +318,24 @@ def fit_mapper(
     return mapper, list(result.history["loss"])
 
 
+def cosine_distances(qd: torch.Tensor, gd: torch.Tensor, near: float = 1e-6) -> torch.Tensor:
+    """``1 − cos`` of unit rows ``qd`` (Q, d) and ``gd`` (G, d), (Q, G); entries below ``near`` as ``‖q − g‖² / 2``.
+
+    The product form leaves two equal directions ``1 − (1 ± ulp)`` apart; for unit vectors
+    ``1 − cos = ‖q − g‖² / 2`` exactly, which is 0 for equal rows, so a collapsed block ties exactly.
+
+    Examples
+    --------
+    >>> u = torch.nn.functional.normalize(torch.tensor([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]], dtype=torch.float64), dim=-1)
+    >>> cosine_distances(u[:1], u).tolist()
+    [[0.0, 0.0]]
+    """
+    D = (1.0 - qd @ gd.T).clamp_min(0.0)
+    i, j = torch.nonzero(D < near, as_tuple=True)
+    D[i, j] = 0.5 * (qd[i] - gd[j]).pow(2).sum(-1).to(D.dtype)
+    return D
+
+
 def retrieval_metrics(
     D: Any, yq: Any, yg: Any, *, ks: Sequence[int] = RETRIEVAL_KS, denominator: str = "min_k_r", tree: Any = None
 ) -> dict[str, float]:
@@ -435,9 +454,9 @@ def _retrieve(
         if distance == "cosine":  # directions of the tangent vectors at the origin
             qd = torch.nn.functional.normalize(geometry.logmap0(q), dim=-1)
             gd = torch.nn.functional.normalize(geometry.logmap0(g), dim=-1)
-            D = (1.0 - qd @ gd.T).clamp_min(0.0)
+            D = cosine_distances(qd, gd)
         else:
-            D = torch.cat([geometry.pairwise_dist(qb, g) for qb in q.split(1024)])
+            D = torch.cat([geometry.refine_near(geometry.pairwise_dist(qb, g), qb, g) for qb in q.split(1024)])
     ks = tuple(k for k in RETRIEVAL_KS if k <= len(y_tr))
     metrics = retrieval_metrics(D, y_te, y_tr, ks=ks)
     if index != "exact" and distance == "geometry" and type(geometry).__name__ in ("PoincareBall", "Lorentz"):
@@ -621,7 +640,7 @@ def fold_retrieval_protocol(ctx: EvalContext) -> FoldRetrievalRecord:
     else:
         with torch.no_grad():
             q, g = z_te.double(), z_tr.double()
-            D = torch.cat([geometry.pairwise_dist(qb, g) for qb in q.split(1024)])
+            D = torch.cat([geometry.refine_near(geometry.pairwise_dist(qb, g), qb, g) for qb in q.split(1024)])
     ks = tuple(getattr(model, "ks", RETRIEVAL_KS))
     metrics = retrieval_metrics(D.cpu(), y_te, y_tr, ks=ks, denominator=getattr(model, "denominator", "min_k_r"))
     metrics.update({k: float(v) for k, v in extra.items()})

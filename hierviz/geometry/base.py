@@ -305,6 +305,46 @@ class Geometry(abc.ABC):
     def pairwise_dist(self, x: Any, y: Any = None) -> Tensor:
         """All-pairs distance matrix via a Gram matrix (see subclasses)."""
 
+    #: Distances below ``NEAR / √c`` (``NEAR`` on a flat geometry) are what :meth:`refine_near` recomputes.
+    NEAR = 1e-3
+
+    def refine_near(self, D: Tensor, x: Tensor, y: Tensor) -> Tensor:
+        """Recompute the entries of a ``pairwise_dist(x, y)`` matrix below ``NEAR / √c`` by :meth:`dist`, in place.
+
+        ``pairwise_dist`` works from a Gram matrix, whose cancellation scatters the distance of two
+        equal points around 0 (by ~1e-8 in float64); :meth:`dist` takes the differences, so equal
+        points are exactly 0 apart and near-duplicates keep their digits. Retrieval evaluation
+        calls this, so a collapsed embedding's tied block ties exactly (no gradient is kept).
+
+        Parameters
+        ----------
+        D : Tensor, shape (B, M), float
+            ``pairwise_dist(x, y)``; modified in place.
+        x : Tensor, shape (B, d)
+        y : Tensor, shape (M, d)
+
+        Returns
+        -------
+        Tensor
+            ``D``.
+
+        Examples
+        --------
+        >>> from hierviz.geometry import PoincareBall
+        >>> ball = PoincareBall(1.0)
+        >>> x = ball.expmap0(torch.tensor([[0.3, 0.1], [0.3, 0.1]], dtype=torch.float64))
+        >>> float(ball.refine_near(ball.pairwise_dist(x[:1], x[1:]), x[:1], x[1:]))
+        0.0
+        """
+        c = scalar(self.c) if self.c else 0.0
+        near = self.NEAR / c**0.5 if c > 0 else self.NEAR
+        with torch.no_grad():
+            i, j = torch.nonzero(D < near, as_tuple=True)
+            for a in range(0, len(i), 1 << 18):  # in slices: a collapsed block can hold millions of pairs
+                ii, jj = i[a : a + (1 << 18)], j[a : a + (1 << 18)]
+                D[ii, jj] = self.dist(x[ii], y[jj]).to(D.dtype)
+        return D
+
     @abc.abstractmethod
     def expmap0(self, v: Any) -> Tensor:
         """Exponential map at the origin (see subclasses)."""

@@ -33,7 +33,7 @@ import torch
 from sklearn.model_selection import train_test_split
 from torch import nn
 
-from hierviz.evaluation.retrieval import CosineMapper, MapperModel, retrieval_metrics
+from hierviz.evaluation.retrieval import CosineMapper, MapperModel, cosine_distances, retrieval_metrics
 from hierviz.features.reduce import make_reducer
 from hierviz.geometry import get_geometry
 from hierviz.losses import HCLLoss, Objective
@@ -204,7 +204,7 @@ class MapperRun(nn.Module):
     def ranking(self, q: torch.Tensor, g: torch.Tensor, yq: Any, yg: Any) -> tuple[torch.Tensor, dict[str, float]]:
         """Distances ``(Q, G)`` of the main storage, N and its bytes; every storage's metrics as ``fp32_map@1`` ..."""
         if not self.mapper.geometry.hyperbolic:  # the cosine control: directions on the unit sphere
-            D = (1.0 - q @ g.T).clamp_min(0.0).cpu()
+            D = cosine_distances(q, g).cpu()
             return D, {"n": self.n, "bytes": int(q.shape[-1]) * 4}
         main = self.options.main_storage
         extra: dict[str, float] = {"n": self.n}

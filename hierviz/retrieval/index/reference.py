@@ -127,9 +127,6 @@ class ReferenceIndex(ExactSearch):
     [0, 1, 2]
     """
 
-    #: Pairs closer than this (geodesic, at c = 1; ``NEAR / √c`` in general) get :meth:`distances` from differences.
-    NEAR = 1e-3
-
     def __init__(
         self,
         points: Any,
@@ -280,8 +277,8 @@ class ReferenceIndex(ExactSearch):
         from the float64 copy with ``keep_full=True``, and returned in float32 (float64 for
         float64 queries or ``"fp64"`` storage). ``pairwise_dist`` works from a Gram matrix,
         whose cancellation scatters the distance of two equal points around 0 by ~1e-8;
-        every pair closer than :attr:`NEAR` (geodesic, ``1e-3 / √c``) is therefore computed
-        again by the geometry's ``dist`` from the differences, as :meth:`search` does: equal
+        every pair closer than ``1e-3 / √c`` is therefore computed again by the geometry's
+        ``dist`` from the differences (:meth:`Geometry.refine_near`), as :meth:`search` does: equal
         points are exactly 0 apart, so a collapsed embedding ties exactly and the metrics'
         expectation over tied orders applies (:mod:`hierviz.metrics.retrieval`).
 
@@ -291,19 +288,13 @@ class ReferenceIndex(ExactSearch):
             Queries of the wrong dimension or outside the ball.
         """
         q = self._queries(queries)
-        near = self.NEAR / self._c() ** 0.5
         cols = []
         for s in range(0, len(self), self.ref_chunk):
             rows = slice(s, s + self.ref_chunk)
             ref = self._decode64(rows) if self.full is None else self.full[rows]
             parts = []
             for qb in q.split(self.query_batch):
-                D = self.geometry.pairwise_dist(qb, ref)
-                i, j = torch.nonzero(D < near, as_tuple=True)
-                for a in range(0, len(i), 1 << 18):  # the close pairs again, from differences, in slices
-                    ii, jj = i[a : a + (1 << 18)], j[a : a + (1 << 18)]
-                    D[ii, jj] = self.geometry.dist(qb[ii], ref[jj]).to(D.dtype)
-                parts.append(D)
+                parts.append(self.geometry.refine_near(self.geometry.pairwise_dist(qb, ref), qb, ref))
             cols.append(torch.cat(parts))
         return torch.cat(cols, dim=1).to(self._out_dtype(queries))
 
