@@ -15,15 +15,9 @@ import math
 import numpy as np
 import torch
 
-from hierviz.hierarchy import dfs_leaves
+from hierviz.hierarchy import dfs_leaves, leaf_parent
 
 __all__ = ["toy_tangent_points", "toy_encoder_features"]
-
-
-def _parent_or_self(tree, leaf: str) -> str:
-    """The parent of ``leaf``, or the leaf itself when it is the root (a single-node tree)."""
-    p = tree.parent(leaf)
-    return leaf if p is None else p
 
 
 def toy_tangent_points(
@@ -65,11 +59,11 @@ def toy_tangent_points(
     own = {leaf: 2 * np.pi * (i + 0.5) / C for i, leaf in enumerate(leaves)}
     fam: dict[str, list[float]] = {}
     for leaf in leaves:
-        fam.setdefault(_parent_or_self(tree, leaf), []).append(own[leaf])
+        fam.setdefault(leaf_parent(tree, leaf), []).append(own[leaf])
     vs, ys = [], []
     for leaf in leaves:
         # circular mean of the family's angles
-        a = fam[_parent_or_self(tree, leaf)]
+        a = fam[leaf_parent(tree, leaf)]
         fam_angle = np.arctan2(np.mean(np.sin(a)), np.mean(np.cos(a)))
         diff = np.angle(np.exp(1j * (own[leaf] - fam_angle)))
         ang = fam_angle + 0.6 * diff

@@ -29,12 +29,13 @@ from hierviz.hierarchy.io import (
     tree_to_obj,
     write_tree_file,
 )
-from hierviz.hierarchy.label_tree import LabelTree, dfs_leaves, tree_from_obj
+from hierviz.hierarchy.label_tree import LabelTree, dfs_leaves, leaf_parent, tree_from_obj
 from hierviz.hierarchy.levels import LEVEL_ORDERS, level_groups, level_label_matrix, level_labels, level_names
 
 __all__ = [
     "LabelTree",
     "dfs_leaves",
+    "leaf_parent",
     "LEVEL_ORDERS",
     "level_labels",
     "level_groups",

@@ -48,7 +48,7 @@ from hierviz.hierarchy._tree_queries import TreeQueries
 from hierviz.hierarchy.dag import ProjectionChoice, project_dag
 from hierviz.hierarchy.io import _as_full, _tree_from_full
 
-__all__ = ["LabelTree", "ProjectionChoice", "dfs_leaves", "tree_from_obj"]
+__all__ = ["LabelTree", "ProjectionChoice", "dfs_leaves", "leaf_parent", "tree_from_obj"]
 
 
 class LabelTree(TreeForms, TreeQueries):
@@ -668,3 +668,16 @@ def dfs_leaves(tree: LabelTree) -> list[str]:
         else:
             stack.extend(reversed(kids))
     return out
+
+
+def leaf_parent(tree: LabelTree, leaf: str) -> str:
+    """The parent node of ``leaf`` (the leaf itself for a single-node tree, whose root is its only leaf).
+
+    Examples
+    --------
+    >>> t = LabelTree.from_nested({"r": {"a": ["a1", "a2"], "b": ["b1"]}})
+    >>> leaf_parent(t, "a2"), leaf_parent(t, "b1")
+    ('a', 'b')
+    """
+    p = tree.parent(leaf)
+    return leaf if p is None else p

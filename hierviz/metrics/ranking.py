@@ -2,7 +2,7 @@ r"""The ranking metrics of Paper 04 (Generalised triplets) §III-D.2: leaf RP@k,
 
 Each query ranks the candidates by similarity (the paper: cosine similarity of the
 embeddings, "in descending order"). Tied candidates have no order between them: RP@k and NDCG
-are the expected values over the orders of each tied group (:func:`_expected_hits`; McSherry &
+are the expected values over the orders of each tied group (:func:`hierviz.metrics.ties.expected_hits`; McSherry &
 Najork 2008), MNR keeps candidate order (a stable sort). The usual
 setting is leave-one-out on one set (``exclude_self=True``: the test set queried against
 itself, as the authors' evaluation). Everything is vectorised over queries, candidates and
@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 from hierviz.metrics._validate import as_embeddings, same_dim
+from hierviz.metrics.ties import Ties, eps_of, expected_hits, tie_groups
 
 __all__ = ["rp_at_k", "mnr", "ndcg_tree", "ranking_report", "mnr_levels", "tree_relevance", "RANKING_KEYS"]
 
@@ -72,78 +73,10 @@ def _labels(y: Any, n: int, name: str, tree: Any) -> torch.Tensor:
     return t
 
 
-class _Ties:
-    """The groups of equal scores along each ranked row: the first rank, the index and the size of each rank's group."""
-
-    def __init__(self, new: torch.Tensor) -> None:
-        Q, G = new.shape
-        ranks = torch.arange(G).expand(Q, G)
-        self.start = torch.where(new, ranks, 0).cummax(1).values  # (Q, G) first rank of the group
-        self.gid = new.long().cumsum(1) - 1  # (Q, G) the group's index along the row
-        self.size = self.group_sum(torch.ones(Q, G, dtype=torch.float64))  # (Q, G) items in the group
-
-    def group_sum(self, x: torch.Tensor) -> torch.Tensor:
-        """``x`` (Q, G) float64 in rank order summed over each rank's group, (Q, G)."""
-        return torch.zeros_like(x).scatter_add_(1, self.gid, x).gather(1, self.gid)
-
-
-#: Ranked scores closer than this many units in the last place of the input's precision are tied.
-TIE_ULPS = 4
-
-
-def _eps(scores: Any) -> float:
-    """Machine epsilon of the scores as given (float16/32/64 tensor or array); 0 for integers."""
-    dtype = getattr(scores, "dtype", None)
-    if isinstance(dtype, torch.dtype):
-        return torch.finfo(dtype).eps if dtype.is_floating_point else 0.0
-    arr = np.asarray(scores)
-    return float(np.finfo(arr.dtype).eps) if arr.dtype.kind == "f" else 0.0
-
-
-def _tie_groups(s_sorted: torch.Tensor, eps: float = 0.0) -> _Ties | None:
-    """The tie groups of the sorted scores (Q, G); None when no two neighbours are tied (the common case).
-
-    Neighbours tie when they differ by at most ``TIE_ULPS · eps · |score|``, ``eps`` being the
-    machine epsilon of the scores as given (0 for integers: exact equality): two distances of one
-    point, computed through different GEMM tiles and rounded to float32, can differ in the last
-    place, and that rounding is not an order.
-    """
-    gap = (s_sorted[:, :-1] - s_sorted[:, 1:]).abs()
-    scale = torch.maximum(s_sorted[:, :-1].abs(), s_sorted[:, 1:].abs())
-    same = (gap <= TIE_ULPS * eps * scale) & torch.isfinite(gap)  # an excluded item (-inf) ties with nothing
-    if not bool(same.any()):
-        return None
-    new = torch.ones_like(s_sorted, dtype=torch.bool)
-    new[:, 1:] = ~same
-    return _Ties(new)
-
-
-def _expected_hits(R: torch.Tensor, ties: _Ties | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Expected relevance, hits and relevance × hits at every rank, over the orders of the tied groups.
-
-    ``R`` (Q, G) bool: relevance in rank order. Returns float64 (Q, G) tensors ``rel`` (E[r_j]),
-    ``hits`` (E[number relevant in the top j]) and ``rel_hits`` (E[r_j · hits_j]). In a group of
-    ``n`` items, ``r`` relevant, starting after ``b`` relevant items, at its ``t``-th rank:
-    E[r_j] = r/n, E[hits_j] = b + t·r/n and E[r_j hits_j] = (r/n)(b + 1 + (t − 1)(r − 1)/(n − 1))
-    (McSherry & Najork 2008). Without ties these are ``R``, its running sum and their product.
-    """
-    Rf = R.double()
-    if ties is None:
-        hits = Rf.cumsum(1)
-        return Rf, hits, Rf * hits
-    n = ties.size
-    p = ties.group_sum(Rf) / n
-    before = (Rf.cumsum(1) - Rf).gather(1, ties.start)  # relevant items ranked before the group
-    t = (torch.arange(1, R.shape[1] + 1) - ties.start).double()  # the rank's place in its group, 1..n
-    hits = before + t * p
-    rel_hits = p * (before + 1.0 + (t - 1.0) * (p * n - 1.0) / (n - 1.0).clamp_min(1.0))
-    return p, hits, rel_hits
-
-
 def _ranked(scores: Any, yq: Any, yg: Any, tree: Any, exclude_self: bool):
     """Validated inputs; ``order`` (Q, G) best first, ``rank`` (Q, G) 0-based rank of each candidate
     (excluded items rank last), ``valid`` (Q, G) candidate mask, ``n`` (Q,) candidates per query,
-    and the tie groups of the ranked scores (:func:`_tie_groups`, None without ties)."""
+    and the tie groups of the ranked scores (:func:`hierviz.metrics.ties.tie_groups`, None without ties)."""
     S = _scores(scores)
     Q, G = S.shape
     yq, yg = _labels(yq, Q, "query_labels", tree), _labels(yg, G, "gallery_labels", tree)
@@ -159,7 +92,7 @@ def _ranked(scores: Any, yq: Any, yg: Any, tree: Any, exclude_self: bool):
     order = torch.argsort(S, dim=1, descending=True, stable=True)
     rank = torch.empty_like(order)
     rank.scatter_(1, order, torch.arange(G).expand(Q, G).contiguous())
-    return order, rank, valid, yq, yg, valid.sum(1), _tie_groups(S.gather(1, order), _eps(scores))
+    return order, rank, valid, yq, yg, valid.sum(1), tie_groups(S.gather(1, order), eps_of(scores))
 
 
 def _reduce(per_query: torch.Tensor, undefined: str, what: str) -> float:
@@ -221,7 +154,7 @@ def rp_at_k(
     if not 1 <= int(k) <= int(n.min()):
         raise ValueError(f"k must be in [1, {int(n.min())}] (the number of candidates), got {k}")
     R = (yg[order] == yq[:, None]) & valid.gather(1, order)  # relevance in rank order
-    return float(_expected_hits(R, ties)[1][:, int(k) - 1].div(int(k)).mean())
+    return float(expected_hits(R, ties)[1][:, int(k) - 1].div(int(k)).mean())
 
 
 def tree_relevance(tree: Any, relevance: str = "sum") -> torch.Tensor:
@@ -290,7 +223,7 @@ def _mnr_per_level(
 
 
 def _dcg(
-    rel: torch.Tensor, order: torch.Tensor, k: int | None = None, *, ties: _Ties | None = None
+    rel: torch.Tensor, order: torch.Tensor, k: int | None = None, *, ties: Ties | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """DCG of the ranking ``order`` (Q, G) and of the ideal order, over the first ``k`` ranks (all if None),
     for graded relevance ``rel`` (Q, G) in candidate order; both (Q,) float64. With ``ties`` the items of

@@ -41,16 +41,8 @@ import numpy as np
 import torch
 
 from hierviz.metrics.hierarchy import _as_labels
-from hierviz.metrics.ranking import (
-    _dcg,
-    _eps,
-    _expected_hits,
-    _mnr_per_level,
-    _tie_groups,
-    _Ties,
-    mnr_levels,
-    tree_relevance,
-)
+from hierviz.metrics.ranking import _dcg, _mnr_per_level, mnr_levels, tree_relevance
+from hierviz.metrics.ties import Ties, eps_of, expected_hits, hit_rate, tie_groups
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.hierarchy import LabelTree
@@ -137,7 +129,7 @@ def _prepare(
             raise ValueError("exclude_self=True with a single item leaves no candidates")
     order = torch.argsort(s, dim=1, descending=True, stable=True)
     valid_sorted = valid.gather(1, order)
-    return order, valid_sorted, yq, yg, valid.sum(1), _tie_groups(s.gather(1, order), _eps(scores))
+    return order, valid_sorted, yq, yg, valid.sum(1), tie_groups(s.gather(1, order), eps_of(scores))
 
 
 def _relevant(yq: torch.Tensor, yg: torch.Tensor, tree: LabelTree | None, level: int | None) -> torch.Tensor:
@@ -242,7 +234,7 @@ def precision_at_k(
     order, valid, yq, yg, n_valid, ties = _prepare(scores, query_labels, gallery_labels, tree, kind, exclude_self)
     k = _check_k(k, int(n_valid.min()))
     R = _relevant(yq, yg, tree, level).gather(1, order) & valid
-    return _mean_or_none(_expected_hits(R, ties)[1][:, k - 1] / k, reduction)
+    return _mean_or_none(expected_hits(R, ties)[1][:, k - 1] / k, reduction)
 
 
 def recall_at_k(
@@ -305,26 +297,7 @@ def recall_at_k(
     k = _check_k(k, int(n_valid.min()))
     R = _relevant(yq, yg, tree, level).gather(1, order) & valid
     _require_relevant(R, "Recall@k")
-    return _mean_or_none(_hit_rate(R, ties, k), reduction)
-
-
-def _hit_rate(R: torch.Tensor, ties: _Ties | None, k: int) -> torch.Tensor:
-    """Per-query probability (Q,) float64 that the top ``k`` holds a relevant item, over the orders of tied groups.
-
-    The group that straddles rank ``k`` contributes ``t`` of its ``n`` items (``r`` relevant):
-    none of them is relevant with the hypergeometric probability C(n − r, t) / C(n, t).
-    """
-    if ties is None:
-        return R[:, :k].any(1).double()
-    j = k - 1
-    start = ties.start[:, j]
-    before = (R.double().cumsum(1) - R.double()).gather(1, start[:, None]).squeeze(1)
-    n = ties.size[:, j]
-    r = ties.group_sum(R.double())[:, j]
-    t = (j + 1 - start).double()
-    lg = torch.lgamma
-    none = torch.where(n - r >= t, torch.exp(lg(n - r + 1) - lg(n - r - t + 1) - lg(n + 1) + lg(n - t + 1)), 0.0)
-    return torch.where(before >= 1, 1.0, 1.0 - none)
+    return _mean_or_none(hit_rate(R, ties, k), reduction)
 
 
 def map_at_k(
@@ -436,17 +409,17 @@ def _check_denominator(denominator: str) -> str:
 
 
 def _average_precision(
-    R: torch.Tensor, n_valid: torch.Tensor, k: int | None, denominator: str, ties: _Ties | None = None
+    R: torch.Tensor, n_valid: torch.Tensor, k: int | None, denominator: str, ties: Ties | None = None
 ) -> torch.Tensor:
     """Per-query AP@k (Q,) float64 from the ranked relevance ``R`` (Q, G) bool (see :func:`map_at_k`).
 
-    With ``ties``, the expectation over the orders of each tied group (:func:`_expected_hits`);
+    With ``ties``, the expectation over the orders of each tied group (:func:`hierviz.metrics.ties.expected_hits`);
     the ``"hits"`` normaliser is then the expected number of hits (a ratio of expectations).
     """
     n_rel = R.sum(1)  # (Q,)
     G = R.shape[1]
     ranks = torch.arange(1, G + 1, dtype=torch.float64)
-    _, hits, rel_hits = _expected_hits(R, ties)
+    _, hits, rel_hits = expected_hits(R, ties)
     if k is None:
         cut = n_rel
     else:
@@ -509,7 +482,7 @@ def flat_retrieval_report(
     R = _relevant(yq, yg, None, None).gather(1, order) & valid
     _require_relevant(R, "MAP")
     n_rel = R.sum(1)
-    rel, hits, rel_hits = _expected_hits(R, ties)  # hits within the top j (expected over tied orders)
+    rel, hits, rel_hits = expected_hits(R, ties)  # hits within the top j (expected over tied orders)
     ap_sum = (rel_hits / torch.arange(1, R.shape[1] + 1, dtype=torch.float64)).cumsum(1)  # Σ_{j' <= j} r P@j'
     del rel_hits
     out = {}
@@ -580,7 +553,7 @@ def r_precision(
     R = _relevant(yq, yg, tree, level).gather(1, order) & valid
     _require_relevant(R, "R-precision")
     n_rel = R.sum(1)
-    at_r = _expected_hits(R, ties)[1].gather(1, (n_rel - 1)[:, None]).squeeze(1)  # hits within the top R
+    at_r = expected_hits(R, ties)[1].gather(1, (n_rel - 1)[:, None]).squeeze(1)  # hits within the top R
     return _mean_or_none(at_r / n_rel.double(), reduction)
 
 

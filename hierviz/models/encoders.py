@@ -10,6 +10,7 @@ small-image stem), and ``mlp`` (:class:`MLPEncoder`, for vector datasets such as
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,8 +35,8 @@ __all__ = [
 ENCODERS: Registry = Registry("encoder")
 
 
-#: What each encoder reads, as declared by ``register_encoder(name, inputs=...)``: name -> (factory, input kind).
-_INPUTS: dict[str, tuple[Any, str]] = {}
+#: What each registered factory reads, as declared by ``register_encoder(name, inputs=...)``.
+_INPUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def register_encoder(name: str, *, inputs: str = "images", replace: bool = False) -> Callable[[Any], Any]:
@@ -77,7 +78,7 @@ def register_encoder(name: str, *, inputs: str = "images", replace: bool = False
 
     def deco(factory: Any) -> Any:
         register(factory)
-        _INPUTS[str(name).strip().lower()] = (factory, inputs)
+        _INPUTS[factory] = inputs
         return factory
 
     return deco
@@ -102,9 +103,8 @@ def encoder_inputs(name: str) -> str:
     ('vectors', 'images')
     """
     factory = ENCODERS.get(name)
-    declared = _INPUTS.get(str(name).strip().lower())
-    if declared is not None and declared[0] is factory:
-        return declared[1]
+    if factory in _INPUTS:
+        return _INPUTS[factory]
     for kind in ("vectors", "text"):
         if getattr(factory, kind, False) is True:  # hierviz 0.3's way to declare it
             warnings.warn(

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from hierviz.hierarchy import dfs_leaves
+from hierviz.hierarchy import dfs_leaves, leaf_parent
 
 # point-cloud checks live with the 2-D projections (hierviz.metrics.projection); re-exported here
 from hierviz.metrics.projection import _as_points, _to_numpy  # noqa: F401
@@ -95,23 +95,6 @@ def _leaf_labels(labels: Any, tree, n: int | None = None, name: str = "labels") 
         bad = arr[(arr < 0) | (arr >= C)]
         raise ValueError(f"{name} must be leaf indices in [0, {C - 1}], found {sorted(set(bad.tolist()))[:10]}")
     return arr
-
-
-def leaf_parent(tree, leaf: str) -> str:
-    """The parent node of ``leaf`` (the root itself for a single-node tree).
-
-    Parameters
-    ----------
-    tree : hierviz.hierarchy.LabelTree
-    leaf : str
-        A leaf name.
-
-    Returns
-    -------
-    str
-    """
-    p = tree.parent(leaf)
-    return leaf if p is None else p
 
 
 def _families(tree) -> dict[str, list[str]]:
